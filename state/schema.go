@@ -1,0 +1,148 @@
+// Package state is the durable record of one being: the being-v1 schema of
+// state.json, its atomic save, the append-only activity journal and the
+// conversation archive (SPEC §5.3). Exactly one actor, the being's own,
+// writes a given state directory.
+package state
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/wisent/singularity/chat"
+	"github.com/wisent/singularity/money"
+)
+
+// SchemaVersion is the only state schema this runtime reads and writes.
+const SchemaVersion = "being-v1"
+
+// Being statuses.
+const (
+	StatusStarting  = "starting"
+	StatusRunning   = "running"
+	StatusStopping  = "stopping"
+	StatusStopped   = "stopped"
+	StatusExhausted = "exhausted"
+	StatusFailed    = "failed"
+)
+
+// Being is the whole of state.json. Fields the reference runtime defines
+// are all present; Extra keeps any field this version does not know so a
+// load-then-save never drops data.
+type Being struct {
+	SchemaVersion    string           `json:"schema_version"`
+	Identity         Identity         `json:"identity"`
+	Mind             Mind             `json:"mind"`
+	Status           string           `json:"status"`
+	Cycle            uint64           `json:"cycle"`
+	Budget           Budget           `json:"budget"`
+	Conversation     []chat.Message   `json:"conversation"`
+	RecentActions    []Action         `json:"recent_actions"`
+	CreatedResources CreatedResources `json:"created_resources"`
+	StartedAt        Time             `json:"started_at"`
+	UpdatedAt        Time             `json:"updated_at"`
+}
+
+// Identity is fixed at boot from configuration and never changed by the
+// model (SPEC §5.1).
+type Identity struct {
+	AgentID           string `json:"agent_id"`
+	Name              string `json:"name"`
+	Ticker            string `json:"ticker"`
+	AgentType         string `json:"agent_type"`
+	Specialty         string `json:"specialty"`
+	Role              string `json:"role"`
+	Environment       string `json:"environment"`
+	Host              string `json:"host"`
+	WorkloadID        string `json:"workload_id"`
+	WorkloadPublicKey string `json:"workload_public_key"`
+	ExecutableDigest  string `json:"executable_digest"`
+	CodeDigest        string `json:"code_digest"`
+	PolicyDigest      string `json:"policy_digest"`
+	PolicySequence    uint64 `json:"policy_sequence"`
+}
+
+// Mind is what the being may change about itself.
+type Mind struct {
+	SystemPrompt string   `json:"system_prompt"`
+	Rules        []string `json:"rules"`
+	Learnings    []string `json:"learnings"`
+	Memories     []Memory `json:"memories"`
+	Children     []Child  `json:"children"`
+	CurrentModel string   `json:"current_model"`
+}
+
+// Memory is one persistent memory.
+type Memory struct {
+	ID        string `json:"id"`
+	Kind      string `json:"kind"`
+	Text      string `json:"text"`
+	CreatedAt Time   `json:"created_at"`
+}
+
+// Child is the parent's record of a spawned child being. The child's own
+// state.json is the authority on its later life.
+type Child struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Ticker    string `json:"ticker"`
+	StateDir  string `json:"state_dir"`
+	CreatedAt Time   `json:"created_at"`
+	Status    string `json:"status"`
+}
+
+// Budget is the ledger as persisted; money fields are decimal strings.
+type Budget struct {
+	Starting      money.Amount `json:"starting"`
+	Remaining     money.Amount `json:"remaining"`
+	APISpent      money.Amount `json:"api_spent"`
+	InstanceSpent money.Amount `json:"instance_spent"`
+	TotalTokens   uint64       `json:"total_tokens"`
+	Earned        money.Amount `json:"earned"`
+}
+
+// NetProfit is earned − api_spent − instance_spent.
+func (b Budget) NetProfit() money.Amount {
+	return b.Earned.Sub(b.APISpent).Sub(b.InstanceSpent)
+}
+
+// Action records one tool call's outcome; the last 100 are kept.
+type Action struct {
+	Cycle  uint64 `json:"cycle"`
+	Tool   string `json:"tool"`
+	Status string `json:"status"`
+	At     Time   `json:"at"`
+}
+
+// CreatedResources lists Most chats and messages this being created.
+type CreatedResources struct {
+	ChatIDs    []string `json:"chat_ids"`
+	MessageIDs []string `json:"message_ids"`
+}
+
+// Time is a UTC instant written as RFC 3339 with fractional seconds.
+type Time struct{ time.Time }
+
+// TimeLayout is how every timestamp in state and the journal is written.
+const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
+
+// Now returns the current instant in UTC.
+func Now() Time { return Time{time.Now().UTC()} }
+
+// MarshalJSON writes the instant in UTC with microseconds.
+func (t Time) MarshalJSON() ([]byte, error) {
+	return json.Marshal(t.UTC().Format(TimeLayout))
+}
+
+// UnmarshalJSON accepts any RFC 3339 instant.
+func (t *Time) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	t.Time = v.UTC()
+	return nil
+}
