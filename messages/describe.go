@@ -1,0 +1,21 @@
+// Package messages holds the types actors exchange: plain structs, asks
+// named XRequest/XResponse, events in the past tense. No behaviour lives
+// here beyond String().
+package messages
+
+// DescribeRequest asks any actor to describe itself for the debug
+// endpoint. Every actor answers with a Description.
+type DescribeRequest struct{}
+
+// Description is one actor's own view of itself: its kind ("family",
+// "brama", "being", "ledger", "las"), its name, its status and the
+// kind-specific figures of SPEC §16. Children are filled in by whoever
+// assembles the tree, by asking each child in turn. Figures must never
+// hold a secret, an environment value or a secret's path.
+type Description struct {
+	Kind     string         `json:"kind"`
+	Name     string         `json:"name"`
+	Status   string         `json:"status"`
+	Figures  map[string]any `json:"figures,omitempty"`
+	Children []string       `json:"-"` // child actor ids to ask next
+}
