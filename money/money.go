@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
+	"regexp"
 	"strings"
 
 	"github.com/ericlagergren/decimal"
@@ -18,9 +20,14 @@ import (
 // Places is the ledger's resolution: amounts are rounded to 1e-12 USD.
 const Places = 12
 
-// divisionDigits is the working precision of the one inexact operation
-// (division); results are then rounded to Places in a stated direction.
-const divisionDigits = 64
+// The range Parse accepts. Text such as "1e999999999" is short but would
+// expand to a billion digits when printed or rounded; tool output is
+// untrusted, so magnitudes are bounded: |v| < 10^MaxExponent, and a
+// non-zero value's leading digit sits no lower than 10^MinExponent.
+const (
+	MaxExponent = 40
+	MinExponent = -1000
+)
 
 // Amount is an immutable exact decimal. The zero value is 0. Operations
 // return new values and never modify their operands, so Amounts may be
@@ -30,7 +37,15 @@ type Amount struct{ v *decimal.Big }
 // Zero is the amount 0.
 var Zero = Amount{}
 
-var errNotDecimal = errors.New("not a decimal number")
+var (
+	errNotDecimal = errors.New("not a decimal number")
+	errRange      = errors.New("decimal out of range")
+)
+
+// decimalText is the accepted syntax: an optional sign, digits with an
+// optional fraction, an optional exponent. It is a superset of the JSON
+// number grammar and refuses NaN, Inf, hex and digit separators.
+var decimalText = regexp.MustCompile(`^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
 
 func exact() decimal.Context {
 	return decimal.Context{Precision: decimal.UnlimitedPrecision, RoundingMode: decimal.ToNearestEven}
@@ -38,7 +53,7 @@ func exact() decimal.Context {
 
 func (a Amount) big() *decimal.Big {
 	if a.v == nil {
-		return decimal.WithContext(exact())
+		return fresh()
 	}
 	return a.v
 }
@@ -46,15 +61,22 @@ func (a Amount) big() *decimal.Big {
 func fresh() *decimal.Big { return decimal.WithContext(exact()) }
 
 // Parse reads plain or exponent decimal text ("9.98", "1e-3", "-0.02").
-// NaN, infinities and anything that is not a finite decimal are refused.
+// NaN, infinities, anything that is not a finite decimal and magnitudes
+// outside the accepted range are refused.
 func Parse(s string) (Amount, error) {
-	t := strings.TrimSpace(s)
-	if t == "" || strings.ContainsAny(t, "_ ") {
+	if !decimalText.MatchString(s) {
 		return Zero, fmt.Errorf("%q: %w", s, errNotDecimal)
 	}
 	z := fresh()
-	if _, ok := z.SetString(t); !ok || !z.IsFinite() {
+	if _, ok := z.SetString(s); !ok || !z.IsFinite() {
 		return Zero, fmt.Errorf("%q: %w", s, errNotDecimal)
+	}
+	if z.Sign() != 0 {
+		// Leading digit's exponent: precision digits ending at 10^-scale.
+		lead := z.Precision() - z.Scale() - 1
+		if lead >= MaxExponent || lead < MinExponent {
+			return Zero, fmt.Errorf("%q: %w", s, errRange)
+		}
 	}
 	return Amount{z}, nil
 }
@@ -87,35 +109,33 @@ func (a Amount) Mul(b Amount) Amount { return Amount{fresh().Mul(a.big(), b.big(
 func (a Amount) Neg() Amount { return Amount{fresh().Neg(a.big())} }
 
 // QuoUp returns a ÷ b rounded up (toward +∞) to Places decimals. It is
-// the division the ledger uses for debits: never undercharge. b must not
-// be zero.
-func (a Amount) QuoUp(b Amount) Amount { return a.quo(b).RoundUp() }
+// the division the ledger uses for debits: never undercharge. It panics if
+// b is zero.
+func (a Amount) QuoUp(b Amount) Amount { return a.quo(b, true) }
 
-// QuoDown returns a ÷ b rounded down (toward −∞) to Places decimals.
-func (a Amount) QuoDown(b Amount) Amount { return a.quo(b).RoundDown() }
+// QuoDown returns a ÷ b rounded down (toward −∞) to Places decimals. It
+// panics if b is zero.
+func (a Amount) QuoDown(b Amount) Amount { return a.quo(b, false) }
 
-func (a Amount) quo(b Amount) Amount {
+// quo divides exactly as rationals, then takes the floor or ceiling of the
+// quotient scaled by 10^Places: no working precision can be too small.
+func (a Amount) quo(b Amount, up bool) Amount {
 	if b.Sign() == 0 {
 		panic("money: division by zero")
 	}
-	z := decimal.WithContext(decimal.Context{Precision: divisionDigits, RoundingMode: decimal.ToZero})
-	z.Quo(a.big(), b.big())
-	// Truncation toward zero loses at most one unit in the 64th digit; the
-	// directed rounding to Places below then gives the right answer unless
-	// the exact quotient lies strictly between the truncated value and the
-	// next grid point, which the remainder check corrects.
-	back := fresh().Mul(z, b.big())
-	if back.Cmp(a.big()) != 0 {
-		// Inexact: nudge by one ulp of the working precision in the
-		// quotient's own direction so directed rounding sees it as
-		// "beyond" any exact grid point it was truncated onto.
-		ulp := fresh().SetMantScale(1, z.Scale()+1)
-		if z.Sign() < 0 || (z.Sign() == 0 && a.Sign()*b.Sign() < 0) {
-			ulp.Neg(ulp)
+	q := new(big.Rat).Quo(a.big().Rat(nil), b.big().Rat(nil))
+	q.Mul(q, new(big.Rat).SetInt(pow10(Places)))
+	n, rem := new(big.Int).QuoRem(q.Num(), q.Denom(), new(big.Int))
+	// QuoRem truncates toward zero; move to the directed neighbour when
+	// the division was inexact.
+	if rem.Sign() != 0 {
+		if up && q.Sign() > 0 {
+			n.Add(n, big.NewInt(1))
+		} else if !up && q.Sign() < 0 {
+			n.Sub(n, big.NewInt(1))
 		}
-		z = fresh().Add(z, ulp)
 	}
-	return Amount{z}
+	return Amount{fresh().SetBigMantScale(n, Places)}
 }
 
 // RoundUp rounds a toward +∞ to Places decimals.
@@ -123,6 +143,8 @@ func (a Amount) RoundUp() Amount { return a.round(decimal.ToPositiveInf) }
 
 // RoundDown rounds a toward −∞ to Places decimals.
 func (a Amount) RoundDown() Amount { return a.round(decimal.ToNegativeInf) }
+
+func pow10(n int) *big.Int { return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n)), nil) }
 
 func (a Amount) round(mode decimal.RoundingMode) Amount {
 	z := fresh().Copy(a.big())
@@ -147,19 +169,42 @@ func (a Amount) Equal(b Amount) bool { return a.Cmp(b) == 0 }
 // IsZero reports whether a is 0.
 func (a Amount) IsZero() bool { return a.Sign() == 0 }
 
+// Rat returns a as an exact rational, for checks and conversions that
+// need math/big.
+func (a Amount) Rat() *big.Rat { return a.big().Rat(nil) }
+
 // String prints a in plain notation with no exponent and no trailing
 // fractional zeros: "10", "9.98", "0.000034277778", "-0.02".
 func (a Amount) String() string {
-	z := fresh().Copy(a.big())
-	z.Reduce()
+	z := a.big()
 	if z.Sign() == 0 {
 		return "0"
 	}
-	s := fmt.Sprintf("%f", z)
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	// Build the text from the exact rational and the scale so the result
+	// never depends on the library's choice of notation.
+	r := z.Rat(nil)
+	scale := max(z.Scale(), 0)
+	digits := new(big.Int).Set(r.Num()) // r is an integer when scale is 0
+	if scale > 0 {
+		digits.Mul(digits, pow10(scale))
+		digits.Quo(digits, r.Denom()) // exact: the denominator divides 10^scale
 	}
-	return s
+	neg := digits.Sign() < 0
+	text := new(big.Int).Abs(digits).String()
+	if scale > 0 {
+		if len(text) <= scale {
+			text = strings.Repeat("0", scale-len(text)+1) + text
+		}
+		whole, frac := text[:len(text)-scale], strings.TrimRight(text[len(text)-scale:], "0")
+		text = whole
+		if frac != "" {
+			text += "." + frac
+		}
+	}
+	if neg {
+		text = "-" + text
+	}
+	return text
 }
 
 // MarshalJSON writes a as a JSON string holding its plain text.
@@ -183,9 +228,10 @@ func (a *Amount) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// ParseJSONNumber reads an amount from a JSON value's literal: a string
-// holding a decimal, or a json.Number. It reports false for any other
-// value.
+// ParseJSONValue reads an amount from a decoded JSON value: a string
+// holding a decimal, or a json.Number (decode with UseNumber so numbers
+// never pass through float64). It reports false for any other value and
+// for text Parse refuses.
 func ParseJSONValue(v any) (Amount, bool) {
 	switch t := v.(type) {
 	case string:
