@@ -12,14 +12,32 @@ const (
 	Indeterminate = "indeterminate"
 )
 
+// SensitiveOutputRejected is the error code of a result the output
+// boundary replaced (SPEC §13).
+const SensitiveOutputRejected = "sensitive_output_rejected"
+
+// RejectedEnvelope is the whole tool message content of a result the
+// output boundary rejected: nothing of the original result survives.
+const RejectedEnvelope = `{"status":"failed","error_code":"sensitive_output_rejected"}`
+
 // Outcome is one tool call's result. Content is raw JSON (null when
 // absent). ErrorCode, ChatID and MessageID are empty when not applicable.
+// Rejected marks the output boundary's replacement (SPEC §13): its
+// envelope is exactly RejectedEnvelope.
 type Outcome struct {
 	Status    string
 	Content   json.RawMessage
 	ErrorCode string
 	ChatID    string
 	MessageID string
+	Rejected  bool
+}
+
+// Rejection returns the outcome that replaces a result the output
+// boundary refused: failed, error code sensitive_output_rejected, no
+// content and no Most ids.
+func Rejection() Outcome {
+	return Outcome{Status: Failed, ErrorCode: SensitiveOutputRejected, Rejected: true}
 }
 
 // Succeeded returns a success outcome carrying content.
@@ -62,8 +80,12 @@ func optional(s string) *string {
 }
 
 // Envelope is the JSON text the model sees for this outcome:
-// {"chat_id":…,"content":…,"error_code":…,"message_id":…,"status":…}.
+// {"chat_id":…,"content":…,"error_code":…,"message_id":…,"status":…},
+// or RejectedEnvelope for the boundary's replacement.
 func (o Outcome) Envelope() string {
+	if o.Rejected {
+		return RejectedEnvelope
+	}
 	content := o.Content
 	if len(content) == 0 {
 		content = json.RawMessage("null")
