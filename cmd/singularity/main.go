@@ -1,0 +1,142 @@
+// Command singularity runs a family of autonomous digital beings: each
+// lives cycle by cycle, thinks through Brama, acts through Las, and pays for
+// every model call from an exact-decimal budget (see README.md).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/logging"
+	"github.com/wisent/singularity/supervision"
+)
+
+// cli is the whole command line. Every subcommand that boots a being
+// embeds config.Flags so its --help lists every variable of SPEC §4.
+type cli struct {
+	Log config.LogFlags `embed:""`
+
+	Run    runCmd    `cmd:"" help:"Boot the family and live until Ctrl-C or SIGTERM."`
+	Once   onceCmd   `cmd:"" help:"Run exactly one cycle of the root being and print its report."`
+	Doctor doctorCmd `cmd:"" help:"Read-only preflight of Brama, Most and Las; writes no state."`
+	Tools  toolsCmd  `cmd:"" help:"Print the tool catalogue the model would see."`
+}
+
+// env is what every command receives: the process's output streams, a
+// logger, and a context cancelled by the first SIGINT or SIGTERM.
+type env struct {
+	ctx    context.Context
+	stdout io.Writer
+	stderr io.Writer
+	log    *slog.Logger
+}
+
+// exitRequest carries kong's exit code (after --help) out of Parse.
+type exitRequest struct{ code int }
+
+func main() {
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Main runs the command line args and returns the process exit code. Any
+// failure is printed as one line, "singularity: <error>", on stderr.
+func Main(args []string, stdout, stderr io.Writer) (code int) {
+	var c cli
+	parser, err := kong.New(&c,
+		kong.Name("singularity"),
+		kong.Description("Runtime for autonomous digital beings: a protoactor supervisor tree of beings, their ledgers, their Las skill processes and the Brama gateway."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(exitRequest{code}) }),
+	)
+	if err != nil {
+		fmt.Fprintln(stderr, supervision.Line(supervision.Errorf(supervision.ClassRuntime, "command line: %v", err)))
+		return 5
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			exit, ok := r.(exitRequest)
+			if !ok {
+				panic(r)
+			}
+			code = exit.code
+		}
+	}()
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintln(stderr, supervision.Line(supervision.Errorf(supervision.ClassConfiguration, "%v", err)))
+		return 2
+	}
+	log, err := logging.New(stderr, c.Log.Level, c.Log.Format)
+	if err != nil {
+		fmt.Fprintln(stderr, supervision.Line(supervision.Errorf(supervision.ClassConfiguration, "%v", err)))
+		return 2
+	}
+	ctx, stop := signalContext(context.Background())
+	defer stop()
+	err = kctx.Run(&env{ctx: ctx, stdout: stdout, stderr: stderr, log: log})
+	if err != nil {
+		fmt.Fprintln(stderr, supervision.Line(err))
+		return supervision.ExitCode(err)
+	}
+	return 0
+}
+
+// loadConfig validates the flags against the process environment.
+func loadConfig(f config.Flags) (config.Runtime, error) {
+	return config.Load(f, os.LookupEnv)
+}
+
+var errNotYet = errors.New("not available yet")
+
+type runCmd struct {
+	config.Flags `embed:""`
+}
+
+func (r *runCmd) Run(e *env) error {
+	if _, err := loadConfig(r.Flags); err != nil {
+		return err
+	}
+	return supervision.Errorf(supervision.ClassRuntime, "run: %w", errNotYet)
+}
+
+type onceCmd struct {
+	config.Flags `embed:""`
+}
+
+func (o *onceCmd) Run(e *env) error {
+	if _, err := loadConfig(o.Flags); err != nil {
+		return err
+	}
+	return supervision.Errorf(supervision.ClassRuntime, "once: %w", errNotYet)
+}
+
+type doctorCmd struct {
+	config.Flags `embed:""`
+}
+
+func (d *doctorCmd) Run(e *env) error {
+	if _, err := loadConfig(d.Flags); err != nil {
+		return err
+	}
+	return supervision.Errorf(supervision.ClassRuntime, "doctor: %w", errNotYet)
+}
+
+type toolsCmd struct {
+	AgentID string          `name:"agent-id" env:"SINGULARITY_AGENT_ID" help:"Agent identity passed to Las (required when surface skarbiec is selected)."`
+	Format  string          `name:"format" default:"json" enum:"json,table" help:"Output format: json (full definitions) or table (name<TAB>description)."`
+	Las     config.LasFlags `embed:"" group:"Las"`
+}
+
+func (t *toolsCmd) Run(e *env) error {
+	if _, err := config.LoadLas(t.Las); err != nil {
+		return err
+	}
+	return supervision.Errorf(supervision.ClassRuntime, "tools: %w", errNotYet)
+}

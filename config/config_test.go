@@ -1,0 +1,269 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/supervision"
+)
+
+const hex64 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// fixture is a directory holding every file a valid configuration names.
+type fixture struct {
+	dir, entry, manifest, signature, trust, secret, token string
+}
+
+func newFixture(t *testing.T) fixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := fixture{dir: dir}
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), mode))
+		require.NoError(t, os.Chmod(p, mode))
+		return p
+	}
+	f.entry = write("mcp.mjs", "// las\n", 0o644)
+	f.manifest = write("manifest.json", "{}", 0o644)
+	f.signature = write("manifest.sig", "sig", 0o644)
+	f.trust = write("trust.json", "{}", 0o644)
+	f.secret = write("hmac.secret", "s3cr3t-value\r\n", 0o600)
+	f.token = write("most.token", "most-token-value\n", 0o600)
+	return f
+}
+
+// flags returns a configuration that passes validation, with every default
+// of SPEC §4 as kong would fill it in.
+func (f fixture) flags() Flags {
+	return Flags{
+		Identity: IdentityFlags{
+			AgentID: "agent-1", AgentName: "MyAgent", AgentTicker: "AGENT", AgentType: "general", Specialty: "general",
+			Role: "worker", Environment: "test", Host: "localhost", WorkloadID: "wl.1:a",
+			WorkloadPublicKey: hex64, ExecutableSHA256: hex64, CodeSHA256: hex64, PolicySHA256: hex64, PolicySequence: "7",
+		},
+		Loop: LoopFlags{
+			StartingBalance: "10", InstancePerHour: "0", InputPerMillion: "0", OutputPerMillion: "0",
+			CycleInterval: "5", MaxToolRounds: "8", StateDir: filepath.Join(f.dir, "state"), Workspace: f.dir,
+			HTTPTimeout: "120", MCPTimeout: "120", ShutdownGrace: "10", ContextMessages: "200",
+		},
+		Brama: BramaFlags{BaseURL: "http://127.0.0.1:8081", Model: "any", SecretFile: f.secret, MaxTokens: "2048", Temperature: "0.2"},
+		Las: LasFlags{
+			Command: "node", Entrypoint: f.entry, Only: "weles,skarbiec,finance", Manifest: f.manifest,
+			ManifestSig: f.signature, TrustStore: f.trust, Watermark: filepath.Join(f.dir, "watermark"), RequiredSurfaces: "skarbiec,finance",
+		},
+		Most: MostFlags{BaseURL: "http://127.0.0.1:8080"},
+	}
+}
+
+func noEnv(string) (string, bool) { return "", false }
+
+func TestLoadValid(t *testing.T) {
+	f := newFixture(t)
+	rt, err := Load(f.flags(), noEnv)
+	require.NoError(t, err)
+	assert.Equal(t, "agent-1", rt.Identity.AgentID)
+	assert.Equal(t, uint64(7), rt.Identity.PolicySequence)
+	assert.Equal(t, "10", rt.StartingBalance.String())
+	assert.Equal(t, 8, rt.MaxToolRounds)
+	assert.Equal(t, []string{"skarbiec", "finance"}, rt.Las.RequiredSurfaces())
+	assert.Equal(t, "s3cr3t-value", string(rt.Brama.Secret.Reveal()))
+	assert.False(t, rt.Most.Enabled())
+	assert.NotContains(t, fmt.Sprintf("%v %+v %#v", rt, rt, rt), "s3cr3t-value")
+}
+
+func TestLoadRefusals(t *testing.T) {
+	f := newFixture(t)
+	notDir := filepath.Join(f.dir, "manifest.json")
+	cases := []struct {
+		name   string
+		mutate func(*Flags)
+		want   string
+	}{
+		{"agent id empty", func(c *Flags) { c.Identity.AgentID = "" }, "configuration: agent id is not a valid immutable identifier"},
+		{"agent id bad char", func(c *Flags) { c.Identity.AgentID = "a b" }, "configuration: agent id is not a valid immutable identifier"},
+		{"agent id too long", func(c *Flags) { c.Identity.AgentID = strings.Repeat("a", 129) }, "configuration: agent id is not a valid immutable identifier"},
+		{"role", func(c *Flags) { c.Identity.Role = "r/1" }, "configuration: role is not a valid immutable identifier"},
+		{"environment", func(c *Flags) { c.Identity.Environment = "" }, "configuration: environment is not a valid immutable identifier"},
+		{"host", func(c *Flags) { c.Identity.Host = "héte" }, "configuration: host is not a valid immutable identifier"},
+		{"workload id", func(c *Flags) { c.Identity.WorkloadID = "" }, "configuration: workload id is not a valid immutable identifier"},
+		{"public key upper", func(c *Flags) { c.Identity.WorkloadPublicKey = strings.ToUpper(hex64) }, "configuration: workload public key must be 64 lowercase hexadecimal characters"},
+		{"executable short", func(c *Flags) { c.Identity.ExecutableSHA256 = hex64[:63] }, "configuration: executable digest must be 64 lowercase hexadecimal characters"},
+		{"code digest", func(c *Flags) { c.Identity.CodeSHA256 = "" }, "configuration: code digest must be 64 lowercase hexadecimal characters"},
+		{"policy digest", func(c *Flags) { c.Identity.PolicySHA256 = hex64[:63] + "g" }, "configuration: policy digest must be 64 lowercase hexadecimal characters"},
+		{"policy sequence", func(c *Flags) { c.Identity.PolicySequence = "-1" }, "configuration: policy sequence must be an unsigned integer"},
+		{"balance negative", func(c *Flags) { c.Loop.StartingBalance = "-0.01" }, "configuration: prices and balance cannot be negative"},
+		{"instance negative", func(c *Flags) { c.Loop.InstancePerHour = "-1" }, "configuration: prices and balance cannot be negative"},
+		{"input negative", func(c *Flags) { c.Loop.InputPerMillion = "-3" }, "configuration: prices and balance cannot be negative"},
+		{"output negative", func(c *Flags) { c.Loop.OutputPerMillion = "-1e-9" }, "configuration: prices and balance cannot be negative"},
+		{"max tool rounds zero", func(c *Flags) { c.Loop.MaxToolRounds = "0" }, "configuration: max tool rounds must be positive"},
+		{"workspace missing", func(c *Flags) { c.Loop.Workspace = filepath.Join(f.dir, "nope") }, "configuration: workspace: no such file or directory"},
+		{"workspace not dir", func(c *Flags) { c.Loop.Workspace = notDir }, "configuration: workspace must be a directory"},
+		{"stimulus too long", func(c *Flags) { c.Loop.Stimulus = strings.Repeat("x", MaxStimulusBytes+1) }, "configuration: stimulus must be at most 65536 bytes and contain no NUL"},
+		{"stimulus NUL", func(c *Flags) { c.Loop.Stimulus = "a\x00b" }, "configuration: stimulus must be at most 65536 bytes and contain no NUL"},
+		{"brama scheme", func(c *Flags) { c.Brama.BaseURL = "ftp://x" }, "configuration: BRAMA_BASE_URL must use http or https"},
+		{"brama unparsable", func(c *Flags) { c.Brama.BaseURL = "http://[::1" }, `configuration: BRAMA_BASE_URL: missing ']' in host`},
+		{"temperature high", func(c *Flags) { c.Brama.Temperature = "2.5" }, "configuration: temperature must be finite and between zero and two"},
+		{"temperature NaN", func(c *Flags) { c.Brama.Temperature = "NaN" }, "configuration: temperature must be finite and between zero and two"},
+		{"temperature negative", func(c *Flags) { c.Brama.Temperature = "-0.1" }, "configuration: temperature must be finite and between zero and two"},
+		{"entrypoint missing", func(c *Flags) { c.Las.Entrypoint = "../las/src/mcp.mjs" }, "configuration: LAS entrypoint not found: ../las/src/mcp.mjs"},
+		{"manifest relative", func(c *Flags) { c.Las.Manifest = "manifest.json" }, "configuration: LAS release manifest must be an absolute regular file"},
+		{"manifest missing", func(c *Flags) { c.Las.Manifest = "" }, "configuration: LAS release manifest must be an absolute regular file"},
+		{"signature dir", func(c *Flags) { c.Las.ManifestSig = f.dir }, "configuration: LAS release manifest signature must be an absolute regular file"},
+		{"trust store", func(c *Flags) { c.Las.TrustStore = filepath.Join(f.dir, "none") }, "configuration: LAS release trust store must be an absolute regular file"},
+		{"watermark relative", func(c *Flags) { c.Las.Watermark = "wm" }, "configuration: LAS release watermark must be an absolute path"},
+		{"most scheme", func(c *Flags) { c.Most.BaseURL = "unix:///sock" }, "configuration: MOST_BASE_URL must use http or https"},
+		{"most unparsable", func(c *Flags) { c.Most.BaseURL = "http://a b" }, `configuration: MOST_BASE_URL: invalid character " " in host name`},
+		{"debug remote", func(c *Flags) { c.DebugAddr = "0.0.0.0:6060" }, "configuration: debug address must be loopback"},
+		{"debug all interfaces", func(c *Flags) { c.DebugAddr = ":6060" }, "configuration: debug address must be loopback"},
+		{"no secret", func(c *Flags) { c.Brama.SecretFile = "" }, "secret file: BRAMA_HMAC_SECRET_FILE or WISENT_APP_AGENT_AUTH_SECRET is required"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			flags := f.flags()
+			c.mutate(&flags)
+			_, err := Load(flags, noEnv)
+			require.Error(t, err)
+			assert.Equal(t, c.want, err.Error())
+			assert.Equal(t, 2, supervision.ExitCode(err))
+		})
+	}
+}
+
+func TestLoadOrderIdentityBeforeSecrets(t *testing.T) {
+	f := newFixture(t)
+	flags := f.flags()
+	flags.Brama.SecretFile = ""
+	flags.Identity.AgentID = ""
+	flags.Las.Manifest = "relative"
+	_, err := Load(flags, noEnv)
+	assert.EqualError(t, err, "configuration: agent id is not a valid immutable identifier")
+	flags.Identity.AgentID = "ok"
+	_, err = Load(flags, noEnv)
+	assert.EqualError(t, err, "configuration: LAS release manifest must be an absolute regular file")
+}
+
+func TestLoadAcceptsEdges(t *testing.T) {
+	f := newFixture(t)
+	cases := []struct {
+		name   string
+		mutate func(*Flags)
+		check  func(*testing.T, Runtime)
+	}{
+		{"temperature bounds", func(c *Flags) { c.Brama.Temperature = "2" }, func(t *testing.T, rt Runtime) { assert.Equal(t, 2.0, rt.Brama.Temperature) }},
+		{"stimulus trimmed", func(c *Flags) { c.Loop.Stimulus = "  look  \n" }, func(t *testing.T, rt Runtime) { assert.Equal(t, "look", rt.Stimulus) }},
+		{"stimulus blank is unset", func(c *Flags) { c.Loop.Stimulus = " \t " }, func(t *testing.T, rt Runtime) { assert.Empty(t, rt.Stimulus) }},
+		{"stimulus at bound", func(c *Flags) { c.Loop.Stimulus = strings.Repeat("x", MaxStimulusBytes) }, func(t *testing.T, rt Runtime) { assert.Len(t, rt.Stimulus, MaxStimulusBytes) }},
+		{"required surfaces empty", func(c *Flags) { c.Las.RequiredSurfaces = "" }, func(t *testing.T, rt Runtime) { assert.Empty(t, rt.Las.RequiredSurfaces()) }},
+		{"required surfaces blanks dropped", func(c *Flags) { c.Las.RequiredSurfaces = " a, ,b ," }, func(t *testing.T, rt Runtime) { assert.Equal(t, []string{"a", "b"}, rt.Las.RequiredSurfaces()) }},
+		{"identifier charset", func(c *Flags) { c.Identity.AgentID = "A-z_0.9:x" }, func(t *testing.T, rt Runtime) { assert.Equal(t, "A-z_0.9:x", rt.Identity.AgentID) }},
+		{"identifier 128", func(c *Flags) { c.Identity.Role = strings.Repeat("r", 128) }, func(t *testing.T, rt Runtime) { assert.Len(t, rt.Identity.Role, 128) }},
+		{"debug loopback v6", func(c *Flags) { c.DebugAddr = "[::1]:0" }, func(t *testing.T, rt Runtime) { assert.Equal(t, "[::1]:0", rt.DebugAddr) }},
+		{"debug localhost", func(c *Flags) { c.DebugAddr = "localhost:6060" }, func(t *testing.T, rt Runtime) { assert.Equal(t, "localhost:6060", rt.DebugAddr) }},
+		{"debug remote allowed", func(c *Flags) { c.DebugAddr = "0.0.0.0:6060"; c.DebugAllow = true }, func(t *testing.T, rt Runtime) { assert.True(t, rt.DebugAllowRemote) }},
+		{"most enabled", func(c *Flags) { c.Most.TokenFile = f.token }, func(t *testing.T, rt Runtime) {
+			assert.True(t, rt.Most.Enabled())
+			assert.Equal(t, "most-token-value", string(rt.Most.Token.Reveal()))
+		}},
+		{"prices exact", func(c *Flags) { c.Loop.InputPerMillion = "0.150000000000000000001" }, func(t *testing.T, rt Runtime) {
+			assert.Equal(t, "0.150000000000000000001", rt.InputPerMillion.String())
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			flags := f.flags()
+			c.mutate(&flags)
+			rt, err := Load(flags, noEnv)
+			require.NoError(t, err)
+			c.check(t, rt)
+		})
+	}
+}
+
+func TestSecretFromEnvironment(t *testing.T) {
+	f := newFixture(t)
+	flags := f.flags()
+	flags.Brama.SecretFile = ""
+	env := func(name string) (string, bool) {
+		if name == AuthSecretEnv {
+			return "env-secret", true
+		}
+		return "", false
+	}
+	rt, err := Load(flags, env)
+	require.NoError(t, err)
+	assert.Equal(t, "env-secret", string(rt.Brama.Secret.Reveal()))
+
+	empty := func(name string) (string, bool) { return "", name == AuthSecretEnv }
+	_, err = Load(flags, empty)
+	assert.EqualError(t, err, "secret file: BRAMA_HMAC_SECRET_FILE or WISENT_APP_AGENT_AUTH_SECRET is required")
+}
+
+func TestSecretFileRefusals(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		require.NoError(t, os.Chmod(p, mode))
+		return p
+	}
+	group := write("group", "topsecret", 0o640)
+	world := write("world", "topsecret", 0o604)
+	empty := write("empty", "\r\n\n", 0o600)
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, mkfifo(fifo))
+	missing := filepath.Join(dir, "missing")
+	cases := []struct{ path, want string }{
+		{dir, "secret file: not a regular file: " + dir},
+		{fifo, "secret file: not a regular file: " + fifo},
+		{group, "secret file: " + group + " must not be group/world accessible"},
+		{world, "secret file: " + world + " must not be group/world accessible"},
+		{empty, "secret file: " + empty + " is empty"},
+		{missing, "secret file: " + missing + ": no such file or directory"},
+	}
+	for _, c := range cases {
+		t.Run(filepath.Base(c.path), func(t *testing.T) {
+			_, err := ReadSecretFile(c.path)
+			require.Error(t, err)
+			assert.Equal(t, c.want, err.Error())
+			assert.Equal(t, 2, supervision.ExitCode(err))
+			assert.NotContains(t, err.Error(), "topsecret")
+		})
+	}
+	ok := write("ok", "value\r\n\r\n", 0o400)
+	s, err := ReadSecretFile(ok)
+	require.NoError(t, err)
+	assert.Equal(t, "value", string(s.Reveal()))
+}
+
+func TestSecretNeverPrints(t *testing.T) {
+	s := NewSecret([]byte("hunter2"))
+	for _, text := range []string{fmt.Sprint(s), fmt.Sprintf("%v %+v %#v %s %q", s, s, s, s, s)} {
+		assert.NotContains(t, text, "hunter2")
+	}
+	b, err := s.MarshalJSON()
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "hunter2")
+}
+
+func TestSurfaceSelected(t *testing.T) {
+	cases := []struct {
+		only, skip string
+		want       bool
+	}{
+		{"weles,skarbiec", "", true},
+		{"weles", "", false},
+		{"", "", true},
+		{"", "skarbiec", false},
+		{"skarbiec", "skarbiec", false},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, Las{Only: c.only, Skip: c.skip}.SurfaceSelected("skarbiec"), "%q %q", c.only, c.skip)
+	}
+}

@@ -1,0 +1,87 @@
+package config
+
+// Flags is every option of SPEC §4 as the command line and the environment
+// give it: one --flag per variable, bound to that variable by kong, with the
+// spec's defaults. Values stay text here so that validation (Load) can
+// refuse each bad one with the exact sentence of the spec rather than a
+// parser's message. A variable set to the empty string is a value, not
+// "unset" (SPEC §4).
+type Flags struct {
+	Identity   IdentityFlags `embed:"" group:"Identity"`
+	Loop       LoopFlags     `embed:"" group:"Loop, accounting and state"`
+	Brama      BramaFlags    `embed:"" group:"Brama"`
+	Las        LasFlags      `embed:"" group:"Las"`
+	Most       MostFlags     `embed:"" group:"Most"`
+	DebugAddr  string        `name:"debug-addr" env:"SINGULARITY_DEBUG_ADDR" help:"Debug endpoint address (off when empty); must be loopback."`
+	DebugAllow bool          `name:"debug-allow-remote" env:"SINGULARITY_DEBUG_ALLOW_REMOTE" help:"Allow the debug endpoint on a non-loopback address."`
+}
+
+// IdentityFlags are the immutable identity of the root being (SPEC §5.1).
+type IdentityFlags struct {
+	AgentID           string `name:"agent-id" env:"SINGULARITY_AGENT_ID" help:"Immutable agent identifier (required)."`
+	AgentName         string `name:"agent-name" env:"SINGULARITY_AGENT_NAME" default:"MyAgent" help:"Persona name."`
+	AgentTicker       string `name:"agent-ticker" env:"SINGULARITY_AGENT_TICKER" default:"AGENT" help:"Persona ticker."`
+	AgentType         string `name:"agent-type" env:"SINGULARITY_AGENT_TYPE" default:"general" help:"Persona type."`
+	Specialty         string `name:"specialty" env:"SINGULARITY_SPECIALTY" default:"general" help:"Persona specialty."`
+	Role              string `name:"role" env:"SINGULARITY_ROLE" help:"Immutable role identifier (required)."`
+	Environment       string `name:"environment" env:"SINGULARITY_ENVIRONMENT" help:"Immutable environment identifier (required)."`
+	Host              string `name:"host" env:"SINGULARITY_HOST" help:"Immutable host identifier (required)."`
+	WorkloadID        string `name:"workload-id" env:"SINGULARITY_WORKLOAD_ID" help:"Immutable workload identifier (required)."`
+	WorkloadPublicKey string `name:"workload-public-key" env:"SINGULARITY_WORKLOAD_PUBLIC_KEY" help:"Workload public key, 64 lowercase hex (required)."`
+	ExecutableSHA256  string `name:"executable-sha256" env:"SINGULARITY_EXECUTABLE_SHA256" help:"Executable digest, 64 lowercase hex (required)."`
+	CodeSHA256        string `name:"code-sha256" env:"SINGULARITY_CODE_SHA256" help:"Code digest, 64 lowercase hex (required)."`
+	PolicySHA256      string `name:"policy-sha256" env:"SINGULARITY_POLICY_SHA256" help:"Policy digest, 64 lowercase hex (required)."`
+	PolicySequence    string `name:"policy-sequence" env:"SINGULARITY_POLICY_SEQUENCE" help:"Policy sequence, unsigned integer (required)."`
+}
+
+// LoopFlags govern the cycle loop, accounting and the state directory.
+type LoopFlags struct {
+	StartingBalance  string `name:"starting-balance-usd" env:"SINGULARITY_STARTING_BALANCE_USD" default:"10" help:"Starting budget in USD."`
+	InstancePerHour  string `name:"instance-usd-per-hour" env:"SINGULARITY_INSTANCE_USD_PER_HOUR" default:"0" help:"Instance cost in USD per hour of model-call time."`
+	InputPerMillion  string `name:"input-price-usd-per-million" env:"BRAMA_INPUT_PRICE_USD_PER_MILLION" default:"0" help:"Price of a million prompt tokens in USD."`
+	OutputPerMillion string `name:"output-price-usd-per-million" env:"BRAMA_OUTPUT_PRICE_USD_PER_MILLION" default:"0" help:"Price of a million completion tokens in USD."`
+	CycleInterval    string `name:"cycle-interval-secs" env:"SINGULARITY_CYCLE_INTERVAL_SECS" default:"5" help:"Seconds to sleep between cycles in run."`
+	MaxToolRounds    string `name:"max-tool-rounds" env:"SINGULARITY_MAX_TOOL_ROUNDS" default:"8" help:"Model rounds per cycle."`
+	StateDir         string `name:"state-dir" env:"SINGULARITY_STATE_DIR" default:".singularity" help:"Owner-only state directory."`
+	Workspace        string `name:"workspace" env:"SINGULARITY_WORKSPACE" default:"." help:"Directory the file tools are confined to."`
+	Resume           bool   `name:"resume" env:"SINGULARITY_RESUME" help:"Continue existing state."`
+	Stimulus         string `name:"stimulus" env:"SINGULARITY_STIMULUS" help:"External observation for cycle 1."`
+	HTTPTimeout      string `name:"http-timeout-secs" env:"SINGULARITY_HTTP_TIMEOUT_SECS" default:"120" help:"Brama and Most HTTP timeout in seconds."`
+	MCPTimeout       string `name:"mcp-timeout-secs" env:"SINGULARITY_MCP_TIMEOUT_SECS" default:"120" help:"Per-request Las deadline in seconds."`
+	ShutdownGrace    string `name:"shutdown-grace-secs" env:"SINGULARITY_SHUTDOWN_GRACE_SECS" default:"10" help:"Grace in seconds before the Las child is killed."`
+	ContextMessages  string `name:"context-messages" env:"SINGULARITY_CONTEXT_MESSAGES" default:"200" help:"Conversation window in messages."`
+}
+
+// BramaFlags locate and authenticate the model gateway.
+type BramaFlags struct {
+	BaseURL     string `name:"brama-base-url" env:"BRAMA_BASE_URL" default:"http://127.0.0.1:8081" help:"Brama base URL (http or https)."`
+	Model       string `name:"brama-model" env:"BRAMA_MODEL" default:"any" help:"Model id or selector (any, any-vision-capable, best, task:…)."`
+	SecretFile  string `name:"brama-hmac-secret-file" env:"BRAMA_HMAC_SECRET_FILE" help:"File holding the HMAC secret (else WISENT_APP_AGENT_AUTH_SECRET)."`
+	MaxTokens   string `name:"brama-max-tokens" env:"BRAMA_MAX_TOKENS" default:"2048" help:"max_tokens of each completion."`
+	Temperature string `name:"brama-temperature" env:"BRAMA_TEMPERATURE" default:"0.2" help:"Sampling temperature, 0 to 2."`
+}
+
+// LasFlags select and pin the skill process.
+type LasFlags struct {
+	Command          string `name:"las-command" env:"LAS_COMMAND" default:"node" help:"Interpreter or executable that runs Las."`
+	Entrypoint       string `name:"las-mcp-entrypoint" env:"LAS_MCP_ENTRYPOINT" default:"../las/src/mcp.mjs" help:"Las entrypoint file."`
+	Only             string `name:"las-only" env:"LAS_ONLY" default:"weles,skarbiec,tama,stado,lem,echo,most,probierz,byk,brama,warsztat,finance" help:"Surfaces Las offers (empty: all)."`
+	Skip             string `name:"las-skip" env:"LAS_SKIP" help:"Surfaces to exclude."`
+	Manifest         string `name:"las-release-manifest-file" env:"LAS_RELEASE_MANIFEST_FILE" help:"Absolute path of the Las release manifest (required)."`
+	ManifestSig      string `name:"las-release-manifest-signature-file" env:"LAS_RELEASE_MANIFEST_SIGNATURE_FILE" help:"Absolute path of the manifest signature (required)."`
+	TrustStore       string `name:"las-release-trust-store-file" env:"LAS_RELEASE_TRUST_STORE_FILE" help:"Absolute path of the release trust store (required)."`
+	Watermark        string `name:"las-release-watermark-file" env:"LAS_RELEASE_WATERMARK_FILE" help:"Absolute path of the release watermark (required)."`
+	RequiredSurfaces string `name:"required-surfaces" env:"SINGULARITY_REQUIRED_SURFACES" default:"skarbiec,finance" help:"Surfaces that must expose a tool (comma list; may be empty)."`
+}
+
+// MostFlags locate and authenticate the messaging service.
+type MostFlags struct {
+	BaseURL   string `name:"most-base-url" env:"MOST_BASE_URL" default:"http://127.0.0.1:8080" help:"Most base URL (http or https)."`
+	TokenFile string `name:"most-service-token-file" env:"MOST_SERVICE_TOKEN_FILE" help:"File holding the Most bearer token; enables the Most tools."`
+}
+
+// LogFlags choose where and how logs are written (always stderr).
+type LogFlags struct {
+	Level  string `name:"log-level" env:"SINGULARITY_LOG_LEVEL" default:"info" enum:"debug,info,warn,error" help:"Log level (debug, info, warn, error)."`
+	Format string `name:"log-format" env:"SINGULARITY_LOG_FORMAT" default:"auto" enum:"auto,text,json" help:"Log format: auto (colour on a terminal), text or json."`
+}

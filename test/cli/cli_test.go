@@ -1,0 +1,180 @@
+// Package cli_test runs the built singularity binary as an operator would:
+// bad configurations must be refused with the spec's one-line sentence and
+// exit code, and no secret may appear in any output.
+package cli_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/test/testbin"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+const (
+	hex64       = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	secretValue = "very-secret-hmac-value-42"
+)
+
+// world holds the files a valid configuration names.
+type world struct{ dir, secret string }
+
+func newWorld(t *testing.T) world {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"mcp.mjs", "manifest.json", "manifest.sig", "trust.json"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644))
+	}
+	secret := filepath.Join(dir, "hmac.secret")
+	require.NoError(t, os.WriteFile(secret, []byte(secretValue+"\n"), 0o600))
+	return world{dir: dir, secret: secret}
+}
+
+// env is a complete, valid environment for once/run/doctor.
+func (w world) env() map[string]string {
+	return map[string]string{
+		"PATH":                                os.Getenv("PATH"),
+		"HOME":                                w.dir,
+		"SINGULARITY_AGENT_ID":                "agent-1",
+		"SINGULARITY_ROLE":                    "worker",
+		"SINGULARITY_ENVIRONMENT":             "test",
+		"SINGULARITY_HOST":                    "local",
+		"SINGULARITY_WORKLOAD_ID":             "wl-1",
+		"SINGULARITY_WORKLOAD_PUBLIC_KEY":     hex64,
+		"SINGULARITY_EXECUTABLE_SHA256":       hex64,
+		"SINGULARITY_CODE_SHA256":             hex64,
+		"SINGULARITY_POLICY_SHA256":           hex64,
+		"SINGULARITY_POLICY_SEQUENCE":         "1",
+		"SINGULARITY_STATE_DIR":               filepath.Join(w.dir, "state"),
+		"SINGULARITY_WORKSPACE":               w.dir,
+		"LAS_MCP_ENTRYPOINT":                  filepath.Join(w.dir, "mcp.mjs"),
+		"LAS_RELEASE_MANIFEST_FILE":           filepath.Join(w.dir, "manifest.json"),
+		"LAS_RELEASE_MANIFEST_SIGNATURE_FILE": filepath.Join(w.dir, "manifest.sig"),
+		"LAS_RELEASE_TRUST_STORE_FILE":        filepath.Join(w.dir, "trust.json"),
+		"LAS_RELEASE_WATERMARK_FILE":          filepath.Join(w.dir, "watermark"),
+		"BRAMA_HMAC_SECRET_FILE":              w.secret,
+	}
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func run(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	bin := testbin.Build(t, "./cmd/singularity")
+	cmd := exec.Command(bin, args...)
+	cmd.Env = []string{}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return result{stdout.String(), stderr.String(), code}
+}
+
+func TestBadConfigurationsExit2(t *testing.T) {
+	w := newWorld(t)
+	group := filepath.Join(w.dir, "group.secret")
+	require.NoError(t, os.WriteFile(group, []byte(secretValue), 0o600))
+	require.NoError(t, os.Chmod(group, 0o640))
+	cases := []struct {
+		name  string
+		set   map[string]string
+		unset []string
+		args  []string
+		want  string
+	}{
+		{"missing agent id", nil, []string{"SINGULARITY_AGENT_ID"}, nil, "configuration: agent id is not a valid immutable identifier"},
+		{"bad digest", map[string]string{"SINGULARITY_CODE_SHA256": "XYZ"}, nil, nil, "configuration: code digest must be 64 lowercase hexadecimal characters"},
+		{"negative price", map[string]string{"BRAMA_INPUT_PRICE_USD_PER_MILLION": "-1"}, nil, nil, "configuration: prices and balance cannot be negative"},
+		{"zero rounds flag", nil, nil, []string{"--max-tool-rounds=0"}, "configuration: max tool rounds must be positive"},
+		{"temperature", map[string]string{"BRAMA_TEMPERATURE": "3"}, nil, nil, "configuration: temperature must be finite and between zero and two"},
+		{"brama scheme", map[string]string{"BRAMA_BASE_URL": "ws://x"}, nil, nil, "configuration: BRAMA_BASE_URL must use http or https"},
+		{"entrypoint", map[string]string{"LAS_MCP_ENTRYPOINT": "/nonexistent/mcp.mjs"}, nil, nil, "configuration: LAS entrypoint not found: /nonexistent/mcp.mjs"},
+		{"watermark", map[string]string{"LAS_RELEASE_WATERMARK_FILE": "rel"}, nil, nil, "configuration: LAS release watermark must be an absolute path"},
+		{"no secret", nil, []string{"BRAMA_HMAC_SECRET_FILE"}, nil, "secret file: BRAMA_HMAC_SECRET_FILE or WISENT_APP_AGENT_AUTH_SECRET is required"},
+		{"empty secret var is unset", map[string]string{"BRAMA_HMAC_SECRET_FILE": "", "WISENT_APP_AGENT_AUTH_SECRET": ""}, nil, nil, "secret file: BRAMA_HMAC_SECRET_FILE or WISENT_APP_AGENT_AUTH_SECRET is required"},
+		{"group readable secret", map[string]string{"BRAMA_HMAC_SECRET_FILE": group}, nil, nil, "secret file: " + group + " must not be group/world accessible"},
+		{"debug not loopback", map[string]string{"SINGULARITY_DEBUG_ADDR": "0.0.0.0:1"}, nil, nil, "configuration: debug address must be loopback"},
+		{"unknown flag", nil, nil, []string{"--no-such-flag"}, "configuration: unknown flag --no-such-flag"},
+	}
+	for _, c := range cases {
+		for _, command := range []string{"once", "run", "doctor"} {
+			t.Run(c.name+"/"+command, func(t *testing.T) {
+				env := w.env()
+				for _, k := range c.unset {
+					delete(env, k)
+				}
+				for k, v := range c.set {
+					env[k] = v
+				}
+				r := run(t, env, append([]string{command}, c.args...)...)
+				assert.Equal(t, 2, r.code)
+				assert.Equal(t, "singularity: "+c.want+"\n", r.stderr)
+				assert.Empty(t, r.stdout)
+				assert.NotContains(t, r.stdout+r.stderr, secretValue)
+			})
+		}
+	}
+}
+
+func TestSecretFromEnvironmentNeverPrinted(t *testing.T) {
+	w := newWorld(t)
+	env := w.env()
+	delete(env, "BRAMA_HMAC_SECRET_FILE")
+	env["WISENT_APP_AGENT_AUTH_SECRET"] = secretValue
+	env["SINGULARITY_LOG_LEVEL"] = "debug"
+	r := run(t, env, "once")
+	assert.NotContains(t, r.stdout+r.stderr, secretValue)
+	assert.NotEqual(t, 0, r.code)
+	assert.NotEqual(t, 2, r.code, "a valid configuration must pass validation: %s", r.stderr)
+}
+
+func TestOnceHelpListsEveryVariable(t *testing.T) {
+	r := run(t, map[string]string{"PATH": os.Getenv("PATH")}, "once", "--help")
+	require.Equal(t, 0, r.code, r.stderr)
+	vars := []string{
+		"SINGULARITY_AGENT_ID", "SINGULARITY_AGENT_NAME", "SINGULARITY_AGENT_TICKER", "SINGULARITY_AGENT_TYPE",
+		"SINGULARITY_SPECIALTY", "SINGULARITY_ROLE", "SINGULARITY_ENVIRONMENT", "SINGULARITY_HOST",
+		"SINGULARITY_WORKLOAD_ID", "SINGULARITY_WORKLOAD_PUBLIC_KEY", "SINGULARITY_EXECUTABLE_SHA256",
+		"SINGULARITY_CODE_SHA256", "SINGULARITY_POLICY_SHA256", "SINGULARITY_POLICY_SEQUENCE",
+		"SINGULARITY_STARTING_BALANCE_USD", "SINGULARITY_INSTANCE_USD_PER_HOUR", "BRAMA_INPUT_PRICE_USD_PER_MILLION",
+		"BRAMA_OUTPUT_PRICE_USD_PER_MILLION", "SINGULARITY_CYCLE_INTERVAL_SECS", "SINGULARITY_MAX_TOOL_ROUNDS",
+		"SINGULARITY_STATE_DIR", "SINGULARITY_WORKSPACE", "SINGULARITY_RESUME", "SINGULARITY_STIMULUS",
+		"SINGULARITY_HTTP_TIMEOUT_SECS", "SINGULARITY_MCP_TIMEOUT_SECS", "SINGULARITY_SHUTDOWN_GRACE_SECS",
+		"SINGULARITY_DEBUG_ADDR", "SINGULARITY_CONTEXT_MESSAGES", "BRAMA_BASE_URL", "BRAMA_MODEL",
+		"BRAMA_HMAC_SECRET_FILE", "WISENT_APP_AGENT_AUTH_SECRET", "BRAMA_MAX_TOKENS", "BRAMA_TEMPERATURE",
+		"LAS_COMMAND", "LAS_MCP_ENTRYPOINT", "LAS_ONLY", "LAS_SKIP", "LAS_RELEASE_MANIFEST_FILE",
+		"LAS_RELEASE_MANIFEST_SIGNATURE_FILE", "LAS_RELEASE_TRUST_STORE_FILE", "LAS_RELEASE_WATERMARK_FILE",
+		"SINGULARITY_REQUIRED_SURFACES", "MOST_BASE_URL", "MOST_SERVICE_TOKEN_FILE", "SINGULARITY_LOG_LEVEL",
+	}
+	for _, v := range vars {
+		assert.Contains(t, r.stdout, v)
+	}
+	for _, def := range []string{`"MyAgent"`, `"10"`, `".singularity"`, `"http://127.0.0.1:8081"`, `"0.2"`, `"2048"`, `"skarbiec,finance"`} {
+		assert.Contains(t, strings.Join(strings.Fields(r.stdout), " "), def)
+	}
+}
