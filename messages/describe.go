@@ -3,6 +3,8 @@
 // here beyond String().
 package messages
 
+import "github.com/asynkron/protoactor-go/actor"
+
 // DescribeRequest asks any actor to describe itself for the debug
 // endpoint. Every actor answers with a Description.
 type DescribeRequest struct{}
@@ -17,5 +19,5 @@ type Description struct {
 	Name     string         `json:"name"`
 	Status   string         `json:"status"`
 	Figures  map[string]any `json:"figures,omitempty"`
-	Children []string       `json:"-"` // child actor ids to ask next
+	Children []*actor.PID   `json:"-"` // the children to ask next, in display order
 }
