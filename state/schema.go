@@ -5,7 +5,12 @@
 package state
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/wisent/singularity/chat"
@@ -26,8 +31,10 @@ const (
 )
 
 // Being is the whole of state.json. Fields the reference runtime defines
-// are all present; Extra keeps any field this version does not know so a
-// load-then-save never drops data.
+// are all present; Extra keeps any top-level field this version does not
+// know so a load-then-save never drops data. Saving writes the known
+// fields in schema order, then the extra ones in key order; nil slices
+// are written as [] so readers never see null where a list belongs.
 type Being struct {
 	SchemaVersion    string           `json:"schema_version"`
 	Identity         Identity         `json:"identity"`
@@ -40,6 +47,99 @@ type Being struct {
 	CreatedResources CreatedResources `json:"created_resources"`
 	StartedAt        Time             `json:"started_at"`
 	UpdatedAt        Time             `json:"updated_at"`
+
+	// Extra holds unknown top-level fields of a loaded state.json, verbatim.
+	// Keys that name a known field are ignored on save.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// beingFields is Being without its JSON methods.
+type beingFields Being
+
+// knownKeys are the JSON names of Being's declared fields.
+var knownKeys = func() map[string]bool {
+	keys := map[string]bool{}
+	t := reflect.TypeFor[beingFields]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			keys[name] = true
+		}
+	}
+	return keys
+}()
+
+// MarshalJSON writes the known fields, then Extra.
+func (b Being) MarshalJSON() ([]byte, error) {
+	f := beingFields(b)
+	f.Mind.Rules = nonNil(f.Mind.Rules)
+	f.Mind.Learnings = nonNil(f.Mind.Learnings)
+	f.Mind.Memories = nonNil(f.Mind.Memories)
+	f.Mind.Children = nonNil(f.Mind.Children)
+	f.Conversation = nonNil(f.Conversation)
+	f.RecentActions = nonNil(f.RecentActions)
+	f.CreatedResources.ChatIDs = nonNil(f.CreatedResources.ChatIDs)
+	f.CreatedResources.MessageIDs = nonNil(f.CreatedResources.MessageIDs)
+	known, err := json.Marshal(f)
+	if err != nil {
+		return nil, err
+	}
+	extra := make([]string, 0, len(b.Extra))
+	for k := range b.Extra {
+		if !knownKeys[k] {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) == 0 {
+		return known, nil
+	}
+	slices.Sort(extra)
+	var buf bytes.Buffer
+	buf.Grow(len(known) + 64*len(extra))
+	buf.Write(known[:len(known)-1]) // drop the closing brace
+	for _, k := range extra {
+		key, _ := json.Marshal(k)
+		var val bytes.Buffer
+		if err := json.Compact(&val, b.Extra[k]); err != nil {
+			return nil, fmt.Errorf("extra field %s: %w", key, err)
+		}
+		buf.WriteByte(',')
+		buf.Write(key)
+		buf.WriteByte(':')
+		buf.Write(val.Bytes())
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// UnmarshalJSON reads the known fields and keeps the others in Extra.
+func (b *Being) UnmarshalJSON(data []byte) error {
+	var f beingFields
+	if err := json.Unmarshal(data, &f); err != nil {
+		return err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(data, &all); err != nil {
+		return err
+	}
+	for k := range all {
+		if knownKeys[k] {
+			delete(all, k)
+		}
+	}
+	if len(all) == 0 {
+		all = nil
+	}
+	f.Extra = all
+	*b = Being(f)
+	return nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // Identity is fixed at boot from configuration and never changed by the

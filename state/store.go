@@ -1,0 +1,222 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/wisent/singularity/supervision"
+)
+
+// File names inside a state directory (SPEC §5.3, §6.4).
+const (
+	StateFile   = "state.json"
+	JournalFile = "activity.jsonl"
+	ArchiveFile = "conversation.jsonl"
+)
+
+// Permissions of everything a Store creates: owner only.
+const (
+	DirMode  fs.FileMode = 0o700
+	FileMode fs.FileMode = 0o600
+)
+
+// tempPattern names the temporary files of atomic saves; leftovers from a
+// crash are removed when the directory is opened.
+const tempPattern = "." + StateFile + ".*.tmp"
+
+// Store is one being's state directory. A Store performs no locking:
+// exactly one actor, the being's own, may write through it.
+type Store struct {
+	dir string
+}
+
+// Open makes dir (mode 0700, parents included) if it does not exist and
+// removes temporary files left behind by a save that crashed. It never
+// touches state.json.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, DirMode); err != nil {
+		return nil, supervision.Errorf(supervision.ClassState, "cannot create state directory %s: %w", dir, err)
+	}
+	s := &Store{dir: dir}
+	stale, _ := filepath.Glob(filepath.Join(dir, tempPattern))
+	for _, p := range stale {
+		_ = os.Remove(p) // best effort: a leftover temp file is harmless
+	}
+	return s, nil
+}
+
+// Dir is the state directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Path is the path of a file inside the state directory.
+func (s *Store) Path(name string) string { return filepath.Join(s.dir, name) }
+
+// Exists reports whether state.json exists in dir. It is an error for the
+// path to exist as something other than a regular file.
+func Exists(dir string) (bool, error) {
+	path := filepath.Join(dir, StateFile)
+	info, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, supervision.Errorf(supervision.ClassState, "cannot read state file %s: %w", path, err)
+	case !info.Mode().IsRegular():
+		return false, supervision.Errorf(supervision.ClassState, "state file %s is not a regular file", path)
+	}
+	return true, nil
+}
+
+// Load reads and checks state.json: it must parse, carry schema
+// being-v1, and hold a valid budget. Load never writes.
+func (s *Store) Load() (*Being, error) { return Load(s.dir) }
+
+// Load reads state.json from dir without opening (or creating) the
+// directory; see Store.Load.
+func Load(dir string) (*Being, error) {
+	path := filepath.Join(dir, StateFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, supervision.Errorf(supervision.ClassState, "cannot read state file %s: %w", path, err)
+	}
+	return Decode(path, data)
+}
+
+// Decode parses the bytes of a state.json read from path (used only in
+// error sentences).
+func Decode(path string, data []byte) (*Being, error) {
+	var head struct {
+		SchemaVersion *string `json:"schema_version"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, supervision.Errorf(supervision.ClassState, "malformed state file %s: %w", path, err)
+	}
+	if head.SchemaVersion == nil {
+		return nil, supervision.Errorf(supervision.ClassState, "malformed state file %s: schema_version is missing", path)
+	}
+	if *head.SchemaVersion != SchemaVersion {
+		return nil, supervision.Errorf(supervision.ClassState, "unsupported state schema %s", *head.SchemaVersion)
+	}
+	b := new(Being)
+	if err := json.Unmarshal(data, b); err != nil {
+		return nil, supervision.Errorf(supervision.ClassState, "malformed state file %s: %w", path, err)
+	}
+	if err := b.Budget.check(); err != nil {
+		return nil, supervision.Errorf(supervision.ClassState, "malformed state file %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// check refuses a budget no ledger could have produced.
+func (b Budget) check() error {
+	for _, f := range []struct {
+		name string
+		v    interface{ Sign() int }
+	}{{"starting", b.Starting}, {"api_spent", b.APISpent}, {"instance_spent", b.InstanceSpent}, {"earned", b.Earned}} {
+		if f.v.Sign() < 0 {
+			return fmt.Errorf("budget %s is negative", f.name)
+		}
+	}
+	return nil
+}
+
+// Encode renders b as the pretty JSON of state.json, newline-terminated.
+func Encode(b *Being) ([]byte, error) {
+	compact, err := json.Marshal(b)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	out.Grow(len(compact) + len(compact)/4)
+	if err := json.Indent(&out, compact, "", "  "); err != nil {
+		return nil, err
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
+
+// Save replaces state.json atomically: a unique temporary file in the
+// same directory is written, fsynced and renamed over state.json, then the
+// directory is fsynced. A crash at any point leaves either the old or the
+// new state, never a mixture; the file is mode 0600 either way.
+func (s *Store) Save(b *Being) error {
+	data, err := Encode(b)
+	if err != nil {
+		return supervision.Errorf(supervision.ClassState, "cannot encode state: %w", err)
+	}
+	return s.writeAtomic(data, false)
+}
+
+// Create writes b as the first state.json of the directory. Unlike Save
+// it refuses to replace an existing state, even one created by a racing
+// process after the boot gates ran.
+func (s *Store) Create(b *Being) error {
+	data, err := Encode(b)
+	if err != nil {
+		return supervision.Errorf(supervision.ClassState, "cannot encode state: %w", err)
+	}
+	return s.writeAtomic(data, true)
+}
+
+func (s *Store) writeAtomic(data []byte, create bool) (err error) {
+	final := s.Path(StateFile)
+	f, err := os.CreateTemp(s.dir, tempPattern)
+	if err != nil {
+		return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	// CreateTemp already uses 0600; say so explicitly so a future change of
+	// the library default cannot widen the file.
+	if err = f.Chmod(FileMode); err != nil {
+		return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+	}
+	if _, err = f.Write(data); err != nil {
+		return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+	}
+	if err = f.Sync(); err != nil {
+		return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+	}
+	if err = f.Close(); err != nil {
+		return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+	}
+	if create {
+		// link fails if the name exists: the creation is exclusive.
+		if err = os.Link(tmp, final); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return alreadyExists(s.dir)
+			}
+			return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+		}
+		_ = os.Remove(tmp)
+	} else if err = os.Rename(tmp, final); err != nil {
+		return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+	}
+	if err = syncDir(s.dir); err != nil {
+		return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+	}
+	return nil
+}
+
+// syncDir makes a directory's entries (a rename, a new file) durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
