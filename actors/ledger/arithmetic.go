@@ -1,0 +1,184 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/wisent/singularity/chat"
+	"github.com/wisent/singularity/money"
+	"github.com/wisent/singularity/state"
+	"github.com/wisent/singularity/supervision"
+)
+
+// Pricing is what a being pays (SPEC §4): per million prompt and
+// completion tokens, and per hour of instance time spent in Brama calls.
+// Zero prices make debits zero. Prices must not be negative.
+type Pricing struct {
+	InputPerMillion  money.Amount
+	OutputPerMillion money.Amount
+	InstancePerHour  money.Amount
+}
+
+// Validate refuses negative prices with the configuration sentence.
+func (p Pricing) Validate() error {
+	if p.InputPerMillion.Sign() < 0 || p.OutputPerMillion.Sign() < 0 || p.InstancePerHour.Sign() < 0 {
+		return supervision.New(supervision.ClassConfiguration, "prices and balance cannot be negative")
+	}
+	return nil
+}
+
+var (
+	perMillion = money.FromInt(1_000_000)
+	nsPerHour  = money.FromInt(int64(time.Hour)) // 3,600,000,000,000
+)
+
+// Debit is the cost of one completion.
+type Debit struct {
+	API      money.Amount // tokens × prices ÷ 1e6, rounded up to 12 places
+	Instance money.Amount // elapsed ns × price/hour ÷ 3.6e12, rounded up
+	Amount   money.Amount // API + Instance, exact
+	Tokens   uint64       // added (saturating) to total_tokens
+}
+
+// ComputeDebit prices one completion (SPEC §7.2). Each part is rounded up
+// to 12 places before they are added, so the budget's parts always sum to
+// what was taken from remaining. A negative elapsed time counts as zero.
+// Tokens is usage.TotalTokens, or prompt + completion when a server
+// reported a zero total.
+func ComputeDebit(p Pricing, u chat.Usage, elapsed time.Duration) Debit {
+	api := money.FromUint(u.PromptTokens).Mul(p.InputPerMillion).
+		Add(money.FromUint(u.CompletionTokens).Mul(p.OutputPerMillion)).
+		QuoUp(perMillion)
+	instance := money.FromInt(int64(max(elapsed, 0))).Mul(p.InstancePerHour).QuoUp(nsPerHour)
+	tokens := u.TotalTokens
+	if tokens == 0 {
+		tokens = addSaturating(u.PromptTokens, u.CompletionTokens)
+	}
+	return Debit{API: api, Instance: instance, Amount: api.Add(instance), Tokens: tokens}
+}
+
+// ApplyDebit takes d from b: remaining −= amount, api_spent += api,
+// instance_spent += instance, total_tokens += tokens (saturating).
+func ApplyDebit(b state.Budget, d Debit) state.Budget {
+	b.Remaining = b.Remaining.Sub(d.Amount)
+	b.APISpent = b.APISpent.Add(d.API)
+	b.InstanceSpent = b.InstanceSpent.Add(d.Instance)
+	b.TotalTokens = addSaturating(b.TotalTokens, d.Tokens)
+	return b
+}
+
+func addSaturating(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
+}
+
+// ErrNegativeRevenue is the refusal of a negative credit.
+var ErrNegativeRevenue = supervision.New(supervision.ClassState, "revenue cannot be negative")
+
+// ApplyCredit adds revenue v to b: earned += v, remaining += v. A
+// negative v is refused with "state: revenue cannot be negative".
+func ApplyCredit(b state.Budget, v money.Amount) (state.Budget, error) {
+	if v.Sign() < 0 {
+		return b, ErrNegativeRevenue
+	}
+	b.Earned = b.Earned.Add(v)
+	b.Remaining = b.Remaining.Add(v)
+	return b, nil
+}
+
+// Trusted reports whether a tool's results may carry revenue: its name
+// starts with "finance__" or "trading__".
+func Trusted(tool string) bool {
+	return strings.HasPrefix(tool, "finance__") || strings.HasPrefix(tool, "trading__")
+}
+
+// revenueKeys are the keys whose values are revenue evidence.
+func revenueKey(k string) bool { return k == "revenue_usd" || k == "realized_profit_usd" }
+
+// Revenue returns the credit that the result of tool earns (SPEC §7.3):
+// nothing unless the tool is trusted; otherwise the first value, in
+// document order through nested objects and arrays, of a key revenue_usd
+// or realized_profit_usd that is a decimal string or JSON number and
+// strictly positive — rounded down to 12 places. Zero, negative and
+// non-numeric values are skipped and the search goes on. A first positive
+// value below 1e-12 rounds to zero and credits nothing. Numbers are read
+// from their literal text, never through float64. Malformed JSON yields
+// no credit beyond what was found before the fault.
+func Revenue(tool string, result []byte) (money.Amount, bool) {
+	if !Trusted(tool) {
+		return money.Zero, false
+	}
+	v, ok := FindRevenue(result)
+	if !ok {
+		return money.Zero, false
+	}
+	v = v.RoundDown()
+	return v, v.Sign() > 0
+}
+
+// FindRevenue is the search of Revenue without the trust check and the
+// rounding: the first strictly positive revenue value, exactly as written.
+func FindRevenue(result []byte) (money.Amount, bool) {
+	dec := json.NewDecoder(bytes.NewReader(result))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return money.Zero, false
+	}
+	v, ok, _ := walk(dec, tok)
+	return v, ok
+}
+
+var errNotKey = errors.New("object key is not a string")
+
+// walk searches the value that starts with tok. Objects are read token by
+// token so keys are visited in document order.
+func walk(dec *json.Decoder, tok json.Token) (money.Amount, bool, error) {
+	delim, ok := tok.(json.Delim)
+	if !ok {
+		return money.Zero, false, nil // a scalar holds no keys
+	}
+	for dec.More() {
+		if delim == '{' {
+			k, err := dec.Token()
+			if err != nil {
+				return money.Zero, false, err
+			}
+			key, ok := k.(string)
+			if !ok {
+				return money.Zero, false, errNotKey
+			}
+			val, err := dec.Token()
+			if err != nil {
+				return money.Zero, false, err
+			}
+			if revenueKey(key) {
+				if a, ok := money.ParseJSONValue(val); ok && a.Sign() > 0 {
+					return a, true, nil
+				}
+			}
+			if a, ok, err := walk(dec, val); ok || err != nil {
+				return a, ok, err
+			}
+			continue
+		}
+		val, err := dec.Token()
+		if err != nil {
+			return money.Zero, false, err
+		}
+		if a, ok, err := walk(dec, val); ok || err != nil {
+			return a, ok, err
+		}
+	}
+	if _, err := dec.Token(); err != nil && !errors.Is(err, io.EOF) { // the closing delimiter
+		return money.Zero, false, err
+	}
+	return money.Zero, false, nil
+}

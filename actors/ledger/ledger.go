@@ -1,0 +1,113 @@
+// Package ledger is a being's budget: the pure arithmetic of debits and
+// credits (SPEC §7) and the ledger actor that holds one being's budget and
+// answers for it. The ledger writes no files: the being actor is the
+// single writer of state.json and activity.jsonl, and journals and saves
+// after each ledger reply.
+package ledger
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/state"
+)
+
+// Status values of the ledger in its Description.
+const (
+	StatusSolvent   = "solvent"
+	StatusExhausted = "exhausted"
+)
+
+// Ledger is the actor owning one being's budget. It answers:
+//
+//	messages.DebitRequest    → messages.DebitResponse
+//	messages.CreditRequest   → messages.CreditResponse
+//	messages.SolvencyRequest → messages.SolvencyResponse
+//	messages.BudgetRequest   → messages.BudgetResponse
+//	messages.DescribeRequest → messages.Description
+//
+// Its state lives only in memory; a restarted ledger starts again from
+// the budget it was spawned with, so its parent should not restart it
+// without respawning it from the saved state.
+type Ledger struct {
+	name    string
+	pricing Pricing
+	budget  state.Budget
+}
+
+var _ actor.Actor = (*Ledger)(nil)
+
+// New returns a ledger named name (for the debug tree) holding budget b
+// and charging at prices p. Negative prices are refused.
+func New(name string, p Pricing, b state.Budget) (*Ledger, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &Ledger{name: name, pricing: p, budget: b}, nil
+}
+
+// Props returns the props of a ledger actor; see New.
+func Props(name string, p Pricing, b state.Budget) (*actor.Props, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &Ledger{name: name, pricing: p, budget: b}
+	}), nil
+}
+
+// Receive dispatches one message.
+func (l *Ledger) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case messages.DebitRequest:
+		ctx.Respond(l.handleDebit(msg))
+	case messages.CreditRequest:
+		ctx.Respond(l.handleCredit(msg))
+	case messages.SolvencyRequest:
+		ctx.Respond(l.handleSolvency())
+	case messages.BudgetRequest:
+		ctx.Respond(messages.BudgetResponse{Budget: messages.Budget(l.budget)})
+	case messages.DescribeRequest:
+		ctx.Respond(l.handleDescribe())
+	}
+}
+
+func (l *Ledger) handleDebit(msg messages.DebitRequest) messages.DebitResponse {
+	d := ComputeDebit(l.pricing, msg.Usage, msg.Elapsed)
+	l.budget = ApplyDebit(l.budget, d)
+	return messages.DebitResponse{API: d.API, Instance: d.Instance, Amount: d.Amount, Budget: messages.Budget(l.budget)}
+}
+
+func (l *Ledger) handleCredit(msg messages.CreditRequest) messages.CreditResponse {
+	v, ok := Revenue(msg.Tool, msg.Result)
+	if !ok {
+		return messages.CreditResponse{Budget: messages.Budget(l.budget)}
+	}
+	b, err := ApplyCredit(l.budget, v)
+	if err != nil { // unreachable: Revenue only finds positive values
+		return messages.CreditResponse{Budget: messages.Budget(l.budget)}
+	}
+	l.budget = b
+	return messages.CreditResponse{Credited: true, Amount: v, Source: msg.Tool, Budget: messages.Budget(l.budget)}
+}
+
+func (l *Ledger) handleSolvency() messages.SolvencyResponse {
+	return messages.SolvencyResponse{Solvent: l.budget.Remaining.Sign() > 0, Remaining: l.budget.Remaining}
+}
+
+func (l *Ledger) handleDescribe() messages.Description {
+	status := StatusSolvent
+	if l.budget.Remaining.Sign() <= 0 {
+		status = StatusExhausted
+	}
+	return messages.Description{
+		Kind:   "ledger",
+		Name:   l.name,
+		Status: status,
+		Figures: map[string]any{
+			"remaining": l.budget.Remaining.String(),
+			"spent":     l.budget.APISpent.Add(l.budget.InstanceSpent).String(),
+			"earned":    l.budget.Earned.String(),
+		},
+	}
+}

@@ -1,0 +1,154 @@
+package ledger
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/wisent/singularity/chat"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/state"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const deadline = 5 * time.Second
+
+func ask[T any](t *testing.T, system *actor.ActorSystem, pid *actor.PID, msg any) T {
+	t.Helper()
+	res, err := system.Root.RequestFuture(pid, msg, deadline).Result()
+	require.NoError(t, err)
+	out, ok := res.(T)
+	require.True(t, ok, "reply %T", res)
+	return out
+}
+
+func TestLedgerActor(t *testing.T) {
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+	t.Cleanup(system.Shutdown)
+
+	props, err := Props("ledger", Pricing{InputPerMillion: m("3"), OutputPerMillion: m("15"), InstancePerHour: m("1")},
+		state.Budget{Starting: m("0.01"), Remaining: m("0.01")})
+	require.NoError(t, err)
+	pid, err := system.Root.SpawnNamed(props, "being-ada/ledger")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = system.Root.StopFuture(pid).Wait() })
+
+	solv := ask[messages.SolvencyResponse](t, system, pid, messages.SolvencyRequest{})
+	assert.True(t, solv.Solvent)
+	assert.Equal(t, "0.01", solv.Remaining.String())
+
+	deb := ask[messages.DebitResponse](t, system, pid, messages.DebitRequest{
+		Usage:   chat.Usage{PromptTokens: 1200, CompletionTokens: 100, TotalTokens: 1300},
+		Elapsed: 123400 * time.Microsecond,
+	})
+	assert.Equal(t, "0.0051", deb.API.String())
+	assert.Equal(t, "0.000034277778", deb.Instance.String())
+	assert.Equal(t, "0.005134277778", deb.Amount.String())
+	assert.Equal(t, "0.004865722222", deb.Budget.Remaining.String())
+	assert.Equal(t, uint64(1300), deb.Budget.TotalTokens)
+
+	none := ask[messages.CreditResponse](t, system, pid, messages.CreditRequest{Tool: "echo__x", Result: json.RawMessage(`{"revenue_usd":"5"}`)})
+	assert.False(t, none.Credited)
+	assert.True(t, none.Amount.IsZero())
+	assert.Equal(t, "0.004865722222", none.Budget.Remaining.String())
+
+	cr := ask[messages.CreditResponse](t, system, pid, messages.CreditRequest{Tool: "finance__sell", Result: json.RawMessage(`{"sale":{"revenue_usd":0.5}}`)})
+	assert.True(t, cr.Credited)
+	assert.Equal(t, "0.5", cr.Amount.String())
+	assert.Equal(t, "finance__sell", cr.Source)
+	assert.Equal(t, "0.504865722222", cr.Budget.Remaining.String())
+
+	snap := ask[messages.BudgetResponse](t, system, pid, messages.BudgetRequest{})
+	b := state.Budget(snap.Budget)
+	assert.Equal(t, "0.5", b.Earned.String())
+	assert.NoError(t, state.CheckInvariant(b, []state.Event{
+		state.CostDebited(state.Now(), 1, deb.Amount),
+		state.RevenueCredited(state.Now(), 1, cr.Amount, cr.Source),
+	}))
+
+	desc := ask[messages.Description](t, system, pid, messages.DescribeRequest{})
+	assert.Equal(t, messages.Description{Kind: "ledger", Name: "ledger", Status: StatusSolvent, Figures: map[string]any{
+		"remaining": "0.504865722222", "spent": "0.005134277778", "earned": "0.5",
+	}}, desc)
+
+	// Spend it all: insolvent at exactly zero and below.
+	ask[messages.DebitResponse](t, system, pid, messages.DebitRequest{Usage: chat.Usage{CompletionTokens: 1_000_000, TotalTokens: 1_000_000}})
+	solv = ask[messages.SolvencyResponse](t, system, pid, messages.SolvencyRequest{})
+	assert.False(t, solv.Solvent)
+	assert.Equal(t, "-14.495134277778", solv.Remaining.String())
+	desc = ask[messages.Description](t, system, pid, messages.DescribeRequest{})
+	assert.Equal(t, StatusExhausted, desc.Status)
+}
+
+func TestSolvencyAtZero(t *testing.T) {
+	l, err := New("l", Pricing{}, state.Budget{Starting: m("1"), Remaining: m("0")})
+	require.NoError(t, err)
+	assert.False(t, l.handleSolvency().Solvent)
+	l.budget.Remaining = m("0.000000000001")
+	assert.True(t, l.handleSolvency().Solvent)
+}
+
+func TestRecover(t *testing.T) {
+	p := Pricing{InputPerMillion: m("1"), InstancePerHour: m("3600")}
+	now := state.Now()
+	u := chat.Usage{PromptTokens: 1000, TotalTokens: 1000}
+	debit := ComputeDebit(p, u, time.Millisecond) // api 0.001, instance 0.001
+	events := []state.Event{
+		state.Started(now),
+		state.CycleStarted(now, 1),
+		state.ModelCompleted(now, 1, u),
+		state.CostDebited(now, 1, debit.Amount),
+		state.ToolFinished(now, 1, "finance__sell", "success"),
+		state.RevenueCredited(now, 1, m("0.5"), "finance__sell"),
+	}
+	start := state.Budget{Starting: m("1"), Remaining: m("1")}
+	afterDebit := ApplyDebit(start, debit)
+	afterCredit, _ := ApplyCredit(afterDebit, m("0.5"))
+
+	t.Run("current", func(t *testing.T) {
+		got, n, err := Recover(afterCredit, events, p)
+		require.NoError(t, err)
+		assert.Zero(t, n)
+		assert.Equal(t, afterCredit, got)
+	})
+	t.Run("credit lagging", func(t *testing.T) {
+		got, n, err := Recover(afterDebit, events, p)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		assert.NoError(t, state.CheckInvariant(got, events))
+		assert.Equal(t, "1.498", got.Remaining.String())
+	})
+	t.Run("debit lagging: split recomputed", func(t *testing.T) {
+		got, n, err := Recover(start, events[:4], p)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		assert.Equal(t, afterDebit, got)
+	})
+	t.Run("debit lagging at new prices", func(t *testing.T) {
+		got, _, err := Recover(start, events[:4], Pricing{InputPerMillion: m("1000")})
+		require.NoError(t, err)
+		assert.Equal(t, "0.002", got.APISpent.String(), "api capped at the journaled amount")
+		assert.Equal(t, "0", got.InstanceSpent.String())
+		assert.NoError(t, state.CheckInvariant(got, events[:4]))
+	})
+	t.Run("completion without its debit is lost", func(t *testing.T) {
+		got, n, err := Recover(start, events[:3], p)
+		require.NoError(t, err)
+		assert.Zero(t, n)
+		assert.Equal(t, start, got)
+	})
+	t.Run("state ahead of journal", func(t *testing.T) {
+		_, _, err := Recover(afterCredit, events[:4], p)
+		assert.ErrorContains(t, err, "state: journal does not account for the saved budget")
+	})
+}
