@@ -1,0 +1,98 @@
+package brama
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/test/bramatest"
+)
+
+// benchServer answers every completion at once with the same reply.
+func benchServer(b *testing.B) *bramatest.Server {
+	reply := bramatest.TextReply("ok", bramatest.Usage(100, 10))
+	body, err := json.Marshal(reply.JSON)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw := bramatest.Reply{Body: body}
+	return newServer(b, func(cfg *bramatest.Config) {
+		cfg.DiscardRequests = true
+		cfg.Handler = func(*bramatest.Request) bramatest.Reply { return raw }
+	})
+}
+
+// BenchmarkClientComplete is one signed, validated completion through the
+// bare client against a zero-latency local server: the baseline.
+func BenchmarkClientComplete(b *testing.B) {
+	srv := benchServer(b)
+	c := newClient(b, srv.URL)
+	ctx := testContext(b)
+	p := sampleParams()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Complete(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGatewayComplete is the same completion asked of the gateway
+// actor: the difference from BenchmarkClientComplete is the gateway's own
+// overhead (mailbox, worker goroutine, answer by message).
+func BenchmarkGatewayComplete(b *testing.B) {
+	srv := benchServer(b)
+	system, pid := startGateway(b, newClient(b, srv.URL))
+	req := completionRequest("agent-1")
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := system.Root.RequestFuture(pid, req, testWait).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := res.(messages.CompletionResponse).Err; err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGatewayCompleteParallel drives the gateway from many callers
+// at once, as a family of beings does.
+func BenchmarkGatewayCompleteParallel(b *testing.B) {
+	srv := benchServer(b)
+	system, pid := startGateway(b, newClient(b, srv.URL))
+	req := completionRequest("agent-1")
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			res, err := system.Root.RequestFuture(pid, req, testWait).Result()
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := res.(messages.CompletionResponse).Err; err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkPrepareAndParse is the client's CPU work without the network:
+// serialize, hash, sign, and validate a reply.
+func BenchmarkPrepareAndParse(b *testing.B) {
+	p := sampleParams()
+	reply, _ := json.Marshal(bramatest.TextReply("ok", bramatest.Usage(100, 10)).JSON)
+	key := []byte(testSecret)
+	b.ReportAllocs()
+	for b.Loop() {
+		body, err := json.Marshal(requestBody{Model: p.Model, Messages: p.Messages, MaxTokens: p.MaxTokens, Temperature: p.Temperature, Tools: p.Tools})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = signature(key, p.AgentID, 1700000000, bodyDigest(body))
+		if _, err := parseCompletion(reply); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package brama
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/chat"
+	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/test/bramatest"
+)
+
+const okUsage = `"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}`
+
+// TestResponseValidation runs every sentence of SPEC §8.3 through the
+// real client and server.
+func TestResponseValidation(t *testing.T) {
+	call := `{"id":"c1","type":"function","function":{"name":"echo","arguments":"{\"text\":\"hi\"}"}}`
+	echo := bramatest.Call("c1", "echo", `{"text":"hi"}`)
+	tests := []struct {
+		name string
+		body string
+		want Completion // compared when err is ""
+		err  string
+		// prefix compares only the start of err: the rest is the JSON
+		// decoder's own wording.
+		prefix bool
+	}{
+		{
+			name: "no choice",
+			body: `{"choices":[],` + okUsage + `}`,
+			err:  "brama: response must contain exactly one choice",
+		},
+		{
+			name: "choices missing",
+			body: `{` + okUsage + `}`,
+			err:  "brama: response must contain exactly one choice",
+		},
+		{
+			name: "two choices",
+			body: `{"choices":[{"message":{"content":"a"},"finish_reason":"stop"},{"message":{"content":"b"},"finish_reason":"stop"}],` + okUsage + `}`,
+			err:  "brama: response must contain exactly one choice",
+		},
+		{
+			name: "tool_calls without calls",
+			body: `{"choices":[{"message":{"content":"x"},"finish_reason":"tool_calls"}],` + okUsage + `}`,
+			err:  "brama: tool_calls finish reason without calls",
+		},
+		{
+			name: "tool_calls with empty calls",
+			body: `{"choices":[{"message":{"content":null,"tool_calls":[]},"finish_reason":"tool_calls"}],` + okUsage + `}`,
+			err:  "brama: tool_calls finish reason without calls",
+		},
+		{
+			name: "stop with calls",
+			body: `{"choices":[{"message":{"content":"x","tool_calls":[` + call + `]},"finish_reason":"stop"}],` + okUsage + `}`,
+			err:  "brama: stop finish reason with tool calls",
+		},
+		{
+			name: "unsupported finish reason",
+			body: `{"choices":[{"message":{"content":"x"},"finish_reason":"content_filter"}],` + okUsage + `}`,
+			err:  "brama: unsupported finish reason: content_filter",
+		},
+		{
+			name: "length accepted and marked truncated",
+			body: `{"choices":[{"message":{"content":null,"tool_calls":[` + call + `]},"finish_reason":"length"}],` + okUsage + `}`,
+			want: Completion{
+				Message:      chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{echo}},
+				FinishReason: FinishLength, Usage: bramatest.Usage(10, 5), Truncated: true,
+			},
+		},
+		{
+			name: "length without calls accepted",
+			body: `{"choices":[{"message":{"content":"cut sho"},"finish_reason":"length"}],` + okUsage + `}`,
+			want: Completion{
+				Message:      chat.Message{Role: chat.RoleAssistant, Content: "cut sho"},
+				FinishReason: FinishLength, Usage: bramatest.Usage(10, 5), Truncated: true,
+			},
+		},
+		{
+			name: "usage total mismatch",
+			body: `{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":16}}`,
+			err:  "brama: usage total does not match prompt plus completion",
+		},
+		{
+			name: "usage total zero recomputed",
+			body: `{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":0}}`,
+			want: Completion{
+				Message:      chat.Message{Role: chat.RoleAssistant, Content: "x"},
+				FinishReason: FinishStop, Usage: bramatest.Usage(10, 5),
+			},
+		},
+		{
+			name: "usage total absent recomputed",
+			body: `{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":0}}`,
+			want: Completion{
+				Message:      chat.Message{Role: chat.RoleAssistant, Content: "x"},
+				FinishReason: FinishStop, Usage: bramatest.Usage(7, 0),
+			},
+		},
+		{
+			name: "content absent is empty",
+			body: `{"choices":[{"message":{"role":"assistant"},"finish_reason":"stop"}],` + okUsage + `}`,
+			want: Completion{
+				Message:      chat.Message{Role: chat.RoleAssistant},
+				FinishReason: FinishStop, Usage: bramatest.Usage(10, 5),
+			},
+		},
+		{
+			name: "content null with calls is empty",
+			body: `{"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[` + call + `]},"finish_reason":"tool_calls"}],` + okUsage + `}`,
+			want: Completion{
+				Message:      chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{echo}},
+				FinishReason: FinishToolCalls, Usage: bramatest.Usage(10, 5),
+			},
+		},
+		{
+			name: "not JSON",
+			body: `<html>bad gateway</html>`,
+			err:  "brama: invalid completion response: invalid character '<'", prefix: true,
+		},
+		{
+			name: "choices of the wrong type",
+			body: `{"choices":{},` + okUsage + `}`,
+			err:  "brama: invalid completion response: json: cannot unmarshal object", prefix: true,
+		},
+		{
+			name: "negative tokens",
+			body: `{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":-1,"completion_tokens":5,"total_tokens":4}}`,
+			err:  "brama: invalid completion response: json: cannot unmarshal number -1", prefix: true,
+		},
+		{
+			name: "usage missing",
+			body: `{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}]}`,
+			err:  "brama: invalid completion response: missing usage",
+		},
+		{
+			name: "finish reason missing",
+			body: `{"choices":[{"message":{"content":"x"}}],` + okUsage + `}`,
+			err:  "brama: invalid completion response: missing finish_reason",
+		},
+	}
+	srv := newServer(t)
+	c := newClient(t, srv.URL)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv.Enqueue(bramatest.RawReply(tt.body))
+			got, err := c.Complete(testContext(t), sampleParams())
+			switch {
+			case tt.prefix:
+				requireBramaKind(t, err, supervision.Permanent)
+				require.True(t, hasPrefix(err.Error(), tt.err), err.Error())
+				return
+			case tt.err != "":
+				requireBramaError(t, err, supervision.Permanent, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Positive(t, got.Elapsed)
+			got.Elapsed = 0
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestCheckUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		in   chat.Usage
+		want chat.Usage
+		bad  bool
+	}{
+		{"consistent", chat.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}, chat.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}, false},
+		{"zero total recomputed", chat.Usage{PromptTokens: 3, CompletionTokens: 4}, chat.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}, false},
+		{"all zero", chat.Usage{}, chat.Usage{}, false},
+		{"total too large", chat.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 8}, chat.Usage{}, true},
+		{"total too small", chat.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 6}, chat.Usage{}, true},
+		{"overflowing sum refused", chat.Usage{PromptTokens: math.MaxUint64, CompletionTokens: 2, TotalTokens: 1}, chat.Usage{}, true},
+		{"overflowing sum saturates", chat.Usage{PromptTokens: math.MaxUint64, CompletionTokens: 2}, chat.Usage{PromptTokens: math.MaxUint64, CompletionTokens: 2, TotalTokens: math.MaxUint64}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := checkUsage(tt.in)
+			if tt.bad {
+				requireBramaError(t, err, supervision.Permanent, "brama: usage total does not match prompt plus completion")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestIsSelector(t *testing.T) {
+	tests := []struct {
+		model string
+		want  bool
+	}{
+		{"any", true},
+		{"any-vision-capable", true},
+		{"best", true},
+		{"task:", true},
+		{"task:code-review", true},
+		{"Any", false},
+		{"any-vision", false},
+		{"best ", false},
+		{"gpt-4o", false},
+		{"tasks:x", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, IsSelector(tt.model), tt.model)
+	}
+	require.True(t, Advertised(nil, "any"))
+	require.True(t, Advertised([]string{"a", "b"}, "b"))
+	require.False(t, Advertised([]string{"a", "b"}, "c"))
+}

@@ -1,0 +1,271 @@
+package brama
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/supervision"
+)
+
+// Defaults of GatewayConfig.
+const (
+	DefaultMaxTokens     = 2048
+	DefaultShutdownGrace = 10 * time.Second
+)
+
+// GatewayConfig configures the gateway actor. Zero fields take the
+// documented defaults.
+type GatewayConfig struct {
+	// Client calls Brama; required. It is shared by every request.
+	Client *Client
+	// MaxTokens is sent with every completion. Zero means
+	// DefaultMaxTokens.
+	MaxTokens int
+	// Temperature is sent with every completion as given: zero is a
+	// valid temperature, so configuration supplies its own default (0.2).
+	Temperature float64
+	// ShutdownGrace is how long completions still in flight when the
+	// gateway stops may take to finish before they are cancelled and
+	// answered as indeterminate. Zero means DefaultShutdownGrace.
+	ShutdownGrace time.Duration
+	// Logger receives the gateway's log lines. Nil discards them.
+	Logger *slog.Logger
+}
+
+// Gateway is the family's brama actor (SPEC §2, §8). It accepts
+// messages.CompletionRequest, messages.ModelsRequest,
+// messages.HealthRequest and messages.DescribeRequest (values or
+// pointers) and answers each with the matching response value.
+//
+// Every Brama call runs on a goroutine of its own that answers the sender
+// captured when the request arrived, so the mailbox never waits on HTTP
+// and concurrent beings are never serialized. When the actor stops,
+// completions in flight get ShutdownGrace to finish; then they are
+// cancelled and answered with an indeterminate error, so no request is
+// left without an answer.
+type Gateway struct {
+	cfg   GatewayConfig
+	log   *slog.Logger
+	state *gatewayState
+}
+
+var _ actor.Actor = (*Gateway)(nil)
+
+// gatewayState outlives a restart of the actor: calls in flight keep
+// their context and the figures keep counting. It is shared only with
+// the gateway's own worker goroutines.
+type gatewayState struct {
+	base   context.Context // cancelled when the calls are abandoned
+	cancel context.CancelFunc
+
+	inFlight      atomic.Int64
+	completed     atomic.Uint64
+	permanent     atomic.Uint64
+	transient     atomic.Uint64
+	indeterminate atomic.Uint64
+
+	mu       sync.Mutex
+	stopping bool
+	grace    *time.Timer
+}
+
+// Props returns the props of a gateway actor. Spawn exactly one per
+// family, named "brama".
+func Props(cfg GatewayConfig) *actor.Props {
+	if cfg.Client == nil {
+		panic("brama: GatewayConfig.Client is required")
+	}
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = DefaultMaxTokens
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	log = log.With("actor", "brama")
+	base, cancel := context.WithCancel(context.Background())
+	state := &gatewayState{base: base, cancel: cancel}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &Gateway{cfg: cfg, log: log, state: state}
+	})
+}
+
+// Receive dispatches one message.
+func (g *Gateway) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Stopping:
+		g.handleStopping()
+	case messages.CompletionRequest:
+		g.handleCompletion(ctx, msg)
+	case *messages.CompletionRequest:
+		g.handleCompletion(ctx, *msg)
+	case messages.ModelsRequest, *messages.ModelsRequest:
+		g.handleModels(ctx)
+	case messages.HealthRequest, *messages.HealthRequest:
+		g.handleHealth(ctx)
+	case messages.DescribeRequest, *messages.DescribeRequest:
+		ctx.Respond(g.describe())
+	}
+}
+
+// handleCompletion starts one completion on its own goroutine. A request
+// without a sender is refused before any cost is incurred: nobody could
+// receive, and so account for, the completion.
+func (g *Gateway) handleCompletion(ctx actor.Context, req messages.CompletionRequest) {
+	sender := ctx.Sender()
+	if sender == nil {
+		g.log.Warn("completion request without sender refused", "agent_id", req.AgentID)
+		return
+	}
+	p := Params{
+		AgentID:     req.AgentID,
+		Model:       req.Model,
+		Messages:    req.Messages,
+		Tools:       req.Tools,
+		MaxTokens:   g.cfg.MaxTokens,
+		Temperature: g.cfg.Temperature,
+	}
+	g.state.inFlight.Add(1)
+	go g.complete(ctx.ActorSystem(), sender, p)
+}
+
+// complete runs on a worker goroutine: one Brama call, one answer.
+func (g *Gateway) complete(system *actor.ActorSystem, sender *actor.PID, p Params) {
+	defer g.state.finished()
+	comp, err := g.cfg.Client.Complete(g.state.base, p)
+	if err != nil && g.state.base.Err() != nil {
+		err = supervision.Upstream(supervision.ClassBrama, supervision.Indeterminate, "completion abandoned at shutdown")
+		g.log.Warn("completion abandoned at shutdown", "agent_id", p.AgentID, "elapsed", comp.Elapsed)
+	}
+	g.state.record(err)
+	if err != nil {
+		g.log.Debug("completion failed", "agent_id", p.AgentID, "kind", supervision.KindOf(err).String(), "error", err)
+	}
+	system.Root.Send(sender, messages.CompletionResponse{
+		Message:      comp.Message,
+		FinishReason: comp.FinishReason,
+		Usage:        comp.Usage,
+		Truncated:    comp.Truncated,
+		Elapsed:      comp.Elapsed,
+		Err:          err,
+	})
+}
+
+// handleModels lists Brama's models on a worker goroutine.
+func (g *Gateway) handleModels(ctx actor.Context) {
+	sender := ctx.Sender()
+	if sender == nil {
+		return
+	}
+	system := ctx.ActorSystem()
+	go func() {
+		ids, err := g.cfg.Client.Models(g.state.base)
+		system.Root.Send(sender, messages.ModelsResponse{IDs: ids, Err: err})
+	}()
+}
+
+// handleHealth checks Brama's health on a worker goroutine.
+func (g *Gateway) handleHealth(ctx actor.Context) {
+	sender := ctx.Sender()
+	if sender == nil {
+		return
+	}
+	system := ctx.ActorSystem()
+	go func() {
+		system.Root.Send(sender, messages.HealthResponse{Err: g.cfg.Client.Health(g.state.base)})
+	}()
+}
+
+// handleStopping gives the completions in flight the shutdown grace and
+// then abandons them. It does not wait: the workers answer on their own.
+func (g *Gateway) handleStopping() {
+	n := g.state.stop(g.cfg.ShutdownGrace)
+	if n > 0 {
+		g.log.Info("stopping with completions in flight", "in_flight", n, "grace", g.cfg.ShutdownGrace)
+	}
+	g.cfg.Client.CloseIdleConnections()
+}
+
+// describe is the gateway's entry in the debug tree (SPEC §16).
+func (g *Gateway) describe() messages.Description {
+	s := g.state
+	status := "running"
+	s.mu.Lock()
+	if s.stopping {
+		status = "stopping"
+	}
+	s.mu.Unlock()
+	return messages.Description{
+		Kind:   "brama",
+		Name:   "brama",
+		Status: status,
+		Figures: map[string]any{
+			"in_flight": s.inFlight.Load(),
+			"completed": s.completed.Load(),
+			"errors": map[string]uint64{
+				"permanent":     s.permanent.Load(),
+				"transient":     s.transient.Load(),
+				"indeterminate": s.indeterminate.Load(),
+			},
+		},
+	}
+}
+
+// record counts one finished completion.
+func (s *gatewayState) record(err error) {
+	if err == nil {
+		s.completed.Add(1)
+		return
+	}
+	switch supervision.KindOf(err) {
+	case supervision.Transient:
+		s.transient.Add(1)
+	case supervision.Indeterminate:
+		s.indeterminate.Add(1)
+	default:
+		s.permanent.Add(1)
+	}
+}
+
+// stop marks the gateway stopping and arms the grace; it returns how many
+// completions are in flight.
+func (s *gatewayState) stop(grace time.Duration) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopping = true
+	n := s.inFlight.Load()
+	if n == 0 {
+		s.cancel()
+		return 0
+	}
+	if s.grace == nil {
+		s.grace = time.AfterFunc(grace, s.cancel)
+	}
+	return n
+}
+
+// finished ends one completion; the last one to end after the gateway
+// began stopping releases the base context early.
+func (s *gatewayState) finished() {
+	if s.inFlight.Add(-1) != 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping && s.inFlight.Load() == 0 {
+		if s.grace != nil {
+			s.grace.Stop()
+		}
+		s.cancel()
+	}
+}

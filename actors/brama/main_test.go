@@ -1,0 +1,107 @@
+package brama
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/wisent/singularity/chat"
+	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/test/bramatest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// protoactor's dead-letter throttle resets itself on a timer
+		// goroutine that outlives the system for up to a second.
+		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
+	)
+}
+
+// testSecret is the key both sides share; tests assert it never leaks.
+const testSecret = "s3cret-key-never-printed"
+
+// testWait bounds every wait in these tests.
+const testWait = 10 * time.Second
+
+func newServer(t testing.TB, mods ...func(*bramatest.Config)) *bramatest.Server {
+	t.Helper()
+	cfg := bramatest.Config{Secret: []byte(testSecret)}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	return bramatest.Start(t, cfg)
+}
+
+func newClient(t testing.TB, baseURL string, mods ...func(*ClientConfig)) *Client {
+	t.Helper()
+	cfg := ClientConfig{BaseURL: baseURL, Secret: config.NewSecret([]byte(testSecret)), Timeout: testWait}
+	for _, m := range mods {
+		m(&cfg)
+	}
+	c, err := NewClient(cfg)
+	require.NoError(t, err)
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+func sampleParams() Params {
+	return Params{
+		AgentID: "agent-1",
+		Model:   "test-model",
+		Messages: []chat.Message{
+			{Role: chat.RoleSystem, Content: "You are Ada."},
+			{Role: chat.RoleUser, Content: "hi"},
+		},
+		Tools:       []chat.Tool{chat.NewTool("echo", "Echo text back.", json.RawMessage(`{"type":"object"}`))},
+		MaxTokens:   2048,
+		Temperature: 0.2,
+	}
+}
+
+func testContext(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// requireBramaError checks an error's exact text, class and kind, and
+// that the secret is nowhere in it.
+func requireBramaError(t testing.TB, err error, kind supervision.Kind, text string) {
+	t.Helper()
+	require.Error(t, err)
+	require.Equal(t, text, err.Error())
+	requireBramaKind(t, err, kind)
+}
+
+func requireBramaKind(t testing.TB, err error, kind supervision.Kind) {
+	t.Helper()
+	require.Error(t, err)
+	require.Equal(t, supervision.ClassBrama, supervision.ClassOf(err))
+	require.Equal(t, kind, supervision.KindOf(err), "kind of %q", err)
+	require.Equal(t, 3, supervision.ExitCode(err))
+	require.NotContains(t, err.Error(), testSecret)
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		require.NotContains(t, e.Error(), testSecret)
+	}
+}
+
+func quietSystem() *actor.ActorSystem {
+	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+}
+
+func hasPrefix(s, prefix string) bool { return strings.HasPrefix(s, prefix) }
+
+func configSecret(s string) config.Secret { return config.NewSecret([]byte(s)) }

@@ -1,0 +1,38 @@
+package brama
+
+import (
+	"context"
+	"slices"
+	"strings"
+)
+
+// IsSelector reports whether model names a choice Brama makes rather than
+// an exact model id (SPEC §8.5): "any", "any-vision-capable", "best", or a
+// "task:" prefix. Selectors are accepted without consulting /v1/models.
+func IsSelector(model string) bool {
+	switch model {
+	case "any", "any-vision-capable", "best":
+		return true
+	}
+	return strings.HasPrefix(model, "task:")
+}
+
+// Advertised reports whether model is a selector or one of ids, the list
+// /v1/models returned. The comparison is exact.
+func Advertised(ids []string, model string) bool {
+	return IsSelector(model) || slices.Contains(ids, model)
+}
+
+// Available reports whether model may be used now: a selector always may;
+// an exact id only when /v1/models currently lists it. The error is the
+// classified failure to ask Brama.
+func (c *Client) Available(ctx context.Context, model string) (bool, error) {
+	if IsSelector(model) {
+		return true, nil
+	}
+	ids, err := c.Models(ctx)
+	if err != nil {
+		return false, err
+	}
+	return Advertised(ids, model), nil
+}

@@ -1,0 +1,91 @@
+package messages
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/wisent/singularity/chat"
+)
+
+// CompletionRequest asks the brama gateway for one model completion on
+// behalf of a being. The gateway answers the sender with a
+// CompletionResponse; it never answers twice and never drops a request it
+// accepted, even at shutdown (an abandoned call is answered as an
+// indeterminate error). A request sent without a sender is refused without
+// calling Brama, because nobody could account for its cost.
+type CompletionRequest struct {
+	AgentID  string         // the being's identity, signed into the request
+	Model    string         // an exact model id or a selector (SPEC §8.5)
+	Messages []chat.Message // the cognition messages of this round
+	Tools    []chat.Tool    // the full catalogue the model may call
+}
+
+func (r CompletionRequest) String() string {
+	return fmt.Sprintf("CompletionRequest{agent=%s model=%s messages=%d tools=%d}",
+		r.AgentID, r.Model, len(r.Messages), len(r.Tools))
+}
+
+// CompletionResponse is the validated result of a CompletionRequest. When
+// Err is nil the completion passed every check of SPEC §8.3: Message is the
+// assistant message (content "" when the model sent none), Usage.TotalTokens
+// equals prompt plus completion, and Truncated reports a "length" finish,
+// which the caller journals as `completion truncated at max tokens`.
+// Elapsed is the duration of the HTTP call, charged as instance time; it is
+// set on errors too. Err is a supervision error of class ClassBrama whose
+// kind (permanent, transient, indeterminate) decides what the being does.
+type CompletionResponse struct {
+	Message      chat.Message
+	FinishReason string
+	Usage        chat.Usage
+	Truncated    bool
+	Elapsed      time.Duration
+	Err          error
+}
+
+func (r CompletionResponse) String() string {
+	if r.Err != nil {
+		return fmt.Sprintf("CompletionResponse{err=%v elapsed=%s}", r.Err, r.Elapsed)
+	}
+	return fmt.Sprintf("CompletionResponse{finish=%s calls=%d tokens=%d truncated=%t elapsed=%s}",
+		r.FinishReason, len(r.Message.ToolCalls), r.Usage.TotalTokens, r.Truncated, r.Elapsed)
+}
+
+// ModelsRequest asks the brama gateway which models Brama currently
+// advertises on /v1/models. The gateway answers with a ModelsResponse
+// without blocking its mailbox.
+type ModelsRequest struct{}
+
+func (ModelsRequest) String() string { return "ModelsRequest{}" }
+
+// ModelsResponse lists the model ids Brama advertises, in its order, or
+// the classified error that prevented the listing.
+type ModelsResponse struct {
+	IDs []string
+	Err error
+}
+
+func (r ModelsResponse) String() string {
+	if r.Err != nil {
+		return fmt.Sprintf("ModelsResponse{err=%v}", r.Err)
+	}
+	return fmt.Sprintf("ModelsResponse{models=%d}", len(r.IDs))
+}
+
+// HealthRequest asks the brama gateway whether Brama's /health answers
+// {"status":"ok"}. The gateway answers with a HealthResponse.
+type HealthRequest struct{}
+
+func (HealthRequest) String() string { return "HealthRequest{}" }
+
+// HealthResponse carries nil when Brama is healthy, else the classified
+// error.
+type HealthResponse struct {
+	Err error
+}
+
+func (r HealthResponse) String() string {
+	if r.Err != nil {
+		return fmt.Sprintf("HealthResponse{err=%v}", r.Err)
+	}
+	return "HealthResponse{ok}"
+}

@@ -1,0 +1,381 @@
+// Package bramatest runs a real Brama for tests: an httptest server that
+// checks the HMAC headers of SPEC §8.2 with its own copy of the secret,
+// serves /health and /v1/models, and answers /v1/chat/completions from a
+// script — a queue of canned replies, then a handler function — while
+// recording every request it receives for later assertions.
+//
+// It deliberately shares no code with the runtime's client, so a test
+// against it checks the client's signing rather than agreeing with it.
+package bramatest
+
+import (
+	"bufio"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wisent/singularity/chat"
+)
+
+// Config configures a Server. Zero fields take the documented defaults.
+type Config struct {
+	// Secret is the server's own copy of the HMAC key. Required.
+	Secret []byte
+	// Prefix is a path prefix all routes live under ("/brama"); empty
+	// means the routes sit at the root. URL includes it.
+	Prefix string
+	// Models is what /v1/models lists. Nil means {"test-model"}.
+	Models []string
+	// HealthStatus is the "status" /health reports. Empty means "ok".
+	HealthStatus string
+	// MaxSkew, when positive, refuses timestamps further than this from
+	// Now (401 "stale timestamp"). Zero accepts any timestamp.
+	MaxSkew time.Duration
+	// Now is the server's clock for MaxSkew. Nil means time.Now.
+	Now func() time.Time
+	// DiscardRequests stops the server from recording requests, so a
+	// benchmark's memory does not grow with b.N.
+	DiscardRequests bool
+	// Handler answers a verified completion request when the queue is
+	// empty. Nil means queue-only: an unscripted request gets 500
+	// "bramatest: no scripted reply".
+	Handler func(*Request) Reply
+}
+
+// Request is one request the server received, recorded after it was
+// read and before it was answered.
+type Request struct {
+	Method string
+	Path   string      // without the prefix
+	Header http.Header // as received
+	Body   []byte      // the raw bytes
+	// Verified reports whether the signature headers matched the body and
+	// the secret (always false for the unsigned GET endpoints).
+	Verified bool
+	// Completion is Body decoded, for POST /v1/chat/completions with a
+	// JSON body.
+	Completion *CompletionBody
+}
+
+// CompletionBody is a decoded completion request. Temperature keeps its
+// exact JSON text.
+type CompletionBody struct {
+	Model       string         `json:"model"`
+	Messages    []chat.Message `json:"messages"`
+	MaxTokens   int            `json:"max_tokens"`
+	Temperature json.Number    `json:"temperature"`
+	Tools       []chat.Tool    `json:"tools"`
+}
+
+// Reply is one scripted answer to a completion request.
+type Reply struct {
+	// Status is the HTTP status. Zero means 200.
+	Status int
+	// Body is sent as is when non-nil; otherwise JSON is marshalled.
+	Body []byte
+	// JSON is the value to marshal as the body (e.g. a Response).
+	JSON any
+	// DropMidResponse makes the server write the status line, headers
+	// and half of the body, then close the connection: the client sees a
+	// response cut short after its request was delivered.
+	DropMidResponse bool
+	// Stall makes the server hold the request until the client goes away
+	// or the server closes, without answering: the client's timeout
+	// fires after its request was delivered.
+	Stall bool
+}
+
+// Response is an OpenAI-compatible completion body.
+type Response struct {
+	ID      string   `json:"id"`
+	Object  string   `json:"object"`
+	Model   string   `json:"model"`
+	Choices []Choice `json:"choices"`
+	// Usage is omitted when nil.
+	Usage *chat.Usage `json:"usage,omitempty"`
+}
+
+// Choice is one completion choice.
+type Choice struct {
+	Index        int          `json:"index"`
+	Message      ReplyMessage `json:"message"`
+	FinishReason string       `json:"finish_reason"`
+}
+
+// ReplyMessage is the assistant message of a choice. A nil Content is
+// sent as null.
+type ReplyMessage struct {
+	Role      string          `json:"role"`
+	Content   *string         `json:"content"`
+	ToolCalls []chat.ToolCall `json:"tool_calls,omitempty"`
+}
+
+// Server is a running test Brama. Its methods are safe for concurrent
+// use.
+type Server struct {
+	// URL is the base URL to configure the client with, prefix included.
+	URL string
+
+	cfg  Config
+	srv  *httptest.Server
+	mu   sync.Mutex
+	reqs []Request
+	// queue holds the scripted replies not yet used.
+	queue   []Reply
+	models  []string
+	handler func(*Request) Reply
+}
+
+// Start runs a Server for the life of tb; it is closed at cleanup.
+func Start(tb testing.TB, cfg Config) *Server {
+	tb.Helper()
+	if len(cfg.Secret) == 0 {
+		tb.Fatal("bramatest: Config.Secret is required")
+	}
+	s := New(cfg)
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// New runs a Server until Close. Prefer Start in tests.
+func New(cfg Config) *Server {
+	if cfg.Models == nil {
+		cfg.Models = []string{"test-model"}
+	}
+	if cfg.HealthStatus == "" {
+		cfg.HealthStatus = "ok"
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.Prefix = strings.TrimRight(cfg.Prefix, "/")
+	s := &Server{cfg: cfg, models: cfg.Models, handler: cfg.Handler}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL + cfg.Prefix
+	return s
+}
+
+// Close shuts the server down, closing every connection.
+func (s *Server) Close() {
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+// Enqueue appends replies to the script; each completion request takes
+// the oldest one left.
+func (s *Server) Enqueue(replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(s.queue, replies...)
+}
+
+// SetHandler replaces the function that answers once the queue is empty.
+func (s *Server) SetHandler(h func(*Request) Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.handler = h
+}
+
+// SetModels replaces what /v1/models lists.
+func (s *Server) SetModels(ids ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.models = append([]string(nil), ids...)
+}
+
+// Requests returns a copy of every request received so far, oldest
+// first.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// Completions returns the completion requests received so far whose
+// signature verified, oldest first.
+func (s *Server) Completions() []Request {
+	var out []Request
+	for _, r := range s.Requests() {
+		if r.Completion != nil && r.Verified {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	path, ok := strings.CutPrefix(r.URL.Path, s.cfg.Prefix)
+	if !ok {
+		writeError(w, http.StatusNotFound, "not found")
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "unreadable body")
+		return
+	}
+	rec := Request{Method: r.Method, Path: path, Header: r.Header.Clone(), Body: body}
+	switch {
+	case r.Method == http.MethodGet && path == "/health":
+		s.record(rec)
+		writeJSON(w, http.StatusOK, map[string]string{"status": s.cfg.HealthStatus})
+	case r.Method == http.MethodGet && path == "/v1/models":
+		s.record(rec)
+		s.mu.Lock()
+		data := make([]map[string]string, 0, len(s.models))
+		for _, id := range s.models {
+			data = append(data, map[string]string{"id": id, "object": "model"})
+		}
+		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	case r.Method == http.MethodPost && path == "/v1/chat/completions":
+		s.serveCompletion(w, r, rec)
+	default:
+		s.record(rec)
+		writeError(w, http.StatusNotFound, "not found")
+	}
+}
+
+func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, rec Request) {
+	var cb CompletionBody
+	if json.Unmarshal(rec.Body, &cb) == nil {
+		rec.Completion = &cb
+	}
+	if msg := s.verify(r.Header, rec.Body); msg != "" {
+		s.record(rec)
+		writeError(w, http.StatusUnauthorized, msg)
+		return
+	}
+	rec.Verified = true
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		s.record(rec)
+		writeError(w, http.StatusBadRequest, "content-type must be application/json")
+		return
+	}
+	if rec.Completion == nil {
+		s.record(rec)
+		writeError(w, http.StatusBadRequest, "body is not a completion request")
+		return
+	}
+	s.record(rec)
+	reply := s.next(&rec)
+	switch {
+	case reply.Stall:
+		<-r.Context().Done()
+		return
+	case reply.DropMidResponse:
+		dropMidResponse(w, reply.body())
+		return
+	}
+	status := reply.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(reply.body())
+}
+
+// verify checks the signature headers against body and the secret and
+// returns the refusal message, or "" when they hold.
+func (s *Server) verify(h http.Header, body []byte) string {
+	agent, ts := h.Get("X-Agent-Id"), h.Get("X-Agent-Timestamp")
+	digest, sig := h.Get("X-Agent-Body-Sha256"), h.Get("X-Agent-Signature")
+	if agent == "" || ts == "" || digest == "" || sig == "" {
+		return "invalid signature"
+	}
+	sum := sha256.Sum256(body)
+	if digest != hex.EncodeToString(sum[:]) {
+		return "invalid signature"
+	}
+	mac := hmac.New(sha256.New, s.cfg.Secret)
+	fmt.Fprintf(mac, "%s:%s:%s", agent, ts, digest)
+	want := hex.EncodeToString(mac.Sum(nil))
+	if !hmac.Equal([]byte(sig), []byte(want)) {
+		return "invalid signature"
+	}
+	if s.cfg.MaxSkew > 0 {
+		unix, err := strconv.ParseInt(ts, 10, 64)
+		if err != nil {
+			return "invalid signature"
+		}
+		if d := s.cfg.Now().Sub(time.Unix(unix, 0)); d > s.cfg.MaxSkew || -d > s.cfg.MaxSkew {
+			return "stale timestamp"
+		}
+	}
+	return ""
+}
+
+func (s *Server) record(r Request) {
+	if s.cfg.DiscardRequests {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs = append(s.reqs, r)
+}
+
+// next takes the oldest queued reply, else asks the handler.
+func (s *Server) next(r *Request) Reply {
+	s.mu.Lock()
+	if len(s.queue) > 0 {
+		reply := s.queue[0]
+		s.queue = s.queue[1:]
+		s.mu.Unlock()
+		return reply
+	}
+	h := s.handler
+	s.mu.Unlock()
+	if h == nil {
+		return ErrorReply(http.StatusInternalServerError, "bramatest: no scripted reply")
+	}
+	return h(r)
+}
+
+func (r Reply) body() []byte {
+	if r.Body != nil {
+		return r.Body
+	}
+	b, err := json.Marshal(r.JSON)
+	if err != nil {
+		panic(fmt.Sprintf("bramatest: reply JSON: %v", err))
+	}
+	return b
+}
+
+// dropMidResponse writes a 200 head announcing all of body, then half of
+// it, and closes the connection.
+func dropMidResponse(w http.ResponseWriter, body []byte) {
+	conn, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(fmt.Sprintf("bramatest: hijack: %v", err))
+	}
+	defer conn.Close()
+	writeHead(buf, len(body))
+	_, _ = buf.Write(body[:len(body)/2])
+	_ = buf.Flush()
+}
+
+func writeHead(buf *bufio.ReadWriter, length int) {
+	fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", length)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"message": msg}})
+}

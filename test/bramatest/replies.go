@@ -1,0 +1,67 @@
+package bramatest
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/wisent/singularity/chat"
+)
+
+// Usage returns a usage block whose total is prompt plus completion.
+func Usage(prompt, completion uint64) chat.Usage {
+	return chat.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+}
+
+// Call returns a function tool call with the given arguments text.
+func Call(id, name, arguments string) chat.ToolCall {
+	return chat.ToolCall{ID: id, Type: "function", Function: chat.FunctionCall{Name: name, Arguments: arguments}}
+}
+
+// Completion returns a one-choice completion body.
+func Completion(msg ReplyMessage, finish string, usage chat.Usage) Response {
+	if msg.Role == "" {
+		msg.Role = chat.RoleAssistant
+	}
+	return Response{
+		ID:      "chatcmpl-test",
+		Object:  "chat.completion",
+		Model:   "test-model",
+		Choices: []Choice{{Index: 0, Message: msg, FinishReason: finish}},
+		Usage:   &usage,
+	}
+}
+
+// TextReply answers with a plain assistant message, finish reason
+// "stop".
+func TextReply(content string, usage chat.Usage) Reply {
+	return JSONReply(Completion(ReplyMessage{Content: &content}, "stop", usage))
+}
+
+// ToolCallsReply answers with tool calls and null content, finish reason
+// "tool_calls", as real OpenAI-compatible servers do.
+func ToolCallsReply(usage chat.Usage, calls ...chat.ToolCall) Reply {
+	return JSONReply(Completion(ReplyMessage{ToolCalls: calls}, "tool_calls", usage))
+}
+
+// JSONReply answers 200 with v marshalled as the body.
+func JSONReply(v any) Reply { return Reply{JSON: v} }
+
+// RawReply answers 200 with body exactly.
+func RawReply(body string) Reply { return Reply{Body: []byte(body)} }
+
+// ErrorReply answers status with {"error":{"message":message}}.
+func ErrorReply(status int, message string) Reply {
+	return Reply{Status: status, JSON: map[string]any{"error": map[string]string{"message": message}}}
+}
+
+// Text returns a pointer to s, for ReplyMessage.Content.
+func Text(s string) *string { return &s }
+
+// Arguments marshals v into the JSON text of a tool call's arguments.
+func Arguments(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("bramatest: arguments: %v", err))
+	}
+	return string(b)
+}
