@@ -1,0 +1,117 @@
+package debug
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// HandlerConfig says where the tree starts and how long collecting it may
+// take.
+type HandlerConfig struct {
+	// Root asks the actors; normally the actor system's root context
+	// (system.Root). Required.
+	Root Requester
+	// PID is the root of the tree served, normally the family actor.
+	// Required.
+	PID *actor.PID
+	// Deadline bounds one collection of the whole tree. Zero means
+	// DefaultDeadline.
+	Deadline time.Duration
+}
+
+//go:embed page.html
+var page []byte
+
+// pageCSP allows exactly the page's own inline script and style and
+// fetches from the same origin; nothing external can load.
+var pageCSP = contentSecurityPolicy(page)
+
+// Handler serves the read-only debug routes of SPEC §16:
+//
+//	GET /debug/actors              the tree as JSON (see Node)
+//	GET /debug/actors?format=text  the tree as indented text (Node.WriteText)
+//	GET /debug/                    a self-contained HTML page that renders
+//	                               the tree and refreshes every two seconds
+//	GET /healthz                   "ok"
+//
+// HEAD is accepted wherever GET is; any other method gets 405 with an
+// Allow header, and unknown paths 404. Every response is marked no-store.
+func Handler(cfg HandlerConfig) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /debug/actors", func(w http.ResponseWriter, r *http.Request) {
+		serveActors(w, r, cfg)
+	})
+	mux.HandleFunc("GET /debug/{$}", servePage)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok"))
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func serveActors(w http.ResponseWriter, r *http.Request, cfg HandlerConfig) {
+	format := r.URL.Query().Get("format")
+	if format != "" && format != "json" && format != "text" {
+		http.Error(w, "format must be json or text", http.StatusBadRequest)
+		return
+	}
+	tree := Collect(r.Context(), cfg.Root, cfg.PID, cfg.Deadline)
+	var body bytes.Buffer
+	if format == "text" {
+		_ = tree.WriteText(&body)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	} else {
+		raw, err := json.Marshal(tree)
+		if err != nil {
+			// Figures are plain JSON values after redaction, so this
+			// cannot happen; answer without details all the same.
+			http.Error(w, "cannot encode the actor tree", http.StatusInternalServerError)
+			return
+		}
+		body.Write(raw)
+		body.WriteByte('\n')
+		w.Header().Set("Content-Type", "application/json")
+	}
+	_, _ = w.Write(body.Bytes())
+}
+
+func servePage(w http.ResponseWriter, _ *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", pageCSP)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	_, _ = w.Write(page)
+}
+
+var (
+	scriptRE = regexp.MustCompile(`(?s)<script>(.*?)</script>`)
+	styleRE  = regexp.MustCompile(`(?s)<style>(.*?)</style>`)
+)
+
+// contentSecurityPolicy pins the page's inline script and style by hash.
+func contentSecurityPolicy(html []byte) string {
+	hashes := func(re *regexp.Regexp) string {
+		var s string
+		for _, m := range re.FindAllSubmatch(html, -1) {
+			sum := sha256.Sum256(m[1])
+			s += " 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+		}
+		return s
+	}
+	return "default-src 'none'; connect-src 'self'; img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none';" +
+		" script-src" + hashes(scriptRE) + "; style-src" + hashes(styleRE)
+}

@@ -1,0 +1,148 @@
+package debug
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/wisent/singularity/supervision"
+)
+
+// errNotLoopback is the sentence of SPEC §16 for a refused address.
+const errNotLoopback = "debug address must be loopback"
+
+// Listen opens the debug endpoint's TCP listener on addr. Unless
+// allowRemote is set the address must be loopback: "localhost" or a
+// loopback IP literal (127.0.0.0/8, ::1); anything else, including an
+// empty host (all interfaces), fails with the configuration error
+// "configuration: debug address must be loopback", and so does a
+// listener that ends up bound to a non-loopback address anyway. A
+// malformed address is "configuration: debug address: <reason>"; a
+// failure to bind is a runtime error naming the address.
+func Listen(addr string, allowRemote bool) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, supervision.Errorf(supervision.ClassConfiguration, "debug address: %w", err)
+	}
+	if !allowRemote && !loopbackHost(host) {
+		return nil, supervision.New(supervision.ClassConfiguration, errNotLoopback)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, supervision.Errorf(supervision.ClassRuntime, "debug endpoint: %w", err)
+	}
+	if !allowRemote {
+		if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+			_ = ln.Close()
+			return nil, supervision.New(supervision.ClassConfiguration, errNotLoopback)
+		}
+	}
+	return ln, nil
+}
+
+// loopbackHost reports whether host names the loopback interface without
+// consulting a resolver.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	// Addr is the address to listen on, such as "127.0.0.1:6060".
+	// Required.
+	Addr string
+	// AllowRemote permits a non-loopback Addr (--debug-allow-remote).
+	// False (the default) refuses it.
+	AllowRemote bool
+	// Handler serves the requests, normally Handler(...). Required.
+	Handler http.Handler
+}
+
+// Server is the debug endpoint's HTTP server. The family actor owns it:
+// Start in its Started handler, Shutdown in its Stopping handler. A
+// Server is started at most once.
+type Server struct {
+	cfg  ServerConfig
+	http *http.Server
+	ln   net.Listener
+	done chan struct{} // closed when Serve has returned
+	err  error         // Serve's error other than ErrServerClosed; read after done
+
+	mu sync.Mutex
+}
+
+// NewServer returns a Server for cfg; nothing is bound until Start.
+func NewServer(cfg ServerConfig) *Server {
+	return &Server{cfg: cfg}
+}
+
+// Start binds the address (see Listen for the loopback rule and its
+// errors) and serves on a goroutine of its own, so it returns as soon as
+// the listener is open. Calling Start twice is an error.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.http != nil {
+		return errors.New("debug endpoint: already started")
+	}
+	ln, err := Listen(s.cfg.Addr, s.cfg.AllowRemote)
+	if err != nil {
+		return err
+	}
+	s.ln = ln
+	s.http = &http.Server{
+		Handler:           s.cfg.Handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		IdleTimeout:       60 * time.Second,
+	}
+	s.done = make(chan struct{})
+	go func() {
+		defer close(s.done)
+		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.err = err
+		}
+	}()
+	return nil
+}
+
+// Addr is the bound address (useful with port 0), or nil before Start.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Shutdown stops accepting connections and waits, until ctx ends, for
+// requests in flight; each of those is itself bounded by the collection
+// deadline. When ctx ends first the remaining connections are closed.
+// It returns once the serving goroutine has exited, with ctx's error if
+// the wait was cut short or the server's own failure if serving had
+// stopped on an error. Shutdown of a Server never started is a no-op.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	srv, done := s.http, s.done
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		_ = srv.Close()
+	}
+	<-done
+	if err == nil && s.err != nil {
+		err = supervision.Errorf(supervision.ClassRuntime, "debug endpoint: %w", s.err)
+	}
+	return err
+}
