@@ -139,15 +139,17 @@ func (g *Gateway) handleCompletion(ctx actor.Context, req messages.CompletionReq
 	go g.complete(ctx.ActorSystem(), sender, p)
 }
 
-// complete runs on a worker goroutine: one Brama call, one answer.
+// complete runs on a worker goroutine: one Brama call, one answer. The
+// figures are updated before the answer is sent, so a being that has its
+// answer sees them already counted.
 func (g *Gateway) complete(system *actor.ActorSystem, sender *actor.PID, p Params) {
-	defer g.state.finished()
 	comp, err := g.cfg.Client.Complete(g.state.base, p)
 	if err != nil && g.state.base.Err() != nil {
 		err = supervision.Upstream(supervision.ClassBrama, supervision.Indeterminate, "completion abandoned at shutdown")
 		g.log.Warn("completion abandoned at shutdown", "agent_id", p.AgentID, "elapsed", comp.Elapsed)
 	}
 	g.state.record(err)
+	g.state.finished()
 	if err != nil {
 		g.log.Debug("completion failed", "agent_id", p.AgentID, "kind", supervision.KindOf(err).String(), "error", err)
 	}
