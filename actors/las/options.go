@@ -1,0 +1,117 @@
+// Package las is the Las actor: it owns one being's Las child process and
+// its MCP session (SPEC §9). It spawns the process with a scrubbed
+// environment, runs the handshake and tools/list, forwards tool calls
+// under their deadlines, pings for liveness, and fails (panics with a
+// classified error) when the session breaks so that its supervisor
+// (supervision.ForLas) restarts it with backoff.
+//
+// I/O never blocks the mailbox: a reader goroutine posts each stdout line
+// to the actor, a writer goroutine drains a bounded queue of frames to
+// stdin, a waiter goroutine reports the process's exit, and every
+// deadline is a timer that posts a message to the actor. The only waits
+// inside a handler are the shutdown ladder (in the stopping handler, as
+// the design card asks) and the bounded kill of a process that already
+// failed.
+package las
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/wisent/singularity/mcpwire"
+)
+
+// DefaultOnly is the LAS_ONLY surface list used when Options.Only is nil.
+const DefaultOnly = "weles,skarbiec,tama,stado,lem,echo,most,probierz,byk,brama,warsztat,finance"
+
+// Options say how to start and talk to Las. Zero fields take the
+// documented defaults.
+type Options struct {
+	// Command is the interpreter or executable (LAS_COMMAND); a name
+	// without a slash is looked up in this process's PATH.
+	Command string
+	// Entrypoint is its only argument (LAS_MCP_ENTRYPOINT); "" passes none.
+	Entrypoint string
+	// Only is LAS_ONLY: nil means DefaultOnly; "" means no filter (every
+	// surface, skarbiec included). Always passed to Las.
+	Only *string
+	// Skip is LAS_SKIP: nil means unset (not passed); "" means none
+	// (passed empty).
+	Skip *string
+	// The four release pins, passed to Las as LAS_RELEASE_* as given.
+	ReleaseManifest          string
+	ReleaseManifestSignature string
+	ReleaseTrustStore        string
+	ReleaseWatermark         string
+	// AgentID is the being's immutable agent id: sent in initialize and,
+	// when skarbiec is selected, as SKARBIEC_MCP_AGENT_ID (then required).
+	AgentID string
+	// RequiredSurfaces must each have at least one "<surface>__" tool.
+	RequiredSurfaces []string
+	// CallTimeout is the per-request MCP deadline (handshake, listing, and
+	// calls that carry no deadline of their own); zero means 120 s.
+	CallTimeout time.Duration
+	// ShutdownGrace is how long Las may take to exit after its stdin is
+	// closed before it is sent SIGTERM; zero means 10 s.
+	ShutdownGrace time.Duration
+	// TermGrace is how long after SIGTERM before SIGKILL; zero means 2 s.
+	TermGrace time.Duration
+	// PingInterval spaces liveness pings; zero means 30 s, negative turns
+	// the periodic ping off (a LasPingRequest still pings).
+	PingInterval time.Duration
+	// PingTimeout is the liveness ping deadline; zero means 10 s.
+	PingTimeout time.Duration
+	// MaxLineBytes bounds one line from Las; zero means 32 MiB.
+	MaxLineBytes int
+	// ClientVersion is sent as clientInfo.version; "" means "dev".
+	ClientVersion string
+	// BeingName prefixes Las's stderr lines in the log.
+	BeingName string
+	// Logger receives the actor's logs and Las's stderr; nil discards.
+	Logger *slog.Logger
+	// LookupEnv reads the parent environment for the Skarbiec
+	// pass-through; nil means os.LookupEnv.
+	LookupEnv func(name string) (string, bool)
+}
+
+// Defaults of SPEC §4 for the Las options.
+const (
+	DefaultCallTimeout   = 120 * time.Second
+	DefaultShutdownGrace = 10 * time.Second
+	DefaultTermGrace     = 2 * time.Second
+	DefaultPingInterval  = 30 * time.Second
+	DefaultPingTimeout   = 10 * time.Second
+)
+
+func (o Options) withDefaults() Options {
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.ShutdownGrace <= 0 {
+		o.ShutdownGrace = DefaultShutdownGrace
+	}
+	if o.TermGrace <= 0 {
+		o.TermGrace = DefaultTermGrace
+	}
+	if o.PingInterval == 0 {
+		o.PingInterval = DefaultPingInterval
+	}
+	if o.PingTimeout <= 0 {
+		o.PingTimeout = DefaultPingTimeout
+	}
+	if o.MaxLineBytes <= 0 {
+		o.MaxLineBytes = mcpwire.MaxLineBytes
+	}
+	if o.ClientVersion == "" {
+		o.ClientVersion = "dev"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.LookupEnv == nil {
+		o.LookupEnv = os.LookupEnv
+	}
+	return o
+}
