@@ -20,7 +20,7 @@ type Archive struct {
 // OpenArchive opens (creating if needed) the archive at path, cutting a
 // torn last line left by a crash; Repaired reports how many bytes.
 func OpenArchive(path string) (*Archive, error) {
-	file, cut, err := openAppend(path)
+	file, cut, err := openAppend(path, nil)
 	if err != nil {
 		return nil, err
 	}

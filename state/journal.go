@@ -170,21 +170,26 @@ type appendFile struct {
 	size int64 // bytes known to be whole lines
 }
 
-// openAppend opens (creating with mode 0600) path for appending and cuts
-// a torn last line (one without its newline), returning how many bytes
-// were cut.
-func openAppend(path string) (*appendFile, int64, error) {
+// openAppend opens (creating with mode 0600) path for appending. A torn
+// last line (one without its newline) is cut off; when replace is not nil
+// the torn bytes are overwritten in place by the line replace(cut) returns
+// and the file is then cut after it, so the repair and its record land
+// together: a crash in between leaves a torn tail that the next open
+// repairs again. It returns how many torn bytes were removed.
+func openAppend(path string, replace func(cut int64) []byte) (*appendFile, int64, error) {
 	_, statErr := os.Lstat(path)
 	created := errors.Is(statErr, fs.ErrNotExist)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, FileMode)
-	if err != nil {
-		return nil, 0, supervision.Errorf(supervision.ClassState, "cannot open %s: %w", path, err)
+	fail := func(what string, err error) (*appendFile, int64, error) {
+		return nil, 0, supervision.Errorf(supervision.ClassState, "cannot %s %s: %w", what, path, err)
 	}
-	a := &appendFile{f: f, path: path}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, FileMode)
+	if err != nil {
+		return fail("open", err)
+	}
 	info, err := f.Stat()
 	if err != nil {
 		_ = f.Close()
-		return nil, 0, supervision.Errorf(supervision.ClassState, "cannot open %s: %w", path, err)
+		return fail("open", err)
 	}
 	if !info.Mode().IsRegular() {
 		_ = f.Close()
@@ -193,27 +198,47 @@ func openAppend(path string) (*appendFile, int64, error) {
 	whole, err := lastNewline(f, info.Size())
 	if err != nil {
 		_ = f.Close()
-		return nil, 0, supervision.Errorf(supervision.ClassState, "cannot read %s: %w", path, err)
+		return fail("read", err)
 	}
 	cut := info.Size() - whole
+	end := whole
 	if cut > 0 {
-		if err := f.Truncate(whole); err != nil {
-			_ = f.Close()
-			return nil, 0, supervision.Errorf(supervision.ClassState, "cannot repair %s: %w", path, err)
+		if replace != nil {
+			line := replace(cut)
+			if _, err := f.WriteAt(line, whole); err != nil {
+				_ = f.Close()
+				return fail("repair", err)
+			}
+			if err := f.Sync(); err != nil {
+				_ = f.Close()
+				return fail("repair", err)
+			}
+			end += int64(len(line))
 		}
-		if err := f.Sync(); err != nil {
-			_ = f.Close()
-			return nil, 0, supervision.Errorf(supervision.ClassState, "cannot repair %s: %w", path, err)
+		if end < info.Size() {
+			if err := f.Truncate(end); err != nil {
+				_ = f.Close()
+				return fail("repair", err)
+			}
+			if err := f.Sync(); err != nil {
+				_ = f.Close()
+				return fail("repair", err)
+			}
 		}
+	}
+	if err := f.Close(); err != nil {
+		return fail("open", err)
 	}
 	if created {
 		if err := syncDir(filepath.Dir(path)); err != nil {
-			_ = f.Close()
-			return nil, 0, supervision.Errorf(supervision.ClassState, "cannot create %s: %w", path, err)
+			return fail("create", err)
 		}
 	}
-	a.size = whole
-	return a, cut, nil
+	f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return fail("open", err)
+	}
+	return &appendFile{f: f, path: path, size: end}, cut, nil
 }
 
 // lastNewline returns the length of the file's prefix that ends with its
@@ -263,22 +288,25 @@ type Journal struct {
 }
 
 // OpenJournal opens (creating if needed) the journal at path. A torn last
-// line left by a crash during an append is cut off and a warning event
-// (at, cycle) saying so is appended: repair is never a boot failure.
+// line left by a crash during an append is replaced by a warning event
+// (at, cycle) saying so: repair is never a boot failure.
 func OpenJournal(path string, at Time, cycle uint64) (*Journal, error) {
-	file, cut, err := openAppend(path)
+	var encodeErr error
+	warning := func(cut int64) []byte {
+		msg := fmt.Sprintf("activity journal: removed a torn last line of %d bytes", cut)
+		line, err := json.Marshal(Warning(at, cycle, msg))
+		encodeErr = err
+		return append(line, '\n')
+	}
+	file, cut, err := openAppend(path, warning)
 	if err != nil {
 		return nil, err
 	}
-	j := &Journal{file: file, repaired: cut}
-	if cut > 0 {
-		msg := fmt.Sprintf("activity journal: removed a torn last line of %d bytes", cut)
-		if err := j.Append(Warning(at, cycle, msg)); err != nil {
-			_ = file.close()
-			return nil, err
-		}
+	if encodeErr != nil { // unreachable: a warning always encodes
+		_ = file.close()
+		return nil, supervision.Errorf(supervision.ClassState, "cannot encode journal event: %w", encodeErr)
 	}
-	return j, nil
+	return &Journal{file: file, repaired: cut}, nil
 }
 
 // OpenJournal opens the store's activity.jsonl; see OpenJournal.
