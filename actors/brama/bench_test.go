@@ -1,7 +1,10 @@
 package brama
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
 	"testing"
 
 	"github.com/wisent/singularity/messages"
@@ -92,6 +95,63 @@ func BenchmarkPrepareAndParse(b *testing.B) {
 		}
 		_ = signature(key, p.AgentID, 1700000000, bodyDigest(body))
 		if _, err := parseCompletion(reply); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// memoryTransport answers every request at once from memory, so the
+// in-memory benchmarks measure the runtime's own work without sockets.
+type memoryTransport struct{ body []byte }
+
+func (m memoryTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_ = r.Body.Close()
+	}
+	return &http.Response{
+		StatusCode:    http.StatusOK,
+		Header:        http.Header{"Content-Type": []string{"application/json"}},
+		Body:          io.NopCloser(bytes.NewReader(m.body)),
+		ContentLength: int64(len(m.body)),
+		Request:       r,
+	}, nil
+}
+
+func memoryClient(b *testing.B) *Client {
+	body, err := json.Marshal(bramatest.TextReply("ok", bramatest.Usage(100, 10)).JSON)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return newClient(b, "http://brama.invalid", func(cfg *ClientConfig) { cfg.Transport = memoryTransport{body: body} })
+}
+
+// BenchmarkClientCompleteInMemory is the bare client without a network.
+func BenchmarkClientCompleteInMemory(b *testing.B) {
+	c := memoryClient(b)
+	ctx := testContext(b)
+	p := sampleParams()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Complete(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGatewayCompleteInMemory is the gateway without a network: its
+// difference from BenchmarkClientCompleteInMemory is exactly the actor
+// path (request future, mailbox, worker goroutine, answer by message).
+func BenchmarkGatewayCompleteInMemory(b *testing.B) {
+	system, pid := startGateway(b, memoryClient(b))
+	req := completionRequest("agent-1")
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := system.Root.RequestFuture(pid, req, testWait).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := res.(messages.CompletionResponse).Err; err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -55,6 +55,7 @@ type ClientConfig struct {
 type Client struct {
 	secret      config.Secret
 	timeout     time.Duration
+	timedOut    error // the cause recorded when timeout fires
 	now         func() time.Time
 	http        *http.Client
 	healthURL   string
@@ -83,6 +84,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
 	}
+	c.timedOut = fmt.Errorf("timed out after %s", c.timeout)
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -211,8 +213,7 @@ func (c *Client) get(ctx context.Context, u string) ([]byte, error) {
 // leaves its remote effect unknown (a completion is paid for): such a
 // failure is indeterminate; for a read-only request it is transient.
 func (c *Client) exchange(req *http.Request, hasEffect bool) ([]byte, error) {
-	timeoutCause := fmt.Errorf("timed out after %s", c.timeout)
-	ctx, cancel := context.WithTimeoutCause(req.Context(), c.timeout, timeoutCause)
+	ctx, cancel := context.WithTimeoutCause(req.Context(), c.timeout, c.timedOut)
 	defer cancel()
 	var sent atomic.Bool
 	trace := &httptrace.ClientTrace{
