@@ -3,11 +3,13 @@ package builtin
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -276,4 +278,34 @@ func BenchmarkFileRead(b *testing.B) {
 			b.Fatal(string(o.Content))
 		}
 	}
+}
+
+// TestPermissionsAsUnprivilegedUser runs the permission tests for real
+// when the suite runs as root (which bypasses file modes): it re-executes
+// a copy of this test binary as user nobody and requires both tests to
+// pass there rather than skip.
+func TestPermissionsAsUnprivilegedUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("already unprivileged: the permission tests run directly")
+	}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		require.NoError(t, os.Chmod(d, 0o755))
+	}
+	bin := filepath.Join(dir, "builtin.test")
+	data, err := os.ReadFile(self)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, data, 0o755))
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-test.run", "^(TestFileReadPermission|TestFileWriteReadOnlyDirectory)$", "-test.v")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + os.TempDir()}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "--- PASS: TestFileReadPermission")
+	require.Contains(t, string(out), "--- PASS: TestFileWriteReadOnlyDirectory")
 }
