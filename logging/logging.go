@@ -5,6 +5,7 @@
 package logging
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -48,3 +49,26 @@ func isTerminal(w io.Writer) bool {
 
 // Discard is a logger that writes nothing, for tests and quiet helpers.
 func Discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// AtLeast returns a logger that passes on only records at level or above
+// to log's handler; libraries that chat at info (protoactor) get one.
+func AtLeast(log *slog.Logger, level slog.Level) *slog.Logger {
+	return slog.New(minLevel{Handler: log.Handler(), level: level})
+}
+
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.level && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{Handler: m.Handler.WithAttrs(attrs), level: m.level}
+}
+
+func (m minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: m.Handler.WithGroup(name), level: m.level}
+}

@@ -3,6 +3,7 @@ package logging
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,4 +41,15 @@ func TestRejectsUnknown(t *testing.T) {
 	assert.Error(t, err)
 	_, err = New(&bytes.Buffer{}, "info", "xml")
 	assert.Error(t, err)
+}
+
+func TestAtLeastFiltersBelowLevel(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := New(&buf, "debug", "text")
+	require.NoError(t, err)
+	quiet := AtLeast(log.With("lib", "x"), slog.LevelWarn)
+	quiet.Info("chatter")
+	quiet.Warn("matters")
+	assert.NotContains(t, buf.String(), "chatter")
+	assert.Contains(t, buf.String(), "msg=matters lib=x")
 }

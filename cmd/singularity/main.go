@@ -27,6 +27,9 @@ type cli struct {
 	Once   onceCmd   `cmd:"" help:"Run exactly one cycle of the root being and print its report."`
 	Doctor doctorCmd `cmd:"" help:"Read-only preflight of Brama, Most and Las; writes no state."`
 	Tools  toolsCmd  `cmd:"" help:"Print the tool catalogue the model would see."`
+	Demo   demoCmd   `cmd:"" help:"Run the embedded demo world: a simulated Brama, the example Las, a whole family (a simulation)."`
+
+	ExampleLas exampleLasCmd `cmd:"" name:"example-las" hidden:"" help:"Serve the example Las over stdio (used by demo)."`
 }
 
 // env is what every command receives: the process's output streams, a
@@ -100,10 +103,11 @@ type runCmd struct {
 }
 
 func (r *runCmd) Run(e *env) error {
-	if _, err := loadConfig(r.Flags); err != nil {
+	rt, err := loadConfig(r.Flags)
+	if err != nil {
 		return err
 	}
-	return supervision.Errorf(supervision.ClassRuntime, "run: %w", errNotYet)
+	return runLive(e, rt)
 }
 
 type onceCmd struct {
@@ -111,10 +115,11 @@ type onceCmd struct {
 }
 
 func (o *onceCmd) Run(e *env) error {
-	if _, err := loadConfig(o.Flags); err != nil {
+	rt, err := loadConfig(o.Flags)
+	if err != nil {
 		return err
 	}
-	return supervision.Errorf(supervision.ClassRuntime, "once: %w", errNotYet)
+	return runOnce(e, rt)
 }
 
 type doctorCmd struct {

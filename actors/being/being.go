@@ -1,0 +1,255 @@
+// Package being is the being actor: one autonomous digital being living
+// cycle by cycle (SPEC §6). It is the single writer of its state
+// directory, the parent of its ledger, its Las actor and the child beings
+// it spawns, and a client of the family's brama gateway. Every step of a
+// cycle that waits on another actor continues by message (ReenterAfter),
+// so the mailbox is never blocked on Brama or Las: the debug endpoint and
+// stop requests are served while a model call is in flight.
+package being
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/wisent/singularity/actors/ledger"
+	"github.com/wisent/singularity/builtin"
+	"github.com/wisent/singularity/chat"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/state"
+	"github.com/wisent/singularity/supervision"
+)
+
+// Being is the actor. Create it with Props.
+type Being struct {
+	opts Options
+	log  *slog.Logger
+
+	store   *state.Store
+	journal *state.Journal
+	archive *state.Archive
+	st      *state.Being
+
+	ledger *actor.PID
+	las    *actor.PID
+	// lasTools is the Las part of the catalogue; lasDown is set once the
+	// Las actor stopped for good (intensity exceeded or a permanent
+	// failure), after which only built-in tools are offered.
+	lasTools []chat.Tool
+	lasDown  bool
+	catalog  *catalogView
+
+	children []*childRef
+
+	cycle *cycleRun
+	// epoch invalidates continuations of work abandoned at shutdown.
+	epoch   uint64
+	timer   *time.Timer
+	stop    *stopping
+	stopped bool
+	// ready is set once the boot catalogue is built.
+	ready bool
+
+	tools *builtin.Tools
+	// models is what Brama advertised when switch_model last asked.
+	models    []string
+	modelsErr error
+	// ctx is the context of the message being handled; the built-in
+	// tools' spawn hook runs synchronously inside Receive and uses it.
+	ctx actor.Context
+
+	restarts    int
+	lastFailure string
+}
+
+var _ actor.Actor = (*Being)(nil)
+
+// Props returns the props of a being actor with the given options. The
+// being supervises its children with supervision.ForBeingChildren: Las
+// restarts with capped backoff, child beings restart from their saved
+// state, and anything else escalates.
+func Props(opts Options) *actor.Props {
+	strategy := supervision.ForBeingChildren(supervision.BeingChildrenConfig{
+		Child: supervision.ChildBeingConfig{Notify: notifyChildRestart},
+	})
+	return actor.PropsFromProducer(func() actor.Actor { return New(opts) }, actor.WithSupervisor(strategy))
+}
+
+// notifyChildRestart tells a restarted child being its restart count and
+// reason, for the debug endpoint.
+func notifyChildRestart(system *actor.ActorSystem, ev supervision.Event) {
+	if ev.Kind == supervision.RestartScheduled && ev.Child != nil {
+		system.Root.Send(ev.Child, messages.BeingRestarted{Restarts: ev.Restarts, Reason: fmt.Sprint(ev.Reason)})
+	}
+}
+
+// New returns a being actor; it loads its state when it starts.
+func New(opts Options) *Being {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Being{opts: opts, log: log}
+}
+
+// tick starts the next cycle; gen ties it to the timer that sent it.
+type tick struct{ epoch uint64 }
+
+// Receive dispatches one message; each case calls a plain method.
+func (b *Being) Receive(ctx actor.Context) {
+	b.ctx = ctx
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		b.handleStarted(ctx)
+	case *actor.Stopping:
+		b.handleStopping()
+	case *actor.Restarting:
+		b.handleStopping()
+	case *actor.Terminated:
+		b.handleTerminated(ctx, msg)
+	case tick:
+		if msg.epoch == b.epoch {
+			b.startCycle(ctx)
+		}
+	case messages.StopBeing:
+		b.handleStop(ctx, msg)
+	case *messages.StopBeing:
+		b.handleStop(ctx, *msg)
+	case messages.BeingStopped:
+		b.handleChildStopped(ctx, msg)
+	case messages.DescribeRequest, *messages.DescribeRequest:
+		ctx.Respond(b.describe(ctx))
+	case graceExpired:
+		b.handleGraceExpired(ctx, msg)
+	case messages.LasCatalogChanged, messages.LasRestarted, messages.LasSurfaceMissing, messages.LasUnavailable:
+		b.handleLasEvent(ctx, msg)
+	case messages.BeingRestarted:
+		b.restarts, b.lastFailure = msg.Restarts, msg.Reason
+	case messages.InjectPanic:
+		if b.opts.FaultInjection {
+			panic(errors.New("being: injected panic"))
+		}
+	}
+}
+
+// handleStarted loads the state directory, opens the journal, spawns the
+// ledger and Las, brings back recorded children and starts living.
+func (b *Being) handleStarted(ctx actor.Context) {
+	if err := b.load(); err != nil {
+		b.failStart(ctx, err)
+		return
+	}
+	b.log = b.log.With("being", b.st.Identity.Name, "agent_id", b.st.Identity.AgentID)
+	props, err := ledger.Props(b.st.Identity.Name, b.opts.Pricing, b.st.Budget)
+	if err != nil {
+		b.failStart(ctx, supervision.Errorf(supervision.ClassConfiguration, "%v", err))
+		return
+	}
+	tools, err := builtin.New(builtin.Env{
+		Workspace: b.opts.Workspace,
+		Now:       b.opts.clock,
+		Spawn:     b.spawnChild,
+		Models:    b.advertisedModels,
+	})
+	if err != nil {
+		b.failStart(ctx, supervision.Errorf(supervision.ClassConfiguration, "%v", err))
+		return
+	}
+	b.tools = tools
+	pid, err := ctx.SpawnNamed(props, "ledger")
+	if err != nil {
+		b.failStart(ctx, supervision.Errorf(supervision.ClassRuntime, "spawn ledger: %w", err))
+		return
+	}
+	b.ledger = pid
+	b.startLas(ctx)
+}
+
+func (b *Being) failStart(ctx actor.Context, err error) {
+	b.log.Error("being cannot start", "err", err)
+	b.finish(ctx, state.StatusFailed, err)
+}
+
+// load reads the being's state and opens its journal and archive.
+func (b *Being) load() error {
+	store, err := state.Open(b.opts.StateDir)
+	if err != nil {
+		return err
+	}
+	st, err := store.Load()
+	if err != nil {
+		return err
+	}
+	at := b.opts.now()
+	journal, err := store.OpenJournal(at, st.Cycle)
+	if err != nil {
+		return err
+	}
+	archive, err := store.OpenArchive()
+	if err != nil {
+		journal.Close()
+		return err
+	}
+	b.store, b.st, b.journal, b.archive = store, st, journal, archive
+	return b.record(state.Started(at))
+}
+
+// handleStopping closes the files when the actor stops or restarts
+// without a graceful shutdown (a crash, or the parent stopping abruptly).
+func (b *Being) handleStopping() {
+	b.epoch++
+	if b.timer != nil {
+		b.timer.Stop()
+	}
+	if b.journal != nil {
+		b.journal.Close()
+		b.journal = nil
+	}
+	if b.archive != nil {
+		b.archive.Close()
+		b.archive = nil
+	}
+}
+
+func (b *Being) sendParent(ctx actor.Context, msg any) {
+	if parent := ctx.Parent(); parent != nil {
+		ctx.Send(parent, msg)
+	}
+}
+
+// record appends one event to the journal (fsynced).
+func (b *Being) record(e state.Event) error {
+	if b.journal == nil {
+		return supervision.New(supervision.ClassState, "journal is closed")
+	}
+	if err := b.journal.Append(e); err != nil {
+		return supervision.Errorf(supervision.ClassState, "journal: %w", err)
+	}
+	return nil
+}
+
+// save writes state.json atomically, stamping updated_at.
+func (b *Being) save() error {
+	b.st.UpdatedAt = b.opts.now()
+	if err := b.store.Save(b.st); err != nil {
+		return supervision.Errorf(supervision.ClassState, "save: %w", err)
+	}
+	return nil
+}
+
+func (b *Being) warn(message string) {
+	if err := b.record(state.Warning(b.opts.now(), b.st.Cycle, message)); err != nil {
+		b.log.Error("journal warning failed", "err", err)
+	}
+	b.log.Warn(message)
+}
+
+func (b *Being) String() string {
+	if b.st == nil {
+		return fmt.Sprintf("being(%s)", b.opts.StateDir)
+	}
+	return fmt.Sprintf("being(%s)", b.st.Identity.Name)
+}

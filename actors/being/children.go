@@ -1,0 +1,152 @@
+package being
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/wisent/singularity/builtin"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/money"
+	"github.com/wisent/singularity/prompt"
+	"github.com/wisent/singularity/state"
+)
+
+// childRef is a child being as its parent knows it.
+type childRef struct {
+	id   string
+	name string
+	pid  *actor.PID // nil until started (once creates without starting)
+	done bool       // its BeingStopped arrived
+}
+
+// childActorName is the stable actor name of a child being, so actor ids
+// read as a path: family/being-Ada/being-Bo-1a2b3c4d.
+func childActorName(name, id string) string {
+	short := id
+	if len(short) > 8 {
+		short = short[:8]
+	}
+	return "being-" + sanitizeName(name) + "-" + short
+}
+
+func sanitizeName(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s) && len(out) < 32; i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return "child"
+	}
+	return string(out)
+}
+
+// spawnChild is the built-in spawn tool's hook (SPEC §15): a new state
+// directory under children/, a fresh being saved there with its own
+// persona and the configured starting balance, and — except in once mode,
+// where the child waits for the next `run --resume` — a child actor
+// started under this being. The tool records the child in the mind.
+func (b *Being) spawnChild(_ context.Context, req builtin.ChildRequest) (builtin.ChildStarted, error) {
+	ctx := b.ctx
+	dir := filepath.Join(b.opts.StateDir, "children", req.ID)
+	if err := os.MkdirAll(filepath.Join(b.opts.StateDir, "children"), 0o700); err != nil {
+		return builtin.ChildStarted{}, fmt.Errorf("%w: %v", builtin.ErrChildState, err)
+	}
+	opts := b.opts.child(dir, req.Name, req.Ticker, req.Specialty)
+	fresh := NewState(opts.Identity, opts.StartingBalance, opts.Model, opts.now())
+	if _, _, _, err := state.Boot(dir, false, opts.Identity, func() (*state.Being, error) { return fresh, nil }); err != nil {
+		return builtin.ChildStarted{}, fmt.Errorf("%w: %v", builtin.ErrChildState, err)
+	}
+	ref := &childRef{id: req.ID, name: req.Name}
+	actorName := childActorName(req.Name, req.ID)
+	if b.opts.Mode == Once {
+		b.children = append(b.children, ref)
+		return builtin.ChildStarted{Actor: ctx.Self().Id + "/" + actorName, StateDir: dir, Status: state.StatusStarting}, nil
+	}
+	opts.Mode = Run
+	pid, err := ctx.SpawnNamed(Props(opts), actorName)
+	if err != nil {
+		return builtin.ChildStarted{}, err
+	}
+	ref.pid = pid
+	b.children = append(b.children, ref)
+	return builtin.ChildStarted{Actor: pid.Id, StateDir: dir}, nil
+}
+
+// resumeChildren brings back every recorded child from its own directory
+// (SPEC §15): exhausted or failed children are loaded for the tree but do
+// not cycle; a missing directory is a warning. In once mode children are
+// not started.
+func (b *Being) resumeChildren(ctx actor.Context) {
+	b.children = nil
+	for _, rec := range b.st.Mind.Children {
+		ref := &childRef{id: rec.ID, name: rec.Name}
+		b.children = append(b.children, ref)
+		if b.opts.Mode == Once || b.opts.Mode == Dormant {
+			continue
+		}
+		dir := rec.StateDir
+		if !filepath.IsAbs(dir) && dir != "" {
+			dir = filepath.Join(b.opts.StateDir, "children", rec.ID)
+		}
+		child, err := state.Load(dir)
+		if err != nil {
+			b.warn("child " + rec.Name + " cannot be resumed: " + err.Error())
+			ref.done = true
+			continue
+		}
+		opts := b.opts.child(dir, child.Identity.Name, child.Identity.Ticker, child.Identity.Specialty)
+		opts.Mode = Run
+		if child.Status == state.StatusExhausted || child.Status == state.StatusFailed {
+			opts.Mode = Dormant
+		}
+		pid, err := ctx.SpawnNamed(Props(opts), childActorName(rec.Name, rec.ID))
+		if err != nil {
+			b.warn("child " + rec.Name + " cannot be started: " + err.Error())
+			ref.done = true
+			continue
+		}
+		ref.pid = pid
+	}
+}
+
+// handleChildStopped records a child's final status.
+func (b *Being) handleChildStopped(ctx actor.Context, msg messages.BeingStopped) {
+	for _, ref := range b.children {
+		if ref.id == msg.ID && !ref.done {
+			ref.done = true
+			if ref.pid != nil {
+				ctx.Stop(ref.pid)
+			}
+		}
+	}
+	if b.stop != nil {
+		b.continueShutdown(ctx)
+	}
+}
+
+// NewState returns the state of a fresh being (SPEC §5.3): the initial
+// system prompt for its persona, the starting balance, status starting.
+func NewState(id state.Identity, balance money.Amount, model string, at state.Time) *state.Being {
+	return &state.Being{
+		SchemaVersion: state.SchemaVersion,
+		Identity:      id,
+		Mind: state.Mind{
+			SystemPrompt: prompt.InitialSystemPrompt(id.Name, id.Specialty),
+			CurrentModel: model,
+		},
+		Status: state.StatusStarting,
+		Budget: state.Budget{
+			Starting:  balance,
+			Remaining: balance,
+		},
+		StartedAt: at,
+		UpdatedAt: at,
+	}
+}

@@ -1,0 +1,56 @@
+package being
+
+import (
+	"path/filepath"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/wisent/singularity/messages"
+)
+
+// describe answers the debug endpoint (SPEC §16): the being's own figures
+// and its children in display order (ledger, las, then child beings).
+func (b *Being) describe(ctx actor.Context) messages.Description {
+	d := messages.Description{Kind: "being", Name: b.opts.Identity.Name, Status: "starting"}
+	if b.st == nil {
+		return d
+	}
+	d.Name = b.st.Identity.Name
+	d.Status = b.st.Status
+	last := ""
+	if n := len(b.st.RecentActions); n > 0 {
+		a := b.st.RecentActions[n-1]
+		last = a.Tool + ":" + a.Status
+	}
+	d.Figures = map[string]any{
+		"cycle":         b.st.Cycle,
+		"balance":       b.st.Budget.Remaining.String(),
+		"earned":        b.st.Budget.Earned.String(),
+		"current_model": b.st.Mind.CurrentModel,
+		"last_action":   last,
+		"tools":         b.toolCount(),
+	}
+	if b.cycle != nil && b.cycle.waiting != "" {
+		d.Figures["waiting_for"] = b.cycle.waiting
+	}
+	for _, pid := range []*actor.PID{b.ledger, b.las} {
+		if pid != nil {
+			d.Children = append(d.Children, pid)
+		}
+	}
+	for _, ref := range b.children {
+		if ref.pid != nil && !ref.done {
+			d.Children = append(d.Children, ref.pid)
+		}
+	}
+	return d
+}
+
+func (b *Being) toolCount() int {
+	if b.catalog == nil {
+		return 0
+	}
+	return len(b.catalog.tools)
+}
+
+func baseName(dir string) string { return filepath.Base(dir) }

@@ -1,0 +1,101 @@
+package being
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/wisent/singularity/actors/las"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/supervision"
+)
+
+// startLas spawns the being's Las actor and asks for its catalogue; the
+// first cycle starts once it is known. Without Las options the being lives
+// on built-in tools alone.
+func (b *Being) startLas(ctx actor.Context) {
+	if b.opts.Las == nil {
+		b.lasDown = true
+		b.afterLasReady(ctx)
+		return
+	}
+	opts := *b.opts.Las
+	opts.BeingName = b.st.Identity.Name
+	opts.AgentID = b.st.Identity.AgentID
+	opts.Logger = b.opts.Logger
+	pid, err := ctx.SpawnNamed(las.Props(opts), supervision.LasChildName)
+	if err != nil {
+		b.failStart(ctx, supervision.Errorf(supervision.ClassMCP, "cannot start Las: %v", err))
+		return
+	}
+	b.las = pid
+	b.ask(ctx, pid, messages.LasCatalogRequest{}, b.lasBootTimeout(), func(res any, err error) {
+		resp, ok := res.(messages.LasCatalogResponse)
+		switch {
+		case b.stop != nil:
+			// Stopped while Las was starting: the shutdown goes on.
+			b.continueShutdown(ctx)
+		case err != nil || !ok:
+			b.failStart(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "Las did not become ready: %v", errOr(err, "unexpected reply")))
+		case !resp.Available:
+			b.lasDown = true
+			b.failStart(ctx, resp.Err)
+		default:
+			b.lasTools = resp.Tools
+			b.afterLasReady(ctx)
+		}
+	})
+}
+
+func (b *Being) lasBootTimeout() time.Duration {
+	return b.opts.MCPTimeout*2 + askTimeout
+}
+
+// afterLasReady builds the boot catalogue (a registration failure ends
+// the being, exit 5) and starts the first cycle.
+func (b *Being) afterLasReady(ctx actor.Context) {
+	if err := b.rebuildCatalog(); err != nil {
+		b.failStart(ctx, err)
+		return
+	}
+	b.ready = true
+	b.resumeChildren(ctx)
+	if b.opts.Mode == Dormant {
+		return
+	}
+	if b.st.Status != "running" {
+		b.st.Status = "running"
+		if err := b.save(); err != nil {
+			b.failStart(ctx, err)
+			return
+		}
+	}
+	ctx.Send(ctx.Self(), tick{b.epoch})
+}
+
+// handleLasEvent follows what the Las actor reports about itself.
+func (b *Being) handleLasEvent(ctx actor.Context, msg any) {
+	switch e := msg.(type) {
+	case messages.LasCatalogChanged:
+		b.lasTools = e.Tools
+		if !b.ready {
+			return
+		}
+		if err := b.rebuildCatalog(); err != nil {
+			b.warn("Las catalogue refused, keeping the previous one: " + err.Error())
+		}
+	case messages.LasRestarted:
+		b.log.Warn("Las restarted", "restarts", e.Restarts, "reason", e.Reason)
+	case messages.LasSurfaceMissing:
+		b.warn(e.String())
+	case messages.LasUnavailable:
+		if b.stop != nil {
+			return
+		}
+		b.lasDown = true
+		b.warn(e.String())
+		if err := b.rebuildCatalog(); err != nil {
+			b.log.Error("catalogue without Las", "err", err)
+		}
+	}
+}

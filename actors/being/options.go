@@ -1,0 +1,105 @@
+package being
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/wisent/singularity/actors/las"
+	"github.com/wisent/singularity/actors/ledger"
+	"github.com/wisent/singularity/money"
+	"github.com/wisent/singularity/most"
+	"github.com/wisent/singularity/state"
+)
+
+// Mode says how a being lives.
+type Mode int
+
+const (
+	// Run repeats cycles while solvent until asked to stop (SPEC §6.6).
+	Run Mode = iota
+	// Once runs exactly one cycle, reports it to the parent and waits to
+	// be stopped; beings it spawns are created but not started (§15).
+	Once
+	// Dormant loads the being for the tree but never cycles: exhausted or
+	// failed children brought back by `run --resume`.
+	Dormant
+)
+
+// Options configure one being actor. A child's options are its parent's
+// with StateDir, Stimulus and Mode changed (SPEC §15); everything else is
+// inherited. Zero durations take the documented defaults.
+type Options struct {
+	// StateDir is the being's own state directory. It must already hold a
+	// state.json: the root's is created by the boot gates, a child's by
+	// its parent's spawn tool. The actor loads it on every start, which is
+	// what makes a restart resume from the saved state.
+	StateDir string
+	// Identity is the immutable identity of the root, from configuration.
+	// A child inherits it with its own persona (name, ticker, specialty).
+	Identity state.Identity
+
+	Mode Mode
+	// Model is the configured Brama model a fresh being starts with.
+	Model           string
+	Pricing         ledger.Pricing
+	StartingBalance money.Amount // a child's starting budget
+	Workspace       string
+	MaxToolRounds   int
+	ContextMessages int
+	CycleInterval   time.Duration
+	Stimulus        string // cycle 1 only; never inherited
+	// MaxCycles, when positive, makes a running being idle once its cycle
+	// counter reaches it (the demo's --cycles); it still answers and stops
+	// when asked.
+	MaxCycles uint64
+
+	// ModelTimeout bounds the wait for one completion (the HTTP timeout
+	// plus a margin); past it the call is indeterminate.
+	ModelTimeout time.Duration
+	// MCPTimeout is the per-call Las deadline.
+	MCPTimeout time.Duration
+	// ShutdownGrace is how long a model call in flight may finish after a
+	// stop was asked before it is abandoned.
+	ShutdownGrace time.Duration
+
+	// Gateway is the family's brama actor.
+	Gateway *actor.PID
+	// Las configures this being's Las actor; nil runs with built-in tools
+	// only (used by scale benchmarks).
+	Las *las.Options
+	// Most serves the three Most tools; nil when they are disabled.
+	Most *most.Client
+
+	// FaultInjection lets messages.InjectPanic crash the actor (tests).
+	FaultInjection bool
+
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+func (o Options) now() state.Time { return state.Time{Time: o.clock().UTC()} }
+
+func (o Options) clock() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+// child derives the options of a spawned child living in dir.
+func (o Options) child(dir, name, ticker, specialty string) Options {
+	c := o
+	c.StateDir = dir
+	c.Stimulus = ""
+	c.Identity.Name = name
+	c.Identity.Ticker = ticker
+	c.Identity.Specialty = specialty
+	if o.Las != nil {
+		l := *o.Las
+		c.Las = &l
+	}
+	return c
+}

@@ -1,0 +1,269 @@
+package being
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/wisent/singularity/boundary"
+	"github.com/wisent/singularity/builtin"
+	"github.com/wisent/singularity/catalog"
+	"github.com/wisent/singularity/chat"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/outcome"
+	"github.com/wisent/singularity/state"
+	"github.com/wisent/singularity/supervision"
+)
+
+// maxRecentActions is how many action records state keeps (SPEC §14).
+const maxRecentActions = 100
+
+// catalogView is the registered catalogue and the tool list sent to
+// the model on every round (copied once, not per round).
+type catalogView struct {
+	cat   *catalog.Catalog
+	tools []chat.Tool
+}
+
+// rebuildCatalog merges Las tools, built-ins and Most tools (SPEC §10).
+// At boot a registration failure is fatal; after a Las restart the caller
+// keeps the previous catalogue and journals a warning.
+func (b *Being) rebuildCatalog() error {
+	lasTools := b.lasTools
+	if b.lasDown {
+		lasTools = nil
+	}
+	cat, err := catalog.Standard(lasTools, b.opts.Most != nil)
+	if err != nil {
+		return err
+	}
+	b.catalog = &catalogView{cat: cat, tools: cat.Tools()}
+	return nil
+}
+
+// nextTool runs the next tool call of the round, or starts the next
+// round when all have run (SPEC §6.1 step 3).
+func (b *Being) nextTool(ctx actor.Context) {
+	if b.cycle.next >= len(b.cycle.calls) {
+		b.startRound(ctx)
+		return
+	}
+	call := b.cycle.calls[b.cycle.next]
+	b.cycle.next++
+	b.runTool(ctx, call, func(o outcome.Outcome) { b.finishTool(ctx, call, o) })
+}
+
+// runTool produces the outcome of one call, synchronously for the
+// built-ins and by message for Las, Most and the model list.
+func (b *Being) runTool(ctx actor.Context, call chat.ToolCall, done func(outcome.Outcome)) {
+	name := call.Function.Name
+	origin, known := b.catalog.cat.Lookup(name)
+	if !known {
+		done(catalog.UnknownTool())
+		return
+	}
+	args, ok := objectArguments(call.Function.Arguments)
+	if !ok {
+		done(outcome.Failure("invalid_arguments", "arguments must be a JSON object"))
+		return
+	}
+	switch origin {
+	case catalog.Las:
+		b.cycle.waiting = "las"
+		b.callLas(ctx, name, args, done)
+	case catalog.Most:
+		b.cycle.waiting = "most"
+		b.callMost(ctx, name, args, done)
+	case catalog.Builtin:
+		if name == builtin.SelfSwitchModel {
+			b.cycle.waiting = "models"
+			b.withModels(ctx, func(models []string, err error) {
+				b.models, b.modelsErr = models, err
+				done(b.tools.Call(context.Background(), b.st, name, args))
+			})
+			return
+		}
+		done(b.tools.Call(context.Background(), b.st, name, args))
+	}
+}
+
+// objectArguments accepts only a JSON object (SPEC §10); truncated or
+// malformed arguments fail as invalid_arguments.
+func objectArguments(text string) (json.RawMessage, bool) {
+	trimmed := strings.TrimSpace(text)
+	if trimmed == "" {
+		trimmed = "{}"
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(trimmed), &obj); err != nil || obj == nil {
+		return nil, false
+	}
+	return json.RawMessage(trimmed), true
+}
+
+// finishTool applies the output boundary, appends the tool message,
+// records the action, journals it, credits trusted revenue and saves.
+func (b *Being) finishTool(ctx actor.Context, call chat.ToolCall, raw outcome.Outcome) {
+	b.cycle.waiting = ""
+	name := call.Function.Name
+	o, reason := boundary.Apply(raw)
+	if reason != "" {
+		b.log.Warn("tool output rejected by the output boundary", "tool", name, "reason", reason)
+	}
+	at := b.opts.now()
+	b.appendMessages(chat.Message{Role: chat.RoleTool, ToolCallID: call.ID, Name: name, Content: o.Envelope()})
+	b.st.RecentActions = append(b.st.RecentActions, state.Action{Cycle: b.st.Cycle, Tool: name, Status: o.Status, At: at})
+	if n := len(b.st.RecentActions); n > maxRecentActions {
+		b.st.RecentActions = append([]state.Action(nil), b.st.RecentActions[n-maxRecentActions:]...)
+	}
+	b.cycle.actions = append(b.cycle.actions, name)
+	b.trackResources(o)
+	if err := b.record(state.ToolFinished(at, b.st.Cycle, name, o.Status)); err != nil {
+		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), err)
+		return
+	}
+	if o.Status != outcome.Success || reason != "" || !ledgerTrusts(name) {
+		b.saveAndContinue(ctx)
+		return
+	}
+	b.cycle.waiting = "ledger"
+	b.ask(ctx, b.ledger, messages.CreditRequest{Tool: name, Result: o.Content}, askTimeout, func(res any, err error) {
+		b.cycle.waiting = ""
+		credit, ok := res.(messages.CreditResponse)
+		switch {
+		case err != nil || !ok:
+			b.warn("revenue not credited: " + errText(err, "unexpected ledger reply"))
+		case credit.Credited:
+			b.st.Budget = state.Budget(credit.Budget)
+			if err := b.record(state.RevenueCredited(b.opts.now(), b.st.Cycle, credit.Amount, name)); err != nil {
+				b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), err)
+				return
+			}
+		}
+		b.saveAndContinue(ctx)
+	})
+}
+
+func (b *Being) saveAndContinue(ctx actor.Context) {
+	if err := b.save(); err != nil {
+		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), err)
+		return
+	}
+	b.nextTool(ctx)
+}
+
+// ledgerTrusts reports whether a tool's output may carry revenue
+// evidence (SPEC §7.3); the ledger applies the same rule again.
+func ledgerTrusts(name string) bool {
+	return strings.HasPrefix(name, "finance__") || strings.HasPrefix(name, "trading__")
+}
+
+// trackResources adds Most chat and message ids to created_resources,
+// without duplicates.
+func (b *Being) trackResources(o outcome.Outcome) {
+	res := &b.st.CreatedResources
+	if o.ChatID != "" && !containsString(res.ChatIDs, o.ChatID) {
+		res.ChatIDs = append(res.ChatIDs, o.ChatID)
+	}
+	if o.MessageID != "" && !containsString(res.MessageIDs, o.MessageID) {
+		res.MessageIDs = append(res.MessageIDs, o.MessageID)
+	}
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// callLas forwards a call to the Las actor under the MCP deadline. When
+// Las is down the call fails as unknown_tool (SPEC §9.6).
+func (b *Being) callLas(ctx actor.Context, name string, args json.RawMessage, done func(outcome.Outcome)) {
+	if b.las == nil || b.lasDown {
+		done(catalog.UnknownTool())
+		return
+	}
+	deadline := b.opts.clock().Add(b.opts.MCPTimeout)
+	req := messages.LasCallRequest{Tool: name, Arguments: args, Deadline: deadline}
+	b.ask(ctx, b.las, req, b.opts.MCPTimeout+askTimeout, func(res any, err error) {
+		resp, ok := res.(messages.LasCallResponse)
+		if err != nil || !ok {
+			done(outcome.Unknown("mcp", "Las did not answer: "+errText(err, "unexpected reply")))
+			return
+		}
+		done(resp.Outcome)
+	})
+}
+
+// callMost runs a Most tool on a worker goroutine and continues by
+// message.
+func (b *Being) callMost(ctx actor.Context, name string, args json.RawMessage, done func(outcome.Outcome)) {
+	client, log := b.opts.Most, b.log
+	timeout := b.modelTimeout()
+	b.async(ctx, timeout, func() any {
+		c, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		o, err := client.Call(c, name, args)
+		if err != nil {
+			log.Warn("Most call failed", "tool", name, "err", err)
+		}
+		return o
+	}, func(res any, err error) {
+		o, ok := res.(outcome.Outcome)
+		if err != nil || !ok {
+			done(outcome.Unknown("remote", "Most did not answer in time"))
+			return
+		}
+		done(o)
+	})
+}
+
+// withModels asks the gateway which models Brama advertises (for
+// singularity_self_switch_model) without blocking the mailbox.
+func (b *Being) withModels(ctx actor.Context, cont func([]string, error)) {
+	b.ask(ctx, b.opts.Gateway, messages.ModelsRequest{}, b.modelTimeout(), func(res any, err error) {
+		resp, ok := res.(messages.ModelsResponse)
+		switch {
+		case err != nil:
+			cont(nil, err)
+		case !ok:
+			cont(nil, supervision.New(supervision.ClassBrama, "unexpected models reply"))
+		default:
+			cont(resp.IDs, resp.Err)
+		}
+	})
+}
+
+// async runs work on a goroutine and continues with its result on the
+// mailbox, within timeout.
+func (b *Being) async(ctx actor.Context, timeout time.Duration, work func() any, cont func(any, error)) {
+	epoch := b.epoch
+	system := ctx.ActorSystem()
+	future := actor.NewFuture(system, timeout)
+	go func() { system.Root.Send(future.PID(), work()) }()
+	ctx.ReenterAfter(future, func(res any, err error) {
+		if b.epoch != epoch {
+			return
+		}
+		cont(res, err)
+	})
+}
+
+func errText(err error, fallback string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return fallback
+}
+
+// advertisedModels is the built-in tools' view of Brama's model list: the
+// answer fetched (by message) just before switch_model runs.
+func (b *Being) advertisedModels(context.Context) ([]string, error) {
+	return b.models, b.modelsErr
+}

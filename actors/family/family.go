@@ -1,0 +1,152 @@
+// Package family is the root of the actor tree (SPEC §2): it owns the
+// process lifetime, the brama gateway and the root being, and reports
+// what the command line waits for (a cycle report, the end of the family)
+// on a channel. The debug endpoint is started beside it by the command.
+package family
+
+import (
+	"log/slog"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/actors/brama"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/supervision"
+)
+
+// Options configure the family.
+type Options struct {
+	// Gateway configures the shared brama actor.
+	Gateway brama.GatewayConfig
+	// Root configures the root being; its Gateway field is filled in by
+	// the family.
+	Root being.Options
+	// Events receives, in order, every messages.CycleReport of the root
+	// being and finally one messages.FamilyStopped. It must be buffered
+	// or drained; the family never blocks on it for long.
+	Events chan<- any
+	Logger *slog.Logger
+}
+
+// Family is the root actor.
+type Family struct {
+	opts    Options
+	log     *slog.Logger
+	gateway *actor.PID
+	root    *actor.PID
+	// stopping is set once the root being was asked to stop.
+	stopping bool
+	done     bool
+}
+
+var _ actor.Actor = (*Family)(nil)
+
+// Props returns the family's props. The family does not restart its
+// children: a failing gateway or root being ends the family.
+func Props(opts Options) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return New(opts) },
+		actor.WithSupervisor(supervision.StopOnFailure()))
+}
+
+// New returns the family actor.
+func New(opts Options) *Family {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Family{opts: opts, log: log}
+}
+
+// RootName is the actor name of the root being.
+const RootName = "root"
+
+// Receive dispatches one message.
+func (f *Family) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		f.handleStarted(ctx)
+	case *actor.Terminated:
+		f.handleTerminated(ctx, msg)
+	case messages.ShutdownFamily:
+		f.handleShutdown(ctx, msg)
+	case messages.CycleReport:
+		f.emit(msg)
+	case messages.BeingStopped:
+		f.handleRootStopped(ctx, msg)
+	case messages.DescribeRequest, *messages.DescribeRequest:
+		ctx.Respond(f.describe())
+	}
+}
+
+func (f *Family) handleStarted(ctx actor.Context) {
+	gw, err := ctx.SpawnNamed(brama.Props(f.opts.Gateway), "brama")
+	if err != nil {
+		f.finish(ctx, messages.FamilyStopped{Status: "failed", Err: supervision.Errorf(supervision.ClassRuntime, "spawn gateway: %w", err)})
+		return
+	}
+	f.gateway = gw
+	rootOpts := f.opts.Root
+	rootOpts.Gateway = gw
+	root, err := ctx.SpawnNamed(being.Props(rootOpts), RootName)
+	if err != nil {
+		f.finish(ctx, messages.FamilyStopped{Status: "failed", Err: supervision.Errorf(supervision.ClassRuntime, "spawn root being: %w", err)})
+		return
+	}
+	f.root = root
+}
+
+func (f *Family) handleShutdown(ctx actor.Context, msg messages.ShutdownFamily) {
+	if f.root == nil {
+		f.finish(ctx, messages.FamilyStopped{Status: "stopped"})
+		return
+	}
+	f.stopping = true
+	ctx.Send(f.root, messages.StopBeing{Now: msg.Now})
+}
+
+// handleRootStopped ends the family once the root being (and so every
+// child) has finished: the gateway stops last.
+func (f *Family) handleRootStopped(ctx actor.Context, msg messages.BeingStopped) {
+	if f.root != nil {
+		ctx.Stop(f.root)
+	}
+	f.root = nil
+	f.finish(ctx, messages.FamilyStopped{Status: msg.Status, Err: msg.Err})
+}
+
+func (f *Family) handleTerminated(ctx actor.Context, msg *actor.Terminated) {
+	if f.root != nil && msg.Who.Equal(f.root) {
+		f.root = nil
+		f.finish(ctx, messages.FamilyStopped{Status: "failed", Err: supervision.New(supervision.ClassRuntime, "root being stopped unexpectedly")})
+	}
+}
+
+func (f *Family) finish(ctx actor.Context, msg messages.FamilyStopped) {
+	if f.done {
+		return
+	}
+	f.done = true
+	f.emit(msg)
+	ctx.Stop(ctx.Self())
+}
+
+func (f *Family) emit(msg any) {
+	if f.opts.Events != nil {
+		f.opts.Events <- msg
+	}
+}
+
+func (f *Family) describe() messages.Description {
+	status := "running"
+	if f.stopping {
+		status = "stopping"
+	}
+	d := messages.Description{Kind: "family", Name: "family", Status: status}
+	for _, pid := range []*actor.PID{f.gateway, f.root} {
+		if pid != nil {
+			d.Children = append(d.Children, pid)
+		}
+	}
+	return d
+}

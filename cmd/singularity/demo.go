@@ -1,0 +1,227 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/demo/simbrama"
+	"github.com/wisent/singularity/examplelas"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/state"
+	"github.com/wisent/singularity/supervision"
+)
+
+// demoCmd runs the embedded demo world (SPEC §17): a simulated Brama on
+// loopback, the example Las as a real child process, and the whole family
+// living with the debug endpoint on. Everything it shows is a simulation.
+type demoCmd struct {
+	Cycles    uint64 `name:"cycles" default:"0" help:"Stop after the root being's Nth cycle (0: run until Ctrl-C)."`
+	Dir       string `name:"dir" help:"Sandbox directory (default: a new temporary directory)."`
+	DebugAddr string `name:"debug-addr" default:"127.0.0.1:0" help:"Debug endpoint address (loopback)."`
+	Interval  string `name:"cycle-interval-secs" default:"1" help:"Seconds between cycles."`
+}
+
+// exampleLasCmd serves the example Las on stdio: the demo world's skill
+// process, started by the demo as a child process of this same binary.
+type exampleLasCmd struct {
+	Config string `arg:"" optional:"" help:"Optional JSON configuration file."`
+}
+
+func (c *exampleLasCmd) Run(e *env) error {
+	var args []string
+	if c.Config != "" {
+		args = []string{c.Config}
+	}
+	if code := examplelas.Main(args); code != 0 {
+		return supervision.Errorf(supervision.ClassMCP, "example Las exited with code %d", code)
+	}
+	return nil
+}
+
+const demoHex = "0000000000000000000000000000000000000000000000000000000000000000"
+
+func (d *demoCmd) Run(e *env) error {
+	sandbox, err := d.sandbox()
+	if err != nil {
+		return err
+	}
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return supervision.Errorf(supervision.ClassRuntime, "demo secret: %w", err)
+	}
+	secretHex := []byte(hex.EncodeToString(secret))
+	sim, err := simbrama.Start(secretHex, simbrama.Options{RootName: "Ada", GrandchildParent: "Bo"})
+	if err != nil {
+		return supervision.Errorf(supervision.ClassRuntime, "simulated Brama: %w", err)
+	}
+	defer sim.Close()
+
+	rt, err := d.configuration(sandbox, sim.URL(), secretHex)
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return supervision.Errorf(supervision.ClassRuntime, "demo: %w", err)
+	}
+	fmt.Fprintf(e.stdout, "Singularity demo world — a SIMULATION: the model is a scripted simulated Brama at %s,\n", sim.URL())
+	fmt.Fprintf(e.stdout, "the skills come from the example Las; no real money moves.\n")
+	fmt.Fprintf(e.stdout, "sandbox: %s\n", sandbox)
+
+	rootOpts, err := rootOptions(rt, being.Run, e.log)
+	if err != nil {
+		return err
+	}
+	rootOpts.Las.Command = self
+	rootOpts.Las.Entrypoint = "example-las"
+	rootOpts.MaxCycles = d.Cycles
+	l, err := startFamilyWith(e, rt, rootOpts)
+	if err != nil {
+		return err
+	}
+	if l.debug != nil {
+		fmt.Fprintf(e.stdout, "debug endpoint: http://%s/debug/ (JSON at /debug/actors, text at /debug/actors?format=text)\n", l.debug.Addr())
+	}
+	if d.Cycles > 0 {
+		fmt.Fprintf(e.stdout, "running %d cycles of the root being (Ctrl-C stops earlier)...\n", d.Cycles)
+	} else {
+		fmt.Fprintln(e.stdout, "running until Ctrl-C...")
+	}
+	stopped, err := d.live(e, l)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "\nfamily %s. Summary (simulated money):\n", stopped.Status)
+	if err := writeSummary(e.stdout, rt.StateDir); err != nil {
+		return err
+	}
+	if stopped.Status == state.StatusFailed && stopped.Err != nil {
+		return stopped.Err
+	}
+	return nil
+}
+
+// live waits for the root's last cycle, a signal, or the family's end.
+func (d *demoCmd) live(e *env, l *live) (messages.FamilyStopped, error) {
+	sigs, stop := notifySignals()
+	defer stop()
+	for {
+		select {
+		case ev := <-l.events:
+			switch msg := ev.(type) {
+			case messages.CycleReport:
+				fmt.Fprintf(e.stdout, "  root cycle %d %s: balance %s, earned %s\n", msg.Cycle, msg.Status, msg.Balance, msg.Earned)
+				if d.Cycles > 0 && msg.Cycle >= d.Cycles {
+					return l.shutdown(sigs), nil
+				}
+			case messages.FamilyStopped:
+				l.close()
+				return msg, nil
+			}
+		case <-sigs:
+			return l.shutdown(sigs), nil
+		}
+	}
+}
+
+func (d *demoCmd) sandbox() (string, error) {
+	dir := d.Dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "singularity-demo-")
+		if err != nil {
+			return "", supervision.Errorf(supervision.ClassState, "sandbox: %w", err)
+		}
+		return tmp, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", supervision.Errorf(supervision.ClassState, "sandbox: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return "", supervision.Errorf(supervision.ClassState, "sandbox: %w", err)
+	}
+	return abs, nil
+}
+
+// configuration writes the demo's files (secret, Las pins, workspace) and
+// validates a configuration for them exactly as `run` would.
+func (d *demoCmd) configuration(sandbox, bramaURL string, secret []byte) (config.Runtime, error) {
+	files := map[string][]byte{
+		"brama.secret":  secret,
+		"manifest.json": []byte(`{"simulation":true}`),
+		"manifest.sig":  []byte("simulation"),
+		"trust.json":    []byte(`{"simulation":true}`),
+		"example-las":   []byte("served by `singularity example-las`\n"),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(sandbox, name), data, 0o600); err != nil {
+			return config.Runtime{}, supervision.Errorf(supervision.ClassState, "sandbox: %w", err)
+		}
+	}
+	workspace := filepath.Join(sandbox, "workspace")
+	if err := os.MkdirAll(workspace, 0o700); err != nil {
+		return config.Runtime{}, supervision.Errorf(supervision.ClassState, "sandbox: %w", err)
+	}
+	stateDir := filepath.Join(sandbox, "state")
+	resume := false
+	if _, err := os.Stat(filepath.Join(stateDir, "state.json")); err == nil {
+		resume = true
+	}
+	f := config.Flags{
+		Identity: config.IdentityFlags{
+			AgentID: "demo-ada", AgentName: "Ada", AgentTicker: "ADA", AgentType: "general", Specialty: "simulated market research",
+			Role: "demo", Environment: "simulation", Host: "localhost", WorkloadID: "demo-workload",
+			WorkloadPublicKey: demoHex, ExecutableSHA256: demoHex, CodeSHA256: demoHex, PolicySHA256: demoHex, PolicySequence: "1",
+		},
+		Loop: config.LoopFlags{
+			StartingBalance: "1", InstancePerHour: "0.36", InputPerMillion: "0.15", OutputPerMillion: "0.6",
+			CycleInterval: d.Interval, MaxToolRounds: "8", StateDir: stateDir, Workspace: workspace, Resume: resume,
+			Stimulus:    "A simulated market opened nearby; local businesses want price surveys.",
+			HTTPTimeout: "30", MCPTimeout: "30", ShutdownGrace: "5", ContextMessages: "200",
+		},
+		Brama: config.BramaFlags{BaseURL: bramaURL, Model: "any", SecretFile: filepath.Join(sandbox, "brama.secret"), MaxTokens: "2048", Temperature: "0.2"},
+		Las: config.LasFlags{
+			Command: "example-las", Entrypoint: filepath.Join(sandbox, "example-las"), Only: "echo,skarbiec,finance",
+			Manifest: filepath.Join(sandbox, "manifest.json"), ManifestSig: filepath.Join(sandbox, "manifest.sig"),
+			TrustStore: filepath.Join(sandbox, "trust.json"), Watermark: filepath.Join(sandbox, "watermark"),
+			RequiredSurfaces: "skarbiec,finance",
+		},
+		Most:      config.MostFlags{BaseURL: "http://127.0.0.1:8080"},
+		DebugAddr: d.DebugAddr,
+	}
+	return config.Load(f, func(string) (string, bool) { return "", false })
+}
+
+// writeSummary prints each being of the family from its own state file:
+// cycles, balance, earned and net profit.
+func writeSummary(w io.Writer, rootDir string) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "being\tstatus\tcycles\tbalance\tearned\tnet\t")
+	var walk func(dir string, depth int) error
+	walk = func(dir string, depth int) error {
+		b, err := state.Load(dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%d\t%s\t%s\t%s\t\n", strings.Repeat("  ", depth), b.Identity.Name, b.Status, b.Cycle,
+			b.Budget.Remaining, b.Budget.Earned, b.Budget.NetProfit())
+		for _, c := range b.Mind.Children {
+			if err := walk(filepath.Join(dir, "children", c.ID), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(rootDir, 0); err != nil {
+		return err
+	}
+	return tw.Flush()
+}

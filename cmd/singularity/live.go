@@ -1,0 +1,309 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/actors/brama"
+	"github.com/wisent/singularity/actors/family"
+	"github.com/wisent/singularity/actors/las"
+	"github.com/wisent/singularity/actors/ledger"
+	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/debug"
+	"github.com/wisent/singularity/logging"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/most"
+	"github.com/wisent/singularity/state"
+	"github.com/wisent/singularity/supervision"
+)
+
+// modelMargin is added to the HTTP timeout for a being's wait on the
+// gateway, so the gateway's own timeout (a classified error) wins.
+const modelMargin = 5 * time.Second
+
+// lasOptions maps the configuration onto the Las actor's options.
+func lasOptions(rt config.Runtime, log *slog.Logger) *las.Options {
+	only := rt.Las.Only
+	var skip *string
+	if rt.Las.Skip != "" {
+		s := rt.Las.Skip
+		skip = &s
+	}
+	return &las.Options{
+		Command:                  rt.Las.Command,
+		Entrypoint:               rt.Las.Entrypoint,
+		Only:                     &only,
+		Skip:                     skip,
+		ReleaseManifest:          rt.Las.ReleaseManifest,
+		ReleaseManifestSignature: rt.Las.ReleaseManifestSignature,
+		ReleaseTrustStore:        rt.Las.ReleaseTrustStore,
+		ReleaseWatermark:         rt.Las.ReleaseWatermark,
+		AgentID:                  rt.Identity.AgentID,
+		RequiredSurfaces:         rt.Las.RequiredSurfaces(),
+		CallTimeout:              rt.MCPTimeout,
+		ShutdownGrace:            rt.ShutdownGrace,
+		Logger:                   log,
+	}
+}
+
+// rootOptions maps the configuration onto the root being's options.
+func rootOptions(rt config.Runtime, mode being.Mode, log *slog.Logger) (being.Options, error) {
+	opts := being.Options{
+		StateDir: rt.StateDir,
+		Identity: rt.Identity,
+		Mode:     mode,
+		Model:    rt.Brama.Model,
+		Pricing: ledger.Pricing{
+			InputPerMillion:  rt.InputPerMillion,
+			OutputPerMillion: rt.OutputPerMillion,
+			InstancePerHour:  rt.InstancePerHour,
+		},
+		StartingBalance: rt.StartingBalance,
+		Workspace:       rt.Workspace,
+		MaxToolRounds:   rt.MaxToolRounds,
+		ContextMessages: rt.ContextMessages,
+		CycleInterval:   rt.CycleInterval,
+		Stimulus:        rt.Stimulus,
+		ModelTimeout:    rt.HTTPTimeout + rt.ShutdownGrace + modelMargin,
+		MCPTimeout:      rt.MCPTimeout,
+		ShutdownGrace:   rt.ShutdownGrace,
+		Las:             lasOptions(rt, log),
+		Logger:          log,
+	}
+	if rt.Most.Enabled() {
+		opts.Most = mostClient(rt)
+	}
+	return opts, nil
+}
+
+// mostClient builds the Most client with the configured HTTP timeout.
+func mostClient(rt config.Runtime) *most.Client {
+	return most.New(rt.Most.BaseURL.String(), rt.Most.Token, &http.Client{Timeout: rt.HTTPTimeout})
+}
+
+// bramaClient builds the signed Brama client.
+func bramaClient(rt config.Runtime) (*brama.Client, error) {
+	client, err := brama.NewClient(brama.ClientConfig{BaseURL: rt.Brama.BaseURL.String(), Secret: rt.Brama.Secret, Timeout: rt.HTTPTimeout})
+	if err != nil {
+		return nil, supervision.Errorf(supervision.ClassConfiguration, "%v", err)
+	}
+	return client, nil
+}
+
+// bootRoot applies the boot gates of SPEC §5.2 to the root's state
+// directory, creating a fresh being when allowed. Refusals exit 4 and
+// leave the directory untouched.
+func bootRoot(rt config.Runtime) error {
+	fresh := func() (*state.Being, error) {
+		return being.NewState(rt.Identity, rt.StartingBalance, rt.Brama.Model, state.Now()), nil
+	}
+	_, _, _, err := state.Boot(rt.StateDir, rt.Resume, rt.Identity, fresh)
+	return err
+}
+
+// live is a running family: the actor system, the family actor, its
+// events and the optional debug endpoint.
+type live struct {
+	system *actor.ActorSystem
+	family *actor.PID
+	events chan any
+	debug  *debug.Server
+	log    *slog.Logger
+}
+
+// startFamily boots the root's state, then the actor tree, then the
+// debug endpoint.
+func startFamily(e *env, rt config.Runtime, mode being.Mode) (*live, error) {
+	rootOpts, err := rootOptions(rt, mode, e.log)
+	if err != nil {
+		return nil, err
+	}
+	return startFamilyWith(e, rt, rootOpts)
+}
+
+// startFamilyWith is startFamily with the root's options already made.
+func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, error) {
+	if err := bootRoot(rt); err != nil {
+		return nil, err
+	}
+	client, err := bramaClient(rt)
+	if err != nil {
+		return nil, err
+	}
+	quiet := logging.AtLeast(e.log.With("lib", "protoactor"), slog.LevelWarn)
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	events := make(chan any, 16)
+	opts := family.Options{
+		Gateway: brama.GatewayConfig{
+			Client:        client,
+			MaxTokens:     rt.Brama.MaxTokens,
+			Temperature:   rt.Brama.Temperature,
+			ShutdownGrace: rt.ShutdownGrace,
+			Logger:        e.log,
+		},
+		Root:   rootOpts,
+		Events: events,
+		Logger: e.log,
+	}
+	pid, err := system.Root.SpawnNamed(family.Props(opts), "family")
+	if err != nil {
+		system.Shutdown()
+		return nil, supervision.Errorf(supervision.ClassRuntime, "spawn family: %w", err)
+	}
+	l := &live{system: system, family: pid, events: events, log: e.log}
+	if rt.DebugAddr != "" {
+		l.debug = debug.NewServer(debug.ServerConfig{
+			Addr:        rt.DebugAddr,
+			AllowRemote: rt.DebugAllowRemote,
+			Handler:     debug.Handler(debug.HandlerConfig{Root: system.Root, PID: pid}),
+		})
+		if err := l.debug.Start(); err != nil {
+			l.stopNow()
+			return nil, err
+		}
+		e.log.Info("debug endpoint listening", "url", "http://"+l.debug.Addr().String()+"/debug/")
+	}
+	return l, nil
+}
+
+// shutdown asks the family to stop (children first) and waits for its
+// last word; a second signal hurries it.
+func (l *live) shutdown(sigs <-chan os.Signal) messages.FamilyStopped {
+	l.system.Root.Send(l.family, messages.ShutdownFamily{})
+	for {
+		select {
+		case ev := <-l.events:
+			if stopped, ok := ev.(messages.FamilyStopped); ok {
+				l.close()
+				return stopped
+			}
+		case <-sigs:
+			l.log.Warn("second signal: stopping without waiting")
+			l.system.Root.Send(l.family, messages.ShutdownFamily{Now: true})
+		}
+	}
+}
+
+func (l *live) stopNow() {
+	l.system.Root.Stop(l.family)
+	l.close()
+}
+
+func (l *live) close() {
+	if l.debug != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		l.debug.Shutdown(ctx)
+		cancel()
+	}
+	l.system.Shutdown()
+}
+
+// notifySignals returns a channel of SIGINT and SIGTERM and its stop.
+func notifySignals() (chan os.Signal, func()) {
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	return sigs, func() { signal.Stop(sigs) }
+}
+
+// cycleReport is the JSON shape of SPEC §6.5.
+type cycleReport struct {
+	Cycle        uint64   `json:"cycle"`
+	Status       string   `json:"status"`
+	FinalContent *string  `json:"final_content"`
+	BalanceUSD   string   `json:"balance_usd"`
+	EarnedUSD    string   `json:"earned_usd"`
+	NetProfitUSD string   `json:"net_profit_usd"`
+	TotalTokens  uint64   `json:"total_tokens"`
+	Actions      []string `json:"actions"`
+}
+
+func reportJSON(r messages.CycleReport) ([]byte, error) {
+	actions := r.Actions
+	if actions == nil {
+		actions = []string{}
+	}
+	return json.MarshalIndent(cycleReport{
+		Cycle: r.Cycle, Status: r.Status, FinalContent: r.FinalContent,
+		BalanceUSD: r.Balance.String(), EarnedUSD: r.Earned.String(), NetProfitUSD: r.NetProfit.String(),
+		TotalTokens: r.TotalTokens, Actions: actions,
+	}, "", "  ")
+}
+
+// runOnce is `once`: one cycle of the root being, the report on stdout,
+// then shutdown; the first error of the cycle is returned after state and
+// journal are durable.
+func runOnce(e *env, rt config.Runtime) error {
+	sigs, stop := notifySignals()
+	defer stop()
+	l, err := startFamily(e, rt, being.Once)
+	if err != nil {
+		return err
+	}
+	for {
+		select {
+		case ev := <-l.events:
+			switch msg := ev.(type) {
+			case messages.CycleReport:
+				stopped := l.shutdown(sigs)
+				if msg.Err != nil {
+					return msg.Err
+				}
+				out, err := reportJSON(msg)
+				if err != nil {
+					return supervision.Errorf(supervision.ClassRuntime, "report: %w", err)
+				}
+				fmt.Fprintln(e.stdout, string(out))
+				return stopped.Err
+			case messages.FamilyStopped:
+				l.close()
+				if msg.Err != nil {
+					return msg.Err
+				}
+				return supervision.New(supervision.ClassRuntime, "the being stopped before its cycle ended")
+			}
+		case <-sigs:
+			stopped := l.shutdown(sigs)
+			return stopped.Err
+		}
+	}
+}
+
+// runLive is `run`: the family lives until a signal, the root's
+// exhaustion, or a permanent failure (exit 3).
+func runLive(e *env, rt config.Runtime) error {
+	sigs, stop := notifySignals()
+	defer stop()
+	l, err := startFamily(e, rt, being.Run)
+	if err != nil {
+		return err
+	}
+	for {
+		select {
+		case ev := <-l.events:
+			if msg, ok := ev.(messages.FamilyStopped); ok {
+				l.close()
+				if msg.Status == state.StatusFailed && msg.Err != nil {
+					return msg.Err
+				}
+				return nil
+			}
+		case <-sigs:
+			l.log.Info("signal received: stopping the family, children first")
+			stopped := l.shutdown(sigs)
+			if stopped.Status == state.StatusFailed && stopped.Err != nil {
+				return stopped.Err
+			}
+			return nil
+		}
+	}
+}

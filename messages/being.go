@@ -1,0 +1,86 @@
+package messages
+
+import (
+	"fmt"
+
+	"github.com/wisent/singularity/money"
+)
+
+// StopBeing asks a being to shut down gracefully: it stops at its next
+// round boundary, stops its own children first, stops its Las, saves its
+// final status and answers its parent with BeingStopped. Now skips the
+// waiting (a second Ctrl-C) but still saves.
+type StopBeing struct {
+	Now bool
+}
+
+func (s StopBeing) String() string { return fmt.Sprintf("StopBeing{now=%t}", s.Now) }
+
+// BeingStopped tells a parent that one of its beings has finished its
+// shutdown with the given final status ("stopped", "exhausted", "failed").
+// Err is the failure that ended a failed being, if any.
+type BeingStopped struct {
+	ID     string
+	Name   string
+	Status string
+	Err    error
+}
+
+func (s BeingStopped) String() string {
+	return fmt.Sprintf("BeingStopped{%s %s}", s.Name, s.Status)
+}
+
+// CycleReport is the outcome of one cycle (SPEC §6.5), sent by the root
+// being to its parent after each cycle of `once`. Err is the first error
+// of the cycle, returned by `once` after state and journal are durable.
+type CycleReport struct {
+	Cycle        uint64
+	Status       string // completed | tool_round_limit | budget_exhausted
+	FinalContent *string
+	Balance      money.Amount
+	Earned       money.Amount
+	NetProfit    money.Amount
+	TotalTokens  uint64
+	Actions      []string
+	Err          error
+}
+
+func (r CycleReport) String() string {
+	return fmt.Sprintf("CycleReport{cycle=%d status=%s}", r.Cycle, r.Status)
+}
+
+// InjectPanic makes a being actor panic when it is received, only if
+// the being was started with fault injection enabled. Tests use it to
+// prove a crashed child is restarted from its saved state.
+type InjectPanic struct{}
+
+func (InjectPanic) String() string { return "InjectPanic{}" }
+
+// ShutdownFamily asks the family to stop every being, children first,
+// then the gateway. Now skips the waiting (a second Ctrl-C).
+type ShutdownFamily struct {
+	Now bool
+}
+
+func (s ShutdownFamily) String() string { return fmt.Sprintf("ShutdownFamily{now=%t}", s.Now) }
+
+// FamilyStopped is the family's last word: the root being's final
+// status and, when it failed, why.
+type FamilyStopped struct {
+	Status string
+	Err    error
+}
+
+func (s FamilyStopped) String() string { return "FamilyStopped{" + s.Status + "}" }
+
+// BeingRestarted tells a child being, after its parent's supervisor
+// restarted it from its saved state, how many restarts it has had and
+// why the last one happened, for the debug endpoint.
+type BeingRestarted struct {
+	Restarts int
+	Reason   string
+}
+
+func (r BeingRestarted) String() string {
+	return fmt.Sprintf("BeingRestarted{%d: %s}", r.Restarts, r.Reason)
+}
