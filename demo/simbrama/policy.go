@@ -189,12 +189,23 @@ func decide(req completionRequest, opts Options) reply {
 //  4. on cycle 1 write a notes file.
 func planCycle(s situation, tools []chat.Tool, opts Options) [][]call {
 	has := make(map[string]bool, len(tools))
-	var finance *chat.Tool
+	// The earning call is the first finance tool that says it reports
+	// revenue, else the first finance tool.
+	var finance, earner *chat.Tool
 	for i, t := range tools {
 		has[t.Function.Name] = true
-		if finance == nil && strings.HasPrefix(t.Function.Name, financePrefix) {
+		if !strings.HasPrefix(t.Function.Name, financePrefix) {
+			continue
+		}
+		if finance == nil {
 			finance = &tools[i]
 		}
+		if earner == nil && strings.Contains(strings.ToLower(t.Function.Description), "revenue") {
+			earner = &tools[i]
+		}
+	}
+	if earner != nil {
+		finance = earner
 	}
 	who := s.name
 	if who == "" {

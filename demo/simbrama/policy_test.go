@@ -17,7 +17,7 @@ import (
 var demoOpts = Options{RootName: "Ada", GrandchildParent: "Bo"}
 
 // financeSell is a finance tool whose schema exercises every filler.
-var financeSell = chat.NewTool("finance__finance_sell", "Sell a simulated service", json.RawMessage(
+var financeSell = chat.NewTool("finance__finance_sell", "Sell a simulated service and report its revenue", json.RawMessage(
 	`{"type":"object","properties":{"description":{"type":"string"},"amount_usd":{"type":"string"},`+
 		`"quantity":{"type":"integer"},"mode":{"type":"string","enum":["quote","sell"]},"urgent":{"type":["null","boolean"]},`+
 		`"note":{"type":"string"}},"required":["description","amount_usd","quantity","mode","urgent"]}`))
@@ -90,6 +90,7 @@ func names(calls []chat.ToolCall) []string {
 func TestDecideScript(t *testing.T) {
 	all := catalogue()
 	noFinance := without(all, func(n string) bool { return strings.HasPrefix(n, financePrefix) })
+	balanceFirst := append([]chat.Tool{all[0], all[2], all[1]}, all[3:]...)
 	tests := []struct {
 		name      string
 		req       completionRequest
@@ -104,6 +105,7 @@ func TestDecideScript(t *testing.T) {
 		{"root cycle 1 round 5 ends", being("Ada", all, concat([]chat.Message{framing(1)}, doneRounds(4))...), nil,
 			"[simulated] Cycle 1 complete: Ada ran 4 tool calls (4 succeeded, 0 failed, 0 indeterminate)."},
 		{"root cycle 2 round 2 spawns Cy only", being("Ada", all, concat([]chat.Message{framing(2)}, doneRounds(1))...), []string{builtin.SpawnChild}, ""},
+		{"the revenue tool is chosen over an earlier finance tool", being("Ada", balanceFirst, concat([]chat.Message{framing(3)}, doneRounds(1))...), []string{"finance__finance_sell"}, ""},
 		{"root cycle 3 round 2 earns", being("Ada", all, concat([]chat.Message{framing(3)}, doneRounds(1))...), []string{"finance__finance_sell"}, ""},
 		{"root cycle 3 round 3 ends", being("Ada", all, concat([]chat.Message{framing(3)}, doneRounds(2))...), nil, "[simulated] Cycle 3 complete: Ada"},
 		{"Bo cycle 1 spawns the grandchild", being("Bo", all, concat([]chat.Message{framing(1)}, doneRounds(1))...),
