@@ -127,7 +127,7 @@ func (b Budget) check() error {
 
 // Encode renders b as the pretty JSON of state.json, newline-terminated.
 func Encode(b *Being) ([]byte, error) {
-	compact, err := json.Marshal(b)
+	compact, err := b.MarshalJSON() // direct: skips json.Marshal's re-validation pass
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ const (
 
 var (
 	iterations = flag.Int("crash.iterations", 250, "SIGKILL iterations")
-	budgetTime = flag.Duration("crash.time", 90*time.Second, "stop early after this long (at least 50 iterations run)")
+	budgetTime = flag.Duration("crash.time", 45*time.Second, "stop early after this long (at least 50 iterations run)")
 )
 
 var pricing = ledger.Pricing{
