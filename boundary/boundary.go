@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -60,6 +59,15 @@ var forbiddenWords = []string{
 
 // foldedForbiddenWords are forbiddenWords in folded form (see fold).
 var foldedForbiddenWords = foldAll(forbiddenWords)
+
+// forbiddenSuffixes are "_" + each folded forbidden word.
+var forbiddenSuffixes = func() []string {
+	out := make([]string, len(foldedForbiddenWords))
+	for i, w := range foldedForbiddenWords {
+		out[i] = "_" + w
+	}
+	return out
+}()
 
 // pemMarkers are the private key headers, matched without regard to case.
 var pemMarkers = []string{
@@ -113,78 +121,147 @@ func Apply(o outcome.Outcome) (outcome.Outcome, string) {
 	return o, ""
 }
 
-// frame is one open container during the walk.
-type frame struct {
-	object    bool
-	expectKey bool
-}
-
-// checkDocument walks one JSON document whose top-level value sits at
-// level base.
+// checkDocument checks one JSON document whose top-level value sits at
+// level base. The document is validated first, so the walk below can
+// trust its structure.
 func checkDocument(data []byte, base int) error {
 	if !json.Valid(data) {
 		return ErrMalformed
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var stack []frame
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
+	w := walker{data: data}
+	return w.value(base)
+}
+
+// walker steps through a valid JSON document byte by byte.
+type walker struct {
+	data []byte
+	pos  int
+}
+
+func (w *walker) skipSpace() {
+	for w.pos < len(w.data) {
+		switch w.data[w.pos] {
+		case ' ', '\t', '\n', '\r':
+			w.pos++
+		default:
+			return
 		}
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+}
+
+// value checks the value at the current position, which sits at level.
+func (w *walker) value(level int) error {
+	w.skipSpace()
+	switch w.data[w.pos] {
+	case '{', '[':
+		if level > MaxDepth {
+			return fmt.Errorf("%w: a container at level %d, limit %d", ErrTooDeep, level, MaxDepth)
 		}
-		// The level of a value read now: one below the innermost container.
-		level := base + len(stack)
-		isKey := len(stack) > 0 && stack[len(stack)-1].object && stack[len(stack)-1].expectKey
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{', '[':
-				if level > MaxDepth {
-					return fmt.Errorf("%w: a container at level %d, limit %d", ErrTooDeep, level, MaxDepth)
-				}
-				stack = append(stack, frame{object: t == '{', expectKey: t == '{'})
-				continue
-			default: // '}' or ']'
-				stack = stack[:len(stack)-1]
+		object := w.data[w.pos] == '{'
+		w.pos++
+		for {
+			w.skipSpace()
+			if c := w.data[w.pos]; c == '}' || c == ']' {
+				w.pos++
+				return nil
 			}
-		case string:
-			if isKey {
-				if err := checkKey(t); err != nil {
+			if c := w.data[w.pos]; c == ',' {
+				w.pos++
+				w.skipSpace()
+			}
+			if object {
+				key, err := w.str()
+				if err != nil {
 					return err
 				}
-				stack[len(stack)-1].expectKey = false
-				continue
+				if err := checkKey(key); err != nil {
+					return err
+				}
+				w.skipSpace()
+				w.pos++ // ':'
 			}
-			if err := checkText(t, level); err != nil {
+			if err := w.value(level + 1); err != nil {
 				return err
 			}
 		}
-		// A whole value ended: the enclosing object now expects a key.
-		if n := len(stack); n > 0 && stack[n-1].object {
-			stack[n-1].expectKey = true
+	case '"':
+		s, err := w.str()
+		if err != nil {
+			return err
+		}
+		return checkText(s, level)
+	default:
+		// A number, true, false or null: nothing to screen.
+		for w.pos < len(w.data) {
+			switch w.data[w.pos] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return nil
+			}
+			w.pos++
+		}
+		return nil
+	}
+}
+
+// str decodes the string literal at the current position.
+func (w *walker) str() (string, error) {
+	start := w.pos
+	escaped := false
+	i := start + 1
+	for ; w.data[i] != '"'; i++ {
+		if w.data[i] == '\\' {
+			escaped = true
+			i++
 		}
 	}
+	w.pos = i + 1
+	if !escaped {
+		return string(w.data[start+1 : i]), nil
+	}
+	var s string
+	if err := json.Unmarshal(w.data[start:w.pos], &s); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return s, nil
 }
 
 // checkKey applies the forbidden-key rule and the string rules to an
 // object key.
 func checkKey(key string) error {
-	norm := strings.Map(func(r rune) rune {
-		if r == '-' || unicode.IsSpace(r) {
-			return '_'
-		}
-		return r
-	}, fold(key))
+	norm := normalizeKey(key)
 	for i, fw := range foldedForbiddenWords {
-		if norm == fw || strings.HasSuffix(norm, "_"+fw) {
+		if norm == fw || strings.HasSuffix(norm, forbiddenSuffixes[i]) {
 			return fmt.Errorf("%w: a key ending in %q", ErrForbiddenKey, forbiddenWords[i])
 		}
 	}
 	return checkString(key)
+}
+
+// normalizeKey folds key and turns "-" and spaces into "_".
+func normalizeKey(key string) string {
+	ascii := true
+	for i := 0; i < len(key) && ascii; i++ {
+		ascii = key[i] < utf8.RuneSelf
+	}
+	if !ascii {
+		return strings.Map(func(r rune) rune {
+			if r == '-' || unicode.IsSpace(r) {
+				return '_'
+			}
+			return r
+		}, fold(key))
+	}
+	// For ASCII, the fold of a letter is its upper case.
+	b := []byte(key)
+	for i, c := range b {
+		switch {
+		case 'a' <= c && c <= 'z':
+			b[i] = c - 'a' + 'A'
+		case c == '-' || c == ' ' || ('\t' <= c && c <= '\r'):
+			b[i] = '_'
+		}
+	}
+	return string(b)
 }
 
 // checkText applies the string rules to a string value at the given level
@@ -217,7 +294,7 @@ func checkString(s string) error {
 		}
 	}
 	if strings.ContainsRune(s, '/') {
-		for _, tok := range strings.Fields(s) {
+		for tok := range strings.FieldsSeq(s) {
 			tok = strings.Trim(tok, ",;:()[]'\"")
 			if strings.HasPrefix(tok, "/") || hasPrefixFold(tok, "file://") {
 				return ErrLocalPath
@@ -244,5 +321,8 @@ func fold(s string) string {
 
 // hasPrefixFold reports whether s starts with prefix under fold.
 func hasPrefixFold(s, prefix string) bool {
+	if s == "" || s[0] == '/' {
+		return false
+	}
 	return strings.HasPrefix(fold(s), fold(prefix))
 }

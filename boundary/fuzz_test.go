@@ -16,7 +16,11 @@ import (
 // panic.
 func FuzzCheck(f *testing.F) {
 	for _, tc := range checkCases {
-		f.Add([]byte(tc.result))
+		// The 64 KiB size cases are left to TestCheck: as seeds they make
+		// every mutation and minimization slow.
+		if len(tc.result) < 4096 {
+			f.Add([]byte(tc.result))
+		}
 	}
 	for _, s := range []string{
 		`{"memories":[{"id":"1","kind":"lead","text":"x"}]}`,
