@@ -1,0 +1,206 @@
+package e2e_test
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/money"
+	"github.com/wisent/singularity/state"
+	"github.com/wisent/singularity/test/bramatest"
+)
+
+const waitLimit = 60 * time.Second
+
+func cyclesStarted(n int) func([]state.Event) bool {
+	return func(events []state.Event) bool { return count(events, state.EventCycleStarted) >= n }
+}
+
+func last(events []state.Event) state.Event { return events[len(events)-1] }
+
+// TestRunStopsOnSIGINT: run lives cycle after cycle until Ctrl-C, then
+// stops gracefully: status stopped, journal ends with stopped, exit 0.
+func TestRunStopsOnSIGINT(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, `{}`)
+	w.brama.SetHandler(textReplies(100, 10))
+	p := w.start("run")
+	w.waitJournal(waitLimit, "three cycles", cyclesStarted(3))
+	p.signal(os.Interrupt)
+	r := p.wait(waitLimit)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Empty(t, r.stdout)
+
+	st := w.loadState()
+	assert.Equal(t, state.StatusStopped, st.Status)
+	events := w.journal()
+	assert.Equal(t, state.EventStarted, events[0].Type)
+	end := last(events)
+	assert.Equal(t, state.EventStopped, end.Type)
+	assert.Equal(t, state.StatusStopped, end.Status)
+	assert.Equal(t, st.Cycle, end.Cycle)
+	assert.GreaterOrEqual(t, st.Cycle, uint64(3))
+	assert.Zero(t, count(events, state.EventWarning), "a clean run journals no warning")
+	require.NoError(t, state.CheckInvariant(st.Budget, events))
+}
+
+// TestRunExhausted: with a tiny balance and large prices the being runs
+// its budget down and stops by itself: status exhausted, exit 0.
+func TestRunExhausted(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, `{}`)
+	w.env["SINGULARITY_STARTING_BALANCE_USD"] = "0.0025"
+	w.env["BRAMA_INPUT_PRICE_USD_PER_MILLION"] = "1"
+	w.brama.SetHandler(textReplies(1000, 0)) // 0.001 per completion
+	r := w.start("run").wait(waitLimit)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	st := w.loadState()
+	assert.Equal(t, state.StatusExhausted, st.Status)
+	assert.Equal(t, "-0.0005", st.Budget.Remaining.String())
+	assert.Equal(t, uint64(3), st.Cycle)
+	events := w.journal()
+	assert.Equal(t, 3, count(events, state.EventCostDebited))
+	end := last(events)
+	assert.Equal(t, state.EventStopped, end.Type)
+	assert.Equal(t, state.StatusExhausted, end.Status)
+	assert.Len(t, w.brama.Completions(), 3, "no model call once insolvent")
+	require.NoError(t, state.CheckInvariant(st.Budget, events))
+}
+
+// TestRunPermanentBramaError: HTTP 400 ends the root being and the run:
+// exit 3, status failed, the spec sentence on stderr.
+func TestRunPermanentBramaError(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, `{}`)
+	w.brama.SetHandler(func(*bramatest.Request) bramatest.Reply {
+		return bramatest.ErrorReply(http.StatusBadRequest, "model does not exist")
+	})
+	r := w.start("run").wait(waitLimit)
+	assert.Equal(t, 3, r.code, r.stderr)
+	assert.Equal(t, "singularity: brama: HTTP 400: model does not exist", r.errorLine())
+	st := w.loadState()
+	assert.Equal(t, state.StatusFailed, st.Status)
+	end := last(w.journal())
+	assert.Equal(t, state.EventStopped, end.Type)
+	assert.Equal(t, state.StatusFailed, end.Status)
+	assert.Len(t, w.brama.Completions(), 1, "a permanent error is not retried")
+}
+
+// TestRunTransientBramaError: a 503 is journaled as a warning and the
+// being lives on.
+func TestRunTransientBramaError(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, `{}`)
+	w.brama.Enqueue(bramatest.ErrorReply(http.StatusServiceUnavailable, "overloaded"))
+	w.brama.SetHandler(textReplies(100, 10))
+	p := w.start("run")
+	events := w.waitJournal(waitLimit, "a cycle after the warning", func(events []state.Event) bool {
+		return count(events, state.EventWarning) > 0 && count(events, state.EventModelCompleted) >= 1
+	})
+	p.signal(os.Interrupt)
+	r := p.wait(waitLimit)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	assert.Equal(t, []string{"started", "cycle_started", "warning", "cycle_started"}, types(events)[:4])
+	assert.Equal(t, "brama: HTTP 503: overloaded", events[2].Message)
+	assert.Equal(t, uint64(1), events[2].Cycle)
+	assert.Equal(t, uint64(2), events[3].Cycle)
+	assert.Equal(t, state.StatusStopped, w.loadState().Status)
+}
+
+// TestRunResumeContinues: once, then run --resume, continues the cycle
+// counter and the same budget; the journal of both lives satisfies the
+// ledger invariant.
+func TestRunResumeContinues(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, `{}`)
+	w.brama.SetHandler(textReplies(1000, 100)) // 0.00021 per completion
+	require.Equal(t, 0, w.run("once").code)
+	first := w.loadState()
+	require.Equal(t, uint64(1), first.Cycle)
+	assert.Equal(t, "9.99979", first.Budget.Remaining.String())
+
+	r := w.run("run")
+	assert.Equal(t, 4, r.code)
+	assert.Equal(t, "singularity: state: state already exists at "+w.stateDir+"/state.json; use --resume or a new directory", r.errorLine())
+
+	p := w.start("run", "--resume")
+	w.waitJournal(waitLimit, "cycle 3", func(events []state.Event) bool {
+		return count(events, state.EventCycleStarted) >= 3
+	})
+	p.signal(os.Interrupt)
+	r = p.wait(waitLimit)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	st := w.loadState()
+	events := w.journal()
+	var cycles []uint64
+	for _, e := range events {
+		if e.Type == state.EventCycleStarted {
+			cycles = append(cycles, e.Cycle)
+		}
+	}
+	for i, c := range cycles {
+		assert.Equal(t, uint64(i+1), c, "cycle numbers continue across the resume")
+	}
+	assert.Equal(t, 2, count(events, state.EventStarted))
+	assert.Equal(t, uint64(len(cycles)), st.Cycle)
+	assert.Equal(t, "10", st.Budget.Starting.String())
+	debits := count(events, state.EventCostDebited)
+	// Every completion costs 0.00021; the budget is one budget.
+	assert.Equal(t, st.Budget.Starting.String(), st.Budget.Remaining.Add(st.Budget.APISpent).String())
+	assert.Equal(t, money.MustParse("0.00021").Mul(money.FromInt(int64(debits))).String(), st.Budget.APISpent.String(), "api_spent over both lives")
+	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	assert.Equal(t, first.StartedAt, st.StartedAt)
+}
+
+// TestBootRequiredSurfaceMissing: a required surface Las does not offer
+// fails boot permanently (exit 3).
+func TestBootRequiredSurfaceMissing(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, `{"surfaces":["echo","skarbiec"]}`)
+	w.env["SINGULARITY_REQUIRED_SURFACES"] = "finance"
+	r := w.run("once")
+	assert.Equal(t, 3, r.code, r.stderr)
+	assert.Equal(t, "singularity: mcp: required Las surface unavailable: finance", r.errorLine())
+	assert.Empty(t, r.stdout)
+	assert.Empty(t, w.brama.Requests(), "Brama is never called")
+}
+
+// dupLas is a minimal MCP server in POSIX sh (the example Las cannot be
+// configured to offer a colliding name): it lists a tool named like a
+// built-in.
+const dupLas = `while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"dup","version":"1"}}}\n' "$id" ;;
+    *'"method":"tools/list"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"finance__quote","description":"q","inputSchema":{"type":"object"}},{"name":"singularity_memory_remember","description":"shadow","inputSchema":{"type":"object"}}]}}\n' "$id" ;;
+    *'"method":"ping"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$id" ;;
+  esac
+done
+`
+
+// TestBootDuplicateTool: a Las tool colliding with a built-in fails
+// registration (exit 5).
+func TestBootDuplicateTool(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, `{}`)
+	script := filepath.Join(w.dir, "dup.sh")
+	require.NoError(t, os.WriteFile(script, []byte(dupLas), 0o600))
+	w.env["LAS_COMMAND"] = "/bin/sh"
+	w.env["LAS_MCP_ENTRYPOINT"] = script
+	w.env["SINGULARITY_REQUIRED_SURFACES"] = "finance"
+	r := w.run("once")
+	assert.Equal(t, 5, r.code, r.stderr)
+	assert.Equal(t, "singularity: tool: duplicate tool: singularity_memory_remember", r.errorLine())
+	assert.Empty(t, w.brama.Requests())
+}
