@@ -1,0 +1,117 @@
+package las
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/wisent/singularity/catalog"
+	"github.com/wisent/singularity/chat"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/supervision"
+)
+
+// ToolsCommandTimeout is the fixed MCP deadline of the `tools` command.
+const ToolsCommandTimeout = 120 * time.Second
+
+// host is the minimal parent of a Las actor outside a being: it spawns
+// Las under supervision.ForLas and remembers the first verdict its child
+// sends up — the tool list, or that Las is unavailable — for whoever
+// waits for it. Parent events are the reliable signal: an ask queued in
+// the mailbox of a Las actor that then stops is never answered.
+type host struct {
+	opts    Options
+	las     *actor.PID
+	done    bool
+	result  listed
+	waiters []*actor.PID
+}
+
+type (
+	awaitTools struct{}
+	listed     struct {
+		tools []chat.Tool
+		err   error
+	}
+)
+
+var _ actor.Actor = (*host)(nil)
+
+func (h *host) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		h.las, _ = ctx.SpawnNamed(Props(h.opts), supervision.LasChildName)
+	case messages.LasCatalogChanged:
+		h.settle(ctx, listed{tools: m.Tools})
+	case messages.LasUnavailable:
+		err := m.Err
+		if err == nil {
+			err = supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "Las unavailable: %s", m.Reason)
+		}
+		h.settle(ctx, listed{err: err})
+	case awaitTools:
+		if h.done {
+			ctx.Respond(h.result)
+			return
+		}
+		h.waiters = append(h.waiters, ctx.Sender())
+	}
+}
+
+func (h *host) settle(ctx actor.Context, r listed) {
+	if h.done {
+		return
+	}
+	h.done, h.result = true, r
+	for _, w := range h.waiters {
+		ctx.Send(w, r)
+	}
+	h.waiters = nil
+}
+
+// ListTools starts Las once (supervised as in a being, so a transient
+// failure is retried), waits for its tool list, stops it with the
+// shutdown ladder and returns the tools in Las order. The wait is bounded
+// by ctx and by the MCP deadline. Its errors are the classified sentences
+// of SPEC §9 (exit 3).
+func ListTools(ctx context.Context, opts Options) ([]chat.Tool, error) {
+	opts = opts.withDefaults()
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return opts.Logger }))
+	defer system.Shutdown()
+
+	props := actor.PropsFromProducer(func() actor.Actor { return &host{opts: opts} },
+		actor.WithSupervisor(supervision.ForLas(supervision.LasConfig{})))
+	hostPID, err := system.Root.SpawnNamed(props, "tools")
+	if err != nil {
+		return nil, supervision.Errorf(supervision.ClassRuntime, "start Las host: %w", err)
+	}
+	defer func() { _ = system.Root.StopFuture(hostPID).Wait() }()
+
+	wait := opts.CallTimeout * 2 // handshake and listing each have the MCP deadline
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
+		wait = time.Until(d)
+	}
+	res, err := system.Root.RequestFuture(hostPID, awaitTools{}, wait).Result()
+	if err != nil {
+		return nil, supervision.Upstream(supervision.ClassMCP, supervision.Indeterminate, "Las did not list its tools within the deadline")
+	}
+	r := res.(listed)
+	return r.tools, r.err
+}
+
+// BuildCatalog is the `tools` command: the catalogue the model would see
+// (Las tools, built-ins, and the Most tools when mostEnabled), with the
+// registration rules of SPEC §10 applied.
+func BuildCatalog(ctx context.Context, opts Options, mostEnabled bool) ([]chat.Tool, error) {
+	lasTools, err := ListTools(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	c, err := catalog.Standard(lasTools, mostEnabled)
+	if err != nil {
+		return nil, err
+	}
+	return c.Tools(), nil
+}
