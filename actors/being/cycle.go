@@ -213,6 +213,11 @@ func (b *Being) endCycle(ctx actor.Context, report messages.CycleReport, err err
 	}
 	b.sendParent(ctx, report)
 	if b.opts.Mode == Once {
+		// A stop asked while once's cycle was still running waited for
+		// the cycle to end: carry on with it now.
+		if b.stop != nil {
+			b.continueShutdown(ctx)
+		}
 		return
 	}
 	switch {

@@ -1,0 +1,264 @@
+package being_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/actors/brama"
+	"github.com/wisent/singularity/actors/family"
+	"github.com/wisent/singularity/actors/las"
+	"github.com/wisent/singularity/chat"
+	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/money"
+	"github.com/wisent/singularity/state"
+	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testbin"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+const (
+	testSecret = "being-test-hmac-secret"
+	// waitLimit bounds every wait on the family; nothing here should come
+	// near it.
+	waitLimit = 30 * time.Second
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func identity() state.Identity {
+	const hex64 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	return state.Identity{
+		AgentID: "agent-test", Name: "Ada", Ticker: "ADA", AgentType: "general", Specialty: "testing",
+		Role: "worker", Environment: "test", Host: "local", WorkloadID: "wl-1",
+		WorkloadPublicKey: hex64, ExecutableDigest: hex64, CodeDigest: hex64, PolicyDigest: hex64, PolicySequence: 1,
+	}
+}
+
+// options returns root-being options for a fresh state directory under
+// t's temp dir: built-in tools only, zero prices, no interval.
+func options(t testing.TB, mode being.Mode) being.Options {
+	t.Helper()
+	dir := t.TempDir()
+	return being.Options{
+		StateDir:        filepath.Join(dir, "state"),
+		Identity:        identity(),
+		Mode:            mode,
+		Model:           "test-model",
+		StartingBalance: money.MustParse("10"),
+		Workspace:       t.TempDir(),
+		MaxToolRounds:   8,
+		ContextMessages: 200,
+		ModelTimeout:    waitLimit,
+		MCPTimeout:      10 * time.Second,
+		ShutdownGrace:   2 * time.Second,
+		Logger:          quiet,
+	}
+}
+
+// withExampleLas gives the being the example Las (a real child process)
+// configured by cfg.
+func withExampleLas(t testing.TB, opts *being.Options, cfg string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "las.json")
+	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
+	opts.Las = &las.Options{
+		Command:       testbin.Build(t, "./cmd/examplelas"),
+		Entrypoint:    path,
+		CallTimeout:   opts.MCPTimeout,
+		ShutdownGrace: 2 * time.Second,
+		PingInterval:  -1,
+		Logger:        quiet,
+	}
+}
+
+// harness is a family (gateway + root being) living in-process against a
+// test Brama.
+type harness struct {
+	t      testing.TB
+	opts   being.Options
+	brama  *bramatest.Server
+	system *actor.ActorSystem
+	family *actor.PID
+	events chan any
+}
+
+// newBrama starts a test Brama sharing the harness's secret.
+func newBrama(t testing.TB) *bramatest.Server {
+	return bramatest.Start(t, bramatest.Config{Secret: []byte(testSecret)})
+}
+
+// start boots the root's state directory and spawns the family.
+func start(t testing.TB, srv *bramatest.Server, opts being.Options) *harness {
+	t.Helper()
+	fresh := func() (*state.Being, error) {
+		return being.NewState(opts.Identity, opts.StartingBalance, opts.Model, state.Now()), nil
+	}
+	_, _, _, err := state.Boot(opts.StateDir, false, opts.Identity, fresh)
+	require.NoError(t, err)
+	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: config.NewSecret([]byte(testSecret)), Timeout: waitLimit})
+	require.NoError(t, err)
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	events := make(chan any, 1024)
+	pid, err := system.Root.SpawnNamed(family.Props(family.Options{
+		Gateway: brama.GatewayConfig{Client: client, Temperature: 0.2, ShutdownGrace: time.Second, Logger: quiet},
+		Root:    opts,
+		Events:  events,
+		Logger:  quiet,
+	}), "family")
+	require.NoError(t, err)
+	h := &harness{t: t, opts: opts, brama: srv, system: system, family: pid, events: events}
+	t.Cleanup(system.Shutdown)
+	return h
+}
+
+// report waits for the root's next cycle report.
+func (h *harness) report() messages.CycleReport {
+	h.t.Helper()
+	for {
+		select {
+		case ev := <-h.events:
+			switch msg := ev.(type) {
+			case messages.CycleReport:
+				return msg
+			case messages.FamilyStopped:
+				h.t.Fatalf("family stopped before a cycle report: %v %v", msg.Status, msg.Err)
+			}
+		case <-time.After(waitLimit):
+			h.t.Fatal("no cycle report in time")
+		}
+	}
+}
+
+// reportFor waits for the report of cycle n, skipping earlier ones.
+func (h *harness) reportFor(n uint64) messages.CycleReport {
+	h.t.Helper()
+	for {
+		if r := h.report(); r.Cycle >= n {
+			return r
+		}
+	}
+}
+
+// shutdown asks the family to stop and waits for its last word.
+func (h *harness) shutdown() messages.FamilyStopped {
+	h.t.Helper()
+	h.system.Root.Send(h.family, messages.ShutdownFamily{})
+	return h.stopped()
+}
+
+// stopped waits for FamilyStopped.
+func (h *harness) stopped() messages.FamilyStopped {
+	h.t.Helper()
+	return h.stoppedWithin(waitLimit)
+}
+
+// stoppedWithin waits up to limit for FamilyStopped.
+func (h *harness) stoppedWithin(limit time.Duration) messages.FamilyStopped {
+	h.t.Helper()
+	deadline := time.After(limit)
+	for {
+		select {
+		case ev := <-h.events:
+			if msg, ok := ev.(messages.FamilyStopped); ok {
+				return msg
+			}
+		case <-deadline:
+			h.t.Fatal("the family did not stop in time")
+		}
+	}
+}
+
+// barrier returns once the family and then the root being have handled
+// every message sent to them before it: each answers a describe request
+// only after what is ahead of it in its mailbox, and the family forwards
+// to the root before answering.
+func (h *harness) barrier() {
+	h.t.Helper()
+	_, err := h.system.Root.RequestFuture(h.family, messages.DescribeRequest{}, waitLimit).Result()
+	require.NoError(h.t, err)
+	root := h.system.NewLocalPID("family/" + family.RootName)
+	_, err = h.system.Root.RequestFuture(root, messages.DescribeRequest{}, waitLimit).Result()
+	require.NoError(h.t, err)
+}
+
+func (h *harness) state() *state.Being {
+	h.t.Helper()
+	b, err := state.Load(h.opts.StateDir)
+	require.NoError(h.t, err)
+	return b
+}
+
+func (h *harness) journal() []state.Event {
+	h.t.Helper()
+	events, err := state.ReadJournal(filepath.Join(h.opts.StateDir, "activity.jsonl"))
+	require.NoError(h.t, err)
+	return events
+}
+
+// archive reads conversation.jsonl.
+func (h *harness) archive() []chat.Message {
+	h.t.Helper()
+	f, err := os.Open(filepath.Join(h.opts.StateDir, "conversation.jsonl"))
+	require.NoError(h.t, err)
+	defer f.Close()
+	var out []chat.Message
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var m chat.Message
+		require.NoError(h.t, json.Unmarshal(sc.Bytes(), &m))
+		out = append(out, m)
+	}
+	require.NoError(h.t, sc.Err())
+	return out
+}
+
+func (h *harness) fileText(name string) string {
+	h.t.Helper()
+	data, err := os.ReadFile(filepath.Join(h.opts.StateDir, name))
+	if os.IsNotExist(err) {
+		return ""
+	}
+	require.NoError(h.t, err)
+	return string(data)
+}
+
+func warnings(events []state.Event) []string {
+	var out []string
+	for _, e := range events {
+		if e.Type == state.EventWarning {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
+func eventTypes(events []state.Event) []string {
+	out := make([]string, len(events))
+	for i, e := range events {
+		out[i] = e.Type
+	}
+	return out
+}
+
+// lastMessage is the newest message of a recorded completion request.
+func lastMessage(r *bramatest.Request) chat.Message {
+	msgs := r.Completion.Messages
+	return msgs[len(msgs)-1]
+}
