@@ -21,8 +21,6 @@ const (
 	SystemMemories = 20
 )
 
-// framingPrefix starts every framing message and only framing messages.
-const framingPrefix = "Begin autonomous cycle "
 
 // Framing returns the exact framing message text of SPEC §6.2 for a cycle.
 // recentActions is in recorded order (oldest first, as state keeps it);
@@ -30,7 +28,7 @@ const framingPrefix = "Begin autonomous cycle "
 // tool:status joined by ", ".
 func Framing(cycle uint64, remaining, earned, net money.Amount, model string, recentActions []state.Action) string {
 	var b strings.Builder
-	b.WriteString(framingPrefix)
+	b.WriteString(state.FramingPrefix)
 	b.WriteString(strconv.FormatUint(cycle, 10))
 	b.WriteString(". Balance: ")
 	b.WriteString(remaining.String())
@@ -58,11 +56,9 @@ func FramingMessage(cycle uint64, remaining, earned, net money.Amount, model str
 	return chat.Message{Role: chat.RoleUser, Content: Framing(cycle, remaining, earned, net, model, recentActions)}
 }
 
-// IsFraming reports whether m is a framing message: the only place the
-// conversation window may be cut.
-func IsFraming(m chat.Message) bool {
-	return m.Role == chat.RoleUser && strings.HasPrefix(m.Content, framingPrefix)
-}
+// IsFraming reports whether m is a framing message; the conversation
+// window (state.Window) cuts only there.
+func IsFraming(m chat.Message) bool { return state.IsFraming(m) }
 
 // Stimulus returns the user message text that carries a configured
 // stimulus on cycle 1.
@@ -119,35 +115,4 @@ func Cognition(mind *state.Mind, window []chat.Message) []chat.Message {
 	msgs := make([]chat.Message, 0, len(window)+1)
 	msgs = append(msgs, System(mind))
 	return append(msgs, window...)
-}
-
-// Window cuts the conversation to at most n of its newest messages
-// (SPEC §6.4), cutting only just before a framing message so an assistant
-// message with tool calls always stays with its tool results. kept is the
-// suffix that stays; archived is the prefix that leaves (to be appended to
-// conversation.jsonl before the state is saved). Both share conversation's
-// backing array.
-//
-// When even the newest cycle alone holds more than n messages, the whole
-// newest cycle is kept (from its framing message on): the bound is
-// exceeded rather than a cycle split. A conversation with no framing
-// message at all is never cut.
-func Window(conversation []chat.Message, n int) (kept, archived []chat.Message) {
-	if len(conversation) <= n {
-		return conversation, nil
-	}
-	cut := -1
-	for i := len(conversation) - 1; i > 0; i-- {
-		if !IsFraming(conversation[i]) {
-			continue
-		}
-		if cut >= 0 && len(conversation)-i > n {
-			break
-		}
-		cut = i
-	}
-	if cut <= 0 {
-		return conversation, nil
-	}
-	return conversation[cut:], conversation[:cut]
 }

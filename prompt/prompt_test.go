@@ -159,49 +159,6 @@ func convo(script string) []chat.Message {
 	return out
 }
 
-func TestWindow(t *testing.T) {
-	tests := []struct {
-		name         string
-		script       string
-		n            int
-		wantArchived int
-	}{
-		{"fits", "FSATRFR", 7, 0},
-		{"fits loosely", "FR", 200, 0},
-		{"cut at the oldest framing that fits", "FSATRFATRFR", 6, 5},
-		{"cut exactly at bound", "FATRFATR", 4, 4},
-		{"never between tool call and results", "FATTTRFATR", 5, 6},
-		{"newest cycle alone too long is kept whole", "FRFATATATR", 3, 2},
-		{"several cycles archived", "FRFRFRFRFR", 4, 6},
-		{"no framing is never cut", "ATATR", 2, 0},
-		{"single framing at start is never cut", "FATATATR", 3, 0},
-		{"zero bound keeps newest cycle", "FRFATR", 0, 2},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			conv := convo(tc.script)
-			kept, archived := Window(conv, tc.n)
-			require.Len(t, archived, tc.wantArchived)
-			require.Equal(t, conv, append(append([]chat.Message{}, archived...), kept...))
-			if tc.wantArchived > 0 {
-				require.True(t, IsFraming(kept[0]), "kept must start at a framing message")
-			}
-			// No tool result is kept without the assistant message that
-			// asked for it.
-			if len(kept) > 0 {
-				require.NotEqual(t, "tool", kept[0].Role)
-			}
-		})
-	}
-}
-
-func BenchmarkWindow(b *testing.B) {
-	conv := convo(strings.Repeat("FATATR", 1000))
-	b.ReportAllocs()
-	for b.Loop() {
-		Window(conv, 200)
-	}
-}
 
 func BenchmarkCognition(b *testing.B) {
 	mind := state.Mind{SystemPrompt: InitialSystemPrompt("Ada", "research"), Rules: []string{"r1", "r2"}}

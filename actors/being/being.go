@@ -194,7 +194,33 @@ func (b *Being) load() error {
 		return err
 	}
 	b.store, b.st, b.journal, b.archive = store, st, journal, archive
-	return b.record(state.Started(at))
+	if err := b.record(state.Started(at)); err != nil {
+		return err
+	}
+	return b.reconcile()
+}
+
+// reconcile brings the saved budget up to date with the journal: a crash
+// between journaling a cost (or a credit) and the next save leaves the
+// journal one money event ahead (SPEC §7.4). A journal that cannot
+// explain the budget (a state from another runtime, an edited file) is
+// reported and the saved budget kept.
+func (b *Being) reconcile() error {
+	events, err := state.ReadJournal(b.store.Path(state.JournalFile))
+	if err != nil {
+		return supervision.Errorf(supervision.ClassState, "journal: %w", err)
+	}
+	budget, applied, err := ledger.Recover(b.st.Budget, events, b.opts.Pricing)
+	switch {
+	case err != nil:
+		b.warn("budget not reconciled with the journal: " + err.Error())
+		return nil
+	case applied == 0:
+		return nil
+	}
+	b.st.Budget = budget
+	b.warn(fmt.Sprintf("recovered %d money event(s) from the journal after a crash", applied))
+	return b.save()
 }
 
 // handleStopping closes the files when the actor stops or restarts

@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -96,8 +95,6 @@ func loadConfig(f config.Flags) (config.Runtime, error) {
 	return config.Load(f, os.LookupEnv)
 }
 
-var errNotYet = errors.New("not available yet")
-
 type runCmd struct {
 	config.Flags `embed:""`
 }
@@ -127,10 +124,11 @@ type doctorCmd struct {
 }
 
 func (d *doctorCmd) Run(e *env) error {
-	if _, err := loadConfig(d.Flags); err != nil {
+	rt, err := loadConfig(d.Flags)
+	if err != nil {
 		return err
 	}
-	return supervision.Errorf(supervision.ClassRuntime, "doctor: %w", errNotYet)
+	return runDoctor(e, rt)
 }
 
 type toolsCmd struct {
@@ -140,8 +138,5 @@ type toolsCmd struct {
 }
 
 func (t *toolsCmd) Run(e *env) error {
-	if _, err := config.LoadLas(t.Las); err != nil {
-		return err
-	}
-	return supervision.Errorf(supervision.ClassRuntime, "tools: %w", errNotYet)
+	return runTools(e, t)
 }

@@ -5,6 +5,7 @@ package cli_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -38,6 +39,7 @@ func newWorld(t *testing.T) world {
 	for _, name := range []string{"mcp.mjs", "manifest.json", "manifest.sig", "trust.json"} {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644))
 	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "las.json"), []byte("{}"), 0o644))
 	secret := filepath.Join(dir, "hmac.secret")
 	require.NoError(t, os.WriteFile(secret, []byte(secretValue+"\n"), 0o600))
 	return world{dir: dir, secret: secret}
@@ -177,4 +179,96 @@ func TestOnceHelpListsEveryVariable(t *testing.T) {
 	for _, def := range []string{`"MyAgent"`, `"10"`, `".singularity"`, `"http://127.0.0.1:8081"`, `"0.2"`, `"2048"`, `"skarbiec,finance"`} {
 		assert.Contains(t, strings.Join(strings.Fields(r.stdout), " "), def)
 	}
+}
+
+// lasFlags are the Las pins and command for `tools`, pointing at files in
+// w's directory.
+func (w world) lasFlags(command, entrypoint string) []string {
+	return []string{
+		"--las-command", command,
+		"--las-mcp-entrypoint", entrypoint,
+		"--las-release-manifest-file", filepath.Join(w.dir, "manifest.json"),
+		"--las-release-manifest-signature-file", filepath.Join(w.dir, "manifest.sig"),
+		"--las-release-trust-store-file", filepath.Join(w.dir, "trust.json"),
+		"--las-release-watermark-file", filepath.Join(w.dir, "watermark"),
+	}
+}
+
+var builtinTable = []string{
+	"singularity_memory_remember\tPersist a memory owned by this digital being",
+	"singularity_memory_recall\tRecall persistent memories containing a query",
+	"singularity_self_set_prompt\tReplace this being's persistent system prompt",
+	"singularity_self_add_rule\tAdd a persistent self-imposed rule",
+	"singularity_self_add_learning\tRecord a persistent learning that changes future decisions",
+	"singularity_self_switch_model\tSwitch future cognition calls to another available Brama model",
+	"singularity_spawn_child\tCreate and start a child digital being with separate state",
+	"singularity_file_read\tRead one UTF-8 file inside the configured workspace",
+	"singularity_file_write\tAtomically create or replace one UTF-8 file inside the configured workspace",
+}
+
+func TestToolsTableWithExampleLas(t *testing.T) {
+	w := newWorld(t)
+	las := testbin.Build(t, "./cmd/examplelas")
+	args := append([]string{"tools", "--format", "table", "--agent-id", "agent-1"}, w.lasFlags(las, filepath.Join(w.dir, "las.json"))...)
+	r := run(t, map[string]string{"PATH": os.Getenv("PATH")}, args...)
+	require.Equal(t, 0, r.code, r.stderr)
+	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
+	require.Greater(t, len(lines), len(builtinTable))
+	assert.Equal(t, builtinTable, lines[len(lines)-len(builtinTable):], "built-ins come after the Las tools, in spec order")
+	assert.Contains(t, lines, "finance__finance_sell_report\tSell units of an item in the simulated market and report the revenue earned")
+	assert.NotContains(t, r.stdout, "most_health", "tools never lists the Most tools")
+
+	r = run(t, map[string]string{"PATH": os.Getenv("PATH")}, append([]string{"tools", "--agent-id", "agent-1"}, w.lasFlags(las, filepath.Join(w.dir, "las.json"))...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	var defs []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &defs))
+	require.Len(t, defs, len(lines))
+	for _, d := range defs {
+		assert.Equal(t, "function", d.Type)
+		assert.True(t, strings.HasPrefix(strings.TrimSpace(string(d.Function.Parameters)), "{"), d.Function.Name)
+	}
+}
+
+func TestToolsSkarbiecNeedsAgentID(t *testing.T) {
+	w := newWorld(t)
+	las := testbin.Build(t, "./cmd/examplelas")
+	r := run(t, map[string]string{"PATH": os.Getenv("PATH")}, append([]string{"tools"}, w.lasFlags(las, filepath.Join(w.dir, "las.json"))...)...)
+	assert.Equal(t, 3, r.code)
+	assert.Equal(t, "singularity: mcp: Skarbiec requires an explicit immutable Las agent identity\n", lastLine(r.stderr))
+	r = run(t, map[string]string{"PATH": os.Getenv("PATH")}, append([]string{"tools", "--agent-id", "bad id"}, w.lasFlags(las, filepath.Join(w.dir, "las.json"))...)...)
+	assert.Equal(t, 3, r.code)
+	assert.Equal(t, "singularity: mcp: invalid immutable Las agent identity\n", lastLine(r.stderr))
+}
+
+func TestToolsWithServerEverything(t *testing.T) {
+	entry := filepath.Join(testbin.ModuleRoot(t), "test", "peers", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	if _, err := os.Stat(entry); err != nil {
+		t.Skipf("server-everything is not installed (run `make peers`): %v", err)
+	}
+	node, err := exec.LookPath("node")
+	require.NoError(t, err)
+	w := newWorld(t)
+	env := map[string]string{"PATH": os.Getenv("PATH"), "LAS_ONLY": ""}
+	r := run(t, env, append([]string{"tools", "--format", "table", "--agent-id", "agent-1"}, w.lasFlags(node, entry)...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
+	var names []string
+	for _, l := range lines {
+		names = append(names, strings.SplitN(l, "\t", 2)[0])
+	}
+	assert.Contains(t, names, "echo")
+	assert.Equal(t, builtinTable, lines[len(lines)-len(builtinTable):])
+}
+
+// lastLine is the last line of text, with its newline.
+func lastLine(text string) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	return lines[len(lines)-1] + "\n"
 }

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/wisent/singularity/actors/brama"
+	"github.com/wisent/singularity/actors/las"
+	"github.com/wisent/singularity/catalog"
+	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/supervision"
+)
+
+// doctorReport is what a successful `doctor` prints.
+type doctorReport struct {
+	OK         bool            `json:"ok"`
+	BramaModel string          `json:"brama_model"`
+	Most       json.RawMessage `json:"most"`
+	LasTools   int             `json:"las_tools"`
+}
+
+// runDoctor is the read-only preflight of SPEC §3: Brama health, the
+// configured model, Most health when configured, and Las spawned exactly
+// as `run` does with its required surfaces checked. It writes no state.
+func runDoctor(e *env, rt config.Runtime) error {
+	ctx, cancel := context.WithTimeout(e.ctx, rt.HTTPTimeout*2+rt.MCPTimeout*2)
+	defer cancel()
+	client, err := bramaClient(rt)
+	if err != nil {
+		return err
+	}
+	defer client.CloseIdleConnections()
+	if err := client.Health(ctx); err != nil {
+		return err
+	}
+	if !doctorSelector(rt.Brama.Model) {
+		ok, err := client.Available(ctx, rt.Brama.Model)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return supervision.Upstream(supervision.ClassBrama, supervision.Permanent, "configured model is not advertised: %s", rt.Brama.Model)
+		}
+	}
+	mostStatus := json.RawMessage("null")
+	if rt.Most.Enabled() {
+		report, err := mostClient(rt).CheckHealth(ctx)
+		if err != nil {
+			return err
+		}
+		if len(report.Status) > 0 {
+			mostStatus = report.Status
+		}
+	}
+	tools, err := las.ListTools(ctx, *lasOptions(rt, e.log))
+	if err != nil {
+		return err
+	}
+	out, err := json.Marshal(doctorReport{OK: true, BramaModel: rt.Brama.Model, Most: mostStatus, LasTools: len(tools)})
+	if err != nil {
+		return supervision.Errorf(supervision.ClassRuntime, "doctor report: %w", err)
+	}
+	fmt.Fprintln(e.stdout, string(out))
+	return nil
+}
+
+// doctorSelector reports whether doctor skips the model listing: the
+// selectors of SPEC §3 (any, any-vision-capable, task:…) and best, which
+// §8.5 also counts as a selector.
+func doctorSelector(model string) bool { return brama.IsSelector(model) }
+
+// runTools is `tools`: Las spawned as `run` would, with no required
+// surfaces and the fixed 120 s deadline, merged with the built-ins
+// (never the Most tools) and printed.
+func runTools(e *env, t *toolsCmd) error {
+	l, err := config.LoadLas(t.Las)
+	if err != nil {
+		return err
+	}
+	if t.AgentID != "" && !config.ValidIdentifier(t.AgentID) {
+		return supervision.New(supervision.ClassMCP, "invalid immutable Las agent identity")
+	}
+	rt := config.Runtime{Las: l, MCPTimeout: las.ToolsCommandTimeout}
+	rt.Identity.AgentID = t.AgentID
+	opts := lasOptions(rt, e.log)
+	opts.RequiredSurfaces = nil
+	ctx, cancel := context.WithTimeout(e.ctx, 2*las.ToolsCommandTimeout)
+	defer cancel()
+	tools, err := las.BuildCatalog(ctx, *opts, false)
+	if err != nil {
+		return err
+	}
+	if t.Format == "table" {
+		fmt.Fprint(e.stdout, catalog.FormatTable(tools))
+		return nil
+	}
+	out, err := catalog.FormatJSON(tools)
+	if err != nil {
+		return supervision.Errorf(supervision.ClassRuntime, "catalogue: %w", err)
+	}
+	fmt.Fprintln(e.stdout, string(out))
+	return nil
+}
