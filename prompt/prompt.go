@@ -21,7 +21,6 @@ const (
 	SystemMemories = 20
 )
 
-
 // Framing returns the exact framing message text of SPEC §6.2 for a cycle.
 // recentActions is in recorded order (oldest first, as state keeps it);
 // the text lists the newest FramingActions of them, newest first, as

@@ -159,7 +159,6 @@ func convo(script string) []chat.Message {
 	return out
 }
 
-
 func BenchmarkCognition(b *testing.B) {
 	mind := state.Mind{SystemPrompt: InitialSystemPrompt("Ada", "research"), Rules: []string{"r1", "r2"}}
 	for i := range 1000 {
