@@ -18,6 +18,10 @@ type stopping struct {
 	saved       bool  // status "stopping" is durable
 	lasStopping bool
 	graceTimer  *time.Timer
+	// abandon, when set, is why the cycle is to be abandoned at its next
+	// step: it was asked while the being waited on its ledger, whose
+	// answer carries money and is never dropped.
+	abandon string
 }
 
 // graceExpired is sent to self when the shutdown grace has passed.
@@ -65,6 +69,13 @@ func (b *Being) handleGraceExpired(ctx actor.Context, msg graceExpired) {
 // with an outcome so the conversation stays well formed.
 func (b *Being) abandonWork(ctx actor.Context, why string) {
 	waiting := b.cycle.waiting
+	if waiting == "ledger" {
+		// A debit of a completion already paid for, or the credit of a
+		// finished sale: let it land (the ledger answers at once), then
+		// stop at the next step (nextTool).
+		b.stop.abandon = why
+		return
+	}
 	b.epoch++
 	if waiting != "" {
 		b.warn("abandoned " + waiting + " call in flight: " + why)
@@ -87,7 +98,7 @@ func (b *Being) abandonWork(ctx actor.Context, why string) {
 // (indeterminate: its effect is unknown) and for each call not started.
 func (b *Being) closePendingCalls(waiting string) {
 	start := b.cycle.next
-	if waiting == "las" || waiting == "most" || waiting == "models" || waiting == "ledger" {
+	if waiting == "las" || waiting == "most" || waiting == "models" {
 		start = b.cycle.next - 1
 	}
 	for i := start; i >= 0 && i < len(b.cycle.calls); i++ {

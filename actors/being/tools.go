@@ -47,6 +47,10 @@ func (b *Being) rebuildCatalog() error {
 // nextTool runs the next tool call of the round, or starts the next
 // round when all have run (SPEC §6.1 step 3).
 func (b *Being) nextTool(ctx actor.Context) {
+	if b.stop != nil && b.stop.abandon != "" {
+		b.abandonWork(ctx, b.stop.abandon)
+		return
+	}
 	if b.cycle.next >= len(b.cycle.calls) {
 		b.startRound(ctx)
 		return
