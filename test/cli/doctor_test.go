@@ -1,0 +1,98 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testbin"
+)
+
+// doctorEnv is a valid environment whose Brama is srv and whose Las is
+// the example Las configured by lasConfig.
+func doctorEnv(t *testing.T, w world, srv *bramatest.Server, lasConfig string) map[string]string {
+	t.Helper()
+	entry := filepath.Join(w.dir, "doctor-las.json")
+	require.NoError(t, os.WriteFile(entry, []byte(lasConfig), 0o644))
+	env := w.env()
+	env["BRAMA_BASE_URL"] = srv.URL
+	env["LAS_COMMAND"] = testbin.Build(t, "./cmd/examplelas")
+	env["LAS_MCP_ENTRYPOINT"] = entry
+	env["SINGULARITY_MCP_TIMEOUT_SECS"] = "20"
+	return env
+}
+
+// stateUntouched asserts doctor wrote nothing in the state directory.
+func stateUntouched(t *testing.T, env map[string]string) {
+	t.Helper()
+	_, err := os.Stat(env["SINGULARITY_STATE_DIR"])
+	assert.True(t, os.IsNotExist(err), "doctor must write no state")
+}
+
+func TestDoctorSucceeds(t *testing.T) {
+	w := newWorld(t)
+	srv := bramatest.Start(t, bramatest.Config{Secret: []byte(secretValue), Models: []string{"model-a", "model-b"}})
+	cases := []struct{ model string }{{"any"}, {"task:reasoning"}, {"model-b"}}
+	for _, c := range cases {
+		t.Run(c.model, func(t *testing.T) {
+			env := doctorEnv(t, w, srv, "{}")
+			env["BRAMA_MODEL"] = c.model
+			r := run(t, env, "doctor")
+			require.Equal(t, 0, r.code, r.stderr)
+			var report map[string]any
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &report))
+			assert.Equal(t, true, report["ok"])
+			assert.Equal(t, c.model, report["brama_model"])
+			assert.Nil(t, report["most"])
+			assert.Equal(t, float64(15), report["las_tools"])
+			assert.NotContains(t, r.stdout+r.stderr, secretValue)
+			stateUntouched(t, env)
+		})
+	}
+}
+
+func TestDoctorRefusals(t *testing.T) {
+	w := newWorld(t)
+	healthy := bramatest.Start(t, bramatest.Config{Secret: []byte(secretValue), Models: []string{"model-a"}})
+	sick := bramatest.Start(t, bramatest.Config{Secret: []byte(secretValue), HealthStatus: "degraded"})
+	most := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"status":"ok","backends":"none","composition":{}}`))
+	}))
+	t.Cleanup(most.Close)
+	token := filepath.Join(w.dir, "most.token")
+	require.NoError(t, os.WriteFile(token, []byte("most-token"), 0o600))
+
+	cases := []struct {
+		name   string
+		srv    *bramatest.Server
+		las    string
+		set    map[string]string
+		code   int
+		stderr string
+	}{
+		{"brama unhealthy", sick, "{}", nil, 3, `singularity: brama: health status is "degraded", not "ok"`},
+		{"model not advertised", healthy, "{}", map[string]string{"BRAMA_MODEL": "model-z"}, 3, "singularity: brama: configured model is not advertised: model-z"},
+		{"required surface missing", healthy, `{"surfaces":["echo","skarbiec"]}`, nil, 3, "singularity: mcp: required Las surface unavailable: finance"},
+		{"most without backend", healthy, "{}", map[string]string{"MOST_BASE_URL": most.URL, "MOST_SERVICE_TOKEN_FILE": token}, 3, "singularity: most: no send-capable backend"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := doctorEnv(t, w, c.srv, c.las)
+			for k, v := range c.set {
+				env[k] = v
+			}
+			r := run(t, env, "doctor")
+			assert.Equal(t, c.code, r.code, r.stderr)
+			assert.Equal(t, c.stderr+"\n", lastLine(r.stderr))
+			assert.Empty(t, r.stdout)
+			stateUntouched(t, env)
+		})
+	}
+}
