@@ -2,6 +2,7 @@ package examplelas
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -89,10 +90,20 @@ func (s *server) addTools() {
 		s.addFinance()
 	}
 	if s.offers(SurfaceEcho) {
-		mcp.AddTool(s.mcp, &mcp.Tool{Name: "echo__echo", Description: "Echo a message back unchanged"},
-			func(_ context.Context, _ *mcp.CallToolRequest, a echoArgs) (*mcp.CallToolResult, echoResult, error) {
-				return nil, echoResult{Message: a.Message}, nil
-			})
+		// Echo is the hot path of the round-trip benchmark: a plain
+		// handler, without the typed layer's schema validation and
+		// structured output.
+		s.mcp.AddTool(&mcp.Tool{
+			Name:        "echo__echo",
+			Description: "Echo a message back unchanged",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"text to echo back"}},"required":["message"]}`),
+		}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a echoArgs
+			if err := json.Unmarshal(req.Params.Arguments, &a); err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "arguments must be an object with a message"}}}, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Message}}}, nil
+		})
 	}
 	if s.offers(SurfaceSkarbiec) {
 		mcp.AddTool(s.mcp, &mcp.Tool{Name: "skarbiec__status", Description: "Report the simulated treasury status for this agent"},

@@ -33,7 +33,9 @@ func (r LasCallResponse) String() string {
 
 // LasCatalogRequest asks for the Las tools. While Las is starting or
 // restarting the answer waits until the session is ready or has failed
-// for good; ask with a deadline.
+// for good; ask with a deadline. An ask still queued in the mailbox when
+// the Las actor stops for good is never answered (protoactor drops it):
+// the parent's reliable signals are LasCatalogChanged and LasUnavailable.
 type LasCatalogRequest struct{}
 
 // LasCatalogResponse lists the Las tools in Las order. Available is false
@@ -98,7 +100,9 @@ func (e LasSurfaceMissing) String() string {
 // its restart intensity was exceeded, or it failed permanently. Reason is
 // "restart intensity exceeded" or the failure's sentence; Err is the
 // classified failure that ended it. The being journals String() as a
-// warning and lives on with built-in tools only.
+// warning and lives on with built-in tools only. The actor sends it while
+// stopping, so the parent may see the Las child's *actor.Terminated
+// first.
 type LasUnavailable struct {
 	Reason string
 	Err    error

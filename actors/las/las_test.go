@@ -466,3 +466,63 @@ func BenchmarkCallRoundTrip(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 }
+
+// BenchmarkPingRoundTrip is the client's overhead floor: the cheapest
+// request the SDK server answers, through the actor.
+func BenchmarkPingRoundTrip(b *testing.B) {
+	h := start(b, examplelas.Config{}, nil)
+	h.catalog()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := h.system.Root.RequestFuture(h.las, messages.LasPingRequest{}, 10*time.Second).Result()
+		if err != nil || !res.(messages.LasPingResponse).OK {
+			b.Fatalf("ping: %v %v", res, err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pings/s")
+}
+
+func TestPeriodicPingDetectsAHang(t *testing.T) {
+	h := start(t, examplelas.Config{}, func(o *Options) {
+		o.PingInterval = 100 * time.Millisecond
+		o.PingTimeout = 200 * time.Millisecond
+	})
+	next[messages.LasCatalogChanged](h, 10*time.Second)
+	// The call's own deadline is far away: only the liveness ping can
+	// notice that the server went silent.
+	res := h.call("chaos__freeze", `{"key":"p1"}`, 30*time.Second)
+	assert.Equal(t, outcome.Indeterminate, res.Status)
+	assert.Contains(t, content(t, res)["message"], "Las failed during the call: mcp: Las stopped answering")
+	next[messages.LasRestarted](h, 10*time.Second)
+	next[messages.LasCatalogChanged](h, 10*time.Second)
+	assert.Equal(t, outcome.Success, h.call("echo__echo", `{"message":"alive"}`, 5*time.Second).Status)
+}
+
+func TestSurfaceMissingAfterRestartIsRetried(t *testing.T) {
+	cfg := examplelas.Config{}
+	opts := baseOptions(t, &cfg)
+	h := startWith(t, opts, supervision.LasConfig{Backoff: supervision.Backoff{Initial: 100 * time.Millisecond, Jitter: -1}}, cfg.DeliveriesFile)
+	next[messages.LasCatalogChanged](h, 10*time.Second)
+
+	good, err := os.ReadFile(opts.Entrypoint)
+	require.NoError(t, err)
+	bad, err := json.Marshal(examplelas.Config{DeliveriesFile: cfg.DeliveriesFile, Surfaces: []string{"echo", "skarbiec"}})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(opts.Entrypoint, bad, 0o600))
+	require.NoError(t, syscall.Kill(h.describe().Figures["process_id"].(int), syscall.SIGKILL))
+
+	missing := next[messages.LasSurfaceMissing](h, 10*time.Second)
+	assert.Equal(t, "finance", missing.Surface)
+	assert.Equal(t, "required Las surface unavailable: finance", missing.String())
+	require.NoError(t, os.WriteFile(opts.Entrypoint, good, 0o600))
+
+	// Kept trying under the backoff, and came back with finance.
+	changed := next[messages.LasCatalogChanged](h, 10*time.Second)
+	var names []string
+	for _, tl := range changed.Tools {
+		names = append(names, tl.Function.Name)
+	}
+	assert.Contains(t, names, "finance__finance_sell_report")
+	assert.Equal(t, outcome.Success, h.call("finance__finance_quote", `{"item":"tea"}`, 5*time.Second).Status)
+	assert.GreaterOrEqual(t, h.describe().Figures["restarts"], 2)
+}

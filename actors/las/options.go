@@ -6,12 +6,31 @@
 // (supervision.ForLas) restarts it with backoff.
 //
 // I/O never blocks the mailbox: a reader goroutine posts each stdout line
-// to the actor, a writer goroutine drains a bounded queue of frames to
-// stdin, a waiter goroutine reports the process's exit, and every
-// deadline is a timer that posts a message to the actor. The only waits
-// inside a handler are the shutdown ladder (in the stopping handler, as
-// the design card asks) and the bounded kill of a process that already
-// failed.
+// to the actor, a writer goroutine drains a bounded queue (256 frames) to
+// stdin — a Las that stops reading fills it and fails the session instead
+// of blocking the actor — a waiter goroutine reports the process's exit,
+// and every deadline is a timer that posts a message to the actor. The
+// only waits inside a handler are the shutdown ladder (in the stopping
+// handler, as the design card asks) and the bounded SIGKILL-and-reap of a
+// process that has already failed.
+//
+// Decisions where the spec leaves a choice:
+//   - Calls made while Las is (re)starting wait for the new session if it
+//     is ready within the call's deadline; otherwise they come back
+//     indeterminate ("Las is restarting") without ever being sent. A call
+//     whose deadline has passed when it is dequeued is never sent.
+//   - A call's deadline passing sends notifications/cancelled, answers
+//     indeterminate, and triggers an immediate liveness ping: a hung
+//     server is restarted at once, a merely slow tool is not.
+//   - A failed process is SIGKILLed at once (its process group), with no
+//     grace: the grace ladder is for clean stops.
+//   - A required surface missing after list_changed is only a warning
+//     (LasSurfaceMissing); after a restart it is also a transient failure,
+//     retried under the backoff; at boot it is permanent.
+//   - The parent hears LasRestarted when a restarted incarnation starts,
+//     LasCatalogChanged after every complete listing (boot included), and
+//     LasUnavailable when the actor stops after a failure (permanent, or
+//     the supervisor's intensity exceeded).
 package las
 
 import (
