@@ -1,6 +1,7 @@
 package las
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,6 +88,30 @@ type harness struct {
 	deliveries string
 	stopped    bool
 	restarts   int // LasRestarted events seen by gone
+}
+
+// captured is a slog handler that keeps every message, for assertions on
+// what reaches the log.
+type captured struct {
+	mu       *sync.Mutex
+	messages *[]string
+}
+
+func newCaptured() captured { return captured{mu: &sync.Mutex{}, messages: &[]string{}} }
+
+func (c captured) Enabled(context.Context, slog.Level) bool { return true }
+func (c captured) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	*c.messages = append(*c.messages, r.Message)
+	return nil
+}
+func (c captured) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c captured) WithGroup(string) slog.Handler      { return c }
+func (c captured) all() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), *c.messages...)
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -2,6 +2,7 @@ package las
 
 import (
 	"encoding/json"
+	"log/slog"
 	"os"
 	"sort"
 	"strconv"
@@ -323,6 +324,8 @@ func TestCallPastDeadlineIsNotSent(t *testing.T) {
 func TestCrashLoopExceedsIntensity(t *testing.T) {
 	cfg := examplelas.Config{ExitOnStart: true}
 	opts := baseOptions(t, &cfg)
+	logs := newCaptured()
+	opts.Logger = slog.New(logs)
 	h := startWith(t, opts, supervision.LasConfig{Intensity: supervision.Intensity{MaxRestarts: 3, Within: time.Minute}}, cfg.DeliveriesFile)
 
 	cat := h.catalog() // waits through the restarts, then learns Las is gone
@@ -344,6 +347,13 @@ func TestCrashLoopExceedsIntensity(t *testing.T) {
 	}
 	assert.Equal(t, 3, restarts)
 	assert.Equal(t, 3, h.restarts, "each restart was announced to the parent")
+	stderr := 0
+	for _, m := range logs.all() {
+		if m == "Ada: las: examplelas: exiting at start as configured" {
+			stderr++
+		}
+	}
+	assert.Equal(t, 4, stderr, "Las's stderr reaches the log, line by line, prefixed with the being's name")
 }
 
 func TestPermanentFailuresAreNotRetried(t *testing.T) {

@@ -20,7 +20,8 @@ import (
 const writeQueue = 256
 
 // exitAfterStdout bounds how long the waiter holds back the exit report
-// so that lines Las wrote just before exiting reach the actor first.
+// so that lines Las wrote just before exiting (stdout and stderr) are
+// handled first.
 const exitAfterStdout = time.Second
 
 // killWait bounds the wait for a SIGKILLed process to be reaped.
@@ -97,11 +98,11 @@ func spawn(o Options, env []string, gen uint64, post func(any)) (*process, error
 	closeAll(stdinR, stdoutW, stderrW)
 
 	p := &process{cmd: cmd, pid: cmd.Process.Pid, gen: gen, writes: make(chan []byte, writeQueue), done: make(chan struct{})}
-	readerDone := make(chan struct{})
+	readerDone, stderrDone := make(chan struct{}), make(chan struct{})
 	go p.readStdout(stdoutR, o.MaxLineBytes, post, readerDone)
-	go p.logStderr(stderrR, o.Logger, o.BeingName)
+	go p.logStderr(stderrR, o.Logger, o.BeingName, stderrDone)
 	go p.writeStdin(stdinW, post)
-	go p.wait(post, readerDone)
+	go p.wait(post, readerDone, stderrDone)
 	return p, nil
 }
 
@@ -130,7 +131,8 @@ func (p *process) readStdout(r *os.File, max int, post func(any), done chan<- st
 	}
 }
 
-func (p *process) logStderr(r *os.File, log *slog.Logger, being string) {
+func (p *process) logStderr(r *os.File, log *slog.Logger, being string, done chan<- struct{}) {
+	defer close(done)
 	defer r.Close()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
@@ -155,13 +157,22 @@ func (p *process) writeStdin(w *os.File, post func(any)) {
 	}
 }
 
-func (p *process) wait(post func(any), readerDone <-chan struct{}) {
+// wait reaps the process and reports its exit after its last stdout
+// lines and stderr lines are through (or a bound passed: a grandchild
+// may hold the pipes open), so the actor sees a crash after what Las said
+// before it.
+func (p *process) wait(post func(any), readerDone, stderrDone <-chan struct{}) {
 	err := p.cmd.Wait()
 	close(p.done)
-	select {
-	case <-readerDone:
-	case <-time.After(exitAfterStdout):
-		// A grandchild still holds stdout open; report anyway.
+	bound := time.NewTimer(exitAfterStdout)
+	defer bound.Stop()
+	for _, ch := range []<-chan struct{}{readerDone, stderrDone} {
+		select {
+		case <-ch:
+		case <-bound.C:
+			post(processExited{gen: p.gen, err: err})
+			return
+		}
 	}
 	post(processExited{gen: p.gen, err: err})
 }
