@@ -38,9 +38,10 @@ type Being struct {
 	// lasTools is the Las part of the catalogue; lasDown is set once the
 	// Las actor stopped for good (intensity exceeded or a permanent
 	// failure), after which only built-in tools are offered.
-	lasTools []chat.Tool
-	lasDown  bool
-	catalog  *catalogView
+	lasTools  []chat.Tool
+	lasDown   bool
+	lasWarned bool
+	catalog   *catalogView
 
 	children []*childRef
 

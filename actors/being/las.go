@@ -90,12 +90,33 @@ func (b *Being) handleLasEvent(ctx actor.Context, msg any) {
 		b.warn(e.String())
 	case messages.LasUnavailable:
 		if b.stop != nil {
+			return // a Las stopped by our own shutdown
+		}
+		if !b.ready {
+			// Las gave up before the boot catalogue was known: the ask
+			// for it will never be answered, so boot fails now.
+			b.epoch++
+			err := e.Err
+			if err == nil {
+				err = supervision.New(supervision.ClassMCP, e.String())
+			}
+			b.failStart(ctx, err)
 			return
 		}
-		b.lasDown = true
-		b.warn(e.String())
-		if err := b.rebuildCatalog(); err != nil {
-			b.log.Error("catalogue without Las", "err", err)
-		}
+		b.lasGone(e.String())
+	}
+}
+
+// lasGone switches the being to built-in tools only and journals why,
+// once (SPEC §9.6).
+func (b *Being) lasGone(reason string) {
+	if b.lasWarned {
+		return
+	}
+	b.lasWarned = true
+	b.lasDown = true
+	b.warn(reason)
+	if err := b.rebuildCatalog(); err != nil {
+		b.log.Error("catalogue without Las", "err", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/outcome"
 	"github.com/wisent/singularity/state"
+	"github.com/wisent/singularity/supervision"
 )
 
 // stopping is a shutdown in progress (SPEC §6.6).
@@ -227,13 +228,11 @@ func (b *Being) childID() string { return baseName(b.opts.StateDir) }
 func (b *Being) handleTerminated(ctx actor.Context, msg *actor.Terminated) {
 	who := msg.Who
 	if b.las != nil && who.Equal(b.las) {
+		// Its LasUnavailable (sent while it stopped) journals the reason;
+		// the termination itself can overtake it.
 		b.las = nil
-		if b.stop == nil && !b.lasDown {
-			b.lasDown = true
-			b.warn("Las unavailable: restart intensity exceeded")
-			if err := b.rebuildCatalog(); err != nil {
-				b.log.Error("catalogue without Las", "err", err)
-			}
+		if b.stop == nil && b.ready {
+			b.lasGone("Las unavailable: " + supervision.ReasonIntensityExceeded)
 		}
 		b.continueShutdown(ctx)
 		return
