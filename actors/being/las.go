@@ -107,15 +107,17 @@ func (b *Being) handleLasEvent(ctx actor.Context, msg any) {
 	}
 }
 
-// lasGone switches the being to built-in tools only and journals why,
-// once (SPEC §9.6).
+// lasGone switches the being to built-in tools only (SPEC §9.6) and,
+// given a reason, journals it once.
 func (b *Being) lasGone(reason string) {
-	if b.lasWarned {
+	if reason != "" && !b.lasWarned {
+		b.lasWarned = true
+		b.warn(reason)
+	}
+	if b.lasDown {
 		return
 	}
-	b.lasWarned = true
 	b.lasDown = true
-	b.warn(reason)
 	if err := b.rebuildCatalog(); err != nil {
 		b.log.Error("catalogue without Las", "err", err)
 	}

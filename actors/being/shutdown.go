@@ -9,7 +9,6 @@ import (
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/outcome"
 	"github.com/wisent/singularity/state"
-	"github.com/wisent/singularity/supervision"
 )
 
 // stopping is a shutdown in progress (SPEC §6.6).
@@ -228,11 +227,11 @@ func (b *Being) childID() string { return baseName(b.opts.StateDir) }
 func (b *Being) handleTerminated(ctx actor.Context, msg *actor.Terminated) {
 	who := msg.Who
 	if b.las != nil && who.Equal(b.las) {
-		// Its LasUnavailable (sent while it stopped) journals the reason;
-		// the termination itself can overtake it.
+		// Its LasUnavailable, sent while it stopped, journals the reason;
+		// the termination (a system message) usually overtakes it.
 		b.las = nil
 		if b.stop == nil && b.ready {
-			b.lasGone("Las unavailable: " + supervision.ReasonIntensityExceeded)
+			b.lasGone("")
 		}
 		b.continueShutdown(ctx)
 		return
