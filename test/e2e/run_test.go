@@ -4,12 +4,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/chat"
 	"github.com/wisent/singularity/money"
 	"github.com/wisent/singularity/state"
 	"github.com/wisent/singularity/test/bramatest"
@@ -23,15 +26,25 @@ func cyclesStarted(n int) func([]state.Event) bool {
 
 func last(events []state.Event) state.Event { return events[len(events)-1] }
 
-// TestRunStopsOnSIGINT: run lives cycle after cycle until Ctrl-C, then
-// stops gracefully: status stopped, journal ends with stopped, exit 0.
-func TestRunStopsOnSIGINT(t *testing.T) {
+// TestRunStopsOnSignal: run lives cycle after cycle until Ctrl-C (or
+// SIGTERM), then stops gracefully: status stopped, journal ends with
+// stopped, exit 0.
+func TestRunStopsOnSignal(t *testing.T) {
 	t.Parallel()
+	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			testRunStopsOn(t, sig)
+		})
+	}
+}
+
+func testRunStopsOn(t *testing.T, sig os.Signal) {
 	w := newWorld(t, `{}`)
 	w.brama.SetHandler(textReplies(100, 10))
 	p := w.start("run")
 	w.waitJournal(waitLimit, "three cycles", cyclesStarted(3))
-	p.signal(os.Interrupt)
+	p.signal(sig)
 	r := p.wait(waitLimit)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Empty(t, r.stdout)
@@ -73,23 +86,72 @@ func TestRunExhausted(t *testing.T) {
 	require.NoError(t, state.CheckInvariant(st.Budget, events))
 }
 
-// TestRunPermanentBramaError: HTTP 400 ends the root being and the run:
-// exit 3, status failed, the spec sentence on stderr.
+// TestRunPermanentBramaError: a permanent Brama error (HTTP 4xx, a
+// contradictory completion) ends the root being and the run: exit 3,
+// status failed, the spec sentence on stderr.
 func TestRunPermanentBramaError(t *testing.T) {
 	t.Parallel()
+	stopWithCalls := bramatest.Completion(bramatest.ReplyMessage{
+		Content:   bramatest.Text("x"),
+		ToolCalls: []chat.ToolCall{bramatest.Call("c", "echo__echo", `{}`)},
+	}, "stop", bramatest.Usage(1, 1))
+	cases := []struct {
+		name  string
+		reply bramatest.Reply
+		line  string
+	}{
+		{"http 400", bramatest.ErrorReply(http.StatusBadRequest, "model does not exist"), "singularity: brama: HTTP 400: model does not exist"},
+		{"stop with calls", bramatest.JSONReply(stopWithCalls), "singularity: brama: stop finish reason with tool calls"},
+		{"no choice", bramatest.RawReply(`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`), "singularity: brama: response must contain exactly one choice"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := newWorld(t, `{}`)
+			w.brama.SetHandler(func(*bramatest.Request) bramatest.Reply { return tc.reply })
+			r := w.start("run").wait(waitLimit)
+			assert.Equal(t, 3, r.code, r.stderr)
+			assert.Equal(t, tc.line, r.errorLine())
+			st := w.loadState()
+			assert.Equal(t, state.StatusFailed, st.Status)
+			end := last(w.journal())
+			assert.Equal(t, state.EventStopped, end.Type)
+			assert.Equal(t, state.StatusFailed, end.Status)
+			assert.Len(t, w.brama.Completions(), 1, "a permanent error is not retried")
+		})
+	}
+}
+
+// TestRunSecondSignalSkipsWaiting: Ctrl-C while a model call hangs waits
+// the shutdown grace; a second Ctrl-C abandons the call at once (with a
+// journaled warning) and still saves.
+func TestRunSecondSignalSkipsWaiting(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, `{}`)
+	w.env["SINGULARITY_SHUTDOWN_GRACE_SECS"] = "120"
+	arrived := make(chan struct{})
+	var once sync.Once
 	w.brama.SetHandler(func(*bramatest.Request) bramatest.Reply {
-		return bramatest.ErrorReply(http.StatusBadRequest, "model does not exist")
+		once.Do(func() { close(arrived) })
+		return bramatest.Reply{Stall: true}
 	})
-	r := w.start("run").wait(waitLimit)
-	assert.Equal(t, 3, r.code, r.stderr)
-	assert.Equal(t, "singularity: brama: HTTP 400: model does not exist", r.errorLine())
+	p := w.start("run")
+	select {
+	case <-arrived:
+	case <-time.After(waitLimit):
+		t.Fatal("the being never called Brama")
+	}
+	p.signal(os.Interrupt)
+	p.stderr.waitFor(t, "signal received", waitLimit)
+	p.signal(os.Interrupt)
+	r := p.wait(30 * time.Second) // far below the 120 s grace
+	require.Equal(t, 0, r.code, r.stderr)
+
 	st := w.loadState()
-	assert.Equal(t, state.StatusFailed, st.Status)
-	end := last(w.journal())
-	assert.Equal(t, state.EventStopped, end.Type)
-	assert.Equal(t, state.StatusFailed, end.Status)
-	assert.Len(t, w.brama.Completions(), 1, "a permanent error is not retried")
+	assert.Equal(t, state.StatusStopped, st.Status)
+	events := w.journal()
+	assert.Equal(t, []string{"started", "cycle_started", "warning", "stopped"}, types(events))
+	assert.Equal(t, "abandoned model call in flight: shutdown without waiting", events[2].Message)
 }
 
 // TestRunTransientBramaError: a 503 is journaled as a warning and the

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -161,14 +162,57 @@ func (w *world) run(args ...string) result {
 type process struct {
 	t              *testing.T
 	cmd            *exec.Cmd
-	stdout, stderr *bytes.Buffer
+	stdout, stderr *syncBuffer
 	done           chan error
+}
+
+// syncBuffer is an output stream the test may read while the process
+// writes it.
+type syncBuffer struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{} // closed and replaced on every write
+}
+
+func newSyncBuffer() *syncBuffer { return &syncBuffer{changed: make(chan struct{})} }
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// waitFor blocks until the stream contains text, failing after limit.
+func (s *syncBuffer) waitFor(t *testing.T, text string, limit time.Duration) {
+	t.Helper()
+	deadline := time.After(limit)
+	for {
+		s.mu.Lock()
+		found, changed := strings.Contains(s.buf.String(), text), s.changed
+		s.mu.Unlock()
+		if found {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("never saw %q within %v in:\n%s", text, limit, s.String())
+		}
+	}
 }
 
 func (w *world) start(args ...string) *process {
 	w.t.Helper()
 	cmd := w.command(args...)
-	p := &process{t: w.t, cmd: cmd, stdout: new(bytes.Buffer), stderr: new(bytes.Buffer), done: make(chan error, 1)}
+	p := &process{t: w.t, cmd: cmd, stdout: newSyncBuffer(), stderr: newSyncBuffer(), done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	require.NoError(w.t, cmd.Start())
 	go func() { p.done <- cmd.Wait() }()
