@@ -15,6 +15,7 @@ import (
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/chat"
 	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/money"
 	"github.com/wisent/singularity/outcome"
 	"github.com/wisent/singularity/state"
 	"github.com/wisent/singularity/test/bramatest"
@@ -273,4 +274,86 @@ func TestOnceStopDuringModelCall(t *testing.T) {
 	assert.Equal(t, state.StatusStopped, stopped.Status)
 	events := h.journal()
 	assert.Equal(t, []string{"started", "cycle_started", "model_completed", "cost_debited", "stopped"}, eventTypes(events))
+}
+
+// TestShutdownGraceAbandonsLasCall: the grace expiring while a Las call
+// hangs abandons it: the call is closed as indeterminate (its effect is
+// unknown and it is never replayed), the calls after it as not run, and
+// the conversation stays well formed.
+func TestShutdownGraceAbandonsLasCall(t *testing.T) {
+	t.Parallel()
+	srv := newBrama(t)
+	calls := []chat.ToolCall{
+		bramatest.Call("slow", "chaos__slow", `{"key":"s","ms":60000}`),
+		bramatest.Call("echo", "echo__echo", `{"message":"hi"}`),
+	}
+	arrived := make(chan struct{})
+	var once sync.Once
+	srv.SetHandler(func(*bramatest.Request) bramatest.Reply {
+		first := false
+		once.Do(func() { first = true; close(arrived) })
+		if !first {
+			return bramatest.TextReply("unexpected", bramatest.Usage(1, 1))
+		}
+		return bramatest.ToolCallsReply(bramatest.Usage(10, 5), calls...)
+	})
+	deliveries := filepath.Join(t.TempDir(), "deliveries")
+	opts := options(t, being.Run)
+	opts.ShutdownGrace = time.Second
+	withExampleLas(t, &opts, fmt.Sprintf(`{"deliveries_file":%q}`, deliveries))
+	h := start(t, srv, opts)
+	// Stop while the round is under way: the model call finishes within
+	// the grace, the round goes on to its tools, and the grace expires
+	// while chaos__slow hangs.
+	select {
+	case <-arrived:
+	case <-time.After(waitLimit):
+		t.Fatal("the being never called Brama")
+	}
+	stopped := h.shutdown()
+	assert.Equal(t, state.StatusStopped, stopped.Status)
+
+	events := h.journal()
+	assert.Equal(t, []string{"abandoned las call in flight: shutdown grace expired"}, warnings(events))
+	assert.Equal(t, []string{"started", "cycle_started", "model_completed", "cost_debited", "warning", "stopped"}, eventTypes(events))
+	st := h.state()
+	require.Len(t, st.Conversation, 4)
+	assertCallsAnswered(t, st.Conversation)
+	assert.Equal(t, outcome.Unknown("shutdown", "the being shut down while this call was in flight").Envelope(), st.Conversation[2].Content)
+	assert.Equal(t, outcome.Failure("not_run", "the being shut down before this call ran").Envelope(), st.Conversation[3].Content)
+	delivered, err := os.ReadFile(deliveries)
+	require.NoError(t, err)
+	assert.Contains(t, string(delivered), "call chaos__slow s\n", "the call had reached Las")
+	assert.Len(t, srv.Completions(), 1)
+}
+
+// TestOnceExhaustedMidCycle: a round's cost leaves the being insolvent,
+// so the next round does not start: the report says budget_exhausted and
+// the being ends exhausted.
+func TestOnceExhaustedMidCycle(t *testing.T) {
+	t.Parallel()
+	srv := newBrama(t)
+	srv.Enqueue(bramatest.ToolCallsReply(bramatest.Usage(2000, 0),
+		bramatest.Call("m", "singularity_memory_remember", `{"kind":"k","text":"t"}`)))
+	opts := options(t, being.Once)
+	opts.StartingBalance = money.MustParse("0.001")
+	opts.Pricing.InputPerMillion = money.MustParse("1") // 0.002 for the round
+	h := start(t, srv, opts)
+	r := h.report()
+	require.NoError(t, r.Err)
+	assert.Equal(t, being.ReportBudgetExhausted, r.Status)
+	assert.Nil(t, r.FinalContent)
+	assert.Equal(t, []string{"singularity_memory_remember"}, r.Actions)
+	assert.Equal(t, "-0.001", r.Balance.String())
+	assert.Equal(t, "-0.002", r.NetProfit.String())
+	assert.Equal(t, state.StatusExhausted, h.shutdown().Status)
+
+	st := h.state()
+	assert.Equal(t, state.StatusExhausted, st.Status)
+	assert.Equal(t, "-0.001", st.Budget.Remaining.String())
+	assert.Len(t, srv.Completions(), 1)
+	events := h.journal()
+	assert.Equal(t, []string{"started", "cycle_started", "model_completed", "cost_debited", "tool_finished", "stopped"}, eventTypes(events))
+	assert.Equal(t, state.StatusExhausted, events[len(events)-1].Status)
+	require.NoError(t, state.CheckInvariant(st.Budget, events))
 }
