@@ -19,6 +19,7 @@ import (
 	"github.com/wisent/singularity/builtin"
 	"github.com/wisent/singularity/chat"
 	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/outcome"
 	"github.com/wisent/singularity/state"
 	"github.com/wisent/singularity/supervision"
 )
@@ -198,7 +199,38 @@ func (b *Being) load() error {
 	if err := b.record(state.Started(at)); err != nil {
 		return err
 	}
+	b.closeInterruptedCalls()
 	return b.reconcile()
+}
+
+// closeInterruptedCalls answers the tool calls of a round that a crash
+// cut short: their effect is unknown and they are never replayed (SPEC
+// §9.4), and without an answer every later request would carry tool
+// calls with no results, which OpenAI-compatible servers refuse.
+func (b *Being) closeInterruptedCalls() {
+	conv := b.st.Conversation
+	last := len(conv) - 1
+	for last >= 0 && conv[last].Role == chat.RoleTool {
+		last--
+	}
+	if last < 0 || conv[last].Role != chat.RoleAssistant || len(conv[last].ToolCalls) == 0 {
+		return
+	}
+	answered := map[string]bool{}
+	for _, m := range conv[last+1:] {
+		answered[m.ToolCallID] = true
+	}
+	o := outcome.Unknown("interrupted", "the being stopped before this call finished")
+	var closed []chat.Message
+	for _, call := range conv[last].ToolCalls {
+		if !answered[call.ID] {
+			closed = append(closed, chat.Message{Role: chat.RoleTool, ToolCallID: call.ID, Name: call.Function.Name, Content: o.Envelope()})
+		}
+	}
+	if len(closed) > 0 {
+		b.appendMessages(closed...)
+		b.warn(fmt.Sprintf("closed %d tool call(s) interrupted by the previous stop", len(closed)))
+	}
 }
 
 // reconcile brings the saved budget up to date with the journal: a crash

@@ -357,3 +357,46 @@ func TestOnceExhaustedMidCycle(t *testing.T) {
 	assert.Equal(t, state.StatusExhausted, events[len(events)-1].Status)
 	require.NoError(t, state.CheckInvariant(st.Budget, events))
 }
+
+// TestResumeAfterCrashMidRound: a crash after a round's cost was made
+// durable but before all its tools ran leaves tool calls without
+// results. The next life must close them (indeterminate: their effect is
+// unknown, they are never replayed) before a new framing message, or
+// every later request would carry an assistant message whose tool calls
+// are unanswered, which OpenAI-compatible servers refuse.
+func TestResumeAfterCrashMidRound(t *testing.T) {
+	t.Parallel()
+	srv := newBrama(t)
+	srv.SetHandler(func(*bramatest.Request) bramatest.Reply {
+		return bramatest.TextReply("resumed", bramatest.Usage(1, 1))
+	})
+	opts := options(t, being.Once)
+	st := being.NewState(opts.Identity, opts.StartingBalance, opts.Model, state.Now())
+	st.Cycle = 1
+	st.Status = state.StatusRunning
+	calls := []chat.ToolCall{
+		bramatest.Call("done", "singularity_memory_recall", `{"query":"x"}`),
+		bramatest.Call("lost", "echo__echo", `{"message":"x"}`),
+	}
+	st.Conversation = []chat.Message{
+		{Role: chat.RoleUser, Content: "Begin autonomous cycle 1. Balance: 10 USD. Earned: 0 USD. Net profit: 0 USD. Current model: test-model. Recent actions: . Inspect opportunities and choose the next useful action. A plain response ends only this cycle; the being continues living while solvent."},
+		{Role: chat.RoleAssistant, ToolCalls: calls},
+		{Role: chat.RoleTool, ToolCallID: "done", Name: "singularity_memory_recall", Content: `{"chat_id":null,"content":{"memories":[]},"error_code":null,"message_id":null,"status":"success"}`},
+	}
+	h := startWith(t, srv, opts, st)
+	r := h.report()
+	require.NoError(t, r.Err)
+	assert.Equal(t, uint64(2), r.Cycle)
+	h.shutdown()
+
+	reqs := srv.Completions()
+	require.Len(t, reqs, 1)
+	conv := reqs[0].Completion.Messages[1:]
+	assertCallsAnswered(t, conv)
+	require.GreaterOrEqual(t, len(conv), 5)
+	assert.Equal(t, "lost", conv[3].ToolCallID)
+	assert.Equal(t, chat.RoleTool, conv[3].Role)
+	assert.Contains(t, conv[3].Content, `"status":"indeterminate"`)
+	assert.True(t, state.IsFraming(conv[4]))
+	assertCallsAnswered(t, h.state().Conversation)
+}

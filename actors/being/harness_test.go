@@ -103,13 +103,18 @@ func newBrama(t testing.TB) *bramatest.Server {
 	return bramatest.Start(t, bramatest.Config{Secret: []byte(testSecret)})
 }
 
-// start boots the root's state directory and spawns the family.
+// start boots the root's state directory with a fresh being and spawns
+// the family.
 func start(t testing.TB, srv *bramatest.Server, opts being.Options) *harness {
 	t.Helper()
-	fresh := func() (*state.Being, error) {
-		return being.NewState(opts.Identity, opts.StartingBalance, opts.Model, state.Now()), nil
-	}
-	_, _, _, err := state.Boot(opts.StateDir, false, opts.Identity, fresh)
+	return startWith(t, srv, opts, being.NewState(opts.Identity, opts.StartingBalance, opts.Model, state.Now()))
+}
+
+// startWith boots the root's state directory with st (as a crashed or
+// earlier life left it) and spawns the family.
+func startWith(t testing.TB, srv *bramatest.Server, opts being.Options, st *state.Being) *harness {
+	t.Helper()
+	_, _, _, err := state.Boot(opts.StateDir, false, opts.Identity, func() (*state.Being, error) { return st, nil })
 	require.NoError(t, err)
 	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: config.NewSecret([]byte(testSecret)), Timeout: waitLimit})
 	require.NoError(t, err)
