@@ -1,8 +1,7 @@
 package las
 
 import (
-	"strings"
-
+	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/supervision"
 )
 
@@ -48,14 +47,14 @@ func Environment(o Options) ([]string, error) {
 		"LAS_RELEASE_TRUST_STORE_FILE="+o.ReleaseTrustStore,
 		"LAS_RELEASE_WATERMARK_FILE="+o.ReleaseWatermark,
 	)
-	if o.AgentID != "" && !ValidIdentifier(o.AgentID) {
+	if o.AgentID != "" && !config.ValidIdentifier(o.AgentID) {
 		return nil, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "invalid immutable Las agent identity")
 	}
 	skip := ""
 	if o.Skip != nil {
 		skip = *o.Skip
 	}
-	if !SurfaceSelected(only, skip, "skarbiec") {
+	if !(config.Las{Only: only, Skip: skip}).SurfaceSelected("skarbiec") {
 		return env, nil
 	}
 	if o.AgentID == "" {
@@ -67,50 +66,4 @@ func Environment(o Options) ([]string, error) {
 		}
 	}
 	return append(env, "SKARBIEC_MCP_AGENT_ID="+o.AgentID), nil
-}
-
-// SurfaceSelected reports whether Las offers surface under the LAS_ONLY
-// list only (empty: every surface) minus the LAS_SKIP list skip.
-func SurfaceSelected(only, skip, surface string) bool {
-	if list := splitList(only); len(list) > 0 && !contains(list, surface) {
-		return false
-	}
-	return !contains(splitList(skip), surface)
-}
-
-// ValidIdentifier is the identifier rule of SPEC §4: 1–128 ASCII letters,
-// digits or "- _ . :".
-func ValidIdentifier(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '-', c == '_', c == '.', c == ':':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func splitList(text string) []string {
-	var out []string
-	for _, part := range strings.Split(text, ",") {
-		if part = strings.TrimSpace(part); part != "" {
-			out = append(out, part)
-		}
-	}
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -78,9 +78,6 @@ func runTools(e *env, t *toolsCmd) error {
 	if err != nil {
 		return err
 	}
-	if t.AgentID != "" && !config.ValidIdentifier(t.AgentID) {
-		return supervision.New(supervision.ClassMCP, "invalid immutable Las agent identity")
-	}
 	rt := config.Runtime{Las: l, MCPTimeout: las.ToolsCommandTimeout}
 	rt.Identity.AgentID = t.AgentID
 	opts := lasOptions(rt, e.log)
