@@ -12,6 +12,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/actors/brama"
@@ -27,9 +28,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
+	goleak.VerifyTestMain(m,
+		goleak.Cleanup(func(code int) { testbin.Cleanup(); os.Exit(code) }),
+		// protoactor's dead-letter throttle resets itself on a timer
+		// goroutine that outlives the system for up to a second.
+		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
+	)
 }
 
 const (
