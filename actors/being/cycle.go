@@ -213,6 +213,13 @@ func (b *Being) endCycle(ctx actor.Context, report messages.CycleReport, err err
 	}
 	b.sendParent(ctx, report)
 	if b.opts.Mode == Once {
+		if permanentBrama(err) {
+			// once ends with the error (exit 3) and the being is failed.
+			if b.stop == nil {
+				b.stop = &stopping{}
+			}
+			b.stop.err = err
+		}
 		// A stop asked while once's cycle was still running waited for
 		// the cycle to end: carry on with it now.
 		if b.stop != nil {
@@ -224,7 +231,7 @@ func (b *Being) endCycle(ctx actor.Context, report messages.CycleReport, err err
 	case report.Status == ReportBudgetExhausted:
 		b.beginShutdown(ctx, false)
 		return
-	case err != nil && supervision.ClassOf(err) == supervision.ClassBrama && supervision.KindOf(err) == supervision.Permanent:
+	case permanentBrama(err):
 		b.log.Error("permanent Brama failure", "err", err)
 		b.failed(ctx, err)
 		return
@@ -286,4 +293,10 @@ func errOr(err error, text string) any {
 		return err
 	}
 	return text
+}
+
+// permanentBrama reports a permanent Brama failure, which ends a being
+// with status failed (SPEC §6.6).
+func permanentBrama(err error) bool {
+	return err != nil && supervision.ClassOf(err) == supervision.ClassBrama && supervision.KindOf(err) == supervision.Permanent
 }

@@ -259,4 +259,11 @@ func TestOnceBadSignature(t *testing.T) {
 	require.NotEmpty(t, w.brama.Requests())
 	assert.False(t, w.brama.Requests()[0].Verified)
 	assert.NotContains(t, r.stderr, "not-the-shared-secret")
+	// A permanent Brama failure fails the being, in once as in run
+	// (SPEC §6.6); its journal still ends with stopped.
+	assert.Equal(t, "failed", w.stateJSON()["status"])
+	events := w.journal()
+	require.NotEmpty(t, events)
+	assert.Equal(t, "stopped", events[len(events)-1].Type)
+	assert.Equal(t, "failed", events[len(events)-1].Status)
 }
