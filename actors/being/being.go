@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -94,8 +95,15 @@ func New(opts Options) *Being {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Being{opts: opts, log: log}
+	return &Being{opts: opts, log: log, epoch: incarnations.Add(1) << 32}
 }
+
+// incarnations numbers every being value ever made. A restarted being is
+// a new value under the same PID, and its predecessor may still post
+// ticks (its continuations run until the supervisor's backoff ends): the
+// epoch of each incarnation starts in its own range so that none of them
+// is mistaken for the new incarnation's own.
+var incarnations atomic.Uint64
 
 // tick starts the next cycle; gen ties it to the timer that sent it.
 type tick struct{ epoch uint64 }

@@ -29,6 +29,8 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 		"current_model": b.st.Mind.CurrentModel,
 		"last_action":   last,
 		"tools":         b.toolCount(),
+		"restarts":      b.restarts,
+		"last_failure":  b.lastFailure,
 	}
 	if b.cycle != nil && b.cycle.waiting != "" {
 		d.Figures["waiting_for"] = b.cycle.waiting

@@ -225,6 +225,11 @@ func (b *Being) childID() string { return baseName(b.opts.StateDir) }
 // handleTerminated notes a child actor that ended: Las (stopped by us or
 // by its supervisor past the restart intensity) or a child being.
 func (b *Being) handleTerminated(ctx actor.Context, msg *actor.Terminated) {
+	if b.journal == nil {
+		// This incarnation is over (being restarted by its parent, or
+		// stopped): its children stop with it and nothing is recorded.
+		return
+	}
 	who := msg.Who
 	if b.las != nil && who.Equal(b.las) {
 		// Its LasUnavailable, sent while it stopped, journals the reason;
