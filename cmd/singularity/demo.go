@@ -23,7 +23,7 @@ import (
 // loopback, the example Las as a real child process, and the whole family
 // living with the debug endpoint on. Everything it shows is a simulation.
 type demoCmd struct {
-	Cycles    uint64 `name:"cycles" default:"0" help:"Stop after the root being's Nth cycle (0: run until Ctrl-C)."`
+	Cycles    uint64 `name:"cycles" default:"0" help:"Stop after N more cycles of the root being (0: run until Ctrl-C); a sandbox that holds state resumes it."`
 	Dir       string `name:"dir" help:"Sandbox directory (default: a new temporary directory)."`
 	DebugAddr string `name:"debug-addr" default:"127.0.0.1:0" help:"Debug endpoint address (loopback)."`
 	Interval  string `name:"cycle-interval-secs" default:"1" help:"Seconds between cycles."`
@@ -82,7 +82,18 @@ func (d *demoCmd) Run(e *env) error {
 	}
 	rootOpts.Las.Command = self
 	rootOpts.Las.Entrypoint = "example-las"
-	rootOpts.MaxCycles = d.Cycles
+	from, err := resumedCycle(rt)
+	if err != nil {
+		return err
+	}
+	if rt.Resume {
+		fmt.Fprintf(e.stdout, "resuming the family saved in the sandbox at cycle %d of the root being\n", from)
+	}
+	target := uint64(0)
+	if d.Cycles > 0 {
+		target = from + d.Cycles
+	}
+	rootOpts.MaxCycles = target
 	l, err := startFamilyWith(e, rt, rootOpts)
 	if err != nil {
 		return err
@@ -95,7 +106,7 @@ func (d *demoCmd) Run(e *env) error {
 	} else {
 		fmt.Fprintln(e.stdout, "running until Ctrl-C...")
 	}
-	stopped, err := d.live(e, l)
+	stopped, err := d.live(e, l, target)
 	if err != nil {
 		return err
 	}
@@ -109,8 +120,22 @@ func (d *demoCmd) Run(e *env) error {
 	return nil
 }
 
-// live waits for the root's last cycle, a signal, or the family's end.
-func (d *demoCmd) live(e *env, l *live) (messages.FamilyStopped, error) {
+// resumedCycle is the root being's cycle counter when the sandbox holds
+// state (the demo resumes it), else 0.
+func resumedCycle(rt config.Runtime) (uint64, error) {
+	if !rt.Resume {
+		return 0, nil
+	}
+	b, err := state.Load(rt.StateDir)
+	if err != nil {
+		return 0, err
+	}
+	return b.Cycle, nil
+}
+
+// live waits for the root's cycle number target (0: none), a signal, or
+// the family's end.
+func (d *demoCmd) live(e *env, l *live, target uint64) (messages.FamilyStopped, error) {
 	sigs, stop := notifySignals()
 	defer stop()
 	for {
@@ -119,7 +144,7 @@ func (d *demoCmd) live(e *env, l *live) (messages.FamilyStopped, error) {
 			switch msg := ev.(type) {
 			case messages.CycleReport:
 				fmt.Fprintf(e.stdout, "  root cycle %d %s: balance %s, earned %s\n", msg.Cycle, msg.Status, msg.Balance, msg.Earned)
-				if d.Cycles > 0 && msg.Cycle >= d.Cycles {
+				if target > 0 && msg.Cycle >= target {
 					return l.shutdown(sigs), nil
 				}
 			case messages.FamilyStopped:
