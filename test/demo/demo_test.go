@@ -1,0 +1,360 @@
+// Package demo_test runs the built `singularity demo` as an operator
+// would (SPEC §17): the embedded simulated world must run on its own,
+// say it is a simulation, print a summary of the whole family, stop the
+// family children-first on SIGINT and resume it from its sandbox.
+package demo_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/money"
+	"github.com/wisent/singularity/state"
+	"github.com/wisent/singularity/test/testbin"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+// deadline bounds one run of the demo.
+const deadline = 2 * time.Minute
+
+// run runs the demo to its end and returns stdout, stderr and the exit
+// code.
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	bin := testbin.Build(t, "./cmd/singularity")
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return stdout.String(), stderr.String(), 0
+	case errors.As(err, &exit):
+		require.NoError(t, ctx.Err(), "the demo did not end in time; stderr:\n%s", stderr.String())
+		return stdout.String(), stderr.String(), exit.ExitCode()
+	default:
+		t.Fatalf("demo: %v", err)
+		return "", "", -1
+	}
+}
+
+// row is one line of the summary table.
+type row struct {
+	depth                   int
+	name, status            string
+	cycles                  string
+	balance, earned, netPNL money.Amount
+}
+
+var rowRE = regexp.MustCompile(`^( *)(\S+)\s+(\S+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$`)
+
+// summary parses the table printed after "Summary (simulated money):".
+func summary(t *testing.T, stdout string) map[string]row {
+	t.Helper()
+	_, table, ok := strings.Cut(stdout, "Summary (simulated money):\n")
+	require.True(t, ok, "no summary in:\n%s", stdout)
+	lines := strings.Split(strings.TrimRight(table, "\n"), "\n")
+	require.Regexp(t, `^being\s+status\s+cycles\s+balance\s+earned\s+net\s*$`, lines[0])
+	rows := map[string]row{}
+	for _, line := range lines[1:] {
+		m := rowRE.FindStringSubmatch(line)
+		require.NotNil(t, m, "summary row %q", line)
+		parse := func(s string) money.Amount {
+			a, err := money.Parse(s)
+			require.NoError(t, err, "decimal in %q", line)
+			return a
+		}
+		rows[m[2]] = row{depth: len(m[1]) / 2, name: m[2], status: m[3], cycles: m[4],
+			balance: parse(m[5]), earned: parse(m[6]), netPNL: parse(m[7])}
+	}
+	return rows
+}
+
+// TestDemoRunsThreeCycles is `make demo`: three cycles of the root, a
+// summary of every being, and the word that it is all simulated.
+func TestDemoRunsThreeCycles(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := run(t, "demo", "--cycles", "3", "--dir", dir)
+	require.Equal(t, 0, code, "stderr:\n%s", stderr)
+	assert.Contains(t, stdout, "SIMULATION")
+	assert.Contains(t, stdout, "no real money moves")
+	assert.Regexp(t, `debug endpoint: http://127\.0\.0\.1:\d+/debug/`, stdout, "the debug endpoint is on, on loopback")
+	for _, n := range []string{"1", "2", "3"} {
+		assert.Contains(t, stdout, "root cycle "+n+" completed")
+	}
+	assert.NotContains(t, stdout, "root cycle 4")
+
+	rows := summary(t, stdout)
+	root := filepath.Join(dir, "state")
+	family := walk(t, root)
+	for _, name := range []string{"Ada", "Bo", "Cy"} {
+		require.Contains(t, rows, name, "the summary lists %s", name)
+	}
+	if _, spawned := family["Di"]; spawned {
+		require.Contains(t, rows, "Di", "Bo spawned Di, so the summary lists Di")
+	}
+	assert.Equal(t, "3", rows["Ada"].cycles)
+	assert.Equal(t, 0, rows["Ada"].depth)
+	assert.Equal(t, 1, rows["Bo"].depth)
+	assert.Equal(t, 1, rows["Cy"].depth)
+	one := money.MustParse("1")
+	for name, r := range rows {
+		b := family[name]
+		require.NotNil(t, b.st, "%s is on disk", name)
+		assert.Equal(t, state.StatusStopped, r.status)
+		assert.True(t, r.balance.Equal(b.st.Budget.Remaining), "%s balance", name)
+		assert.True(t, r.netPNL.Equal(r.balance.Sub(one)), "%s: net = balance − starting", name)
+		if sold(b.events) {
+			assert.Positive(t, r.earned.Sign(), "%s sold in the simulated market, so it earned", name)
+		}
+	}
+	assert.True(t, sold(family["Ada"].events), "Ada sold in the simulated market")
+	assert.Positive(t, rows["Ada"].earned.Sign())
+}
+
+// TestDemoSIGINTStopsChildrenFirstAndResumes interrupts a demo that runs
+// until Ctrl-C once the whole family lives, checks the graceful stop on
+// disk, then resumes the sandbox for two more root cycles.
+func TestDemoSIGINTStopsChildrenFirstAndResumes(t *testing.T) {
+	bin := testbin.Build(t, "./cmd/singularity")
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "demo", "--dir", dir, "--cycle-interval-secs", "0.2")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+
+	// Read stdout as it comes: the debug address, then one line per root
+	// cycle. After each root cycle, look at the tree; once all four beings
+	// have cycled twice, interrupt.
+	var stdout strings.Builder
+	lines := bufio.NewScanner(out)
+	debugURL := ""
+	interrupted := false
+	for lines.Scan() {
+		line := lines.Text()
+		stdout.WriteString(line + "\n")
+		if u, ok := strings.CutPrefix(line, "debug endpoint: "); ok {
+			debugURL, _, _ = strings.Cut(u, " ")
+			require.Regexp(t, `^http://127\.0\.0\.1:\d+/debug/$`, debugURL)
+		}
+		if !interrupted && strings.HasPrefix(line, "  root cycle ") && everyoneCycled(t, debugURL, 2) {
+			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+			interrupted = true
+		}
+	}
+	require.NoError(t, cmd.Wait(), "stderr:\n%s", stderr.String())
+	require.True(t, interrupted, "the family never came whole; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	assert.Contains(t, stdout.String(), "family stopped.")
+	rows := summary(t, stdout.String())
+	for _, name := range []string{"Ada", "Bo", "Cy", "Di"} {
+		assert.Contains(t, rows, name)
+	}
+
+	root := filepath.Join(dir, "state")
+	first := walk(t, root)
+	require.Len(t, first, 4)
+	for name, b := range first {
+		checkStopped(t, name, b)
+		assert.Equal(t, 1, count(b.events, state.EventStarted), "%s started once", name)
+	}
+
+	// The sandbox holds state, so the demo resumes it: two more cycles of
+	// the root, every counter and budget going on.
+	stdout2, stderr2, code := run(t, "demo", "--dir", dir, "--cycles", "2", "--cycle-interval-secs", "0.2")
+	require.Equal(t, 0, code, "stderr:\n%s", stderr2)
+	assert.Contains(t, stdout2, "resuming the family saved in the sandbox")
+	second := walk(t, root)
+	require.Len(t, second, 4)
+	assert.Equal(t, first["Ada"].st.Cycle+2, second["Ada"].st.Cycle, "the root ran two more cycles")
+	for name, b := range second {
+		checkStopped(t, name, b)
+		a := first[name]
+		assert.Equal(t, 2, count(b.events, state.EventStarted), "%s was resumed", name)
+		assert.GreaterOrEqual(t, b.st.Cycle, a.st.Cycle, "%s's cycle counter", name)
+		assert.True(t, b.st.Budget.Starting.Equal(a.st.Budget.Starting), "%s keeps its starting budget", name)
+		assert.GreaterOrEqual(t, b.st.Budget.APISpent.Cmp(a.st.Budget.APISpent), 0, "%s's spending goes on", name)
+		assert.GreaterOrEqual(t, b.st.Budget.Earned.Cmp(a.st.Budget.Earned), 0, "%s's earnings are kept", name)
+		assert.Equal(t, a.st.Mind.Children, b.st.Mind.Children)
+	}
+	rows = summary(t, stdout2)
+	assert.Equal(t, strings.TrimSpace(rows["Ada"].cycles), uintText(second["Ada"].st.Cycle))
+}
+
+// TestDemoDebugEndpointLoopbackOnly: the demo refuses to serve the debug
+// endpoint beyond loopback, with the spec's sentence and exit 2, before
+// it starts anything.
+func TestDemoDebugEndpointLoopbackOnly(t *testing.T) {
+	dir := t.TempDir()
+	stdout, stderr, code := run(t, "demo", "--cycles", "1", "--dir", dir, "--debug-addr", "0.0.0.0:0")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "singularity: configuration: debug address must be loopback\n", lastLine(stderr))
+	assert.NotContains(t, stdout, "debug endpoint:")
+	_, err := os.Stat(filepath.Join(dir, "state", "state.json"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "no being was created")
+}
+
+// everyoneCycled reports whether the debug tree shows Ada, Bo, Cy and Di
+// each at cycle n or later.
+func everyoneCycled(t *testing.T, debugURL string, n float64) bool {
+	t.Helper()
+	if debugURL == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(debugURL, "/")+"/actors", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var tree node
+	require.NoError(t, json.Unmarshal(body, &tree))
+	cycles := map[string]float64{}
+	tree.beings(cycles)
+	for _, name := range []string{"Ada", "Bo", "Cy", "Di"} {
+		if cycles[name] < n {
+			return false
+		}
+	}
+	return true
+}
+
+type node struct {
+	Kind     string  `json:"kind"`
+	Name     string  `json:"name"`
+	Cycle    float64 `json:"cycle"`
+	Children []node  `json:"children"`
+}
+
+func (n node) beings(out map[string]float64) {
+	if n.Kind == "being" {
+		out[n.Name] = n.Cycle
+	}
+	for _, c := range n.Children {
+		c.beings(out)
+	}
+}
+
+// files is one being as found on disk.
+type files struct {
+	st     *state.Being
+	events []state.Event
+	parent string
+}
+
+// walk loads every being of the family from the root's directory down.
+func walk(t *testing.T, root string) map[string]files {
+	t.Helper()
+	out := map[string]files{}
+	var visit func(dir, parent string)
+	visit = func(dir, parent string) {
+		st, err := state.Load(dir)
+		require.NoError(t, err)
+		events, err := state.ReadJournal(filepath.Join(dir, "activity.jsonl"))
+		require.NoError(t, err)
+		info, err := os.Stat(dir)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), dir)
+		out[st.Identity.Name] = files{st: st, events: events, parent: parent}
+		for _, c := range st.Mind.Children {
+			visit(filepath.Join(dir, "children", c.ID), st.Identity.Name)
+		}
+	}
+	visit(root, "")
+	// A child's final save is before its parent's.
+	for name, f := range out {
+		if f.parent == "" || len(f.events) == 0 || len(out[f.parent].events) == 0 {
+			continue
+		}
+		mine, theirs := f.events[len(f.events)-1], out[f.parent].events[len(out[f.parent].events)-1]
+		if mine.Type == state.EventStopped && theirs.Type == state.EventStopped {
+			assert.True(t, mine.At.Before(theirs.At.Time), "%s stopped at %s, before its parent %s at %s", name, mine.At, f.parent, theirs.At)
+		}
+	}
+	return out
+}
+
+// checkStopped: a gracefully stopped being says so in its state and as
+// the last line of its journal, and its ledger invariant holds over the
+// whole journal.
+func checkStopped(t *testing.T, name string, f files) {
+	t.Helper()
+	assert.Equal(t, state.StatusStopped, f.st.Status, "%s status", name)
+	require.NotEmpty(t, f.events)
+	last := f.events[len(f.events)-1]
+	assert.Equal(t, state.EventStopped, last.Type, "%s's journal ends with stopped", name)
+	assert.Equal(t, state.StatusStopped, last.Status)
+	assert.NoError(t, state.CheckInvariant(f.st.Budget, f.events), name)
+	var cycle uint64
+	for _, e := range f.events {
+		if e.Type == state.EventCycleStarted {
+			assert.Equal(t, cycle+1, e.Cycle, "%s's cycles continue", name)
+			cycle = e.Cycle
+		}
+	}
+	assert.Equal(t, f.st.Cycle, cycle)
+}
+
+// sold reports whether the being's journal shows a successful simulated
+// sale.
+func sold(events []state.Event) bool {
+	for _, e := range events {
+		if e.Type == state.EventToolFinished && e.Tool == "finance__finance_sell_report" && e.Status == "success" {
+			return true
+		}
+	}
+	return false
+}
+
+func count(events []state.Event, typ string) int {
+	n := 0
+	for _, e := range events {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s + "\n"
+}
+
+func uintText(n uint64) string {
+	raw, _ := json.Marshal(n)
+	return string(raw)
+}
