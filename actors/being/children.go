@@ -91,8 +91,11 @@ func (b *Being) resumeChildren(ctx actor.Context) {
 		if b.opts.Mode == Once || b.opts.Mode == Dormant {
 			continue
 		}
+		// The directory is <state_dir>/children/<id> (SPEC §5.3); a
+		// record without an absolute path (empty, or written relative to
+		// another working directory) is found there.
 		dir := rec.StateDir
-		if !filepath.IsAbs(dir) && dir != "" {
+		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(b.opts.StateDir, "children", rec.ID)
 		}
 		child, err := state.Load(dir)

@@ -8,16 +8,19 @@
 package family_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/debug"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/money"
 	"github.com/wisent/singularity/state"
@@ -156,6 +159,46 @@ func TestFamilyLivesAndRecovers(t *testing.T) {
 			assert.GreaterOrEqual(t, b.Budget.TotalTokens, a.Budget.TotalTokens)
 			assert.Equal(t, a.Mind.Children, b.Mind.Children, "%s's children are the same", name)
 		}
+
+		// Once the family is gone, the endpoint says so within its
+		// deadline instead of hanging.
+		start := time.Now()
+		gone := debug.Collect(context.Background(), w2.system.Root, w2.family, 500*time.Millisecond)
+		assert.Less(t, time.Since(start), 5*time.Second, "collecting a gone family is bounded by the deadline")
+		assert.Equal(t, debug.StatusUnresponsive, gone.Status)
+		assert.Empty(t, gone.Children)
+	})
+
+	t.Run("resume finds children by id and lives on without a missing one", func(t *testing.T) {
+		// Bo's record loses its path (found under children/<id>), Cy's
+		// directory is gone (a journaled warning, not a boot failure).
+		ada, err := state.Load(dir)
+		require.NoError(t, err)
+		require.Len(t, ada.Mind.Children, 2)
+		ada.Mind.Children[0].StateDir = ""
+		store, err := state.Open(dir)
+		require.NoError(t, err)
+		require.NoError(t, store.Save(ada))
+		require.NoError(t, os.RemoveAll(filepath.Join(dir, "children", ada.Mind.Children[1].ID)))
+		before := checkFilesOf(t, dir, 3)
+
+		w3 := startWorld(t, worldConfig{dir: dir, resume: true})
+		w3.progress.until(t, "Ada, Bo and Di to go on", func(seen map[string]uint64) bool {
+			for _, name := range []string{"Ada", "Bo", "Di"} {
+				if seen[name] <= before[name].st.Cycle {
+					return false
+				}
+			}
+			return true
+		})
+		assert.Equal(t, "family(brama,being:Ada(ledger,las,being:Bo(ledger,las,being:Di(ledger,las))))", shape(w3.actors()))
+		require.Equal(t, state.StatusStopped, w3.shutdown().Status)
+		after := checkFilesOf(t, dir, 3)
+		warned := false
+		for _, e := range after["Ada"].events {
+			warned = warned || e.Type == state.EventWarning && strings.HasPrefix(e.Message, "child Cy cannot be resumed")
+		}
+		assert.True(t, warned, "Ada journals the missing child")
 	})
 }
 
@@ -254,6 +297,25 @@ type beingFiles struct {
 // each child, and each child's stopped event before its parent's.
 func checkFiles(t *testing.T, root string) map[string]beingFiles {
 	t.Helper()
+	out := checkFilesOf(t, root, 4)
+	children := func(name string) []string {
+		var names []string
+		for _, c := range out[name].st.Mind.Children {
+			names = append(names, c.Name)
+		}
+		return names
+	}
+	assert.Equal(t, []string{"Bo", "Cy"}, children("Ada"))
+	assert.Equal(t, []string{"Di"}, children("Bo"))
+	assert.Empty(t, children("Cy"))
+	assert.Empty(t, children("Di"))
+	return out
+}
+
+// checkFilesOf is checkFiles for a family of n beings on disk, whatever
+// its shape; a recorded child whose directory is gone is skipped.
+func checkFilesOf(t *testing.T, root string, n int) map[string]beingFiles {
+	t.Helper()
 	out := map[string]beingFiles{}
 	var walk func(dir string) beingFiles
 	walk = func(dir string) beingFiles {
@@ -282,7 +344,12 @@ func checkFiles(t *testing.T, root string) map[string]beingFiles {
 
 		for _, rec := range st.Mind.Children {
 			childDir := filepath.Join(dir, "children", rec.ID)
-			assert.Equal(t, childDir, rec.StateDir, "%s records %s's directory", name, rec.Name)
+			if _, err := os.Stat(childDir); os.IsNotExist(err) {
+				continue
+			}
+			if rec.StateDir != "" {
+				assert.Equal(t, childDir, rec.StateDir, "%s records %s's directory", name, rec.Name)
+			}
 			assert.Equal(t, state.StatusRunning, rec.Status)
 			assert.False(t, rec.CreatedAt.IsZero())
 			child := walk(childDir)
@@ -295,18 +362,7 @@ func checkFiles(t *testing.T, root string) map[string]beingFiles {
 		return f
 	}
 	walk(root)
-	assert.Len(t, out, 4, "the whole family is on disk")
-	children := func(name string) []string {
-		var names []string
-		for _, c := range out[name].st.Mind.Children {
-			names = append(names, c.Name)
-		}
-		return names
-	}
-	assert.Equal(t, []string{"Bo", "Cy"}, children("Ada"))
-	assert.Equal(t, []string{"Di"}, children("Bo"))
-	assert.Empty(t, children("Cy"))
-	assert.Empty(t, children("Di"))
+	assert.Len(t, out, n, "the whole family is on disk")
 	return out
 }
 
