@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/chat"
 	"github.com/wisent/singularity/debug"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/money"
@@ -341,6 +342,7 @@ func checkFilesOf(t *testing.T, root string, n int) map[string]beingFiles {
 		assert.Equal(t, st.Cycle, last.Cycle)
 		assert.NoError(t, state.CheckInvariant(st.Budget, events), "%s ledger invariant", name)
 		checkCycles(t, name, events)
+		checkConversation(t, name, st.Conversation)
 
 		for _, rec := range st.Mind.Children {
 			childDir := filepath.Join(dir, "children", rec.ID)
@@ -398,4 +400,25 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// checkConversation asserts every tool call of an assistant message is
+// answered by a tool message before the next assistant or user message,
+// as an OpenAI-compatible Brama requires.
+func checkConversation(t *testing.T, name string, conv []chat.Message) {
+	open := map[string]bool{}
+	for i, m := range conv {
+		switch m.Role {
+		case chat.RoleTool:
+			assert.True(t, open[m.ToolCallID], "%s message %d answers an unknown call %s", name, i, m.ToolCallID)
+			delete(open, m.ToolCallID)
+			continue
+		case chat.RoleAssistant, chat.RoleUser:
+			assert.Empty(t, open, "%s message %d (%s) follows unanswered tool calls", name, i, m.Role)
+			open = map[string]bool{}
+		}
+		for _, c := range m.ToolCalls {
+			open[c.ID] = true
+		}
+	}
 }
