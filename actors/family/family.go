@@ -12,6 +12,7 @@ import (
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/actors/brama"
 	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/state"
 	"github.com/wisent/singularity/supervision"
 )
 
@@ -38,6 +39,9 @@ type Family struct {
 	// stopping is set once the root being was asked to stop.
 	stopping bool
 	done     bool
+	// failure ends the family as failed whatever the root reports: the
+	// gateway stopped under a living family.
+	failure error
 }
 
 var _ actor.Actor = (*Family)(nil)
@@ -112,13 +116,35 @@ func (f *Family) handleRootStopped(ctx actor.Context, msg messages.BeingStopped)
 		ctx.Stop(f.root)
 	}
 	f.root = nil
-	f.finish(ctx, messages.FamilyStopped{Status: msg.Status, Err: msg.Err})
+	stopped := messages.FamilyStopped{Status: msg.Status, Err: msg.Err}
+	if f.failure != nil {
+		stopped = messages.FamilyStopped{Status: state.StatusFailed, Err: f.failure}
+	}
+	f.finish(ctx, stopped)
 }
 
+// handleTerminated ends the family when the root being or the gateway
+// stops unexpectedly (their supervisor stops them on any failure). Without
+// a gateway no being can think, so the beings are stopped gracefully —
+// children first, every state saved — and the family ends as failed.
 func (f *Family) handleTerminated(ctx actor.Context, msg *actor.Terminated) {
-	if f.root != nil && msg.Who.Equal(f.root) {
+	switch {
+	case f.root != nil && msg.Who.Equal(f.root):
 		f.root = nil
-		f.finish(ctx, messages.FamilyStopped{Status: "failed", Err: supervision.New(supervision.ClassRuntime, "root being stopped unexpectedly")})
+		f.finish(ctx, messages.FamilyStopped{Status: state.StatusFailed, Err: supervision.New(supervision.ClassRuntime, "root being stopped unexpectedly")})
+	case f.gateway != nil && msg.Who.Equal(f.gateway):
+		f.gateway = nil
+		if f.done {
+			return
+		}
+		f.failure = supervision.New(supervision.ClassRuntime, "brama gateway stopped unexpectedly")
+		f.log.Error("brama gateway stopped; stopping the family")
+		if f.root == nil {
+			f.finish(ctx, messages.FamilyStopped{Status: state.StatusFailed, Err: f.failure})
+			return
+		}
+		f.stopping = true
+		ctx.Send(f.root, messages.StopBeing{})
 	}
 }
 

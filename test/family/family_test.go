@@ -203,6 +203,35 @@ func TestFamilyLivesAndRecovers(t *testing.T) {
 	})
 }
 
+// TestFamilyEndsWhenGatewayStops: a family without its gateway cannot
+// think, so it stops every being gracefully and ends as failed.
+func TestFamilyEndsWhenGatewayStops(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	w := startWorld(t, worldConfig{dir: dir, noLas: true})
+	w.progress.until(t, "Ada and Bo to cycle", func(seen map[string]uint64) bool { return seen["Ada"] >= 2 && seen["Bo"] >= 1 })
+	gw, ok := w.actors().child("brama")
+	require.True(t, ok)
+	w.system.Root.Stop(w.pidOf(gw))
+
+	deadline := time.NewTimer(longWait)
+	defer deadline.Stop()
+	for w.stopped == nil {
+		select {
+		case ev := <-w.events:
+			if s, ok := ev.(messages.FamilyStopped); ok {
+				w.stopped = &s
+			}
+		case <-deadline.C:
+			t.Fatal("the family did not end")
+		}
+	}
+	assert.Equal(t, state.StatusFailed, w.stopped.Status)
+	assert.EqualError(t, w.stopped.Err, "runtime: brama gateway stopped unexpectedly")
+	for name, f := range checkFilesOf(t, dir, 0) {
+		assert.Equal(t, 1, count(f.events, state.EventStarted), name)
+	}
+}
+
 // checkTree compares the live debug tree, as JSON and as text, with the
 // scripted family.
 func checkTree(t *testing.T, w *world) {
@@ -364,7 +393,9 @@ func checkFilesOf(t *testing.T, root string, n int) map[string]beingFiles {
 		return f
 	}
 	walk(root)
-	assert.Len(t, out, n, "the whole family is on disk")
+	if n > 0 {
+		assert.Len(t, out, n, "the whole family is on disk")
+	}
 	return out
 }
 

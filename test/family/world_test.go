@@ -168,6 +168,7 @@ type world struct {
 type worldConfig struct {
 	dir    string // root state directory; created fresh unless resume
 	resume bool
+	noLas  bool // built-in tools only
 }
 
 // startWorld boots the root's state and spawns the family. Everything is
@@ -238,6 +239,9 @@ func startWorld(t *testing.T, cfg worldConfig) *world {
 		},
 		FaultInjection: true,
 		Logger:         log,
+	}
+	if cfg.noLas {
+		root.Las = nil
 	}
 
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
