@@ -1,0 +1,137 @@
+package family_test
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/actors/brama"
+	"github.com/wisent/singularity/actors/family"
+	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/money"
+	"github.com/wisent/singularity/state"
+	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/test/bramatest"
+)
+
+// start spawns a family whose root lives in dir on built-in tools, with
+// a Brama that ends every cycle with a plain reply.
+func start(t *testing.T, dir string) (*actor.ActorSystem, *actor.PID, chan any) {
+	t.Helper()
+	secret := []byte("family-unit-secret")
+	srv := bramatest.Start(t, bramatest.Config{Secret: secret, Handler: func(*bramatest.Request) bramatest.Reply {
+		return bramatest.TextReply("ok", bramatest.Usage(10, 1))
+	}})
+	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: config.NewSecret(secret), Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	workspace := t.TempDir()
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	t.Cleanup(system.Shutdown)
+	events := make(chan any, 256)
+	pid, err := system.Root.SpawnNamed(family.Props(family.Options{
+		Gateway: brama.GatewayConfig{Client: client},
+		Root: being.Options{
+			StateDir: dir, Identity: state.Identity{AgentID: "unit", Name: "Ada"}, Mode: being.Run,
+			Model: "test-model", StartingBalance: money.MustParse("1"), Workspace: workspace,
+			MaxToolRounds: 2, ContextMessages: 20, CycleInterval: time.Hour, ShutdownGrace: time.Second,
+		},
+		Events: events,
+	}), "family")
+	require.NoError(t, err)
+	return system, pid, events
+}
+
+// stopped waits for the family's last word, skipping cycle reports.
+func stopped(t *testing.T, events chan any) messages.FamilyStopped {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if s, ok := ev.(messages.FamilyStopped); ok {
+				return s
+			}
+		case <-deadline:
+			t.Fatal("no FamilyStopped")
+		}
+	}
+}
+
+func TestFamilyEnds(t *testing.T) {
+	tests := []struct {
+		name       string
+		boot       bool // create the root's state first
+		shutdown   bool
+		wantStatus string
+		wantErr    bool
+		wantClass  supervision.Class
+	}{
+		{name: "shutdown right after start", boot: true, shutdown: true, wantStatus: state.StatusStopped},
+		{name: "root cannot load its state", boot: false, wantStatus: state.StatusFailed, wantErr: true, wantClass: supervision.ClassState},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "root")
+			if tt.boot {
+				id := state.Identity{AgentID: "unit", Name: "Ada"}
+				_, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) {
+					return being.NewState(id, money.MustParse("1"), "test-model", state.Now()), nil
+				})
+				require.NoError(t, err)
+			}
+			system, pid, events := start(t, dir)
+			if tt.shutdown {
+				system.Root.Send(pid, messages.ShutdownFamily{})
+			}
+			got := stopped(t, events)
+			assert.Equal(t, tt.wantStatus, got.Status)
+			if tt.wantErr {
+				require.Error(t, got.Err)
+				assert.Equal(t, tt.wantClass, supervision.ClassOf(got.Err), "%v", got.Err)
+			} else {
+				assert.NoError(t, got.Err)
+			}
+			if tt.boot {
+				st, err := state.Load(dir)
+				require.NoError(t, err)
+				assert.Equal(t, state.StatusStopped, st.Status)
+				events, err := state.ReadJournal(filepath.Join(dir, "activity.jsonl"))
+				require.NoError(t, err)
+				assert.Equal(t, state.EventStopped, events[len(events)-1].Type)
+			} else {
+				_, err := os.Stat(filepath.Join(dir, "state.json"))
+				assert.ErrorIs(t, err, os.ErrNotExist, "a failed boot creates no being")
+			}
+		})
+	}
+}
+
+func TestFamilyDescribesItself(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "root")
+	id := state.Identity{AgentID: "unit", Name: "Ada"}
+	_, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) {
+		return being.NewState(id, money.MustParse("1"), "test-model", state.Now()), nil
+	})
+	require.NoError(t, err)
+	system, pid, events := start(t, dir)
+	res, err := system.Root.RequestFuture(pid, messages.DescribeRequest{}, 10*time.Second).Result()
+	require.NoError(t, err)
+	d, ok := res.(messages.Description)
+	require.True(t, ok)
+	assert.Equal(t, "family", d.Kind)
+	assert.Equal(t, "family", d.Name)
+	assert.Equal(t, "running", d.Status)
+	require.Len(t, d.Children, 2)
+	assert.Equal(t, "family/brama", d.Children[0].Id)
+	assert.Equal(t, "family/"+family.RootName, d.Children[1].Id)
+	system.Root.Send(pid, messages.ShutdownFamily{})
+	assert.Equal(t, state.StatusStopped, stopped(t, events).Status)
+}
