@@ -25,11 +25,17 @@ import (
 // start spawns a family whose root lives in dir on built-in tools, with
 // a Brama that ends every cycle with a plain reply.
 func start(t *testing.T, dir string) (*actor.ActorSystem, *actor.PID, chan any) {
+	return startWith(t, dir, time.Second, func(*bramatest.Request) bramatest.Reply {
+		return bramatest.TextReply("ok", bramatest.Usage(10, 1))
+	})
+}
+
+// startWith is start with the root's shutdown grace and Brama's answers
+// given.
+func startWith(t *testing.T, dir string, grace time.Duration, answer func(*bramatest.Request) bramatest.Reply) (*actor.ActorSystem, *actor.PID, chan any) {
 	t.Helper()
 	secret := []byte("family-unit-secret")
-	srv := bramatest.Start(t, bramatest.Config{Secret: secret, Handler: func(*bramatest.Request) bramatest.Reply {
-		return bramatest.TextReply("ok", bramatest.Usage(10, 1))
-	}})
+	srv := bramatest.Start(t, bramatest.Config{Secret: secret, Handler: answer})
 	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: config.NewSecret(secret), Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	workspace := t.TempDir()
@@ -37,11 +43,11 @@ func start(t *testing.T, dir string) (*actor.ActorSystem, *actor.PID, chan any) 
 	t.Cleanup(system.Shutdown)
 	events := make(chan any, 256)
 	pid, err := system.Root.SpawnNamed(family.Props(family.Options{
-		Gateway: brama.GatewayConfig{Client: client},
+		Gateway: brama.GatewayConfig{Client: client, ShutdownGrace: time.Second},
 		Root: being.Options{
 			StateDir: dir, Identity: state.Identity{AgentID: "unit", Name: "Ada"}, Mode: being.Run,
 			Model: "test-model", StartingBalance: money.MustParse("1"), Workspace: workspace,
-			MaxToolRounds: 2, ContextMessages: 20, CycleInterval: time.Hour, ShutdownGrace: time.Second,
+			MaxToolRounds: 2, ContextMessages: 20, CycleInterval: time.Hour, ShutdownGrace: grace,
 		},
 		Events: events,
 	}), "family")
@@ -134,4 +140,46 @@ func TestFamilyDescribesItself(t *testing.T) {
 	assert.Equal(t, "family/"+family.RootName, d.Children[1].Id)
 	system.Root.Send(pid, messages.ShutdownFamily{})
 	assert.Equal(t, state.StatusStopped, stopped(t, events).Status)
+}
+
+// TestFamilySecondShutdownHurries: a model call in flight may finish
+// within the shutdown grace; a second request (a second Ctrl-C) abandons
+// it at once, and the being still saves and journals its stop.
+func TestFamilySecondShutdownHurries(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "root")
+	id := state.Identity{AgentID: "unit", Name: "Ada"}
+	_, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) {
+		return being.NewState(id, money.MustParse("1"), "test-model", state.Now()), nil
+	})
+	require.NoError(t, err)
+	asked := make(chan struct{}, 1)
+	system, pid, events := startWith(t, dir, time.Hour, func(*bramatest.Request) bramatest.Reply {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		return bramatest.Reply{Stall: true}
+	})
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the root never asked Brama")
+	}
+	system.Root.Send(pid, messages.ShutdownFamily{})
+	system.Root.Send(pid, messages.ShutdownFamily{Now: true})
+	got := stopped(t, events)
+	assert.Equal(t, state.StatusStopped, got.Status)
+
+	st, err := state.Load(dir)
+	require.NoError(t, err)
+	assert.Equal(t, state.StatusStopped, st.Status)
+	journal, err := state.ReadJournal(filepath.Join(dir, "activity.jsonl"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(journal), 2)
+	assert.Equal(t, state.EventStopped, journal[len(journal)-1].Type)
+	warned := false
+	for _, e := range journal {
+		warned = warned || e.Type == state.EventWarning && e.Message == "abandoned model call in flight: shutdown without waiting"
+	}
+	assert.True(t, warned, "the abandoned call is journaled")
 }
