@@ -79,6 +79,28 @@ func TestFamilyLivesAndRecovers(t *testing.T) {
 
 	t.Run("debug tree", func(t *testing.T) { checkTree(t, w) })
 
+	t.Run("a slow model call delays no other being", func(t *testing.T) {
+		held, release := w.progress.holdBeing("Cy")
+		defer release()
+		select {
+		case <-held:
+		case <-time.After(longWait):
+			t.Fatal("Cy never asked for a completion")
+		}
+		seen, _ := w.progress.snapshot()
+		w.progress.until(t, "the others to go on while Cy waits", func(now map[string]uint64) bool {
+			return now["Ada"] >= seen["Ada"]+2 && now["Bo"] >= seen["Bo"]+2 && now["Di"] >= seen["Di"]+2
+		})
+		cy, _ := w.actors().beingNode("Cy")
+		assert.Equal(t, "model", cy.text("waiting_for"), "the tree shows what Cy waits for")
+		now, _ := w.progress.snapshot()
+		assert.Equal(t, seen["Cy"], now["Cy"], "Cy stayed in its cycle")
+		release()
+		w.progress.until(t, "Cy to go on once its call returns", func(now map[string]uint64) bool {
+			return now["Cy"] > seen["Cy"]
+		})
+	})
+
 	t.Run("Las killed from outside restarts", func(t *testing.T) {
 		bo, ok := w.actors().beingNode("Bo")
 		require.True(t, ok)

@@ -59,6 +59,44 @@ type progress struct {
 	mu      sync.Mutex
 	cycles  map[string]uint64
 	changed chan struct{}
+	// hold, when set, makes the completions of the being holdName wait
+	// until it is closed; held hears of each one held.
+	holdName string
+	hold     chan struct{}
+	held     chan struct{}
+}
+
+// holdBeing makes name's completion requests wait until release is
+// called (once or more); the returned channel hears of each request
+// held.
+func (p *progress) holdBeing(name string) (held <-chan struct{}, release func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holdName, p.hold, p.held = name, make(chan struct{}), make(chan struct{}, 16)
+	gate := p.hold
+	var once sync.Once
+	return p.held, func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.holdName = ""
+			close(gate)
+		})
+	}
+}
+
+// gate returns the channel name's request must wait for, if any.
+func (p *progress) gate(name string) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if name == "" || name != p.holdName {
+		return nil
+	}
+	select {
+	case p.held <- struct{}{}:
+	default:
+	}
+	return p.hold
 }
 
 func newProgress() *progress {
@@ -66,13 +104,13 @@ func newProgress() *progress {
 }
 
 // see reads the being's name (initial system prompt) and cycle (last
-// framing message) from a completion request body.
-func (p *progress) see(body []byte) {
+// framing message) from a completion request body, and returns the name.
+func (p *progress) see(body []byte) string {
 	var req struct {
 		Messages []chat.Message `json:"messages"`
 	}
 	if json.Unmarshal(body, &req) != nil {
-		return
+		return ""
 	}
 	name, cycle := "", uint64(0)
 	for _, m := range req.Messages {
@@ -97,6 +135,7 @@ func (p *progress) see(body []byte) {
 	}
 	close(p.changed)
 	p.changed = make(chan struct{})
+	return name
 }
 
 func (p *progress) snapshot() (map[string]uint64, <-chan struct{}) {
@@ -144,7 +183,13 @@ func (o observing) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.p.see(body)
+	if gate := o.p.gate(o.p.see(body)); gate != nil {
+		select {
+		case <-gate:
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+	}
 	clone := req.Clone(req.Context())
 	clone.Body = io.NopCloser(bytes.NewReader(body))
 	clone.ContentLength = int64(len(body))
@@ -262,6 +307,9 @@ func startWorld(t *testing.T, cfg worldConfig) *world {
 			w.shutdown()
 		}
 		system.Shutdown()
+		// A connection dialed but never used would hold the simulated
+		// Brama's graceful close for its 5 s idle rule.
+		transport.CloseIdleConnections()
 	})
 	return w
 }
