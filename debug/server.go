@@ -65,9 +65,10 @@ type ServerConfig struct {
 	Handler http.Handler
 }
 
-// Server is the debug endpoint's HTTP server. The family actor owns it:
-// Start in its Started handler, Shutdown in its Stopping handler. A
-// Server is started at most once.
+// Server is the debug endpoint's HTTP server. The command that runs the
+// family owns it: Start right after the family is spawned (a bind error
+// is the command's error), Shutdown when the family has stopped. A Server
+// is started at most once.
 type Server struct {
 	cfg  ServerConfig
 	http *http.Server

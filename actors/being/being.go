@@ -48,7 +48,8 @@ type Being struct {
 	children []*childRef
 
 	cycle *cycleRun
-	// epoch invalidates continuations of work abandoned at shutdown.
+	// epoch invalidates continuations of work abandoned at shutdown or
+	// by a crash.
 	epoch   uint64
 	timer   *time.Timer
 	stop    *stopping
@@ -105,12 +106,27 @@ func New(opts Options) *Being {
 // is mistaken for the new incarnation's own.
 var incarnations atomic.Uint64
 
+// onPanic marks a crashed incarnation before the panic reaches the
+// supervisor: until the restart (which waits out the backoff) protoactor
+// still runs continuations of this incarnation, and they must do nothing
+// — no tool call, no save — so the successor starts from the saved state.
+func (b *Being) onPanic() {
+	if r := recover(); r != nil {
+		b.epoch++
+		if b.timer != nil {
+			b.timer.Stop()
+		}
+		panic(r)
+	}
+}
+
 // tick starts the next cycle; gen ties it to the timer that sent it.
 type tick struct{ epoch uint64 }
 
 // Receive dispatches one message; each case calls a plain method.
 func (b *Being) Receive(ctx actor.Context) {
 	b.ctx = ctx
+	defer b.onPanic()
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		b.handleStarted(ctx)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -91,7 +92,6 @@ type heldCall struct {
 // replaces the Las value on restart, but the props' producer hands every
 // incarnation the same history. Only the actor's goroutine touches it.
 type history struct {
-	gen        uint64
 	restarts   int
 	lastReason string
 	announce   bool  // a restart happened that the parent has not heard of
@@ -101,6 +101,12 @@ type history struct {
 	held       []*heldCall
 	catalogs   []*actor.PID // LasCatalogRequest senders waiting for readiness
 }
+
+// generations numbers Las processes across the whole process, not per
+// actor: a being restarted by its supervisor spawns a new Las actor under
+// the same name, and late news from the old process must not be taken for
+// news from the new one.
+var generations atomic.Uint64
 
 // Las is the actor owning one Las process and its MCP session.
 //
@@ -182,8 +188,7 @@ func (a *Las) Receive(ctx actor.Context) {
 // --- lifecycle -----------------------------------------------------------
 
 func (a *Las) handleStarted(ctx actor.Context) {
-	a.h.gen++
-	a.gen = a.h.gen
+	a.gen = generations.Add(1)
 	a.pending = map[int64]*pending{}
 	a.h.failure = nil
 	if a.h.announce {
