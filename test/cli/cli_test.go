@@ -19,11 +19,7 @@ import (
 	"github.com/wisent/singularity/test/testbin"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 const (
 	hex64       = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

@@ -29,11 +29,7 @@ import (
 	"github.com/wisent/singularity/test/testbin"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // deadline bounds one run of the demo.
 const deadline = 2 * time.Minute

@@ -28,11 +28,7 @@ import (
 	"github.com/wisent/singularity/test/testbin"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 var family4 = []string{"Ada", "Bo", "Cy", "Di"}
 

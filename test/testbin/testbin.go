@@ -63,3 +63,11 @@ func ModuleRoot(t testing.TB) string {
 	}
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
+
+// Main runs a test binary's tests and removes the binaries they built;
+// call it as the whole body of TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
