@@ -196,7 +196,7 @@ func (b *Being) handleStarted(ctx actor.Context) {
 
 func (b *Being) failStart(ctx actor.Context, err error) {
 	b.log.Error("being cannot start", "err", err)
-	b.finish(ctx, state.StatusFailed, err)
+	b.stopWith(ctx, err)
 }
 
 // load reads the being's state and opens its journal and archive.

@@ -229,11 +229,11 @@ func (b *Being) endCycle(ctx actor.Context, report messages.CycleReport, err err
 	}
 	switch {
 	case report.Status == ReportBudgetExhausted:
-		b.beginShutdown(ctx, false)
+		b.stopWith(ctx, nil)
 		return
 	case permanentBrama(err):
 		b.log.Error("permanent Brama failure", "err", err)
-		b.failed(ctx, err)
+		b.stopWith(ctx, err)
 		return
 	case err != nil:
 		b.warn(err.Error())

@@ -112,36 +112,23 @@ func (b *Being) closePendingCalls(waiting string) {
 	b.cycle.calls = nil
 }
 
-// beginShutdown starts the shutdown of a being that stops by itself
-// (exhausted).
-func (b *Being) beginShutdown(ctx actor.Context, _ bool) {
+// stopWith starts the shutdown of a being that ends by itself: exhausted
+// (err nil) or failed (a permanent Brama error, or a boot failure). A
+// being that failed before its state was loaded has nothing to save and
+// only tells its parent.
+func (b *Being) stopWith(ctx actor.Context, err error) {
 	if b.stop == nil {
 		b.stop = &stopping{}
 	}
-	b.continueShutdown(ctx)
-}
-
-// failed ends the being with status failed (a permanent Brama error).
-func (b *Being) failed(ctx actor.Context, err error) {
-	if b.stop == nil {
-		b.stop = &stopping{}
+	if err != nil {
+		b.stop.err = err
 	}
-	b.stop.err = err
-	b.continueShutdown(ctx)
-}
-
-// finish ends a being that could not start.
-func (b *Being) finish(ctx actor.Context, status string, err error) {
-	if b.stop == nil {
-		b.stop = &stopping{}
-	}
-	b.stop.err = err
 	if b.st != nil {
 		b.continueShutdown(ctx)
 		return
 	}
 	b.stopped = true
-	b.sendParent(ctx, messages.BeingStopped{ID: b.childID(), Name: b.opts.Identity.Name, Status: status, Err: err})
+	b.sendParent(ctx, messages.BeingStopped{ID: b.childID(), Name: b.opts.Identity.Name, Status: state.StatusFailed, Err: err})
 }
 
 // continueShutdown advances the shutdown ladder as far as it can: save
