@@ -98,7 +98,7 @@ func (b *Being) abandonWork(ctx actor.Context, why string) {
 // (indeterminate: its effect is unknown) and for each call not started.
 func (b *Being) closePendingCalls(waiting string) {
 	start := b.cycle.next
-	if waiting == "las" || waiting == "most" || waiting == "models" {
+	if waiting == "las" || waiting == "most" || waiting == "models" || waiting == "file" {
 		start = b.cycle.next - 1
 	}
 	for i := start; i >= 0 && i < len(b.cycle.calls); i++ {

@@ -8,11 +8,13 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/boundary"
 	"github.com/wisent/singularity/builtin"
 	"github.com/wisent/singularity/catalog"
 	"github.com/wisent/singularity/chat"
 	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/most"
 	"github.com/wisent/singularity/outcome"
 	"github.com/wisent/singularity/state"
 	"github.com/wisent/singularity/supervision"
@@ -20,6 +22,16 @@ import (
 
 // maxRecentActions is how many action records state keeps (SPEC §14).
 const maxRecentActions = 100
+
+// fileTimeout bounds a file tool on its worker goroutine.
+const fileTimeout = time.Minute
+
+func fileErrorCode(name string) string {
+	if name == builtin.FileRead {
+		return builtin.CodeFileRead
+	}
+	return builtin.CodeFileWrite
+}
 
 // catalogView is the registered catalogue and the tool list sent to
 // the model on every round (copied once, not per round).
@@ -82,14 +94,36 @@ func (b *Being) runTool(ctx actor.Context, call chat.ToolCall, done func(outcome
 		b.cycle.waiting = "most"
 		b.callMost(ctx, name, args, done)
 	case catalog.Builtin:
-		if name == builtin.SelfSwitchModel {
-			b.cycle.waiting = "models"
-			b.withModels(ctx, func(models []string, err error) {
-				b.models, b.modelsErr = models, err
-				done(b.tools.Call(context.Background(), b.st, name, args))
-			})
-			return
-		}
+		b.callBuiltin(ctx, name, args, done)
+	}
+}
+
+// callBuiltin runs a built-in tool. The mind tools run on the mailbox
+// (they change the being's state and take microseconds); the file tools
+// do blocking file I/O and never touch the state, so they run on a
+// worker goroutine; switch_model first asks the gateway for the models
+// Brama advertises, by message.
+func (b *Being) callBuiltin(ctx actor.Context, name string, args json.RawMessage, done func(outcome.Outcome)) {
+	switch name {
+	case builtin.SelfSwitchModel:
+		b.cycle.waiting = "models"
+		b.withModels(ctx, func(models []string, err error) {
+			b.models, b.modelsErr = models, err
+			done(b.tools.Call(context.Background(), b.st, name, args))
+		})
+	case builtin.FileRead, builtin.FileWrite:
+		b.cycle.waiting = "file"
+		tools := b.tools
+		b.async(ctx, fileTimeout, func() any {
+			return tools.Call(context.Background(), nil, name, args)
+		}, func(res any, err error) {
+			o, ok := res.(outcome.Outcome)
+			if err != nil || !ok {
+				o = outcome.Failure(fileErrorCode(name), "the file operation did not finish in time")
+			}
+			done(o)
+		})
+	default:
 		done(b.tools.Call(context.Background(), b.st, name, args))
 	}
 }
@@ -124,12 +158,12 @@ func (b *Being) finishTool(ctx actor.Context, call chat.ToolCall, raw outcome.Ou
 		b.st.RecentActions = append([]state.Action(nil), b.st.RecentActions[n-maxRecentActions:]...)
 	}
 	b.cycle.actions = append(b.cycle.actions, name)
-	b.trackResources(o)
+	most.RecordCreated(&b.st.CreatedResources, o)
 	if err := b.record(state.ToolFinished(at, b.st.Cycle, name, o.Status)); err != nil {
 		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), err)
 		return
 	}
-	if o.Status != outcome.Success || reason != "" || !ledgerTrusts(name) {
+	if o.Status != outcome.Success || reason != "" || !ledger.Trusted(name) {
 		b.saveAndContinue(ctx)
 		return
 	}
@@ -157,33 +191,6 @@ func (b *Being) saveAndContinue(ctx actor.Context) {
 		return
 	}
 	b.nextTool(ctx)
-}
-
-// ledgerTrusts reports whether a tool's output may carry revenue
-// evidence (SPEC §7.3); the ledger applies the same rule again.
-func ledgerTrusts(name string) bool {
-	return strings.HasPrefix(name, "finance__") || strings.HasPrefix(name, "trading__")
-}
-
-// trackResources adds Most chat and message ids to created_resources,
-// without duplicates.
-func (b *Being) trackResources(o outcome.Outcome) {
-	res := &b.st.CreatedResources
-	if o.ChatID != "" && !containsString(res.ChatIDs, o.ChatID) {
-		res.ChatIDs = append(res.ChatIDs, o.ChatID)
-	}
-	if o.MessageID != "" && !containsString(res.MessageIDs, o.MessageID) {
-		res.MessageIDs = append(res.MessageIDs, o.MessageID)
-	}
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // callLas forwards a call to the Las actor under the MCP deadline. When

@@ -390,6 +390,7 @@ func checkFilesOf(t *testing.T, root string, n int) map[string]beingFiles {
 		assert.NoError(t, state.CheckInvariant(st.Budget, events), "%s ledger invariant", name)
 		checkCycles(t, name, events)
 		checkConversation(t, name, st.Conversation)
+		checkWorkspaceNote(t, filepath.Dir(root), name, events)
 
 		for _, rec := range st.Mind.Children {
 			childDir := filepath.Join(dir, "children", rec.ID)
@@ -415,6 +416,23 @@ func checkFilesOf(t *testing.T, root string, n int) map[string]beingFiles {
 		assert.Len(t, out, n, "the whole family is on disk")
 	}
 	return out
+}
+
+// checkWorkspaceNote asserts that a being whose journal records a
+// successful file write left the simulated policy's note in the shared
+// workspace (beside the root's state directory), with its own name in it.
+func checkWorkspaceNote(t *testing.T, base, name string, events []state.Event) {
+	t.Helper()
+	for _, e := range events {
+		if e.Type != state.EventToolFinished || e.Tool != "singularity_file_write" || e.Status != "success" {
+			continue
+		}
+		note, err := os.ReadFile(filepath.Join(base, "workspace", "notes", name+"-cycle-1.md"))
+		if assert.NoError(t, err, "%s's workspace note", name) {
+			assert.Contains(t, string(note), name)
+		}
+		return
+	}
 }
 
 // checkCycles asserts the journal's cycle counter never goes back: each
