@@ -12,9 +12,10 @@ import (
 
 // startLas spawns the being's Las actor and asks for its catalogue; the
 // first cycle starts once it is known. Without Las options the being lives
-// on built-in tools alone.
+// on built-in tools alone; a dormant being (exhausted or failed, loaded
+// only for the tree) never starts a Las process.
 func (b *Being) startLas(ctx actor.Context) {
-	if b.opts.Las == nil {
+	if b.opts.Las == nil || b.opts.Mode == Dormant {
 		b.lasDown = true
 		b.afterLasReady(ctx)
 		return

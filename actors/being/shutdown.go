@@ -141,9 +141,11 @@ func (b *Being) continueShutdown(ctx actor.Context) {
 	}
 	if !b.stop.saved {
 		b.stop.saved = true
-		b.st.Status = state.StatusStopping
-		if err := b.save(); err != nil {
-			b.log.Error("save at shutdown failed", "err", err)
+		if b.opts.Mode != Dormant {
+			b.st.Status = state.StatusStopping
+			if err := b.save(); err != nil {
+				b.log.Error("save at shutdown failed", "err", err)
+			}
 		}
 		for _, ref := range b.children {
 			if ref.pid != nil && !ref.done {
@@ -166,10 +168,13 @@ func (b *Being) continueShutdown(ctx actor.Context) {
 	b.finalSave(ctx)
 }
 
-// finalSave persists the final status, journals stopped and tells the
-// parent.
+// finalSave persists the final status (a dormant being's is left as it
+// was), journals stopped and tells the parent.
 func (b *Being) finalSave(ctx actor.Context) {
 	switch {
+	case b.opts.Mode == Dormant:
+		// An exhausted or failed being loaded only for the tree keeps its
+		// status, so the next resume leaves it dormant again.
 	case b.stop.err != nil:
 		b.st.Status = state.StatusFailed
 	case b.solvent():
