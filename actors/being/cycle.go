@@ -114,7 +114,7 @@ func (b *Being) startRound(ctx actor.Context) {
 	b.ask(ctx, b.opts.Gateway, req, b.modelTimeout(), func(res any, err error) {
 		resp, ok := res.(messages.CompletionResponse)
 		if err != nil || !ok {
-			resp = messages.CompletionResponse{Err: supervision.Upstream(supervision.ClassBrama, supervision.Indeterminate, "completion: no answer from the gateway: %v", errOr(err, "unexpected reply"))}
+			resp = messages.CompletionResponse{Err: supervision.Upstream(supervision.ClassBrama, supervision.Indeterminate, "completion: no answer from the gateway: %v", errText(err, "unexpected reply"))}
 		}
 		b.handleCompletion(ctx, resp)
 	})
@@ -286,13 +286,6 @@ func (b *Being) ask(ctx actor.Context, pid *actor.PID, msg any, timeout time.Dur
 		}
 		cont(res, err)
 	})
-}
-
-func errOr(err error, text string) any {
-	if err != nil {
-		return err
-	}
-	return text
 }
 
 // permanentBrama reports a permanent Brama failure, which ends a being

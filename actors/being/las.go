@@ -37,7 +37,7 @@ func (b *Being) startLas(ctx actor.Context) {
 			// Stopped while Las was starting: the shutdown goes on.
 			b.continueShutdown(ctx)
 		case err != nil || !ok:
-			b.failStart(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "Las did not become ready: %v", errOr(err, "unexpected reply")))
+			b.failStart(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "Las did not become ready: %v", errText(err, "unexpected reply")))
 		case !resp.Available:
 			b.lasDown = true
 			b.failStart(ctx, resp.Err)

@@ -119,6 +119,7 @@ type live struct {
 	events chan any
 	debug  *debug.Server
 	log    *slog.Logger
+	grace  time.Duration // the configured shutdown grace
 }
 
 // startFamily boots the root's state, then the actor tree, then the
@@ -160,7 +161,7 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, 
 		system.Shutdown()
 		return nil, supervision.Errorf(supervision.ClassRuntime, "spawn family: %w", err)
 	}
-	l := &live{system: system, family: pid, events: events, log: e.log}
+	l := &live{system: system, family: pid, events: events, log: e.log, grace: rt.ShutdownGrace}
 	if rt.DebugAddr != "" {
 		l.debug = debug.NewServer(debug.ServerConfig{
 			Addr:        rt.DebugAddr,
@@ -177,9 +178,22 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, 
 }
 
 // shutdown asks the family to stop (children first) and waits for its
-// last word; a second signal hurries it.
+// last word. A second signal hurries it, and so does the stop deadline
+// (twice the shutdown grace plus a margin); if even the hurried family
+// does not finish within stopLimit more, the process gives up with an
+// error rather than hang.
 func (l *live) shutdown(sigs <-chan os.Signal) messages.FamilyStopped {
 	l.system.Root.Send(l.family, messages.ShutdownFamily{})
+	hurry := time.NewTimer(2*l.grace + stopLimit)
+	defer hurry.Stop()
+	var giveUp <-chan time.Time
+	hurried := func(why string) {
+		l.log.Warn(why + ": stopping without waiting")
+		l.system.Root.Send(l.family, messages.ShutdownFamily{Now: true})
+		if giveUp == nil {
+			giveUp = time.After(stopLimit)
+		}
+	}
 	for {
 		select {
 		case ev := <-l.events:
@@ -188,11 +202,18 @@ func (l *live) shutdown(sigs <-chan os.Signal) messages.FamilyStopped {
 				return stopped
 			}
 		case <-sigs:
-			l.log.Warn("second signal: stopping without waiting")
-			l.system.Root.Send(l.family, messages.ShutdownFamily{Now: true})
+			hurried("second signal")
+		case <-hurry.C:
+			hurried("the family did not stop within its shutdown grace")
+		case <-giveUp:
+			l.close()
+			return messages.FamilyStopped{Status: state.StatusFailed, Err: supervision.New(supervision.ClassRuntime, "the family did not stop in time")}
 		}
 	}
 }
+
+// stopLimit bounds each stage of the shutdown wait beyond the grace.
+const stopLimit = 30 * time.Second
 
 func (l *live) stopNow() {
 	l.system.Root.Stop(l.family)
