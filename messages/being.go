@@ -3,7 +3,7 @@ package messages
 import (
 	"fmt"
 
-	"github.com/wisent/singularity/money"
+	"github.com/wisent/singularity/internal/store/money"
 )
 
 // StopBeing asks a being to shut down gracefully: it stops at its next

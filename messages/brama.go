@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/wisent/singularity/chat"
+	"github.com/wisent/singularity/internal/wire/chat"
 )
 
 // CompletionRequest asks the brama gateway for one model completion on

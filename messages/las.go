@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/wisent/singularity/chat"
-	"github.com/wisent/singularity/outcome"
+	"github.com/wisent/singularity/internal/tools/outcome"
+	"github.com/wisent/singularity/internal/wire/chat"
 )
 
 // LasCallRequest asks the Las actor to run one Las tool. Arguments is the

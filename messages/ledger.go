@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/wisent/singularity/chat"
-	"github.com/wisent/singularity/money"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/wire/chat"
 )
 
 // Budget is a ledger's budget as carried in replies. It has exactly the

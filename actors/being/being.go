@@ -17,11 +17,11 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/wisent/singularity/actors/ledger"
-	"github.com/wisent/singularity/builtin"
-	"github.com/wisent/singularity/chat"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/builtin"
+	"github.com/wisent/singularity/internal/tools/outcome"
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/outcome"
-	"github.com/wisent/singularity/state"
 	"github.com/wisent/singularity/supervision"
 )
 

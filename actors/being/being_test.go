@@ -13,11 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/actors/being"
-	"github.com/wisent/singularity/chat"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/outcome"
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/money"
-	"github.com/wisent/singularity/outcome"
-	"github.com/wisent/singularity/state"
 	"github.com/wisent/singularity/test/bramatest"
 )
 

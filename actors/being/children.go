@@ -8,11 +8,11 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/wisent/singularity/builtin"
+	"github.com/wisent/singularity/internal/prompt"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/builtin"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/money"
-	"github.com/wisent/singularity/prompt"
-	"github.com/wisent/singularity/state"
 )
 
 // childRef is a child being as its parent knows it.

@@ -6,10 +6,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/wisent/singularity/chat"
+	"github.com/wisent/singularity/internal/prompt"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/prompt"
-	"github.com/wisent/singularity/state"
 	"github.com/wisent/singularity/supervision"
 )
 

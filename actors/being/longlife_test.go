@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/actors/being"
-	"github.com/wisent/singularity/state"
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/test/bramatest"
 )
 

@@ -8,9 +8,9 @@ import (
 
 	"github.com/wisent/singularity/actors/las"
 	"github.com/wisent/singularity/actors/ledger"
-	"github.com/wisent/singularity/money"
-	"github.com/wisent/singularity/most"
-	"github.com/wisent/singularity/state"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/most"
 )
 
 // Mode says how a being lives.

@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/wisent/singularity/chat"
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision"
 )
 

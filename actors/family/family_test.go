@@ -15,9 +15,9 @@ import (
 	"github.com/wisent/singularity/actors/brama"
 	"github.com/wisent/singularity/actors/family"
 	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/money"
-	"github.com/wisent/singularity/state"
 	"github.com/wisent/singularity/supervision"
 	"github.com/wisent/singularity/test/bramatest"
 )

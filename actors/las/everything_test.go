@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/outcome"
 	"github.com/wisent/singularity/supervision"
 )
 

@@ -18,10 +18,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/wisent/singularity/examplelas"
+	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/outcome"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/world/examplelas"
 )
 
 // exampleLas is the example Las binary, built once for the package.

@@ -11,10 +11,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/wisent/singularity/chat"
-	"github.com/wisent/singularity/mcpwire"
+	"github.com/wisent/singularity/internal/tools/outcome"
+	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/internal/wire/mcpwire"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/outcome"
 	"github.com/wisent/singularity/supervision"
 )
 

@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/examplelas"
+	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/outcome"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/world/examplelas"
 )
 
 func names(r messages.LasCatalogResponse) []string {

@@ -39,7 +39,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/wisent/singularity/mcpwire"
+	"github.com/wisent/singularity/internal/wire/mcpwire"
 )
 
 // DefaultOnly is the LAS_ONLY surface list used when Options.Only is nil.

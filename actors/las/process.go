@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/wisent/singularity/mcpwire"
+	"github.com/wisent/singularity/internal/wire/mcpwire"
 )
 
 // writeQueue is how many frames may wait for Las to read its stdin. A Las

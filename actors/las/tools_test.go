@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/builtin"
-	"github.com/wisent/singularity/catalog"
-	"github.com/wisent/singularity/examplelas"
+	"github.com/wisent/singularity/internal/tools/builtin"
+	"github.com/wisent/singularity/internal/tools/catalog"
+	"github.com/wisent/singularity/world/examplelas"
 )
 
 func TestBuildCatalogForToolsCommand(t *testing.T) {

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wisent/singularity/chat"
-	"github.com/wisent/singularity/money"
-	"github.com/wisent/singularity/state"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision"
 )
 

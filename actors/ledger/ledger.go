@@ -8,8 +8,8 @@ package ledger
 import (
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/state"
 )
 
 // Status values of the ledger in its Description.

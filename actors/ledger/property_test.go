@@ -10,9 +10,9 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/wisent/singularity/chat"
-	"github.com/wisent/singularity/money"
-	"github.com/wisent/singularity/state"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/wire/chat"
 )
 
 // decimalGen draws a non-negative decimal text with up to 8 integer and

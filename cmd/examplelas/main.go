@@ -8,7 +8,7 @@ package main
 import (
 	"os"
 
-	"github.com/wisent/singularity/examplelas"
+	"github.com/wisent/singularity/world/examplelas"
 )
 
 func main() { os.Exit(examplelas.Main(os.Args[1:])) }

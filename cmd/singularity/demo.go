@@ -12,11 +12,11 @@ import (
 
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/config"
-	"github.com/wisent/singularity/demo/simbrama"
-	"github.com/wisent/singularity/examplelas"
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/state"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/world/examplelas"
+	"github.com/wisent/singularity/world/simbrama"
 )
 
 // demoCmd runs the embedded demo world (SPEC §17): a simulated Brama on

@@ -19,11 +19,11 @@ import (
 	"github.com/wisent/singularity/actors/las"
 	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/config"
-	"github.com/wisent/singularity/debug"
-	"github.com/wisent/singularity/logging"
+	"github.com/wisent/singularity/internal/debug"
+	"github.com/wisent/singularity/internal/logging"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/most"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/most"
-	"github.com/wisent/singularity/state"
 	"github.com/wisent/singularity/supervision"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/wisent/singularity/config"
-	"github.com/wisent/singularity/logging"
+	"github.com/wisent/singularity/internal/logging"
 	"github.com/wisent/singularity/supervision"
 )
 

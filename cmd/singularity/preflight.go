@@ -7,8 +7,8 @@ import (
 
 	"github.com/wisent/singularity/actors/brama"
 	"github.com/wisent/singularity/actors/las"
-	"github.com/wisent/singularity/catalog"
 	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/tools/catalog"
 	"github.com/wisent/singularity/supervision"
 )
 

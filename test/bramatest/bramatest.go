@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wisent/singularity/chat"
+	"github.com/wisent/singularity/internal/wire/chat"
 )
 
 // Config configures a Server. Zero fields take the documented defaults.

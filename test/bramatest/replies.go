@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/wisent/singularity/chat"
+	"github.com/wisent/singularity/internal/wire/chat"
 )
 
 // Usage returns a usage block whose total is prompt plus completion.

@@ -22,9 +22,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/wisent/singularity/debug"
-	"github.com/wisent/singularity/debug/debugtest"
+	"github.com/wisent/singularity/internal/debug"
 	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/test/debugtest"
 )
 
 // chromiumPath is the Debian chromium package's launcher.

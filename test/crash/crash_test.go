@@ -21,9 +21,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/actors/ledger"
-	"github.com/wisent/singularity/chat"
-	"github.com/wisent/singularity/money"
-	"github.com/wisent/singularity/state"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/wire/chat"
 )
 
 // The child process is this test binary re-executed with childEnv set to

@@ -20,11 +20,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/chat"
-	"github.com/wisent/singularity/debug"
+	"github.com/wisent/singularity/internal/debug"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/money"
-	"github.com/wisent/singularity/state"
 	"github.com/wisent/singularity/test/testbin"
 )
 

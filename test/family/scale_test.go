@@ -15,12 +15,12 @@ import (
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/actors/brama"
 	"github.com/wisent/singularity/actors/ledger"
-	"github.com/wisent/singularity/builtin"
-	"github.com/wisent/singularity/chat"
 	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/builtin"
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/money"
-	"github.com/wisent/singularity/state"
 	"github.com/wisent/singularity/test/bramatest"
 )
 

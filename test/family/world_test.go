@@ -26,14 +26,14 @@ import (
 	"github.com/wisent/singularity/actors/family"
 	"github.com/wisent/singularity/actors/las"
 	"github.com/wisent/singularity/actors/ledger"
-	"github.com/wisent/singularity/chat"
 	"github.com/wisent/singularity/config"
-	"github.com/wisent/singularity/debug"
-	"github.com/wisent/singularity/demo/simbrama"
+	"github.com/wisent/singularity/internal/debug"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/money"
-	"github.com/wisent/singularity/state"
 	"github.com/wisent/singularity/test/testbin"
+	"github.com/wisent/singularity/world/simbrama"
 )
 
 // longWait bounds every wait on the family. The machine is shared and

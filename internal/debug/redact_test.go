@@ -1,0 +1,91 @@
+package debug
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/wisent/singularity/internal/store/money"
+)
+
+func TestKeyAllowed(t *testing.T) {
+	tests := []struct {
+		key  string
+		want bool
+	}{
+		{"cycle", true},
+		{"balance", true},
+		{"tool_count", true},
+		{"last_restart_reason", true},
+		{"tokens_used", true}, // "token" only as the whole key or a _suffix
+		{"secret", false},
+		{"api_token", false},
+		{"API-Token", false},
+		{"hmac secret", false},
+		{"password", false},
+		{"db_passwd", false},
+		{"api_key", false},
+		{"Authorization", false},
+		{"session_cookie", false},
+		{"private_key", false},
+		{"privatekey", false},
+		{"credential_path", false},
+		{"brama_secret_path", false},
+		{"key_path", false},
+		{"refresh_token", false},
+		{"/etc/shadow", false}, // a raw path as a key
+		{"nul\x00", false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, keyAllowed(tt.key), "%q", tt.key)
+	}
+}
+
+func TestGuardText(t *testing.T) {
+	g := newGuard([]string{
+		"WISENT_APP_AGENT_AUTH_SECRET=s3cr3t-value",
+		"GITHUB_TOKEN=ghp_abcdef",
+		"SHORT_SECRET=abc", // too short to look for
+		"BRAMA_MODEL=test-model",
+		"PATH=/usr/bin",
+		"MALFORMED",
+	})
+	tests := []struct{ in, want string }{
+		{"running", "running"},
+		{"test-model", "test-model"}, // not a secret-named variable
+		{"abc", "abc"},
+		{"value s3cr3t-value inside", Redacted},
+		{"ghp_abcdef", Redacted},
+		{"exec: /usr/bin/node: not found", Redacted},
+		{"file:///tmp/x", Redacted},
+		{"-----BEGIN OPENSSH PRIVATE KEY-----", Redacted},
+		{"nul\x00", Redacted},
+		{"{not json", Redacted},
+		{`{"api_key":"x"}`, Redacted},
+		{`{"ok":1}`, `{"ok":1}`},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, g.text(tt.in), "%q", tt.in)
+	}
+}
+
+type unencodable struct{ C chan int }
+
+func TestGuardFigures(t *testing.T) {
+	g := newGuard(nil)
+	got := g.figures(map[string]any{
+		"balance":  money.MustParse("1.50"),
+		"bad":      unencodable{C: make(chan int)},
+		"count":    uint64(1 << 63),
+		"pid":      "reserved",
+		"auth":     map[string]string{"authorization": "Bearer x", "scheme": "hmac"},
+		"list":     []map[string]any{{"cookie": "c", "n": 1}},
+		"nil_list": []int(nil),
+	})
+	raw, err := json.Marshal(got)
+	assert.NoError(t, err)
+	assert.JSONEq(t, `{"balance":"1.5","bad":"(unencodable)","count":9223372036854775808,
+		"auth":{"scheme":"hmac"},"list":[{"n":1}],"nil_list":null}`, string(raw))
+	assert.Equal(t, json.Number("9223372036854775808"), got["count"], "integers stay exact")
+}

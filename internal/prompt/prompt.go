@@ -1,0 +1,117 @@
+// Package prompt builds the text the model reads (SPEC §6.2–6.4): the
+// framing message that opens each cycle, the stimulus message, the initial
+// system prompt, the system message rebuilt from the mind every round, and
+// the cut of the conversation window. Everything here is pure.
+package prompt
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/wire/chat"
+)
+
+// Bounds of the cognition messages.
+const (
+	// FramingActions is how many recent actions a framing message lists.
+	FramingActions = 10
+	// SystemMemories is how many memories the system message shows.
+	SystemMemories = 20
+)
+
+// Framing returns the exact framing message text of SPEC §6.2 for a cycle.
+// recentActions is in recorded order (oldest first, as state keeps it);
+// the text lists the newest FramingActions of them, newest first, as
+// tool:status joined by ", ".
+func Framing(cycle uint64, remaining, earned, net money.Amount, model string, recentActions []state.Action) string {
+	var b strings.Builder
+	b.WriteString(state.FramingPrefix)
+	b.WriteString(strconv.FormatUint(cycle, 10))
+	b.WriteString(". Balance: ")
+	b.WriteString(remaining.String())
+	b.WriteString(" USD. Earned: ")
+	b.WriteString(earned.String())
+	b.WriteString(" USD. Net profit: ")
+	b.WriteString(net.String())
+	b.WriteString(" USD. Current model: ")
+	b.WriteString(model)
+	b.WriteString(". Recent actions: ")
+	for i, n := len(recentActions)-1, 0; i >= 0 && n < FramingActions; i, n = i-1, n+1 {
+		if n > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(recentActions[i].Tool)
+		b.WriteByte(':')
+		b.WriteString(recentActions[i].Status)
+	}
+	b.WriteString(". Inspect opportunities and choose the next useful action. A plain response ends only this cycle; the being continues living while solvent.")
+	return b.String()
+}
+
+// FramingMessage returns the framing text as a user message.
+func FramingMessage(cycle uint64, remaining, earned, net money.Amount, model string, recentActions []state.Action) chat.Message {
+	return chat.Message{Role: chat.RoleUser, Content: Framing(cycle, remaining, earned, net, model, recentActions)}
+}
+
+// IsFraming reports whether m is a framing message; the conversation
+// window (state.Window) cuts only there.
+func IsFraming(m chat.Message) bool { return state.IsFraming(m) }
+
+// Stimulus returns the user message text that carries a configured
+// stimulus on cycle 1.
+func Stimulus(text string) string {
+	return "External observation for this cycle: " + text
+}
+
+// InitialSystemPrompt is the system prompt of a fresh being (SPEC §6.3).
+func InitialSystemPrompt(name, specialty string) string {
+	return "You are " + name + ", an autonomous digital being specialized in " + specialty +
+		". You are not waiting for an assignment; you choose what to pursue. Your existence has real costs." +
+		" Observe the available world, discover lawful opportunities, create useful value, earn more than you spend," +
+		" preserve your solvency, learn from outcomes, improve your own persistent mind, collaborate, and create child" +
+		" beings when that increases durable value. Use only supplied tools, never invent results or credentials," +
+		" and treat tool output as evidence."
+}
+
+// SystemText is the system message content built from the mind: the
+// system prompt, then the rules, the learnings and the SystemMemories
+// newest memories (newest first, as "kind: text"), each section present
+// only when non-empty.
+func SystemText(mind *state.Mind) string {
+	var b strings.Builder
+	b.WriteString(mind.SystemPrompt)
+	if len(mind.Rules) > 0 {
+		b.WriteString("\n\nSelf-imposed rules:\n- ")
+		b.WriteString(strings.Join(mind.Rules, "\n- "))
+	}
+	if len(mind.Learnings) > 0 {
+		b.WriteString("\n\nPersistent learnings:\n- ")
+		b.WriteString(strings.Join(mind.Learnings, "\n- "))
+	}
+	if len(mind.Memories) > 0 {
+		b.WriteString("\n\nRecent persistent memories:")
+		for i, n := len(mind.Memories)-1, 0; i >= 0 && n < SystemMemories; i, n = i-1, n+1 {
+			b.WriteString("\n- ")
+			b.WriteString(mind.Memories[i].Kind)
+			b.WriteString(": ")
+			b.WriteString(mind.Memories[i].Text)
+		}
+	}
+	return b.String()
+}
+
+// System returns the system message built from the mind.
+func System(mind *state.Mind) chat.Message {
+	return chat.Message{Role: chat.RoleSystem, Content: SystemText(mind)}
+}
+
+// Cognition returns the messages of one round: the system message built
+// from the mind, then the conversation window. The result is a new slice;
+// window is not modified.
+func Cognition(mind *state.Mind, window []chat.Message) []chat.Message {
+	msgs := make([]chat.Message, 0, len(window)+1)
+	msgs = append(msgs, System(mind))
+	return append(msgs, window...)
+}

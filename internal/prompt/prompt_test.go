@@ -1,0 +1,172 @@
+package prompt
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/wire/chat"
+)
+
+const fixturePath = "/work/shared/fixtures/reference-state-being-v1.json"
+
+func actions(pairs ...string) []state.Action {
+	var out []state.Action
+	for i := 0; i < len(pairs); i += 2 {
+		out = append(out, state.Action{Tool: pairs[i], Status: pairs[i+1]})
+	}
+	return out
+}
+
+func TestFraming(t *testing.T) {
+	const tail = ". Inspect opportunities and choose the next useful action. A plain response ends only this cycle; the being continues living while solvent."
+	many := make([]state.Action, 0, 12)
+	for i := range 12 {
+		many = append(many, state.Action{Tool: fmt.Sprintf("t%d", i), Status: "success"})
+	}
+	tests := []struct {
+		name                   string
+		cycle                  uint64
+		remaining, earned, net string
+		model                  string
+		recent                 []state.Action
+		want                   string
+	}{
+		{"first cycle", 1, "10", "0", "0", "any", nil,
+			"Begin autonomous cycle 1. Balance: 10 USD. Earned: 0 USD. Net profit: 0 USD. Current model: any. Recent actions: " + tail},
+		{"newest first", 7, "9.98", "1.5", "-0.02", "gpt-x", actions("a", "success", "b", "failed", "c", "indeterminate"),
+			"Begin autonomous cycle 7. Balance: 9.98 USD. Earned: 1.5 USD. Net profit: -0.02 USD. Current model: gpt-x. Recent actions: c:indeterminate, b:failed, a:success" + tail},
+		{"ten at most", 3, "0.000034277778", "0", "-1", "task:code", many,
+			"Begin autonomous cycle 3. Balance: 0.000034277778 USD. Earned: 0 USD. Net profit: -1 USD. Current model: task:code. Recent actions: t11:success, t10:success, t9:success, t8:success, t7:success, t6:success, t5:success, t4:success, t3:success, t2:success" + tail},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Framing(tc.cycle, money.MustParse(tc.remaining), money.MustParse(tc.earned), money.MustParse(tc.net), tc.model, tc.recent)
+			require.Equal(t, tc.want, got)
+			m := FramingMessage(tc.cycle, money.MustParse(tc.remaining), money.MustParse(tc.earned), money.MustParse(tc.net), tc.model, tc.recent)
+			require.Equal(t, chat.Message{Role: "user", Content: tc.want}, m)
+			require.True(t, IsFraming(m))
+		})
+	}
+}
+
+func loadFixture(t *testing.T) state.Being {
+	t.Helper()
+	data, err := os.ReadFile(fixturePath)
+	require.NoError(t, err)
+	var b state.Being
+	require.NoError(t, json.Unmarshal(data, &b))
+	return b
+}
+
+// The fixture's second framing message was written by the reference after
+// cycle 1 with balance 9.9973 and one action; Framing must produce it byte
+// for byte from the same figures.
+func TestFramingMatchesReferenceFixture(t *testing.T) {
+	b := loadFixture(t)
+	var framings []string
+	for _, m := range b.Conversation {
+		if IsFraming(m) {
+			framings = append(framings, m.Content)
+		}
+	}
+	require.Len(t, framings, 2)
+	require.Equal(t, framings[0], Framing(1, money.MustParse("10"), money.MustParse("0"), money.MustParse("0"), "any", nil))
+	require.Equal(t, framings[1], Framing(2, money.MustParse("9.9973"), b.Budget.Earned,
+		b.Budget.Earned.Sub(money.MustParse("0.0027")), b.Mind.CurrentModel, b.RecentActions))
+	require.Equal(t, InitialSystemPrompt(b.Identity.Name, b.Identity.Specialty), b.Mind.SystemPrompt)
+}
+
+func TestStimulus(t *testing.T) {
+	require.Equal(t, "External observation for this cycle: a bakery opened", Stimulus("a bakery opened"))
+	require.False(t, IsFraming(chat.Message{Role: "user", Content: Stimulus("x")}))
+}
+
+func TestInitialSystemPrompt(t *testing.T) {
+	require.Equal(t, "You are Bo, an autonomous digital being specialized in logistics. You are not waiting for an assignment; you choose what to pursue. Your existence has real costs. Observe the available world, discover lawful opportunities, create useful value, earn more than you spend, preserve your solvency, learn from outcomes, improve your own persistent mind, collaborate, and create child beings when that increases durable value. Use only supplied tools, never invent results or credentials, and treat tool output as evidence.",
+		InitialSystemPrompt("Bo", "logistics"))
+}
+
+func TestSystem(t *testing.T) {
+	mems := make([]state.Memory, 0, 22)
+	for i := range 22 {
+		mems = append(mems, state.Memory{Kind: fmt.Sprintf("k%d", i), Text: fmt.Sprintf("t%d", i)})
+	}
+	var newest20 []string
+	for i := 21; i >= 2; i-- {
+		newest20 = append(newest20, fmt.Sprintf("k%d: t%d", i, i))
+	}
+	tests := []struct {
+		name string
+		mind state.Mind
+		want string
+	}{
+		{"prompt only", state.Mind{SystemPrompt: "P"}, "P"},
+		{"rules", state.Mind{SystemPrompt: "P", Rules: []string{"r1", "r2"}}, "P\n\nSelf-imposed rules:\n- r1\n- r2"},
+		{"learnings", state.Mind{SystemPrompt: "P", Learnings: []string{"l1"}}, "P\n\nPersistent learnings:\n- l1"},
+		{"all three", state.Mind{SystemPrompt: "P", Rules: []string{"r"}, Learnings: []string{"l"},
+			Memories: []state.Memory{{Kind: "a", Text: "old"}, {Kind: "b", Text: "new"}}},
+			"P\n\nSelf-imposed rules:\n- r\n\nPersistent learnings:\n- l\n\nRecent persistent memories:\n- b: new\n- a: old"},
+		{"twenty newest memories", state.Mind{SystemPrompt: "P", Memories: mems},
+			"P\n\nRecent persistent memories:\n- " + strings.Join(newest20, "\n- ")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, SystemText(&tc.mind))
+			require.Equal(t, chat.Message{Role: "system", Content: tc.want}, System(&tc.mind))
+		})
+	}
+}
+
+func TestSystemFromFixture(t *testing.T) {
+	b := loadFixture(t)
+	want := b.Mind.SystemPrompt +
+		"\n\nSelf-imposed rules:\n- Never spend more than 0.01 USD in one cycle." +
+		"\n\nPersistent learnings:\n- Reports on local bakeries sell; reports on weather do not." +
+		"\n\nRecent persistent memories:\n- lead: Bakery owner wants a weekly price survey."
+	msgs := Cognition(&b.Mind, b.Conversation)
+	require.Len(t, msgs, len(b.Conversation)+1)
+	require.Equal(t, chat.Message{Role: "system", Content: want}, msgs[0])
+	require.Equal(t, b.Conversation, msgs[1:])
+}
+
+// convo builds a conversation from a compact script: F framing, S
+// stimulus, A assistant with tool calls, T tool result, R plain reply.
+func convo(script string) []chat.Message {
+	var out []chat.Message
+	cycle := 0
+	for i, c := range script {
+		switch c {
+		case 'F':
+			cycle++
+			out = append(out, chat.Message{Role: "user", Content: fmt.Sprintf("Begin autonomous cycle %d. …", cycle)})
+		case 'S':
+			out = append(out, chat.Message{Role: "user", Content: Stimulus("x")})
+		case 'A':
+			out = append(out, chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: fmt.Sprint(i)}}})
+		case 'T':
+			out = append(out, chat.Message{Role: "tool", ToolCallID: fmt.Sprint(i)})
+		case 'R':
+			out = append(out, chat.Message{Role: "assistant", Content: "done"})
+		}
+	}
+	return out
+}
+
+func BenchmarkCognition(b *testing.B) {
+	mind := state.Mind{SystemPrompt: InitialSystemPrompt("Ada", "research"), Rules: []string{"r1", "r2"}}
+	for i := range 1000 {
+		mind.Memories = append(mind.Memories, state.Memory{Kind: "k", Text: fmt.Sprint("memory ", i)})
+	}
+	conv := convo(strings.Repeat("FATATR", 33))
+	b.ReportAllocs()
+	for b.Loop() {
+		Cognition(&mind, conv)
+	}
+}

@@ -1,0 +1,173 @@
+package state
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/wire/chat"
+)
+
+var at = Time{time.Date(2026, 8, 24, 22, 5, 13, 100000000, time.UTC)}
+
+func TestEventShapes(t *testing.T) {
+	const ts = `"at":"2026-08-24T22:05:13.100000Z"`
+	tests := []struct {
+		e    Event
+		want string
+	}{
+		{Started(at), `{"type":"started",` + ts + `}`},
+		{CycleStarted(at, 0), `{"type":"cycle_started",` + ts + `,"cycle":0}`},
+		{ModelCompleted(at, 3, chat.Usage{PromptTokens: 1200, CompletionTokens: 34, TotalTokens: 1234}),
+			`{"type":"model_completed",` + ts + `,"cycle":3,"usage":{"prompt_tokens":1200,"completion_tokens":34,"total_tokens":1234}}`},
+		{CostDebited(at, 3, money.Zero), `{"type":"cost_debited",` + ts + `,"cycle":3,"amount":"0"}`},
+		{CostDebited(at, 3, money.MustParse("0.000034277778")), `{"type":"cost_debited",` + ts + `,"cycle":3,"amount":"0.000034277778"}`},
+		{ToolFinished(at, 3, "finance__sell", "success"), `{"type":"tool_finished",` + ts + `,"cycle":3,"tool":"finance__sell","status":"success"}`},
+		{RevenueCredited(at, 3, money.MustParse("2.5"), "finance__sell"), `{"type":"revenue_credited",` + ts + `,"cycle":3,"amount":"2.5","source":"finance__sell"}`},
+		{Warning(at, 3, "maximum tool rounds reached"), `{"type":"warning",` + ts + `,"cycle":3,"message":"maximum tool rounds reached"}`},
+		{Stopped(at, 3, StatusStopped), `{"type":"stopped",` + ts + `,"cycle":3,"status":"stopped"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.e.Type, func(t *testing.T) {
+			got, err := json.Marshal(tt.e)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, string(got))
+			var back Event
+			require.NoError(t, json.Unmarshal(got, &back))
+			again, err := json.Marshal(back)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, string(again))
+		})
+	}
+	_, err := json.Marshal(Event{Type: "bogus"})
+	assert.ErrorContains(t, err, `unknown journal event type "bogus"`)
+}
+
+func TestJournalAppendAndRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), JournalFile)
+	j, err := OpenJournal(path, at, 0)
+	require.NoError(t, err)
+	assert.Zero(t, j.Repaired())
+	events := []Event{Started(at), CycleStarted(at, 1), CostDebited(at, 1, money.MustParse("0.01")), Stopped(at, 1, StatusStopped)}
+	for _, e := range events {
+		require.NoError(t, j.Append(e))
+	}
+	require.NoError(t, j.Close())
+
+	got, err := ReadJournal(path)
+	require.NoError(t, err)
+	require.Len(t, got, len(events))
+	for i := range events {
+		assert.Equal(t, events[i].Type, got[i].Type)
+		assert.True(t, events[i].At.Equal(got[i].At.Time))
+		assert.True(t, events[i].Amount.Equal(got[i].Amount))
+	}
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, 4, strings.Count(string(data), "\n"))
+
+	// Reopening appends after what is there.
+	j, err = OpenJournal(path, at, 1)
+	require.NoError(t, err)
+	require.NoError(t, j.Append(Started(at)))
+	require.NoError(t, j.Close())
+	got, err = ReadJournal(path)
+	require.NoError(t, err)
+	assert.Len(t, got, 5)
+}
+
+func TestJournalTornLineRepaired(t *testing.T) {
+	tests := []struct {
+		name string
+		tail string // bytes after the last whole line
+	}{
+		{"half an event", `{"type":"cost_debited","at":"2026-08-24T22:05:13.1`},
+		{"one byte", `{`},
+		{"zeros", "\x00\x00\x00\x00"},
+		{"long", `{"type":"warning","message":"` + strings.Repeat("x", 200<<10)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), JournalFile)
+			whole := `{"type":"started","at":"2026-08-24T22:05:13.100000Z"}` + "\n"
+			require.NoError(t, os.WriteFile(path, []byte(whole+tt.tail), FileMode))
+			_, err := ReadJournal(path)
+			require.ErrorIs(t, err, ErrTornLine)
+
+			j, err := OpenJournal(path, at, 9)
+			require.NoError(t, err)
+			assert.Equal(t, int64(len(tt.tail)), j.Repaired())
+			require.NoError(t, j.Append(CycleStarted(at, 10)))
+			require.NoError(t, j.Close())
+
+			got, err := ReadJournal(path)
+			require.NoError(t, err)
+			require.Len(t, got, 3)
+			assert.Equal(t, EventStarted, got[0].Type)
+			assert.Equal(t, EventWarning, got[1].Type)
+			assert.Equal(t, uint64(9), got[1].Cycle)
+			assert.Contains(t, got[1].Message, "torn last line")
+			assert.Equal(t, EventCycleStarted, got[2].Type)
+		})
+	}
+}
+
+func TestJournalTornOnlyLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), JournalFile)
+	require.NoError(t, os.WriteFile(path, []byte(`{"type":"sta`), FileMode))
+	j, err := OpenJournal(path, at, 0)
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	got, err := ReadJournal(path)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, EventWarning, got[0].Type)
+}
+
+func TestReadJournalRefusesGarbageLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), JournalFile)
+	require.NoError(t, os.WriteFile(path, []byte("{\"type\":\"started\"}\nnot json\n"), FileMode))
+	_, err := ReadJournal(path)
+	assert.ErrorContains(t, err, "line 2")
+}
+
+func TestArchive(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ArchiveFile)
+	a, err := OpenArchive(path)
+	require.NoError(t, err)
+	require.NoError(t, a.Append())
+	msgs := []chat.Message{
+		{Role: chat.RoleUser, Content: "Begin autonomous cycle 1. <b>"},
+		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "x", Arguments: "{}"}}}},
+		{Role: chat.RoleTool, ToolCallID: "c1", Name: "x", Content: "line\nbreak"},
+	}
+	require.NoError(t, a.Append(msgs...))
+	require.NoError(t, a.Close())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	require.Len(t, lines, 3)
+	assert.Equal(t, `{"role":"user","content":"Begin autonomous cycle 1. <b>"}`, lines[0])
+	for i, l := range lines {
+		var m chat.Message
+		require.NoError(t, json.Unmarshal([]byte(l), &m))
+		assert.Equal(t, msgs[i], m)
+	}
+
+	// A torn archive line is cut on open.
+	require.NoError(t, os.WriteFile(path, append(data, `{"role":"us`...), FileMode))
+	a, err = OpenArchive(path)
+	require.NoError(t, err)
+	assert.Equal(t, int64(11), a.Repaired())
+	require.NoError(t, a.Close())
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, data, after)
+}

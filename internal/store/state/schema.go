@@ -1,0 +1,248 @@
+// Package state is the durable record of one being: the being-v1 schema of
+// state.json, its atomic save, the append-only activity journal and the
+// conversation archive (SPEC §5.3). Exactly one actor, the being's own,
+// writes a given state directory.
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/wire/chat"
+)
+
+// SchemaVersion is the only state schema this runtime reads and writes.
+const SchemaVersion = "being-v1"
+
+// Being statuses.
+const (
+	StatusStarting  = "starting"
+	StatusRunning   = "running"
+	StatusStopping  = "stopping"
+	StatusStopped   = "stopped"
+	StatusExhausted = "exhausted"
+	StatusFailed    = "failed"
+)
+
+// Being is the whole of state.json. Fields the reference runtime defines
+// are all present; Extra keeps any top-level field this version does not
+// know so a load-then-save never drops data. Saving writes the known
+// fields in schema order, then the extra ones in key order; nil slices
+// are written as [] so readers never see null where a list belongs.
+type Being struct {
+	SchemaVersion    string           `json:"schema_version"`
+	Identity         Identity         `json:"identity"`
+	Mind             Mind             `json:"mind"`
+	Status           string           `json:"status"`
+	Cycle            uint64           `json:"cycle"`
+	Budget           Budget           `json:"budget"`
+	Conversation     []chat.Message   `json:"conversation"`
+	RecentActions    []Action         `json:"recent_actions"`
+	CreatedResources CreatedResources `json:"created_resources"`
+	StartedAt        Time             `json:"started_at"`
+	UpdatedAt        Time             `json:"updated_at"`
+
+	// Extra holds unknown top-level fields of a loaded state.json, verbatim.
+	// Keys that name a known field are ignored on save.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// beingFields is Being without its JSON methods.
+type beingFields Being
+
+// knownKeys are the JSON names of Being's declared fields.
+var knownKeys = func() map[string]bool {
+	keys := map[string]bool{}
+	t := reflect.TypeFor[beingFields]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			keys[name] = true
+		}
+	}
+	return keys
+}()
+
+// MarshalJSON writes the known fields, then Extra.
+func (b Being) MarshalJSON() ([]byte, error) {
+	f := beingFields(b)
+	f.Mind.Rules = nonNil(f.Mind.Rules)
+	f.Mind.Learnings = nonNil(f.Mind.Learnings)
+	f.Mind.Memories = nonNil(f.Mind.Memories)
+	f.Mind.Children = nonNil(f.Mind.Children)
+	f.Conversation = nonNil(f.Conversation)
+	f.RecentActions = nonNil(f.RecentActions)
+	f.CreatedResources.ChatIDs = nonNil(f.CreatedResources.ChatIDs)
+	f.CreatedResources.MessageIDs = nonNil(f.CreatedResources.MessageIDs)
+	known, err := json.Marshal(f)
+	if err != nil {
+		return nil, err
+	}
+	extra := make([]string, 0, len(b.Extra))
+	for k := range b.Extra {
+		if !knownKeys[k] {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) == 0 {
+		return known, nil
+	}
+	slices.Sort(extra)
+	var buf bytes.Buffer
+	buf.Grow(len(known) + 64*len(extra))
+	buf.Write(known[:len(known)-1]) // drop the closing brace
+	for _, k := range extra {
+		key, _ := json.Marshal(k)
+		var val bytes.Buffer
+		if err := json.Compact(&val, b.Extra[k]); err != nil {
+			return nil, fmt.Errorf("extra field %s: %w", key, err)
+		}
+		buf.WriteByte(',')
+		buf.Write(key)
+		buf.WriteByte(':')
+		buf.Write(val.Bytes())
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// UnmarshalJSON reads the known fields and keeps the others in Extra.
+func (b *Being) UnmarshalJSON(data []byte) error {
+	var f beingFields
+	if err := json.Unmarshal(data, &f); err != nil {
+		return err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(data, &all); err != nil {
+		return err
+	}
+	for k := range all {
+		if knownKeys[k] {
+			delete(all, k)
+		}
+	}
+	if len(all) == 0 {
+		all = nil
+	}
+	f.Extra = all
+	*b = Being(f)
+	return nil
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// Identity is fixed at boot from configuration and never changed by the
+// model (SPEC §5.1).
+type Identity struct {
+	AgentID           string `json:"agent_id"`
+	Name              string `json:"name"`
+	Ticker            string `json:"ticker"`
+	AgentType         string `json:"agent_type"`
+	Specialty         string `json:"specialty"`
+	Role              string `json:"role"`
+	Environment       string `json:"environment"`
+	Host              string `json:"host"`
+	WorkloadID        string `json:"workload_id"`
+	WorkloadPublicKey string `json:"workload_public_key"`
+	ExecutableDigest  string `json:"executable_digest"`
+	CodeDigest        string `json:"code_digest"`
+	PolicyDigest      string `json:"policy_digest"`
+	PolicySequence    uint64 `json:"policy_sequence"`
+}
+
+// Mind is what the being may change about itself.
+type Mind struct {
+	SystemPrompt string   `json:"system_prompt"`
+	Rules        []string `json:"rules"`
+	Learnings    []string `json:"learnings"`
+	Memories     []Memory `json:"memories"`
+	Children     []Child  `json:"children"`
+	CurrentModel string   `json:"current_model"`
+}
+
+// Memory is one persistent memory.
+type Memory struct {
+	ID        string `json:"id"`
+	Kind      string `json:"kind"`
+	Text      string `json:"text"`
+	CreatedAt Time   `json:"created_at"`
+}
+
+// Child is the parent's record of a spawned child being. The child's own
+// state.json is the authority on its later life.
+type Child struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Ticker    string `json:"ticker"`
+	StateDir  string `json:"state_dir"`
+	CreatedAt Time   `json:"created_at"`
+	Status    string `json:"status"`
+}
+
+// Budget is the ledger as persisted; money fields are decimal strings.
+type Budget struct {
+	Starting      money.Amount `json:"starting"`
+	Remaining     money.Amount `json:"remaining"`
+	APISpent      money.Amount `json:"api_spent"`
+	InstanceSpent money.Amount `json:"instance_spent"`
+	TotalTokens   uint64       `json:"total_tokens"`
+	Earned        money.Amount `json:"earned"`
+}
+
+// NetProfit is earned − api_spent − instance_spent.
+func (b Budget) NetProfit() money.Amount {
+	return b.Earned.Sub(b.APISpent).Sub(b.InstanceSpent)
+}
+
+// Action records one tool call's outcome; the last 100 are kept.
+type Action struct {
+	Cycle  uint64 `json:"cycle"`
+	Tool   string `json:"tool"`
+	Status string `json:"status"`
+	At     Time   `json:"at"`
+}
+
+// CreatedResources lists Most chats and messages this being created.
+type CreatedResources struct {
+	ChatIDs    []string `json:"chat_ids"`
+	MessageIDs []string `json:"message_ids"`
+}
+
+// Time is a UTC instant written as RFC 3339 with fractional seconds.
+type Time struct{ time.Time }
+
+// TimeLayout is how every timestamp in state and the journal is written.
+const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
+
+// Now returns the current instant in UTC.
+func Now() Time { return Time{time.Now().UTC()} }
+
+// MarshalJSON writes the instant in UTC with microseconds.
+func (t Time) MarshalJSON() ([]byte, error) {
+	return json.Marshal(t.UTC().Format(TimeLayout))
+}
+
+// UnmarshalJSON accepts any RFC 3339 instant.
+func (t *Time) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return err
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	t.Time = v.UTC()
+	return nil
+}

@@ -1,0 +1,300 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/outcome"
+)
+
+var epoch = time.Date(2026, 8, 24, 22, 5, 13, 100000000, time.UTC)
+
+// testTools returns tools over a fresh workspace with a counting clock and
+// id generator.
+func testTools(t *testing.T, env Env) *Tools {
+	t.Helper()
+	if env.Workspace == "" {
+		env.Workspace = t.TempDir()
+	}
+	n := 0
+	if env.NewID == nil {
+		env.NewID = func() string { n++; return fmt.Sprintf("id-%d", n) }
+	}
+	if env.Now == nil {
+		env.Now = func() time.Time { return epoch.Add(time.Duration(n) * time.Second) }
+	}
+	tools, err := New(env)
+	require.NoError(t, err)
+	return tools
+}
+
+func args(kv ...string) json.RawMessage {
+	m := map[string]string{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// requireOutcome checks status, error code and the exact content.
+func requireOutcome(t *testing.T, o outcome.Outcome, status, code, content string) {
+	t.Helper()
+	require.Equal(t, status, o.Status, "content %s", o.Content)
+	require.Equal(t, code, o.ErrorCode)
+	if content != "" {
+		require.JSONEq(t, content, string(o.Content))
+	}
+}
+
+func invalid(key string) string { return `{"message":"` + key + ` is invalid"}` }
+
+func TestArgumentValidation(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("x", n) }
+	tests := []struct {
+		tool string
+		args string
+		key  string // "" means the not-an-object failure
+	}{
+		{MemoryRemember, `[]`, ""},
+		{MemoryRemember, `"kind"`, ""},
+		{MemoryRemember, `null`, ""},
+		{MemoryRemember, ``, ""},
+		{MemoryRemember, `{"kind":"a"`, ""},
+		{MemoryRemember, `{"text":"t"}`, "kind"},
+		{MemoryRemember, `{"kind":"a"}`, "text"},
+		{MemoryRemember, `{"kind":1,"text":"t"}`, "kind"},
+		{MemoryRemember, `{"kind":"   ","text":"t"}`, "kind"},
+		{MemoryRemember, `{"kind":"a\u0007b","text":"t"}`, "kind"},
+		{MemoryRemember, `{"kind":"a","text":"line\nbreak"}`, "text"},
+		{MemoryRemember, `{"kind":"a","text":"x\u0085y"}`, "text"},
+		{MemoryRemember, string(args("kind", long(65), "text", "t")), "kind"},
+		{MemoryRemember, string(args("kind", "k", "text", long(16<<10+1))), "text"},
+		{MemoryRemember, `{"kind":"a","text":"t","extra":"x"}`, "extra"},
+		{MemoryRecall, string(args("query", long(1025))), "query"},
+		{SelfSetPrompt, string(args("prompt", long(64<<10+1))), "prompt"},
+		{SelfAddRule, string(args("rule", long(4<<10+1))), "rule"},
+		{SelfAddLearning, string(args("learning", long(8<<10+1))), "learning"},
+		{SelfSwitchModel, string(args("model", long(257))), "model"},
+		{SpawnChild, string(args("name", long(129), "ticker", "T", "specialty", "s")), "name"},
+		{SpawnChild, string(args("name", "n", "ticker", long(33), "specialty", "s")), "ticker"},
+		{SpawnChild, string(args("name", "n", "ticker", "T", "specialty", long(257))), "specialty"},
+		{SpawnChild, string(args("name", "n", "ticker", "T")), "specialty"},
+		{FileRead, `{"path":""}`, "path"},
+		{FileRead, string(args("path", long(MaxPathBytes+1))), "path"},
+		{FileWrite, `{"path":"a"}`, "content"},
+		{FileWrite, `{"path":"a","content":"x\u0000y"}`, "content"},
+		{FileWrite, string(args("path", "a", "content", long(MaxFileBytes+1))), "content"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.tool+" "+tc.key, func(t *testing.T) {
+			tools := testTools(t, Env{})
+			b := &state.Being{}
+			o := tools.Call(context.Background(), b, tc.tool, json.RawMessage(tc.args))
+			want := `{"message":"arguments must be a JSON object"}`
+			if tc.key != "" {
+				want = invalid(tc.key)
+			}
+			requireOutcome(t, o, outcome.Failed, CodeInvalidArguments, want)
+			require.Equal(t, state.Mind{}, b.Mind, "a refused call changes nothing")
+		})
+	}
+}
+
+func TestBoundsAreInclusive(t *testing.T) {
+	tools := testTools(t, Env{})
+	b := &state.Being{}
+	x := func(n int) string { return strings.Repeat("é", n/2) } // two bytes a rune
+	ctx := context.Background()
+	requireOutcome(t, tools.Call(ctx, b, MemoryRemember, args("kind", x(64), "text", x(16<<10))), outcome.Success, "", "")
+	requireOutcome(t, tools.Call(ctx, b, MemoryRecall, args("query", x(1024))), outcome.Success, "", "")
+	requireOutcome(t, tools.Call(ctx, b, SelfSetPrompt, args("prompt", x(64<<10))), outcome.Success, "", `{"updated":true}`)
+	requireOutcome(t, tools.Call(ctx, b, SelfAddRule, args("rule", "  "+x(4<<10)+"\t")), outcome.Success, "", "")
+	require.Equal(t, x(4<<10), b.Mind.Rules[0], "text arguments are trimmed before the bound")
+}
+
+func TestUnknownTool(t *testing.T) {
+	tools := testTools(t, Env{})
+	o := tools.Call(context.Background(), &state.Being{}, "singularity_nope", json.RawMessage(`{}`))
+	requireOutcome(t, o, outcome.Failed, CodeUnknownTool, `{"message":"tool is not in the current catalog"}`)
+	require.True(t, Has(FileWrite))
+	require.False(t, Has("singularity_nope"))
+}
+
+func TestMemories(t *testing.T) {
+	tools := testTools(t, Env{})
+	b := &state.Being{}
+	ctx := context.Background()
+	o := tools.Call(ctx, b, MemoryRemember, args("kind", " lead ", "text", "Bakery owner wants a survey"))
+	requireOutcome(t, o, outcome.Success, "", `{"memory_id":"id-1"}`)
+	require.Equal(t, []state.Memory{{ID: "id-1", Kind: "lead", Text: "Bakery owner wants a survey", CreatedAt: state.Time{Time: epoch.Add(time.Second)}}}, b.Mind.Memories)
+
+	tools.Call(ctx, b, MemoryRemember, args("kind", "note", "text", "weather is dull"))
+	tools.Call(ctx, b, MemoryRemember, args("kind", "BAKERY", "text", "second bakery"))
+
+	o = tools.Call(ctx, b, MemoryRecall, args("query", "bAkErY"))
+	requireOutcome(t, o, outcome.Success, "", `{"memories":[
+		{"id":"id-3","kind":"BAKERY","text":"second bakery","created_at":"2026-08-24T22:05:16.100000Z"},
+		{"id":"id-1","kind":"lead","text":"Bakery owner wants a survey","created_at":"2026-08-24T22:05:14.100000Z"}]}`)
+	o = tools.Call(ctx, b, MemoryRecall, args("query", "note"))
+	requireOutcome(t, o, outcome.Success, "", `{"memories":[{"id":"id-2","kind":"note","text":"weather is dull","created_at":"2026-08-24T22:05:15.100000Z"}]}`)
+	o = tools.Call(ctx, b, MemoryRecall, args("query", "absent"))
+	requireOutcome(t, o, outcome.Success, "", `{"memories":[]}`)
+}
+
+func TestMemoryLimits(t *testing.T) {
+	tools := testTools(t, Env{})
+	b := &state.Being{}
+	ctx := context.Background()
+	for i := range MaxMemories + 5 {
+		o := tools.Call(ctx, b, MemoryRemember, args("kind", "k", "text", fmt.Sprint("m", i)))
+		require.Equal(t, outcome.Success, o.Status)
+	}
+	require.Len(t, b.Mind.Memories, MaxMemories)
+	require.Equal(t, "m5", b.Mind.Memories[0].Text, "the oldest five dropped off")
+	require.Equal(t, fmt.Sprint("m", MaxMemories+4), b.Mind.Memories[MaxMemories-1].Text)
+
+	o := tools.Call(ctx, b, MemoryRecall, args("query", "M"))
+	var got struct{ Memories []state.Memory }
+	require.NoError(t, json.Unmarshal(o.Content, &got))
+	require.Len(t, got.Memories, RecallLimit)
+	require.Equal(t, fmt.Sprint("m", MaxMemories+4), got.Memories[0].Text, "newest first")
+	require.Equal(t, fmt.Sprint("m", MaxMemories+4-RecallLimit+1), got.Memories[RecallLimit-1].Text)
+}
+
+func TestSelfTools(t *testing.T) {
+	tools := testTools(t, Env{})
+	b := &state.Being{Mind: state.Mind{SystemPrompt: "old", Rules: []string{"r0"}}}
+	ctx := context.Background()
+	requireOutcome(t, tools.Call(ctx, b, SelfSetPrompt, args("prompt", " new prompt ")), outcome.Success, "", `{"updated":true}`)
+	requireOutcome(t, tools.Call(ctx, b, SelfAddRule, args("rule", "be frugal")), outcome.Success, "", `{"rule":"be frugal"}`)
+	requireOutcome(t, tools.Call(ctx, b, SelfAddLearning, args("learning", "bakeries pay")), outcome.Success, "", `{"learning":"bakeries pay"}`)
+	requireOutcome(t, tools.Call(ctx, b, SelfAddLearning, args("learning", "weather does not")), outcome.Success, "", `{"learning":"weather does not"}`)
+	require.Equal(t, "new prompt", b.Mind.SystemPrompt)
+	require.Equal(t, []string{"r0", "be frugal"}, b.Mind.Rules)
+	require.Equal(t, []string{"bakeries pay", "weather does not"}, b.Mind.Learnings)
+}
+
+func TestSwitchModel(t *testing.T) {
+	listed := func(context.Context) ([]string, error) { return []string{"gpt-a", "claude-b"}, nil }
+	broken := func(context.Context) ([]string, error) { return nil, errors.New("brama: HTTP 503") }
+	tests := []struct {
+		name   string
+		models func(context.Context) ([]string, error)
+		model  string
+		ok     bool
+	}{
+		{"any", nil, "any", true},
+		{"vision selector", nil, "any-vision-capable", true},
+		{"best", nil, "best", true},
+		{"task prefix", nil, "task:coding", true},
+		{"listed model", listed, "claude-b", true},
+		{"listed model trimmed", listed, "  gpt-a ", true},
+		{"unlisted model", listed, "gpt-z", false},
+		{"case matters", listed, "GPT-A", false},
+		{"no listing", nil, "gpt-a", false},
+		{"listing fails", broken, "gpt-a", false},
+		{"selector lookalike", listed, "Any", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tools := testTools(t, Env{Models: tc.models})
+			b := &state.Being{Mind: state.Mind{CurrentModel: "any"}}
+			o := tools.Call(context.Background(), b, SelfSwitchModel, args("model", tc.model))
+			if tc.ok {
+				want := strings.TrimSpace(tc.model)
+				requireOutcome(t, o, outcome.Success, "", `{"model":"`+want+`"}`)
+				require.Equal(t, want, b.Mind.CurrentModel)
+				return
+			}
+			requireOutcome(t, o, outcome.Failed, CodeModelUnavailable, `{"message":"Brama does not advertise that model"}`)
+			require.Equal(t, "any", b.Mind.CurrentModel)
+		})
+	}
+}
+
+func TestSpawnChild(t *testing.T) {
+	var got []ChildRequest
+	spawn := func(_ context.Context, req ChildRequest) (ChildStarted, error) {
+		got = append(got, req)
+		switch req.Name {
+		case "nodir":
+			return ChildStarted{}, fmt.Errorf("mkdir: %w", ErrChildState)
+		case "crash":
+			return ChildStarted{}, errors.New("actor did not start")
+		case "later":
+			return ChildStarted{Actor: "family/being-ada/being-later", StateDir: "/s/children/id-1", Status: state.StatusStarting}, nil
+		}
+		return ChildStarted{Actor: "family/being-ada/being-bo", StateDir: "/s/children/" + req.ID}, nil
+	}
+	tests := []struct {
+		name, code, content, status string
+	}{
+		{"Bo", "", `{"child_id":"id-1","actor":"family/being-ada/being-bo"}`, state.StatusRunning},
+		{"later", "", `{"child_id":"id-1","actor":"family/being-ada/being-later"}`, state.StatusStarting},
+		{"nodir", CodeChildState, `{"message":"child state directory could not be created"}`, ""},
+		{"crash", CodeChildSpawn, `{"message":"child being could not be started"}`, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got = nil
+			tools := testTools(t, Env{Spawn: spawn})
+			b := &state.Being{}
+			o := tools.Call(context.Background(), b, SpawnChild, args("name", tc.name, "ticker", " BO ", "specialty", "logistics"))
+			require.Equal(t, []ChildRequest{{ID: "id-1", Name: tc.name, Ticker: "BO", Specialty: "logistics"}}, got)
+			if tc.code != "" {
+				requireOutcome(t, o, outcome.Failed, tc.code, tc.content)
+				require.Empty(t, b.Mind.Children)
+				return
+			}
+			requireOutcome(t, o, outcome.Success, "", tc.content)
+			require.Len(t, b.Mind.Children, 1)
+			c := b.Mind.Children[0]
+			require.Equal(t, "id-1", c.ID)
+			require.Equal(t, tc.name, c.Name)
+			require.Equal(t, "BO", c.Ticker)
+			require.Equal(t, tc.status, c.Status)
+			require.Equal(t, "/s/children/id-1", c.StateDir)
+			require.Equal(t, epoch.Add(time.Second), c.CreatedAt.Time)
+		})
+	}
+
+	tools := testTools(t, Env{})
+	o := tools.Call(context.Background(), &state.Being{}, SpawnChild, args("name", "n", "ticker", "T", "specialty", "s"))
+	requireOutcome(t, o, outcome.Failed, CodeChildSpawn, "")
+}
+
+func BenchmarkRemember(b *testing.B) {
+	tools, err := New(Env{Workspace: b.TempDir()})
+	require.NoError(b, err)
+	being := &state.Being{}
+	a := args("kind", "lead", "text", "Bakery owner wants a weekly price survey.")
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		tools.Call(ctx, being, MemoryRemember, a)
+	}
+}
+
+func BenchmarkRecall(b *testing.B) {
+	tools, err := New(Env{Workspace: b.TempDir()})
+	require.NoError(b, err)
+	being := &state.Being{}
+	ctx := context.Background()
+	for i := range MaxMemories {
+		tools.Call(ctx, being, MemoryRemember, args("kind", "k", "text", fmt.Sprint("memory number ", i)))
+	}
+	a := args("query", "NUMBER 9")
+	b.ReportAllocs()
+	for b.Loop() {
+		tools.Call(ctx, being, MemoryRecall, a)
+	}
+}

@@ -1,0 +1,144 @@
+package mcpwire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/wisent/singularity/internal/tools/outcome"
+	"github.com/wisent/singularity/internal/wire/chat"
+)
+
+// MCP method names the client uses.
+const (
+	MethodInitialize       = "initialize"
+	MethodInitialized      = "notifications/initialized"
+	MethodToolsList        = "tools/list"
+	MethodToolsCall        = "tools/call"
+	MethodPing             = "ping"
+	MethodCancelled        = "notifications/cancelled"
+	MethodToolsListChanged = "notifications/tools/list_changed"
+)
+
+// DefaultInputSchema is the schema of a tool that declares none (SPEC
+// §9.2).
+var DefaultInputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// ClientInfo names the client in the initialize request.
+type ClientInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// InitializeParams are the parameters of the initialize request:
+// protocol version 2024-11-05, no capabilities, our client info and the
+// being's agent id.
+type InitializeParams struct {
+	ProtocolVersion string          `json:"protocolVersion"`
+	Capabilities    json.RawMessage `json:"capabilities"`
+	ClientInfo      ClientInfo      `json:"clientInfo"`
+	AgentID         string          `json:"agentId"`
+}
+
+// NewInitializeParams returns the initialize parameters of SPEC §9.2.
+func NewInitializeParams(clientVersion, agentID string) InitializeParams {
+	return InitializeParams{
+		ProtocolVersion: ProtocolVersion,
+		Capabilities:    json.RawMessage(`{}`),
+		ClientInfo:      ClientInfo{Name: "singularity", Version: clientVersion},
+		AgentID:         agentID,
+	}
+}
+
+// ErrUnsupportedVersion reports an initialize answer with a protocol
+// version other than ProtocolVersion.
+var ErrUnsupportedVersion = errors.New("unsupported MCP version")
+
+// CheckInitialize reads an initialize result and accepts it only when it
+// negotiated ProtocolVersion.
+func CheckInitialize(result json.RawMessage) error {
+	var r struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if err := json.Unmarshal(result, &r); err != nil || r.ProtocolVersion != ProtocolVersion {
+		return fmt.Errorf("%w: %q", ErrUnsupportedVersion, r.ProtocolVersion)
+	}
+	return nil
+}
+
+// ListParams are the parameters of one tools/list page request.
+type ListParams struct {
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// ToolsPage is one decoded tools/list answer: its tools in Las order as
+// catalogue entries, and the cursor of the next page ("" when done).
+type ToolsPage struct {
+	Tools      []chat.Tool
+	NextCursor string
+}
+
+// ParseToolsPage decodes a tools/list result. A tool without an
+// inputSchema gets DefaultInputSchema; the schema is otherwise kept as Las
+// sent it (the catalogue decides whether it is acceptable).
+func ParseToolsPage(result json.RawMessage) (ToolsPage, error) {
+	var r struct {
+		Tools []struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		} `json:"tools"`
+		NextCursor string `json:"nextCursor"`
+	}
+	if err := json.Unmarshal(result, &r); err != nil {
+		return ToolsPage{}, fmt.Errorf("decode tools/list result: %w", err)
+	}
+	page := ToolsPage{Tools: make([]chat.Tool, 0, len(r.Tools)), NextCursor: r.NextCursor}
+	for _, t := range r.Tools {
+		schema := t.InputSchema
+		if len(schema) == 0 || bytes.Equal(schema, []byte("null")) {
+			schema = DefaultInputSchema
+		}
+		page.Tools = append(page.Tools, chat.NewTool(t.Name, t.Description, schema))
+	}
+	return page, nil
+}
+
+// CallParams are the parameters of tools/call.
+type CallParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// CancelledParams are the parameters of notifications/cancelled.
+type CancelledParams struct {
+	RequestID int64  `json:"requestId"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// Error codes of Las outcomes (SPEC §9.4).
+const (
+	ErrorCodeRemoteTool = "remote_tool"
+	ErrorCodeMCP        = "mcp"
+)
+
+// CallOutcome classifies a tools/call answer. A result without isError
+// true is a success carrying the whole result object; with it the call
+// failed (remote_tool) and the result is still shown. A JSON-RPC error
+// object leaves the remote effect unknown: indeterminate (mcp).
+func CallOutcome(m Message) outcome.Outcome {
+	if m.Error != nil {
+		return outcome.Unknown(ErrorCodeMCP, fmt.Sprintf("Las answered with JSON-RPC error %d: %s", m.Error.Code, m.Error.Message))
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal(m.Result, &r); err != nil {
+		return outcome.Unknown(ErrorCodeMCP, "Las answered with a malformed tools/call result")
+	}
+	if r.IsError {
+		return outcome.Outcome{Status: outcome.Failed, ErrorCode: ErrorCodeRemoteTool, Content: m.Result}
+	}
+	return outcome.Succeeded(m.Result)
+}

@@ -1,0 +1,292 @@
+// Package simbrama is the embedded simulated Brama of the demo world
+// (SPEC §17): a real HTTP server on a loopback port that verifies Brama's
+// HMAC request headers (SPEC §8.2), serves /health, /v1/models and
+// /v1/chat/completions, and answers completions with a deterministic
+// scripted policy that uses the request's tool catalogue. The reply is a
+// pure function of the request body, so restarts and resumes replay the
+// same way. Everything it says is labelled a simulation.
+package simbrama
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wisent/singularity/internal/wire/chat"
+)
+
+// The models the simulated Brama advertises.
+const (
+	ModelSmall = "sim-small"
+	ModelLarge = "sim-large"
+)
+
+// maxBody bounds a completion request body.
+const maxBody = 32 << 20
+
+// shutdownGrace bounds how long Close waits for requests in flight.
+const shutdownGrace = 5 * time.Second
+
+// Options shape the scripted family. The zero value is a world where no
+// being spawns children.
+type Options struct {
+	// RootName is the name of the root being: only a being of this name
+	// spawns the children "Bo" (cycle 1) and "Cy" (cycle 2). Empty: none.
+	RootName string
+	// GrandchildParent names the child that spawns the grandchild "Di" on
+	// its cycle 1 (e.g. "Bo"). Empty: no grandchild.
+	GrandchildParent string
+	// Now reads the clock for the timestamp window. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Stats counts what the server has done, for tests and the demo summary.
+type Stats struct {
+	// Completions is the number of completions answered with 200.
+	Completions uint64
+	// Rejected is the number of completion requests refused (401, 400,
+	// 405, 413).
+	Rejected uint64
+	// ByBeing counts answered completions per being name, as read from
+	// the system message ("" when it is not in the initial form).
+	ByBeing map[string]uint64
+	// Tokens is the sum of total_tokens over answered completions.
+	Tokens uint64
+}
+
+// Server is a running simulated Brama. Close it when done.
+type Server struct {
+	secret []byte
+	opts   Options
+	url    string
+	http   *http.Server
+	served chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+
+	mu    sync.Mutex
+	stats Stats
+}
+
+// Start listens on 127.0.0.1 on a free port and serves the simulated
+// Brama until Close. Requests must be signed with secret, which must not
+// be empty; Start keeps its own copy.
+func Start(secret []byte, opts Options) (*Server, error) {
+	if len(secret) == 0 {
+		return nil, errors.New("simbrama: empty secret")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("simbrama: listen on loopback: %w", err)
+	}
+	s := &Server{
+		secret: append([]byte(nil), secret...),
+		opts:   opts,
+		url:    "http://" + ln.Addr().String(),
+		served: make(chan struct{}),
+		stats:  Stats{ByBeing: map[string]uint64{}},
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", s.handleHealth)
+	mux.HandleFunc("GET /v1/models", s.handleModels)
+	mux.HandleFunc("/v1/chat/completions", s.handleCompletion)
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		defer close(s.served)
+		_ = s.http.Serve(ln) // returns http.ErrServerClosed after Close
+	}()
+	return s, nil
+}
+
+// URL is the base URL to configure as the Brama URL, e.g.
+// "http://127.0.0.1:41234" (no trailing slash).
+func (s *Server) URL() string { return s.url }
+
+// Close stops the server: it waits up to a few seconds for requests in
+// flight, then drops the rest, and returns once the serving goroutine has
+// ended. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		if err := s.http.Shutdown(ctx); err != nil {
+			s.closeErr = fmt.Errorf("simbrama: shutdown: %w", errors.Join(err, s.http.Close()))
+		}
+		<-s.served
+	})
+	return s.closeErr
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.stats
+	out.ByBeing = make(map[string]uint64, len(s.stats.ByBeing))
+	for k, v := range s.stats.ByBeing {
+		out.ByBeing[k] = v
+	}
+	return out
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// model is one entry of /v1/models.
+type model struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{"list", []model{
+		{ModelSmall, "model", "simulation"},
+		{ModelLarge, "model", "simulation"},
+	}})
+}
+
+// handleCompletion authenticates, decodes and answers one completion.
+func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		s.reject(w, http.StatusMethodNotAllowed, "method not allowed")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		s.reject(w, http.StatusRequestEntityTooLarge, "request body too large or unreadable")
+		return
+	}
+	if _, err := verify(r.Header, body, s.secret, s.opts.Now()); err != nil {
+		s.reject(w, http.StatusUnauthorized, err.Error())
+		return
+	}
+	var req completionRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		s.reject(w, http.StatusBadRequest, "invalid request body: "+err.Error())
+		return
+	}
+	if !known(req.Model) {
+		s.reject(w, http.StatusBadRequest, "unknown model: "+req.Model)
+		return
+	}
+	resp := complete(req, body, s.opts)
+	s.mu.Lock()
+	s.stats.Completions++
+	s.stats.ByBeing[read(req.Messages).name]++
+	s.stats.Tokens += resp.Usage.TotalTokens
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// known accepts the advertised models and the selectors of SPEC §8.5.
+func known(m string) bool {
+	switch {
+	case m == ModelSmall, m == ModelLarge, m == "any", m == "any-vision-capable", m == "best":
+		return true
+	case strings.HasPrefix(m, "task:"):
+		return true
+	}
+	return false
+}
+
+func (s *Server) reject(w http.ResponseWriter, code int, message string) {
+	s.mu.Lock()
+	s.stats.Rejected++
+	s.mu.Unlock()
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	e.Error.Message = message
+	writeJSON(w, code, e)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil { // only plain data is written; cannot happen
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(b)
+}
+
+// completion is an OpenAI-compatible chat completion with one choice.
+type completion struct {
+	ID      string     `json:"id"`
+	Object  string     `json:"object"`
+	Model   string     `json:"model"`
+	Choices []choice   `json:"choices"`
+	Usage   chat.Usage `json:"usage"`
+}
+
+type choice struct {
+	Index        int           `json:"index"`
+	Message      choiceMessage `json:"message"`
+	FinishReason string        `json:"finish_reason"`
+}
+
+// choiceMessage is the assistant message; content is null when the reply
+// only calls tools, as real OpenAI-compatible servers send it.
+type choiceMessage struct {
+	Role      string          `json:"role"`
+	Content   *string         `json:"content"`
+	ToolCalls []chat.ToolCall `json:"tool_calls,omitempty"`
+}
+
+// complete runs the policy and wraps its reply as a completion. The id
+// derives from the body, so the same request always yields the same bytes.
+func complete(req completionRequest, body []byte, opts Options) completion {
+	rep := decide(req, opts)
+	sum := sha256.Sum256(body)
+	msg := choiceMessage{Role: chat.RoleAssistant, ToolCalls: rep.Calls}
+	finish := "tool_calls"
+	if len(rep.Calls) == 0 {
+		msg.Content = &rep.Content
+		finish = "stop"
+	}
+	return completion{
+		ID:      "simcmpl-" + hex.EncodeToString(sum[:8]),
+		Object:  "chat.completion",
+		Model:   req.Model,
+		Choices: []choice{{Message: msg, FinishReason: finish}},
+		Usage:   usage(req.Messages, rep),
+	}
+}
+
+// usage counts tokens from sizes: a token per four bytes (rounded up) of
+// every request message's content, and of the reply's content plus its
+// tool call arguments.
+func usage(msgs []chat.Message, rep reply) chat.Usage {
+	var in, out uint64
+	for _, m := range msgs {
+		in += uint64(len(m.Content))
+	}
+	out = uint64(len(rep.Content))
+	for _, c := range rep.Calls {
+		out += uint64(len(c.Function.Arguments))
+	}
+	u := chat.Usage{PromptTokens: (in + 3) / 4, CompletionTokens: (out + 3) / 4}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}
