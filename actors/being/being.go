@@ -37,33 +37,25 @@ type Being struct {
 
 	ledger *actor.PID
 	las    *actor.PID
-	// lasTools is the Las part of the catalogue; lasDown is set once the
-	// Las actor stopped for good (intensity exceeded or a permanent
-	// failure), after which only built-in tools are offered.
-	lasTools  []chat.Tool
-	lasDown   bool
-	lasWarned bool
-	catalog   *catalogView
+	// link is what the being knows of its Las; lasTools is the Las part
+	// of the catalogue, offered while link is lasUp.
+	link     lasLink
+	lasTools []chat.Tool
+	catalog  *catalogView
 
 	children []*childRef
 
+	// phase is where the being is in its life (phase.go); cycle is set
+	// while a cycle runs, stop from the first stop request on.
+	phase phase
 	cycle *cycleRun
+	stop  *stopping
 	// epoch invalidates continuations of work abandoned at shutdown or
 	// by a crash.
-	epoch   uint64
-	timer   *time.Timer
-	stop    *stopping
-	stopped bool
-	// ready is set once the boot catalogue is built.
-	ready bool
+	epoch uint64
+	timer *time.Timer
 
 	tools *builtin.Tools
-	// models is what Brama advertised when switch_model last asked.
-	models    []string
-	modelsErr error
-	// ctx is the context of the message being handled; the built-in
-	// tools' spawn hook runs synchronously inside Receive and uses it.
-	ctx actor.Context
 
 	restarts    int
 	lastFailure string
@@ -125,7 +117,6 @@ type tick struct{ epoch uint64 }
 
 // Receive dispatches one message; each case calls a plain method.
 func (b *Being) Receive(ctx actor.Context) {
-	b.ctx = ctx
 	defer b.onPanic()
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
@@ -177,8 +168,6 @@ func (b *Being) handleStarted(ctx actor.Context) {
 	tools, err := builtin.New(builtin.Env{
 		Workspace: b.opts.Workspace,
 		Now:       b.opts.clock,
-		Spawn:     b.spawnChild,
-		Models:    b.advertisedModels,
 	})
 	if err != nil {
 		b.failStart(ctx, supervision.Errorf(supervision.ClassConfiguration, "%v", err))

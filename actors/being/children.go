@@ -1,7 +1,6 @@
 package being
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/builtin"
 	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/supervision"
 )
 
 // childRef is a child being as its parent knows it.
@@ -20,8 +20,11 @@ type childRef struct {
 	id   string
 	name string
 	pid  *actor.PID // nil until started (once creates without starting)
-	done bool       // its BeingStopped arrived
+	done bool       // its BeingStopped arrived, or its actor ended
 }
+
+// alive reports whether the child's actor runs and has not stopped yet.
+func (r *childRef) alive() bool { return r.pid != nil && !r.done }
 
 // childActorName is the stable actor name of a child being, so actor ids
 // read as a path: family/being-Ada/being-Bo-1a2b3c4d.
@@ -30,7 +33,7 @@ func childActorName(name, id string) string {
 	if len(short) > 8 {
 		short = short[:8]
 	}
-	return "being-" + sanitizeName(name) + "-" + short
+	return supervision.ChildBeingPrefix + sanitizeName(name) + "-" + short
 }
 
 func sanitizeName(s string) string {
@@ -47,13 +50,12 @@ func sanitizeName(s string) string {
 	return string(out)
 }
 
-// spawnChild is the built-in spawn tool's hook (SPEC §15): a new state
+// spawnChild carries out the spawn tool's effect (SPEC §15): a new state
 // directory under children/, a fresh being saved there with its own
 // persona and the configured starting balance, and — except in once mode,
 // where the child waits for the next `run --resume` — a child actor
-// started under this being. The tool records the child in the mind.
-func (b *Being) spawnChild(_ context.Context, req builtin.ChildRequest) (builtin.ChildStarted, error) {
-	ctx := b.ctx
+// started under this being. The tool then records the child in the mind.
+func (b *Being) spawnChild(ctx actor.Context, req builtin.ChildRequest) (builtin.ChildStarted, error) {
 	dir := filepath.Join(b.opts.StateDir, "children", req.ID)
 	if err := os.MkdirAll(filepath.Join(b.opts.StateDir, "children"), 0o700); err != nil {
 		return builtin.ChildStarted{}, fmt.Errorf("%w: %v", builtin.ErrChildState, err)

@@ -26,15 +26,15 @@ type cycleRun struct {
 	actions []string
 	calls   []chat.ToolCall
 	next    int
-	// waiting names what the cycle waits for, for the debug endpoint and
-	// the shutdown logic ("model", "las", "most", "models", "ledger").
-	waiting string
+	// waiting is what the cycle waits for, for the debug endpoint and
+	// the shutdown logic (abandonWork).
+	waiting waitFor
 }
 
 // startCycle runs step 1 and 2 of SPEC §6.1: the solvency gate, then the
 // framing.
 func (b *Being) startCycle(ctx actor.Context) {
-	if b.stop != nil || b.cycle != nil {
+	if b.phase != phaseIdle || b.stop != nil {
 		return
 	}
 	if !b.solvent() {
@@ -42,6 +42,7 @@ func (b *Being) startCycle(ctx actor.Context) {
 		return
 	}
 	b.cycle = &cycleRun{}
+	b.phase = phaseCycling
 	if err := b.frame(); err != nil {
 		b.endCycle(ctx, b.report(ReportCompleted, nil, nil), err)
 		return
@@ -89,7 +90,8 @@ func (b *Being) appendMessages(msgs ...chat.Message) {
 
 // startRound runs one model round, or ends the cycle at the round limit.
 func (b *Being) startRound(ctx actor.Context) {
-	if b.stop != nil {
+	if b.phase != phaseCycling {
+		// Draining: this is the round boundary a stop waits for.
 		b.abandonCycle(ctx)
 		return
 	}
@@ -110,7 +112,7 @@ func (b *Being) startRound(ctx actor.Context) {
 		Messages: prompt.Cognition(&b.st.Mind, b.st.Conversation),
 		Tools:    b.catalog.tools,
 	}
-	b.cycle.waiting = "model"
+	b.cycle.waiting = waitModel
 	b.ask(ctx, b.opts.Gateway, req, b.modelTimeout(), func(res any, err error) {
 		resp, ok := res.(messages.CompletionResponse)
 		if err != nil || !ok {
@@ -130,14 +132,14 @@ func (b *Being) modelTimeout() time.Duration {
 // handleCompletion debits the completion, makes the cost durable before
 // any tool runs, and continues with the tool calls or ends the cycle.
 func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResponse) {
-	b.cycle.waiting = ""
+	b.cycle.waiting = waitNothing
 	if resp.Err != nil {
 		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), resp.Err)
 		return
 	}
-	b.cycle.waiting = "ledger"
+	b.cycle.waiting = waitLedger
 	b.ask(ctx, b.ledger, messages.DebitRequest{Usage: resp.Usage, Elapsed: resp.Elapsed}, askTimeout, func(res any, err error) {
-		b.cycle.waiting = ""
+		b.cycle.waiting = waitNothing
 		debit, ok := res.(messages.DebitResponse)
 		if err == nil && !ok {
 			err = errors.New("unexpected ledger reply")
@@ -203,7 +205,7 @@ func (b *Being) report(status string, final *string, actions []string) messages.
 // reports to the parent; run sleeps and continues, stops exhausted, or
 // fails on a permanent Brama error.
 func (b *Being) endCycle(ctx actor.Context, report messages.CycleReport, err error) {
-	b.cycle = nil
+	b.closeCycle()
 	report.Err = err
 	if report.Status == ReportBudgetExhausted {
 		b.st.Status = state.StatusExhausted
@@ -215,9 +217,7 @@ func (b *Being) endCycle(ctx actor.Context, report messages.CycleReport, err err
 	if b.opts.Mode == Once {
 		if permanentBrama(err) {
 			// once ends with the error (exit 3) and the being is failed.
-			if b.stop == nil {
-				b.stop = &stopping{}
-			}
+			b.beginStop()
 			b.stop.err = err
 		}
 		// A stop asked while once's cycle was still running waited for
@@ -264,11 +264,18 @@ func (b *Being) scheduleTick(ctx actor.Context) {
 // boundary; everything done so far is already durable.
 func (b *Being) abandonCycle(ctx actor.Context) {
 	report := b.report(ReportCompleted, nil, b.cycle.actions)
-	b.cycle = nil
+	b.closeCycle()
 	if b.opts.Mode == Once {
 		b.sendParent(ctx, report)
 	}
 	b.continueShutdown(ctx)
+}
+
+// closeCycle forgets the cycle that ended: the being is idle again, or
+// goes on with the shutdown asked meanwhile.
+func (b *Being) closeCycle() {
+	b.cycle = nil
+	b.phase = phaseIdle
 }
 
 // askTimeout bounds asks to the being's own fast children (the ledger).

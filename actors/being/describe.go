@@ -32,8 +32,8 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 		"restarts":      b.restarts,
 		"last_failure":  b.lastFailure,
 	}
-	if b.cycle != nil && b.cycle.waiting != "" {
-		d.Figures["waiting_for"] = b.cycle.waiting
+	if b.cycle != nil && b.cycle.waiting != waitNothing {
+		d.Figures["waiting_for"] = b.cycle.waiting.String()
 	}
 	for _, pid := range []*actor.PID{b.ledger, b.las} {
 		if pid != nil {

@@ -24,12 +24,12 @@ import (
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/test/bramatest"
-	"github.com/wisent/singularity/test/testbin"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
-		goleak.Cleanup(func(code int) { testbin.Cleanup(); os.Exit(code) }),
+		goleak.Cleanup(func(code int) { testkit.Cleanup(); os.Exit(code) }),
 		// protoactor's dead-letter throttle resets itself on a timer
 		// goroutine that outlives the system for up to a second.
 		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
@@ -82,7 +82,7 @@ func withExampleLas(t testing.TB, opts *being.Options, cfg string) {
 	path := filepath.Join(t.TempDir(), "las.json")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
 	opts.Las = &las.Options{
-		Command:       testbin.Build(t, "./cmd/examplelas"),
+		Command:       testkit.Build(t, "./cmd/examplelas"),
 		Entrypoint:    path,
 		CallTimeout:   opts.MCPTimeout,
 		ShutdownGrace: 2 * time.Second,

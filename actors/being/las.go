@@ -16,7 +16,7 @@ import (
 // only for the tree) never starts a Las process.
 func (b *Being) startLas(ctx actor.Context) {
 	if b.opts.Las == nil || b.opts.Mode == Dormant {
-		b.lasDown = true
+		b.link = lasAbsent
 		b.afterLasReady(ctx)
 		return
 	}
@@ -30,19 +30,21 @@ func (b *Being) startLas(ctx actor.Context) {
 		return
 	}
 	b.las = pid
+	b.link = lasStarting
 	b.ask(ctx, pid, messages.LasCatalogRequest{}, b.lasBootTimeout(), func(res any, err error) {
 		resp, ok := res.(messages.LasCatalogResponse)
 		switch {
-		case b.stop != nil:
+		case b.phase != phaseBooting:
 			// Stopped while Las was starting: the shutdown goes on.
 			b.continueShutdown(ctx)
 		case err != nil || !ok:
 			b.failStart(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "Las did not become ready: %v", errText(err, "unexpected reply")))
 		case !resp.Available:
-			b.lasDown = true
+			b.link = lasLost
 			b.failStart(ctx, resp.Err)
 		default:
 			b.lasTools = resp.Tools
+			b.link = lasUp
 			b.afterLasReady(ctx)
 		}
 	})
@@ -59,7 +61,7 @@ func (b *Being) afterLasReady(ctx actor.Context) {
 		b.failStart(ctx, err)
 		return
 	}
-	b.ready = true
+	b.phase = phaseIdle
 	b.resumeChildren(ctx)
 	if b.opts.Mode == Dormant {
 		return
@@ -79,8 +81,8 @@ func (b *Being) handleLasEvent(ctx actor.Context, msg any) {
 	switch e := msg.(type) {
 	case messages.LasCatalogChanged:
 		b.lasTools = e.Tools
-		if !b.ready {
-			return
+		if b.link != lasUp {
+			return // the boot catalogue is built from these tools when it is
 		}
 		if err := b.rebuildCatalog(); err != nil {
 			b.warn("Las catalogue refused, keeping the previous one: " + err.Error())
@@ -93,7 +95,7 @@ func (b *Being) handleLasEvent(ctx actor.Context, msg any) {
 		if b.stop != nil {
 			return // a Las stopped by our own shutdown
 		}
-		if !b.ready {
+		if b.phase == phaseBooting {
 			// Las gave up before the boot catalogue was known: the ask
 			// for it will never be answered, so boot fails now.
 			b.epoch++
@@ -104,22 +106,26 @@ func (b *Being) handleLasEvent(ctx actor.Context, msg any) {
 			b.failStart(ctx, err)
 			return
 		}
-		b.lasGone(e.String())
+		b.lasEnded(e.String())
 	}
 }
 
-// lasGone switches the being to built-in tools only (SPEC §9.6) and,
-// given a reason, journals it once.
-func (b *Being) lasGone(reason string) {
-	if reason != "" && !b.lasWarned {
-		b.lasWarned = true
+// lasEnded switches the being to built-in tools only (SPEC §9.6). The
+// reason, when given, is journaled once: the Las actor's LasUnavailable
+// carries it, while its termination (which usually overtakes it) does
+// not.
+func (b *Being) lasEnded(reason string) {
+	offered := b.link == lasUp
+	switch {
+	case reason != "" && b.link != lasGone:
+		b.link = lasGone
 		b.warn(reason)
+	case reason == "" && (b.link == lasUp || b.link == lasStarting):
+		b.link = lasLost
 	}
-	if b.lasDown {
-		return
-	}
-	b.lasDown = true
-	if err := b.rebuildCatalog(); err != nil {
-		b.log.Error("catalogue without Las", "err", err)
+	if offered {
+		if err := b.rebuildCatalog(); err != nil {
+			b.log.Error("catalogue without Las", "err", err)
+		}
 	}
 }

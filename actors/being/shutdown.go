@@ -11,100 +11,113 @@ import (
 	"github.com/wisent/singularity/messages"
 )
 
-// stopping is a shutdown in progress (SPEC §6.6).
+// stopping is what a shutdown in progress carries besides the phase.
 type stopping struct {
-	now         bool  // skip the waiting (second Ctrl-C)
-	err         error // the failure that ends the being, if any
-	saved       bool  // status "stopping" is durable
-	lasStopping bool
-	graceTimer  *time.Timer
-	// abandon, when set, is why the cycle is to be abandoned at its next
-	// step: it was asked while the being waited on its ledger, whose
-	// answer carries money and is never dropped.
-	abandon string
+	now        bool  // skip the waiting (second Ctrl-C)
+	err        error // the failure that ends the being, if any
+	graceTimer *time.Timer
+	// abandonWhy is why the cycle is abandoned at its next step, in
+	// phase abandoning.
+	abandonWhy string
 }
 
 // graceExpired is sent to self when the shutdown grace has passed.
 type graceExpired struct{ epoch uint64 }
 
-// handleStop starts (or hurries) a graceful shutdown.
-func (b *Being) handleStop(ctx actor.Context, msg messages.StopBeing) {
-	if b.stopped {
-		b.sendParent(ctx, b.stoppedMessage())
+// beginStop records that the being is to stop and cancels the sleep
+// before the next cycle.
+func (b *Being) beginStop() {
+	if b.stop != nil {
 		return
 	}
-	if b.stop == nil {
-		b.stop = &stopping{}
-		if b.timer != nil {
-			b.timer.Stop()
-		}
-	}
-	if msg.Now {
-		b.stop.now = true
-	}
-	if b.cycle == nil {
-		b.continueShutdown(ctx)
-		return
-	}
-	if b.stop.now {
-		b.abandonWork(ctx, "shutdown without waiting")
-		return
-	}
-	if b.stop.graceTimer == nil {
-		self, system, epoch := ctx.Self(), ctx.ActorSystem(), b.epoch
-		b.stop.graceTimer = time.AfterFunc(b.opts.ShutdownGrace, func() { system.Root.Send(self, graceExpired{epoch}) })
+	b.stop = &stopping{}
+	if b.timer != nil {
+		b.timer.Stop()
 	}
 }
 
-// handleGraceExpired abandons whatever the cycle still waits for.
-func (b *Being) handleGraceExpired(ctx actor.Context, msg graceExpired) {
-	if msg.epoch != b.epoch || b.stop == nil || b.cycle == nil {
+// handleStop starts (or hurries) a graceful shutdown.
+func (b *Being) handleStop(ctx actor.Context, msg messages.StopBeing) {
+	if b.phase == phaseStopped {
+		b.sendParent(ctx, b.stoppedMessage())
 		return
 	}
-	b.abandonWork(ctx, "shutdown grace expired")
+	b.beginStop()
+	if msg.Now {
+		b.stop.now = true
+	}
+	switch b.phase {
+	case phaseCycling:
+		b.phase = phaseDraining
+		if b.stop.now {
+			b.abandonWork(ctx, "shutdown without waiting")
+			return
+		}
+		self, system, epoch := ctx.Self(), ctx.ActorSystem(), b.epoch
+		b.stop.graceTimer = time.AfterFunc(b.opts.ShutdownGrace, func() { system.Root.Send(self, graceExpired{epoch}) })
+	case phaseDraining:
+		if b.stop.now {
+			b.abandonWork(ctx, "shutdown without waiting")
+		}
+	case phaseAbandoning:
+		// The cycle is abandoned as soon as the ledger has answered.
+	default:
+		b.continueShutdown(ctx)
+	}
+}
+
+// handleGraceExpired abandons whatever the draining cycle still waits for.
+func (b *Being) handleGraceExpired(ctx actor.Context, msg graceExpired) {
+	if msg.epoch == b.epoch && b.phase == phaseDraining {
+		b.abandonWork(ctx, "shutdown grace expired")
+	}
 }
 
 // abandonWork drops the step in flight: its continuation is invalidated,
 // a warning is journaled, and tool calls that will not run are closed
-// with an outcome so the conversation stays well formed.
+// with an outcome so the conversation stays well formed. A ledger answer
+// is awaited instead (phase abandoning): it carries money.
 func (b *Being) abandonWork(ctx actor.Context, why string) {
 	waiting := b.cycle.waiting
-	if waiting == "ledger" {
+	switch waiting {
+	case waitLedger:
 		// A debit of a completion already paid for, or the credit of a
 		// finished sale: let it land (the ledger answers at once), then
 		// stop at the next step (nextTool).
-		b.stop.abandon = why
+		b.phase = phaseAbandoning
+		b.stop.abandonWhy = why
 		return
+	case waitNothing:
+	default:
+		b.warn("abandoned " + waiting.String() + " call in flight: " + why)
 	}
 	b.epoch++
-	if waiting != "" {
-		b.warn("abandoned " + waiting + " call in flight: " + why)
-	}
-	if b.cycle.next > 0 || len(b.cycle.calls) > 0 {
-		b.closePendingCalls(waiting)
-	}
+	b.closePendingCalls(waiting)
 	if err := b.save(); err != nil {
 		b.log.Error("save at shutdown failed", "err", err)
 	}
-	report := b.report(ReportCompleted, nil, b.cycle.actions)
-	b.cycle = nil
-	if b.opts.Mode == Once {
-		b.sendParent(ctx, report)
-	}
-	b.continueShutdown(ctx)
+	b.abandonCycle(ctx)
 }
 
-// closePendingCalls appends an outcome for the call in flight
-// (indeterminate: its effect is unknown) and for each call not started.
-func (b *Being) closePendingCalls(waiting string) {
-	start := b.cycle.next
-	if waiting == "las" || waiting == "most" || waiting == "models" || waiting == "file" {
-		start = b.cycle.next - 1
+// closePendingCalls appends an outcome for the tool call in flight
+// (indeterminate: its effect is unknown) and for each call not started
+// (not_run).
+func (b *Being) closePendingCalls(waiting waitFor) {
+	inFlight := -1
+	switch waiting {
+	case waitLas, waitMost, waitModels, waitFile:
+		inFlight = b.cycle.next - 1
+	case waitNothing, waitModel, waitLedger:
+		// No tool call has started that has not finished.
 	}
-	for i := start; i >= 0 && i < len(b.cycle.calls); i++ {
+	first := b.cycle.next
+	if inFlight >= 0 {
+		first = inFlight
+	}
+	for i := first; i < len(b.cycle.calls); i++ {
 		call := b.cycle.calls[i]
 		o := outcome.Failure("not_run", "the being shut down before this call ran")
-		if i == b.cycle.next-1 {
+		if i == inFlight {
 			o = outcome.Unknown("shutdown", "the being shut down while this call was in flight")
 		}
 		b.appendMessages(chat.Message{Role: chat.RoleTool, ToolCallID: call.ID, Name: call.Function.Name, Content: o.Envelope()})
@@ -117,9 +130,7 @@ func (b *Being) closePendingCalls(waiting string) {
 // being that failed before its state was loaded has nothing to save and
 // only tells its parent.
 func (b *Being) stopWith(ctx actor.Context, err error) {
-	if b.stop == nil {
-		b.stop = &stopping{}
-	}
+	b.beginStop()
 	if err != nil {
 		b.stop.err = err
 	}
@@ -127,20 +138,22 @@ func (b *Being) stopWith(ctx actor.Context, err error) {
 		b.continueShutdown(ctx)
 		return
 	}
-	b.stopped = true
+	b.phase = phaseStopped
 	b.sendParent(ctx, messages.BeingStopped{ID: b.childID(), Name: b.opts.Identity.Name, Status: state.StatusFailed, Err: err})
 }
 
 // continueShutdown advances the shutdown ladder as far as it can: save
-// "stopping", stop the children and wait for them, stop Las and wait for
+// "stopping" and tell the children, wait for them, stop Las and wait for
 // it, then save the final status and tell the parent. It is called again
-// whenever a child or Las finishes.
+// whenever a child or Las finishes; a running cycle calls it when it
+// ends.
 func (b *Being) continueShutdown(ctx actor.Context) {
-	if b.stop == nil || b.cycle != nil || b.stopped {
+	if b.stop == nil {
 		return
 	}
-	if !b.stop.saved {
-		b.stop.saved = true
+	switch b.phase {
+	case phaseBooting, phaseIdle:
+		b.phase = phaseStoppingChildren
 		if b.opts.Mode != Dormant {
 			b.st.Status = state.StatusStopping
 			if err := b.save(); err != nil {
@@ -148,24 +161,30 @@ func (b *Being) continueShutdown(ctx actor.Context) {
 			}
 		}
 		for _, ref := range b.children {
-			if ref.pid != nil && !ref.done {
+			if ref.alive() {
 				ctx.Send(ref.pid, messages.StopBeing{Now: b.stop.now})
 			}
 		}
-	}
-	for _, ref := range b.children {
-		if ref.pid != nil && !ref.done {
-			return
+		fallthrough
+	case phaseStoppingChildren:
+		for _, ref := range b.children {
+			if ref.alive() {
+				return
+			}
 		}
-	}
-	if b.las != nil {
-		if !b.stop.lasStopping {
-			b.stop.lasStopping = true
+		b.phase = phaseStoppingLas
+		if b.las != nil {
 			ctx.Stop(b.las)
 		}
-		return
+		fallthrough
+	case phaseStoppingLas:
+		if b.las == nil {
+			b.finalSave(ctx)
+		}
+	case phaseCycling, phaseDraining, phaseAbandoning, phaseStopped:
+		// A running cycle comes back here when it ends; a stopped being
+		// has nothing left to do.
 	}
-	b.finalSave(ctx)
 }
 
 // finalSave persists the final status (a dormant being's is left as it
@@ -191,7 +210,7 @@ func (b *Being) finalSave(ctx actor.Context) {
 	if b.stop.graceTimer != nil {
 		b.stop.graceTimer.Stop()
 	}
-	b.stopped = true
+	b.phase = phaseStopped
 	b.log.Info("being stopped", "status", b.st.Status, "cycle", b.st.Cycle)
 	b.handleStopping()
 	// The parent stops this actor when it reads BeingStopped, so the
@@ -227,14 +246,14 @@ func (b *Being) handleTerminated(ctx actor.Context, msg *actor.Terminated) {
 		// Its LasUnavailable, sent while it stopped, journals the reason;
 		// the termination (a system message) usually overtakes it.
 		b.las = nil
-		if b.stop == nil && b.ready {
-			b.lasGone("")
+		if b.phase == phaseIdle || b.phase == phaseCycling {
+			b.lasEnded("")
 		}
 		b.continueShutdown(ctx)
 		return
 	}
 	for _, ref := range b.children {
-		if ref.pid != nil && who.Equal(ref.pid) && !ref.done {
+		if ref.alive() && who.Equal(ref.pid) {
 			ref.done = true
 			if b.stop == nil {
 				b.warn("child " + ref.name + " stopped: restart intensity exceeded")

@@ -65,22 +65,24 @@ func TestStopNowWhileCrediting(t *testing.T) {
 	ctx := orphanContext{}
 	calls := []chat.ToolCall{call("sell", "finance__finance_sell_report"), call("echo", "echo__echo")}
 	b.cycle = &cycleRun{round: 1, calls: calls}
+	b.phase = phaseCycling
 	b.appendMessages(chat.Message{Role: chat.RoleAssistant, ToolCalls: calls})
 	// finishTool of the first call: its message is appended, then the
 	// ledger is asked for the credit.
 	b.cycle.next = 1
 	b.appendMessages(chat.Message{Role: chat.RoleTool, ToolCallID: "sell", Name: calls[0].Function.Name,
 		Content: outcome.Succeeded([]byte(`{"revenue_usd":"0.05"}`)).Envelope()})
-	b.cycle.waiting = "ledger"
+	b.cycle.waiting = waitLedger
 
 	b.handleStop(ctx, messages.StopBeing{Now: true})
+	assert.Equal(t, phaseAbandoning, b.phase)
 	assert.Equal(t, map[string]int{"sell": 1}, resultsFor(b.st.Conversation), "the finished call keeps its one result")
 
 	// The ledger's answer lands; the round goes on to its next step.
-	b.cycle.waiting = ""
+	b.cycle.waiting = waitNothing
 	b.saveAndContinue(ctx)
 
-	assert.True(t, b.stopped, "the being finished its shutdown")
+	assert.Equal(t, phaseStopped, b.phase, "the being finished its shutdown")
 	assert.Equal(t, map[string]int{"sell": 1, "echo": 1}, resultsFor(b.st.Conversation))
 	last := b.st.Conversation[len(b.st.Conversation)-1]
 	assert.Equal(t, outcome.Failure("not_run", "the being shut down before this call ran").Envelope(), last.Content)
@@ -97,7 +99,8 @@ func TestStopNowWhileDebiting(t *testing.T) {
 	b := loadedBeing(t)
 	ctx := orphanContext{}
 	prev := []chat.ToolCall{call("r1", "singularity_memory_recall")}
-	b.cycle = &cycleRun{round: 2, calls: prev, next: 1, waiting: "ledger"}
+	b.cycle = &cycleRun{round: 2, calls: prev, next: 1, waiting: waitLedger}
+	b.phase = phaseCycling
 	b.appendMessages(
 		chat.Message{Role: chat.RoleAssistant, ToolCalls: prev},
 		chat.Message{Role: chat.RoleTool, ToolCallID: "r1", Name: prev[0].Function.Name, Content: "{}"},
@@ -105,13 +108,13 @@ func TestStopNowWhileDebiting(t *testing.T) {
 
 	b.handleStop(ctx, messages.StopBeing{Now: true})
 	assert.Equal(t, map[string]int{"r1": 1}, resultsFor(b.st.Conversation))
-	require.False(t, b.stopped, "the debit in flight is not abandoned")
+	require.Equal(t, phaseAbandoning, b.phase, "the debit in flight is not abandoned")
 
 	// The ledger's answer lands as handleCompletion's continuation
 	// handles it: the cost is made durable, then the round's calls are
 	// closed without running.
 	next := []chat.ToolCall{call("r2", "singularity_memory_recall")}
-	b.cycle.waiting = ""
+	b.cycle.waiting = waitNothing
 	budget := b.st.Budget
 	budget.Remaining = budget.Remaining.Sub(money.MustParse("0.01"))
 	budget.APISpent = money.MustParse("0.01")
@@ -121,7 +124,7 @@ func TestStopNowWhileDebiting(t *testing.T) {
 	b.cycle.calls, b.cycle.next = next, 0
 	b.nextTool(ctx)
 
-	assert.True(t, b.stopped)
+	assert.Equal(t, phaseStopped, b.phase)
 	assert.Equal(t, map[string]int{"r1": 1, "r2": 1}, resultsFor(b.st.Conversation))
 	saved, err := state.Load(b.opts.StateDir)
 	require.NoError(t, err)

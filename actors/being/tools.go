@@ -17,7 +17,6 @@ import (
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/supervision"
 )
 
 // maxRecentActions is how many action records state keeps (SPEC §14).
@@ -44,9 +43,9 @@ type catalogView struct {
 // At boot a registration failure is fatal; after a Las restart the caller
 // keeps the previous catalogue and journals a warning.
 func (b *Being) rebuildCatalog() error {
-	lasTools := b.lasTools
-	if b.lasDown {
-		lasTools = nil
+	var lasTools []chat.Tool
+	if b.link == lasUp {
+		lasTools = b.lasTools
 	}
 	cat, err := catalog.Standard(lasTools, b.opts.Most != nil)
 	if err != nil {
@@ -59,8 +58,8 @@ func (b *Being) rebuildCatalog() error {
 // nextTool runs the next tool call of the round, or starts the next
 // round when all have run (SPEC §6.1 step 3).
 func (b *Being) nextTool(ctx actor.Context) {
-	if b.stop != nil && b.stop.abandon != "" {
-		b.abandonWork(ctx, b.stop.abandon)
+	if b.phase == phaseAbandoning {
+		b.abandonWork(ctx, b.stop.abandonWhy)
 		return
 	}
 	if b.cycle.next >= len(b.cycle.calls) {
@@ -88,10 +87,10 @@ func (b *Being) runTool(ctx actor.Context, call chat.ToolCall, done func(outcome
 	}
 	switch origin {
 	case catalog.Las:
-		b.cycle.waiting = "las"
+		b.cycle.waiting = waitLas
 		b.callLas(ctx, name, args, done)
 	case catalog.Most:
-		b.cycle.waiting = "most"
+		b.cycle.waiting = waitMost
 		b.callMost(ctx, name, args, done)
 	case catalog.Builtin:
 		b.callBuiltin(ctx, name, args, done)
@@ -106,16 +105,15 @@ func (b *Being) runTool(ctx actor.Context, call chat.ToolCall, done func(outcome
 func (b *Being) callBuiltin(ctx actor.Context, name string, args json.RawMessage, done func(outcome.Outcome)) {
 	switch name {
 	case builtin.SelfSwitchModel:
-		b.cycle.waiting = "models"
-		b.withModels(ctx, func(models []string, err error) {
-			b.models, b.modelsErr = models, err
-			done(b.tools.Call(context.Background(), b.st, name, args))
+		b.cycle.waiting = waitModels
+		b.withModels(ctx, func(advertised []string) {
+			done(b.runBuiltin(ctx, builtin.Request{Name: name, Args: args, Mind: &b.st.Mind, Advertised: advertised}))
 		})
 	case builtin.FileRead, builtin.FileWrite:
-		b.cycle.waiting = "file"
+		b.cycle.waiting = waitFile
 		tools := b.tools
 		b.async(ctx, fileTimeout, func() any {
-			return tools.Call(context.Background(), nil, name, args)
+			return tools.Call(builtin.Request{Name: name, Args: args}).Outcome
 		}, func(res any, err error) {
 			o, ok := res.(outcome.Outcome)
 			if err != nil || !ok {
@@ -124,8 +122,22 @@ func (b *Being) callBuiltin(ctx actor.Context, name string, args json.RawMessage
 			done(o)
 		})
 	default:
-		done(b.tools.Call(context.Background(), b.st, name, args))
+		done(b.runBuiltin(ctx, builtin.Request{Name: name, Args: args, Mind: &b.st.Mind}))
 	}
+}
+
+// runBuiltin runs a built-in tool on the mailbox and carries out the
+// effect it returns: switching the model, spawning a child.
+func (b *Being) runBuiltin(ctx actor.Context, req builtin.Request) outcome.Outcome {
+	res := b.tools.Call(req)
+	switch e := res.Effect.(type) {
+	case builtin.SwitchModel:
+		b.st.Mind.CurrentModel = e.Model
+	case builtin.Spawn:
+		started, err := b.spawnChild(ctx, e.Child)
+		return e.Finish(&b.st.Mind, started, err)
+	}
+	return res.Outcome
 }
 
 // objectArguments accepts only a JSON object (SPEC §10); truncated or
@@ -145,7 +157,7 @@ func objectArguments(text string) (json.RawMessage, bool) {
 // finishTool applies the output boundary, appends the tool message,
 // records the action, journals it, credits trusted revenue and saves.
 func (b *Being) finishTool(ctx actor.Context, call chat.ToolCall, raw outcome.Outcome) {
-	b.cycle.waiting = ""
+	b.cycle.waiting = waitNothing
 	name := call.Function.Name
 	o, reason := boundary.Apply(raw)
 	if reason != "" {
@@ -167,9 +179,9 @@ func (b *Being) finishTool(ctx actor.Context, call chat.ToolCall, raw outcome.Ou
 		b.saveAndContinue(ctx)
 		return
 	}
-	b.cycle.waiting = "ledger"
+	b.cycle.waiting = waitLedger
 	b.ask(ctx, b.ledger, messages.CreditRequest{Tool: name, Result: o.Content}, askTimeout, func(res any, err error) {
-		b.cycle.waiting = ""
+		b.cycle.waiting = waitNothing
 		credit, ok := res.(messages.CreditResponse)
 		switch {
 		case err != nil || !ok:
@@ -196,7 +208,7 @@ func (b *Being) saveAndContinue(ctx actor.Context) {
 // callLas forwards a call to the Las actor under the MCP deadline. When
 // Las is down the call fails as unknown_tool (SPEC §9.6).
 func (b *Being) callLas(ctx actor.Context, name string, args json.RawMessage, done func(outcome.Outcome)) {
-	if b.las == nil || b.lasDown {
+	if b.las == nil || b.link != lasUp {
 		done(catalog.UnknownTool())
 		return
 	}
@@ -236,18 +248,17 @@ func (b *Being) callMost(ctx actor.Context, name string, args json.RawMessage, d
 }
 
 // withModels asks the gateway which models Brama advertises (for
-// singularity_self_switch_model) without blocking the mailbox.
-func (b *Being) withModels(ctx actor.Context, cont func([]string, error)) {
+// singularity_self_switch_model) without blocking the mailbox. A listing
+// that failed or did not come in time continues with nil: no model id can
+// be confirmed.
+func (b *Being) withModels(ctx actor.Context, cont func(advertised []string)) {
 	b.ask(ctx, b.opts.Gateway, messages.ModelsRequest{}, b.modelTimeout(), func(res any, err error) {
 		resp, ok := res.(messages.ModelsResponse)
-		switch {
-		case err != nil:
-			cont(nil, err)
-		case !ok:
-			cont(nil, supervision.New(supervision.ClassBrama, "unexpected models reply"))
-		default:
-			cont(resp.IDs, resp.Err)
+		if err != nil || !ok || resp.Err != nil {
+			cont(nil)
+			return
 		}
+		cont(resp.IDs)
 	})
 }
 
@@ -271,10 +282,4 @@ func errText(err error, fallback string) string {
 		return err.Error()
 	}
 	return fallback
-}
-
-// advertisedModels is the built-in tools' view of Brama's model list: the
-// answer fetched (by message) just before switch_model runs.
-func (b *Being) advertisedModels(context.Context) ([]string, error) {
-	return b.models, b.modelsErr
 }

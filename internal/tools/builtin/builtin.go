@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,12 +42,7 @@ const (
 	CodeChildSpawn        = "child_spawn"
 )
 
-// ErrChildState is wrapped by Env.Spawn when the child's state directory
-// could not be created; any other Spawn error means the actor did not
-// start.
-var ErrChildState = errors.New("child state directory")
-
-// ChildRequest asks the being to create and start one child (SPEC §15).
+// ChildRequest asks the being to create and start one child.
 type ChildRequest struct {
 	ID        string // the child's id, also its directory name under children/
 	Name      string
@@ -63,7 +57,7 @@ type ChildStarted struct {
 	Status   string // the child's status to record; empty means "running"
 }
 
-// Env is what the built-in tools need besides the being's state. Zero
+// Env is what the built-in tools need besides the being's mind. Zero
 // fields have the documented defaults.
 type Env struct {
 	// Workspace is the directory the file tools are confined to. It must
@@ -74,12 +68,6 @@ type Env struct {
 	// NewID returns a fresh unique id for memories and children; nil means
 	// a random UUID.
 	NewID func() string
-	// Models lists the model ids Brama currently advertises; nil means
-	// only selectors are accepted by switch_model.
-	Models func(ctx context.Context) ([]string, error)
-	// Spawn creates the child's state directory and starts its actor; nil
-	// means spawn_child always fails with child_spawn.
-	Spawn func(ctx context.Context, req ChildRequest) (ChildStarted, error)
 }
 
 // Tools runs the built-in tools of one being.
@@ -112,35 +100,110 @@ func Has(name string) bool {
 	return slices.ContainsFunc(specs, func(s spec) bool { return s.name == name })
 }
 
-// Call runs built-in tool name with its raw JSON arguments against b and
-// returns its outcome; it never panics on model input. Tools that change
-// the mind change b.Mind in place; the caller saves the state. The file
-// tools never touch b (it may be nil for them) and do blocking file I/O,
-// so a caller may run them on a worker goroutine.
-func (t *Tools) Call(ctx context.Context, b *state.Being, name string, args json.RawMessage) outcome.Outcome {
-	switch name {
+// Request is one call of a built-in tool.
+type Request struct {
+	Name string
+	Args json.RawMessage
+	// Mind is the calling being's mind. The memory and self tools change
+	// it in place and the caller saves it; the file tools never touch it
+	// (nil is fine for them).
+	Mind *state.Mind
+	// Advertised is the list of model ids Brama advertises now, asked
+	// just before a switch_model call; nil (no list could be had) lets
+	// switch_model accept only selectors.
+	Advertised []string
+}
+
+// Result is what a call produced: its outcome and, for the tools whose
+// effect lies outside the mind, the Effect the being is to carry out.
+type Result struct {
+	Outcome outcome.Outcome
+	// Effect is nil when the outcome is final. Otherwise the being does
+	// what it says; a Spawn's outcome is known only after that (see
+	// Spawn.Finish).
+	Effect Effect
+}
+
+// Effect is work a built-in tool leaves to its being: the being owns
+// actors and the model in use, the tools do not. It is one of SwitchModel
+// or Spawn.
+type Effect interface{ effect() }
+
+// SwitchModel asks the being to use Model for its next completions. The
+// call's outcome (success) is already final.
+type SwitchModel struct{ Model string }
+
+// Spawn asks the being to create the child's state directory and start
+// its actor (or only create it, in once mode); the being then calls
+// Finish with what happened to get the call's outcome.
+type Spawn struct {
+	Child ChildRequest
+	At    time.Time // when the tool ran: the child's created_at
+}
+
+func (SwitchModel) effect() {}
+func (Spawn) effect()       {}
+
+// ErrChildState marks a spawn that failed creating the child's state
+// directory (the outcome child_state); any other spawn error means the
+// actor did not start (child_spawn).
+var ErrChildState = errors.New("child state directory")
+
+// Finish records the spawned child in mind and returns the call's
+// outcome; err is the being's failure to carry out the spawn, nil when
+// started describes the child.
+func (s Spawn) Finish(mind *state.Mind, started ChildStarted, err error) outcome.Outcome {
+	switch {
+	case errors.Is(err, ErrChildState):
+		return outcome.Failure(CodeChildState, "child state directory could not be created")
+	case err != nil:
+		return outcome.Failure(CodeChildSpawn, "child being could not be started")
+	}
+	status := started.Status
+	if status == "" {
+		status = state.StatusRunning
+	}
+	req := s.Child
+	mind.Children = append(mind.Children, state.Child{
+		ID: req.ID, Name: req.Name, Ticker: req.Ticker, StateDir: started.StateDir,
+		CreatedAt: state.Time{Time: s.At.UTC()}, Status: status,
+	})
+	return succeed(struct {
+		ChildID string `json:"child_id"`
+		Actor   string `json:"actor"`
+	}{req.ID, started.Actor})
+}
+
+// Call runs one built-in tool and returns its result; it never panics on
+// model input. The file tools do blocking file I/O and touch nothing but
+// the workspace, so a caller may run them on a worker goroutine.
+func (t *Tools) Call(req Request) Result {
+	mind, args := req.Mind, req.Args
+	switch req.Name {
 	case MemoryRemember:
-		return t.remember(b, args)
+		return final(t.remember(mind, args))
 	case MemoryRecall:
-		return recall(b, args)
+		return final(recall(mind, args))
 	case SelfSetPrompt:
-		return setPrompt(b, args)
+		return final(setPrompt(mind, args))
 	case SelfAddRule:
-		return addRule(b, args)
+		return final(addRule(mind, args))
 	case SelfAddLearning:
-		return addLearning(b, args)
+		return final(addLearning(mind, args))
 	case SelfSwitchModel:
-		return t.switchModel(ctx, b, args)
+		return switchModel(args, req.Advertised)
 	case SpawnChild:
-		return t.spawnChild(ctx, b, args)
+		return t.spawnChild(args)
 	case FileRead:
-		return t.readFile(args)
+		return final(t.readFile(args))
 	case FileWrite:
-		return t.writeFile(args)
+		return final(t.writeFile(args))
 	default:
-		return outcome.Failure(CodeUnknownTool, "tool is not in the current catalog")
+		return final(outcome.Failure(CodeUnknownTool, "tool is not in the current catalog"))
 	}
 }
+
+func final(o outcome.Outcome) Result { return Result{Outcome: o} }
 
 // field is one argument of a built-in tool.
 type field struct {
@@ -217,30 +280,30 @@ func succeed(v any) outcome.Outcome {
 	return outcome.Succeeded(b)
 }
 
-func (t *Tools) remember(b *state.Being, args json.RawMessage) outcome.Outcome {
+func (t *Tools) remember(mind *state.Mind, args json.RawMessage) outcome.Outcome {
 	v, bad := parseArgs(args, field{key: "kind", max: 64}, field{key: "text", max: 16 << 10})
 	if bad != nil {
 		return *bad
 	}
 	m := state.Memory{ID: t.env.NewID(), Kind: v[0], Text: v[1], CreatedAt: state.Time{Time: t.env.Now().UTC()}}
-	b.Mind.Memories = append(b.Mind.Memories, m)
-	if over := len(b.Mind.Memories) - MaxMemories; over > 0 {
-		b.Mind.Memories = slices.Delete(b.Mind.Memories, 0, over)
+	mind.Memories = append(mind.Memories, m)
+	if over := len(mind.Memories) - MaxMemories; over > 0 {
+		mind.Memories = slices.Delete(mind.Memories, 0, over)
 	}
 	return succeed(struct {
 		MemoryID string `json:"memory_id"`
 	}{m.ID})
 }
 
-func recall(b *state.Being, args json.RawMessage) outcome.Outcome {
+func recall(mind *state.Mind, args json.RawMessage) outcome.Outcome {
 	v, bad := parseArgs(args, field{key: "query", max: 1024})
 	if bad != nil {
 		return *bad
 	}
 	q := strings.ToLower(v[0])
 	found := []state.Memory{}
-	for i := len(b.Mind.Memories) - 1; i >= 0 && len(found) < RecallLimit; i-- {
-		m := b.Mind.Memories[i]
+	for i := len(mind.Memories) - 1; i >= 0 && len(found) < RecallLimit; i-- {
+		m := mind.Memories[i]
 		if strings.Contains(strings.ToLower(m.Kind), q) || strings.Contains(strings.ToLower(m.Text), q) {
 			found = append(found, m)
 		}
@@ -250,34 +313,34 @@ func recall(b *state.Being, args json.RawMessage) outcome.Outcome {
 	}{found})
 }
 
-func setPrompt(b *state.Being, args json.RawMessage) outcome.Outcome {
+func setPrompt(mind *state.Mind, args json.RawMessage) outcome.Outcome {
 	v, bad := parseArgs(args, field{key: "prompt", max: 64 << 10})
 	if bad != nil {
 		return *bad
 	}
-	b.Mind.SystemPrompt = v[0]
+	mind.SystemPrompt = v[0]
 	return succeed(struct {
 		Updated bool `json:"updated"`
 	}{true})
 }
 
-func addRule(b *state.Being, args json.RawMessage) outcome.Outcome {
+func addRule(mind *state.Mind, args json.RawMessage) outcome.Outcome {
 	v, bad := parseArgs(args, field{key: "rule", max: 4 << 10})
 	if bad != nil {
 		return *bad
 	}
-	b.Mind.Rules = append(b.Mind.Rules, v[0])
+	mind.Rules = append(mind.Rules, v[0])
 	return succeed(struct {
 		Rule string `json:"rule"`
 	}{v[0]})
 }
 
-func addLearning(b *state.Being, args json.RawMessage) outcome.Outcome {
+func addLearning(mind *state.Mind, args json.RawMessage) outcome.Outcome {
 	v, bad := parseArgs(args, field{key: "learning", max: 8 << 10})
 	if bad != nil {
 		return *bad
 	}
-	b.Mind.Learnings = append(b.Mind.Learnings, v[0])
+	mind.Learnings = append(mind.Learnings, v[0])
 	return succeed(struct {
 		Learning string `json:"learning"`
 	}{v[0]})
@@ -293,56 +356,32 @@ func IsSelector(model string) bool {
 	return strings.HasPrefix(model, "task:")
 }
 
-// switchModel accepts a selector or a model Brama lists now. A listing
-// that fails counts as not advertised: the model cannot be confirmed.
-func (t *Tools) switchModel(ctx context.Context, b *state.Being, args json.RawMessage) outcome.Outcome {
+// switchModel accepts a selector or a model in advertised. A listing
+// that failed (nil) counts as not advertised: the model cannot be
+// confirmed.
+func switchModel(args json.RawMessage, advertised []string) Result {
 	v, bad := parseArgs(args, field{key: "model", max: 256})
 	if bad != nil {
-		return *bad
+		return final(*bad)
 	}
 	model := v[0]
-	if !IsSelector(model) {
-		var models []string
-		var err error
-		if t.env.Models != nil {
-			models, err = t.env.Models(ctx)
-		}
-		if t.env.Models == nil || err != nil || !slices.Contains(models, model) {
-			return outcome.Failure(CodeModelUnavailable, "Brama does not advertise that model")
-		}
+	if !IsSelector(model) && !slices.Contains(advertised, model) {
+		return final(outcome.Failure(CodeModelUnavailable, "Brama does not advertise that model"))
 	}
-	b.Mind.CurrentModel = model
-	return succeed(struct {
-		Model string `json:"model"`
-	}{model})
+	return Result{
+		Outcome: succeed(struct {
+			Model string `json:"model"`
+		}{model}),
+		Effect: SwitchModel{Model: model},
+	}
 }
 
-func (t *Tools) spawnChild(ctx context.Context, b *state.Being, args json.RawMessage) outcome.Outcome {
+// spawnChild checks the arguments and leaves the spawn to the being.
+func (t *Tools) spawnChild(args json.RawMessage) Result {
 	v, bad := parseArgs(args, field{key: "name", max: 128}, field{key: "ticker", max: 32}, field{key: "specialty", max: 256})
 	if bad != nil {
-		return *bad
-	}
-	if t.env.Spawn == nil {
-		return outcome.Failure(CodeChildSpawn, "child being could not be started")
+		return final(*bad)
 	}
 	req := ChildRequest{ID: t.env.NewID(), Name: v[0], Ticker: v[1], Specialty: v[2]}
-	started, err := t.env.Spawn(ctx, req)
-	switch {
-	case errors.Is(err, ErrChildState):
-		return outcome.Failure(CodeChildState, "child state directory could not be created")
-	case err != nil:
-		return outcome.Failure(CodeChildSpawn, "child being could not be started")
-	}
-	status := started.Status
-	if status == "" {
-		status = state.StatusRunning
-	}
-	b.Mind.Children = append(b.Mind.Children, state.Child{
-		ID: req.ID, Name: req.Name, Ticker: req.Ticker, StateDir: started.StateDir,
-		CreatedAt: state.Time{Time: t.env.Now().UTC()}, Status: status,
-	})
-	return succeed(struct {
-		ChildID string `json:"child_id"`
-		Actor   string `json:"actor"`
-	}{req.ID, started.Actor})
+	return Result{Effect: Spawn{Child: req, At: t.env.Now()}}
 }

@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,6 +54,12 @@ func requireOutcome(t *testing.T, o outcome.Outcome, status, code, content strin
 	}
 }
 
+// call runs one tool and returns its outcome; an effect is not carried
+// out (the tests of SwitchModel and Spawn look at it themselves).
+func call(tools *Tools, mind *state.Mind, name string, a json.RawMessage) outcome.Outcome {
+	return tools.Call(Request{Name: name, Args: a, Mind: mind}).Outcome
+}
+
 func invalid(key string) string { return `{"message":"` + key + ` is invalid"}` }
 
 func TestArgumentValidation(t *testing.T) {
@@ -98,7 +103,7 @@ func TestArgumentValidation(t *testing.T) {
 		t.Run(tc.tool+" "+tc.key, func(t *testing.T) {
 			tools := testTools(t, Env{})
 			b := &state.Being{}
-			o := tools.Call(context.Background(), b, tc.tool, json.RawMessage(tc.args))
+			o := call(tools, &b.Mind, tc.tool, json.RawMessage(tc.args))
 			want := `{"message":"arguments must be a JSON object"}`
 			if tc.key != "" {
 				want = invalid(tc.key)
@@ -113,17 +118,16 @@ func TestBoundsAreInclusive(t *testing.T) {
 	tools := testTools(t, Env{})
 	b := &state.Being{}
 	x := func(n int) string { return strings.Repeat("é", n/2) } // two bytes a rune
-	ctx := context.Background()
-	requireOutcome(t, tools.Call(ctx, b, MemoryRemember, args("kind", x(64), "text", x(16<<10))), outcome.Success, "", "")
-	requireOutcome(t, tools.Call(ctx, b, MemoryRecall, args("query", x(1024))), outcome.Success, "", "")
-	requireOutcome(t, tools.Call(ctx, b, SelfSetPrompt, args("prompt", x(64<<10))), outcome.Success, "", `{"updated":true}`)
-	requireOutcome(t, tools.Call(ctx, b, SelfAddRule, args("rule", "  "+x(4<<10)+"\t")), outcome.Success, "", "")
+	requireOutcome(t, call(tools, &b.Mind, MemoryRemember, args("kind", x(64), "text", x(16<<10))), outcome.Success, "", "")
+	requireOutcome(t, call(tools, &b.Mind, MemoryRecall, args("query", x(1024))), outcome.Success, "", "")
+	requireOutcome(t, call(tools, &b.Mind, SelfSetPrompt, args("prompt", x(64<<10))), outcome.Success, "", `{"updated":true}`)
+	requireOutcome(t, call(tools, &b.Mind, SelfAddRule, args("rule", "  "+x(4<<10)+"\t")), outcome.Success, "", "")
 	require.Equal(t, x(4<<10), b.Mind.Rules[0], "text arguments are trimmed before the bound")
 }
 
 func TestUnknownTool(t *testing.T) {
 	tools := testTools(t, Env{})
-	o := tools.Call(context.Background(), &state.Being{}, "singularity_nope", json.RawMessage(`{}`))
+	o := call(tools, &state.Mind{}, "singularity_nope", json.RawMessage(`{}`))
 	requireOutcome(t, o, outcome.Failed, CodeUnknownTool, `{"message":"tool is not in the current catalog"}`)
 	require.True(t, Has(FileWrite))
 	require.False(t, Has("singularity_nope"))
@@ -132,37 +136,35 @@ func TestUnknownTool(t *testing.T) {
 func TestMemories(t *testing.T) {
 	tools := testTools(t, Env{})
 	b := &state.Being{}
-	ctx := context.Background()
-	o := tools.Call(ctx, b, MemoryRemember, args("kind", " lead ", "text", "Bakery owner wants a survey"))
+	o := call(tools, &b.Mind, MemoryRemember, args("kind", " lead ", "text", "Bakery owner wants a survey"))
 	requireOutcome(t, o, outcome.Success, "", `{"memory_id":"id-1"}`)
 	require.Equal(t, []state.Memory{{ID: "id-1", Kind: "lead", Text: "Bakery owner wants a survey", CreatedAt: state.Time{Time: epoch.Add(time.Second)}}}, b.Mind.Memories)
 
-	tools.Call(ctx, b, MemoryRemember, args("kind", "note", "text", "weather is dull"))
-	tools.Call(ctx, b, MemoryRemember, args("kind", "BAKERY", "text", "second bakery"))
+	call(tools, &b.Mind, MemoryRemember, args("kind", "note", "text", "weather is dull"))
+	call(tools, &b.Mind, MemoryRemember, args("kind", "BAKERY", "text", "second bakery"))
 
-	o = tools.Call(ctx, b, MemoryRecall, args("query", "bAkErY"))
+	o = call(tools, &b.Mind, MemoryRecall, args("query", "bAkErY"))
 	requireOutcome(t, o, outcome.Success, "", `{"memories":[
 		{"id":"id-3","kind":"BAKERY","text":"second bakery","created_at":"2026-08-24T22:05:16.100000Z"},
 		{"id":"id-1","kind":"lead","text":"Bakery owner wants a survey","created_at":"2026-08-24T22:05:14.100000Z"}]}`)
-	o = tools.Call(ctx, b, MemoryRecall, args("query", "note"))
+	o = call(tools, &b.Mind, MemoryRecall, args("query", "note"))
 	requireOutcome(t, o, outcome.Success, "", `{"memories":[{"id":"id-2","kind":"note","text":"weather is dull","created_at":"2026-08-24T22:05:15.100000Z"}]}`)
-	o = tools.Call(ctx, b, MemoryRecall, args("query", "absent"))
+	o = call(tools, &b.Mind, MemoryRecall, args("query", "absent"))
 	requireOutcome(t, o, outcome.Success, "", `{"memories":[]}`)
 }
 
 func TestMemoryLimits(t *testing.T) {
 	tools := testTools(t, Env{})
 	b := &state.Being{}
-	ctx := context.Background()
 	for i := range MaxMemories + 5 {
-		o := tools.Call(ctx, b, MemoryRemember, args("kind", "k", "text", fmt.Sprint("m", i)))
+		o := call(tools, &b.Mind, MemoryRemember, args("kind", "k", "text", fmt.Sprint("m", i)))
 		require.Equal(t, outcome.Success, o.Status)
 	}
 	require.Len(t, b.Mind.Memories, MaxMemories)
 	require.Equal(t, "m5", b.Mind.Memories[0].Text, "the oldest five dropped off")
 	require.Equal(t, fmt.Sprint("m", MaxMemories+4), b.Mind.Memories[MaxMemories-1].Text)
 
-	o := tools.Call(ctx, b, MemoryRecall, args("query", "M"))
+	o := call(tools, &b.Mind, MemoryRecall, args("query", "M"))
 	var got struct{ Memories []state.Memory }
 	require.NoError(t, json.Unmarshal(o.Content, &got))
 	require.Len(t, got.Memories, RecallLimit)
@@ -173,24 +175,22 @@ func TestMemoryLimits(t *testing.T) {
 func TestSelfTools(t *testing.T) {
 	tools := testTools(t, Env{})
 	b := &state.Being{Mind: state.Mind{SystemPrompt: "old", Rules: []string{"r0"}}}
-	ctx := context.Background()
-	requireOutcome(t, tools.Call(ctx, b, SelfSetPrompt, args("prompt", " new prompt ")), outcome.Success, "", `{"updated":true}`)
-	requireOutcome(t, tools.Call(ctx, b, SelfAddRule, args("rule", "be frugal")), outcome.Success, "", `{"rule":"be frugal"}`)
-	requireOutcome(t, tools.Call(ctx, b, SelfAddLearning, args("learning", "bakeries pay")), outcome.Success, "", `{"learning":"bakeries pay"}`)
-	requireOutcome(t, tools.Call(ctx, b, SelfAddLearning, args("learning", "weather does not")), outcome.Success, "", `{"learning":"weather does not"}`)
+	requireOutcome(t, call(tools, &b.Mind, SelfSetPrompt, args("prompt", " new prompt ")), outcome.Success, "", `{"updated":true}`)
+	requireOutcome(t, call(tools, &b.Mind, SelfAddRule, args("rule", "be frugal")), outcome.Success, "", `{"rule":"be frugal"}`)
+	requireOutcome(t, call(tools, &b.Mind, SelfAddLearning, args("learning", "bakeries pay")), outcome.Success, "", `{"learning":"bakeries pay"}`)
+	requireOutcome(t, call(tools, &b.Mind, SelfAddLearning, args("learning", "weather does not")), outcome.Success, "", `{"learning":"weather does not"}`)
 	require.Equal(t, "new prompt", b.Mind.SystemPrompt)
 	require.Equal(t, []string{"r0", "be frugal"}, b.Mind.Rules)
 	require.Equal(t, []string{"bakeries pay", "weather does not"}, b.Mind.Learnings)
 }
 
 func TestSwitchModel(t *testing.T) {
-	listed := func(context.Context) ([]string, error) { return []string{"gpt-a", "claude-b"}, nil }
-	broken := func(context.Context) ([]string, error) { return nil, errors.New("brama: HTTP 503") }
+	listed := []string{"gpt-a", "claude-b"}
 	tests := []struct {
-		name   string
-		models func(context.Context) ([]string, error)
-		model  string
-		ok     bool
+		name       string
+		advertised []string
+		model      string
+		ok         bool
 	}{
 		{"any", nil, "any", true},
 		{"vision selector", nil, "any-vision-capable", true},
@@ -201,63 +201,64 @@ func TestSwitchModel(t *testing.T) {
 		{"unlisted model", listed, "gpt-z", false},
 		{"case matters", listed, "GPT-A", false},
 		{"no listing", nil, "gpt-a", false},
-		{"listing fails", broken, "gpt-a", false},
+		{"empty listing", []string{}, "gpt-a", false},
 		{"selector lookalike", listed, "Any", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tools := testTools(t, Env{Models: tc.models})
-			b := &state.Being{Mind: state.Mind{CurrentModel: "any"}}
-			o := tools.Call(context.Background(), b, SelfSwitchModel, args("model", tc.model))
+			tools := testTools(t, Env{})
+			mind := &state.Mind{CurrentModel: "any"}
+			res := tools.Call(Request{Name: SelfSwitchModel, Args: args("model", tc.model), Mind: mind, Advertised: tc.advertised})
+			require.Equal(t, "any", mind.CurrentModel, "the being, not the tool, switches the model")
 			if tc.ok {
 				want := strings.TrimSpace(tc.model)
-				requireOutcome(t, o, outcome.Success, "", `{"model":"`+want+`"}`)
-				require.Equal(t, want, b.Mind.CurrentModel)
+				requireOutcome(t, res.Outcome, outcome.Success, "", `{"model":"`+want+`"}`)
+				require.Equal(t, SwitchModel{Model: want}, res.Effect)
 				return
 			}
-			requireOutcome(t, o, outcome.Failed, CodeModelUnavailable, `{"message":"Brama does not advertise that model"}`)
-			require.Equal(t, "any", b.Mind.CurrentModel)
+			requireOutcome(t, res.Outcome, outcome.Failed, CodeModelUnavailable, `{"message":"Brama does not advertise that model"}`)
+			require.Nil(t, res.Effect)
 		})
 	}
 }
 
 func TestSpawnChild(t *testing.T) {
-	var got []ChildRequest
-	spawn := func(_ context.Context, req ChildRequest) (ChildStarted, error) {
-		got = append(got, req)
-		switch req.Name {
-		case "nodir":
-			return ChildStarted{}, fmt.Errorf("mkdir: %w", ErrChildState)
-		case "crash":
-			return ChildStarted{}, errors.New("actor did not start")
-		case "later":
-			return ChildStarted{Actor: "family/being-ada/being-later", StateDir: "/s/children/id-1", Status: state.StatusStarting}, nil
-		}
-		return ChildStarted{Actor: "family/being-ada/being-bo", StateDir: "/s/children/" + req.ID}, nil
-	}
 	tests := []struct {
-		name, code, content, status string
+		name    string
+		started ChildStarted
+		err     error
+		code    string
+		content string
+		status  string
 	}{
-		{"Bo", "", `{"child_id":"id-1","actor":"family/being-ada/being-bo"}`, state.StatusRunning},
-		{"later", "", `{"child_id":"id-1","actor":"family/being-ada/being-later"}`, state.StatusStarting},
-		{"nodir", CodeChildState, `{"message":"child state directory could not be created"}`, ""},
-		{"crash", CodeChildSpawn, `{"message":"child being could not be started"}`, ""},
+		{"Bo", ChildStarted{Actor: "family/being-ada/being-bo", StateDir: "/s/children/id-1"}, nil,
+			"", `{"child_id":"id-1","actor":"family/being-ada/being-bo"}`, state.StatusRunning},
+		{"later", ChildStarted{Actor: "family/being-ada/being-later", StateDir: "/s/children/id-1", Status: state.StatusStarting}, nil,
+			"", `{"child_id":"id-1","actor":"family/being-ada/being-later"}`, state.StatusStarting},
+		{"nodir", ChildStarted{}, fmt.Errorf("mkdir: %w", ErrChildState),
+			CodeChildState, `{"message":"child state directory could not be created"}`, ""},
+		{"crash", ChildStarted{}, errors.New("actor did not start"),
+			CodeChildSpawn, `{"message":"child being could not be started"}`, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got = nil
-			tools := testTools(t, Env{Spawn: spawn})
-			b := &state.Being{}
-			o := tools.Call(context.Background(), b, SpawnChild, args("name", tc.name, "ticker", " BO ", "specialty", "logistics"))
-			require.Equal(t, []ChildRequest{{ID: "id-1", Name: tc.name, Ticker: "BO", Specialty: "logistics"}}, got)
+			tools := testTools(t, Env{})
+			mind := &state.Mind{}
+			res := tools.Call(Request{Name: SpawnChild, Args: args("name", tc.name, "ticker", " BO ", "specialty", "logistics"), Mind: mind})
+			spawn, ok := res.Effect.(Spawn)
+			require.True(t, ok, "spawn_child leaves the spawn to the being: %#v", res.Effect)
+			require.Equal(t, ChildRequest{ID: "id-1", Name: tc.name, Ticker: "BO", Specialty: "logistics"}, spawn.Child)
+			require.Empty(t, mind.Children, "nothing is recorded before the being spawned")
+
+			o := spawn.Finish(mind, tc.started, tc.err)
 			if tc.code != "" {
 				requireOutcome(t, o, outcome.Failed, tc.code, tc.content)
-				require.Empty(t, b.Mind.Children)
+				require.Empty(t, mind.Children)
 				return
 			}
 			requireOutcome(t, o, outcome.Success, "", tc.content)
-			require.Len(t, b.Mind.Children, 1)
-			c := b.Mind.Children[0]
+			require.Len(t, mind.Children, 1)
+			c := mind.Children[0]
 			require.Equal(t, "id-1", c.ID)
 			require.Equal(t, tc.name, c.Name)
 			require.Equal(t, "BO", c.Ticker)
@@ -267,9 +268,10 @@ func TestSpawnChild(t *testing.T) {
 		})
 	}
 
-	tools := testTools(t, Env{})
-	o := tools.Call(context.Background(), &state.Being{}, SpawnChild, args("name", "n", "ticker", "T", "specialty", "s"))
-	requireOutcome(t, o, outcome.Failed, CodeChildSpawn, "")
+	// Invalid arguments are refused before any effect.
+	res := testTools(t, Env{}).Call(Request{Name: SpawnChild, Args: args("name", "n", "ticker", "T"), Mind: &state.Mind{}})
+	requireOutcome(t, res.Outcome, outcome.Failed, CodeInvalidArguments, invalid("specialty"))
+	require.Nil(t, res.Effect)
 }
 
 func BenchmarkRemember(b *testing.B) {
@@ -277,10 +279,9 @@ func BenchmarkRemember(b *testing.B) {
 	require.NoError(b, err)
 	being := &state.Being{}
 	a := args("kind", "lead", "text", "Bakery owner wants a weekly price survey.")
-	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		tools.Call(ctx, being, MemoryRemember, a)
+		call(tools, &being.Mind, MemoryRemember, a)
 	}
 }
 
@@ -288,13 +289,12 @@ func BenchmarkRecall(b *testing.B) {
 	tools, err := New(Env{Workspace: b.TempDir()})
 	require.NoError(b, err)
 	being := &state.Being{}
-	ctx := context.Background()
 	for i := range MaxMemories {
-		tools.Call(ctx, being, MemoryRemember, args("kind", "k", "text", fmt.Sprint("memory number ", i)))
+		call(tools, &being.Mind, MemoryRemember, args("kind", "k", "text", fmt.Sprint("memory number ", i)))
 	}
 	a := args("query", "NUMBER 9")
 	b.ReportAllocs()
 	for b.Loop() {
-		tools.Call(ctx, being, MemoryRecall, a)
+		call(tools, &being.Mind, MemoryRecall, a)
 	}
 }

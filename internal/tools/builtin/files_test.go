@@ -91,7 +91,7 @@ func TestFileRead(t *testing.T) {
 	tools := testTools(t, Env{Workspace: ws})
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
-			o := tools.Call(context.Background(), nil, FileRead, args("path", tc.path))
+			o := call(tools, nil, FileRead, args("path", tc.path))
 			if tc.code == "" {
 				requireOutcome(t, o, outcome.Success, "", tc.content)
 				return
@@ -108,7 +108,7 @@ func TestFileReadPermission(t *testing.T) {
 	ws := t.TempDir()
 	p := filepath.Join(ws, "private.txt")
 	require.NoError(t, os.WriteFile(p, []byte("x"), 0o000))
-	o := testTools(t, Env{Workspace: ws}).Call(context.Background(), nil, FileRead, args("path", "private.txt"))
+	o := call(testTools(t, Env{Workspace: ws}), nil, FileRead, args("path", "private.txt"))
 	requireOutcome(t, o, outcome.Failed, CodeFileRead, `{"message":"permission denied"}`)
 }
 
@@ -160,7 +160,7 @@ func TestFileWrite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ws, outside := workspace(t)
 			tools := testTools(t, Env{Workspace: ws})
-			o := tools.Call(context.Background(), nil, FileWrite, args("path", tc.path, "content", tc.content))
+			o := call(tools, nil, FileWrite, args("path", tc.path, "content", tc.content))
 			if tc.code == "" {
 				requireOutcome(t, o, outcome.Success, "", `{"path":"`+strings.TrimSpace(tc.path)+`","bytes":`+strconv.Itoa(len(tc.content))+`}`)
 			} else {
@@ -188,7 +188,7 @@ func TestFileWriteKeepsMode(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, []byte("old"), 0o600))
 	require.NoError(t, os.Chmod(p, 0o640))
 	tools := testTools(t, Env{Workspace: ws})
-	o := tools.Call(context.Background(), nil, FileWrite, args("path", "private.txt", "content", "new"))
+	o := call(tools, nil, FileWrite, args("path", "private.txt", "content", "new"))
 	requireOutcome(t, o, outcome.Success, "", `{"path":"private.txt","bytes":3}`)
 	fi, err := os.Stat(p)
 	require.NoError(t, err)
@@ -204,7 +204,7 @@ func TestFileWriteReadOnlyDirectory(t *testing.T) {
 	ro := filepath.Join(ws, "ro")
 	require.NoError(t, os.Mkdir(ro, 0o555))
 	t.Cleanup(func() { _ = os.Chmod(ro, 0o755) })
-	o := testTools(t, Env{Workspace: ws}).Call(context.Background(), nil, FileWrite, args("path", "ro/x.txt", "content", "x"))
+	o := call(testTools(t, Env{Workspace: ws}), nil, FileWrite, args("path", "ro/x.txt", "content", "x"))
 	requireOutcome(t, o, outcome.Failed, CodeFileWrite, `{"message":"permission denied"}`)
 }
 
@@ -212,9 +212,9 @@ func TestFileRoundTrip(t *testing.T) {
 	ws := t.TempDir()
 	tools := testTools(t, Env{Workspace: ws})
 	text := "zażółć gęślą jaźń\ttab\r\n"
-	o := tools.Call(context.Background(), nil, FileWrite, args("path", "pl/text.md", "content", text))
+	o := call(tools, nil, FileWrite, args("path", "pl/text.md", "content", text))
 	require.Equal(t, outcome.Success, o.Status)
-	o = tools.Call(context.Background(), nil, FileRead, args("path", "pl/text.md"))
+	o = call(tools, nil, FileRead, args("path", "pl/text.md"))
 	requireOutcome(t, o, outcome.Success, "", `{"path":"pl/text.md","content":"zażółć gęślą jaźń\ttab\r\n"}`)
 }
 
@@ -228,7 +228,7 @@ func TestNewWorkspace(t *testing.T) {
 	alias := filepath.Join(t.TempDir(), "alias")
 	require.NoError(t, os.Symlink(real, alias))
 	require.NoError(t, os.WriteFile(filepath.Join(real, "a.txt"), []byte("a"), 0o644))
-	o := testTools(t, Env{Workspace: alias}).Call(context.Background(), nil, FileRead, args("path", "a.txt"))
+	o := call(testTools(t, Env{Workspace: alias}), nil, FileRead, args("path", "a.txt"))
 	requireOutcome(t, o, outcome.Success, "", `{"path":"a.txt","content":"a"}`)
 }
 
@@ -255,10 +255,9 @@ func BenchmarkFileWrite(b *testing.B) {
 	tools, err := New(Env{Workspace: b.TempDir()})
 	require.NoError(b, err)
 	a := args("path", "notes/today.md", "content", strings.Repeat("x", 8<<10))
-	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if o := tools.Call(ctx, nil, FileWrite, a); o.Status != outcome.Success {
+		if o := call(tools, nil, FileWrite, a); o.Status != outcome.Success {
 			b.Fatal(string(o.Content))
 		}
 	}
@@ -271,10 +270,9 @@ func BenchmarkFileRead(b *testing.B) {
 	tools, err := New(Env{Workspace: ws})
 	require.NoError(b, err)
 	a := args("path", "notes/today.md")
-	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if o := tools.Call(ctx, nil, FileRead, a); o.Status != outcome.Success {
+		if o := call(tools, nil, FileRead, a); o.Status != outcome.Success {
 			b.Fatal(string(o.Content))
 		}
 	}

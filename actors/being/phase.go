@@ -1,0 +1,98 @@
+package being
+
+// A being's life is one state machine, written down here once. Its phase
+// says what every message means; while a cycle runs, waiting says what
+// the cycle waits for; link says what the being knows of its Las.
+//
+// Phases and their transitions (a stop is messages.StopBeing; "ends by
+// itself" is exhaustion, a permanent Brama failure or a failed boot):
+//
+//	phase             what holds                                  next
+//	----------------  ------------------------------------------  ---------------------------------------------
+//	booting           state loaded; Las starting, its catalogue   idle: the boot catalogue is built
+//	                  asked; no cycle yet                         stoppingChildren: stop, or boot fails
+//	                                                              stopped: boot fails before the state loaded
+//	idle              between cycles: a tick is scheduled (or     cycling: the tick
+//	                  none, once's cycle or the cycle limit done) stoppingChildren: stop, or ends by itself
+//	cycling           a cycle runs; waiting names its step        idle: the cycle ended
+//	                                                              draining: stop
+//	                                                              stoppingChildren: the cycle ended the being
+//	draining          stop asked during a cycle: it ends at the   stoppingChildren: the round boundary, or the
+//	                  next round boundary                         step in flight abandoned (grace, second stop)
+//	                                                              abandoning: abandon asked while waiting for
+//	                                                              the ledger
+//	abandoning        abandon asked while the ledger's answer is  stoppingChildren: the answer landed and the
+//	                  pending: money is never dropped, so the     next step abandoned the cycle
+//	                  answer lands first
+//	stoppingChildren  status "stopping" saved; every live child   stoppingLas: the last child stopped
+//	                  told to stop
+//	stoppingLas       Las told to stop                            stopped: Las terminated (or there was none)
+//	stopped           final status saved and journaled, parent    — (a later stop is answered again)
+//	                  told; files closed
+//
+// What abandoning a step does depends on waiting (abandonWork,
+// closePendingCalls): a model call is dropped (its cost, if any, is the
+// gateway's to report, never debited twice); a tool call in flight (Las,
+// Most, the model list, a file tool) is closed as indeterminate, since
+// its effect is unknown; tool calls not yet started are closed as
+// not_run; a ledger answer is never abandoned.
+type phase int
+
+const (
+	phaseBooting phase = iota
+	phaseIdle
+	phaseCycling
+	phaseDraining
+	phaseAbandoning
+	phaseStoppingChildren
+	phaseStoppingLas
+	phaseStopped
+)
+
+var phaseNames = [...]string{"booting", "idle", "cycling", "draining", "abandoning", "stopping_children", "stopping_las", "stopped"}
+
+func (p phase) String() string {
+	if int(p) < len(phaseNames) {
+		return phaseNames[p]
+	}
+	return "phase(?)"
+}
+
+// inCycle reports whether a cycle is running (b.cycle is set).
+func (p phase) inCycle() bool {
+	return p == phaseCycling || p == phaseDraining || p == phaseAbandoning
+}
+
+// waitFor is what the running cycle waits for.
+type waitFor int
+
+const (
+	waitNothing waitFor = iota // between steps
+	waitModel                  // a completion from the gateway
+	waitLedger                 // the ledger's debit or credit: never abandoned
+	waitLas                    // a Las tool call
+	waitMost                   // a Most tool call on a worker goroutine
+	waitModels                 // the gateway's model list, for switch_model
+	waitFile                   // a file tool on a worker goroutine
+)
+
+var waitNames = [...]string{"", "model", "ledger", "las", "most", "models", "file"}
+
+// String is the debug endpoint's waiting_for figure.
+func (w waitFor) String() string {
+	if int(w) < len(waitNames) {
+		return waitNames[w]
+	}
+	return "wait(?)"
+}
+
+// lasLink is what the being knows of its Las actor.
+type lasLink int
+
+const (
+	lasAbsent   lasLink = iota // no Las: none configured, or a dormant being
+	lasStarting                // spawned; its catalogue is asked
+	lasUp                      // serving; its tools are in the catalogue
+	lasLost                    // ended; why is not known yet
+	lasGone                    // ended, and why is journaled
+)

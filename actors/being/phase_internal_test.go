@@ -1,0 +1,240 @@
+package being
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/outcome"
+	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/messages"
+)
+
+// stepContext is the actor context of a being driven one handler at a
+// time: it has no parent and records what the being sends and stops.
+type stepContext struct {
+	actor.Context
+	sent    []any
+	stopped []*actor.PID
+}
+
+func (*stepContext) Parent() *actor.PID              { return nil }
+func (*stepContext) Self() *actor.PID                { return actor.NewPID("test", "being") }
+func (*stepContext) ActorSystem() *actor.ActorSystem { return nil }
+func (c *stepContext) Send(_ *actor.PID, msg any)    { c.sent = append(c.sent, msg) }
+func (c *stepContext) Stop(pid *actor.PID)           { c.stopped = append(c.stopped, pid) }
+
+// beingJournal returns the being's journal as written so far.
+func beingJournal(t *testing.T, b *Being) []state.Event {
+	t.Helper()
+	events, err := state.ReadJournal(filepath.Join(b.opts.StateDir, state.JournalFile))
+	require.NoError(t, err)
+	return events
+}
+
+func journalWarnings(events []state.Event) []string {
+	var out []string
+	for _, e := range events {
+		if e.Type == "warning" {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
+func savedStatus(t *testing.T, b *Being) string {
+	t.Helper()
+	saved, err := state.Load(b.opts.StateDir)
+	require.NoError(t, err)
+	return saved.Status
+}
+
+// TestShutdownInEveryWait stops a being without waiting while its cycle
+// waits on each kind of step (the ledger's two cases are the
+// TestStopNowWhile… tests): the step is abandoned with one warning, the
+// call in flight is closed as indeterminate, the call not started as
+// not_run, every call has exactly one answer, and the being stops.
+func TestShutdownInEveryWait(t *testing.T) {
+	inFlight := outcome.Unknown("shutdown", "the being shut down while this call was in flight").Envelope()
+	notRun := outcome.Failure("not_run", "the being shut down before this call ran").Envelope()
+	tests := []struct {
+		wait waitFor
+		tool string // the first call's tool
+		// answered: the first call finished before the stop (model and
+		// nothing); else it is the call in flight.
+		answered bool
+		warning  string
+	}{
+		{waitModel, "echo__echo", true, "abandoned model call in flight: shutdown without waiting"},
+		{waitLas, "echo__echo", false, "abandoned las call in flight: shutdown without waiting"},
+		{waitMost, "most_send_message", false, "abandoned most call in flight: shutdown without waiting"},
+		{waitModels, "singularity_self_switch_model", false, "abandoned models call in flight: shutdown without waiting"},
+		{waitFile, "singularity_file_read", false, "abandoned file call in flight: shutdown without waiting"},
+		{waitNothing, "singularity_memory_recall", true, ""},
+	}
+	for _, tc := range tests {
+		t.Run("waiting for "+tc.wait.String(), func(t *testing.T) {
+			b := loadedBeing(t)
+			ctx := &stepContext{}
+			calls := []chat.ToolCall{call("first", tc.tool), call("second", "singularity_memory_recall")}
+			b.appendMessages(chat.Message{Role: chat.RoleAssistant, ToolCalls: calls})
+			b.cycle = &cycleRun{round: 1, calls: calls, next: 1, waiting: tc.wait}
+			if tc.answered {
+				b.appendMessages(chat.Message{Role: chat.RoleTool, ToolCallID: "first", Name: tc.tool, Content: "{}"})
+			}
+			if tc.wait == waitModel {
+				// The round's calls all ran; the next completion is asked.
+				b.appendMessages(chat.Message{Role: chat.RoleTool, ToolCallID: "second", Name: calls[1].Function.Name, Content: "{}"})
+				b.cycle.next = 2
+			}
+			b.phase = phaseCycling
+			epoch := b.epoch
+
+			b.handleStop(ctx, messages.StopBeing{Now: true})
+
+			assert.Equal(t, phaseStopped, b.phase)
+			assert.NotEqual(t, epoch, b.epoch, "the abandoned step's continuation is invalidated")
+			assert.Equal(t, map[string]int{"first": 1, "second": 1}, resultsFor(b.st.Conversation))
+			byID := map[string]string{}
+			for _, m := range b.st.Conversation {
+				if m.Role == chat.RoleTool {
+					byID[m.ToolCallID] = m.Content
+				}
+			}
+			if !tc.answered {
+				assert.Equal(t, inFlight, byID["first"])
+			}
+			if tc.wait != waitModel {
+				assert.Equal(t, notRun, byID["second"])
+			}
+			warnings := journalWarnings(beingJournal(t, b))
+			if tc.warning == "" {
+				assert.Empty(t, warnings)
+			} else {
+				assert.Equal(t, []string{tc.warning}, warnings)
+			}
+			assert.Equal(t, state.StatusStopped, savedStatus(t, b))
+		})
+	}
+}
+
+// TestShutdownLadder walks the phases of a shutdown from idle: children
+// first, then Las, then the final save.
+func TestShutdownLadder(t *testing.T) {
+	b := loadedBeing(t)
+	ctx := &stepContext{}
+	child := actor.NewPID("test", "being/being-Bo-1")
+	lasPID := actor.NewPID("test", "being/las")
+	b.children = []*childRef{{id: "c1", name: "Bo", pid: child}}
+	b.las = lasPID
+	b.phase = phaseIdle
+
+	b.handleStop(ctx, messages.StopBeing{})
+	require.Equal(t, phaseStoppingChildren, b.phase)
+	assert.Equal(t, []any{messages.StopBeing{}}, ctx.sent, "the child is told to stop")
+	assert.Empty(t, ctx.stopped, "Las waits for the children")
+	assert.Equal(t, state.StatusStopping, savedStatus(t, b))
+
+	b.handleStop(ctx, messages.StopBeing{})
+	assert.Equal(t, phaseStoppingChildren, b.phase, "a second stop does not skip the children")
+	assert.Len(t, ctx.sent, 1)
+
+	b.handleChildStopped(ctx, messages.BeingStopped{ID: "c1", Name: "Bo", Status: state.StatusStopped})
+	require.Equal(t, phaseStoppingLas, b.phase)
+	assert.Equal(t, []*actor.PID{child, lasPID}, ctx.stopped, "the child's actor, then Las")
+
+	b.handleTerminated(ctx, &actor.Terminated{Who: lasPID})
+	require.Equal(t, phaseStopped, b.phase)
+	assert.Equal(t, state.StatusStopped, savedStatus(t, b))
+	assert.Empty(t, journalWarnings(beingJournal(t, b)), "Las stopped by the shutdown is no warning")
+}
+
+// TestShutdownWhileBooting: a stop before the boot catalogue is known
+// ends the being without a cycle; a later stop is answered again.
+func TestShutdownWhileBooting(t *testing.T) {
+	b := loadedBeing(t)
+	ctx := &stepContext{}
+	require.Equal(t, phaseBooting, b.phase)
+
+	b.handleStop(ctx, messages.StopBeing{})
+	require.Equal(t, phaseStopped, b.phase)
+	assert.Equal(t, uint64(0), b.st.Cycle)
+	assert.Equal(t, state.StatusStopped, savedStatus(t, b))
+
+	b.startCycle(ctx)
+	assert.Equal(t, phaseStopped, b.phase, "a late tick starts nothing")
+	b.handleStop(ctx, messages.StopBeing{Now: true})
+	assert.Equal(t, phaseStopped, b.phase)
+}
+
+// TestDraining: a stop during a cycle waits for the round boundary; the
+// grace, when it passes first, abandons the step in flight.
+func TestDraining(t *testing.T) {
+	t.Run("round boundary", func(t *testing.T) {
+		b := loadedBeing(t)
+		b.opts.ShutdownGrace = time.Hour
+		ctx := &stepContext{}
+		b.cycle = &cycleRun{round: 1}
+		b.phase = phaseCycling
+
+		b.handleStop(ctx, messages.StopBeing{})
+		require.Equal(t, phaseDraining, b.phase)
+		require.NotNil(t, b.stop.graceTimer)
+
+		b.startRound(ctx)
+		assert.Equal(t, phaseStopped, b.phase)
+		assert.Empty(t, journalWarnings(beingJournal(t, b)), "nothing was abandoned")
+	})
+	t.Run("grace expires", func(t *testing.T) {
+		b := loadedBeing(t)
+		b.opts.ShutdownGrace = time.Hour
+		ctx := &stepContext{}
+		b.cycle = &cycleRun{round: 1, waiting: waitModel}
+		b.phase = phaseCycling
+
+		b.handleStop(ctx, messages.StopBeing{})
+		require.Equal(t, phaseDraining, b.phase)
+		b.handleGraceExpired(ctx, graceExpired{epoch: b.epoch - 1})
+		require.Equal(t, phaseDraining, b.phase, "a stale grace timer does nothing")
+
+		b.handleGraceExpired(ctx, graceExpired{epoch: b.epoch})
+		assert.Equal(t, phaseStopped, b.phase)
+		assert.Equal(t, []string{"abandoned model call in flight: shutdown grace expired"}, journalWarnings(beingJournal(t, b)))
+	})
+}
+
+// TestLasLink: Las's end is journaled once with its reason, whether the
+// termination or the reason arrives first, and its tools leave the
+// catalogue.
+func TestLasLink(t *testing.T) {
+	for _, terminationFirst := range []bool{true, false} {
+		b := loadedBeing(t)
+		ctx := &stepContext{}
+		b.las = actor.NewPID("test", "being/las")
+		b.link = lasUp
+		b.lasTools = []chat.Tool{{Type: "function", Function: chat.Function{Name: "echo__echo", Description: "echo", Parameters: []byte(`{"type":"object"}`)}}}
+		require.NoError(t, b.rebuildCatalog())
+		b.phase = phaseIdle
+		withLas := b.toolCount()
+
+		unavailable := messages.LasUnavailable{Reason: "restart intensity exceeded"}
+		if terminationFirst {
+			b.handleTerminated(ctx, &actor.Terminated{Who: b.las})
+			assert.Equal(t, lasLost, b.link)
+			b.handleLasEvent(ctx, unavailable)
+		} else {
+			b.handleLasEvent(ctx, unavailable)
+			b.handleTerminated(ctx, &actor.Terminated{Who: b.las})
+		}
+		b.handleLasEvent(ctx, unavailable)
+		assert.Equal(t, lasGone, b.link)
+		assert.Equal(t, withLas-1, b.toolCount())
+		assert.Equal(t, []string{unavailable.String()}, journalWarnings(beingJournal(t, b)))
+		assert.Equal(t, phaseIdle, b.phase, "the being lives on with built-in tools")
+	}
+}
