@@ -21,7 +21,7 @@ test: vet
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s $(PACKAGES)
 
-# The embedded demo world (SPEC §17): a simulated Brama and the example Las,
+# The embedded demo world (docs/demo.md): a simulated Brama and the example Las,
 # nothing else to install. Three cycles of the root being, then a summary.
 demo:
 	$(GO) run ./cmd/singularity demo --cycles 3

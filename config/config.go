@@ -1,8 +1,9 @@
 // Package config turns the command line and the environment into one
-// validated, immutable runtime configuration. Validation runs before
-// anything is spawned and refuses each bad value with the exact sentence of
-// SPEC §4 (exit 2), in the order the spec lists them: identity, loop and
-// accounting, Brama, Las pinning, Most, and only then secrets.
+// validated, immutable runtime configuration. Validation runs before anything
+// is spawned and refuses each bad value with the exact sentence of
+// docs/configuration.md#variables (exit 2), in the order the spec lists them:
+// identity, loop and accounting, Brama, Las pinning, Most, and only then
+// secrets.
 package config
 
 import (
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/supervision"
@@ -59,7 +61,7 @@ type Runtime struct {
 type Brama struct {
 	BaseURL     *url.URL
 	Model       string
-	Secret      Secret
+	Secret      identity.Secret
 	MaxTokens   int
 	Temperature float64
 }
@@ -86,7 +88,7 @@ func (l Las) RequiredSurfaces() []string { return append([]string(nil), l.requir
 // tools are disabled.
 type Most struct {
 	BaseURL *url.URL
-	Token   Secret
+	Token   identity.Secret
 }
 
 // Enabled reports whether the three Most tools are registered.
@@ -151,7 +153,7 @@ func loadIdentity(f IdentityFlags) (state.Identity, error) {
 		{"workload id", f.WorkloadID},
 	}
 	for _, id := range ids {
-		if !ValidIdentifier(id.value) {
+		if !identity.Valid(id.value) {
 			return state.Identity{}, configError("%s is not a valid immutable identifier", id.label)
 		}
 	}
@@ -186,24 +188,6 @@ func loadIdentity(f IdentityFlags) (state.Identity, error) {
 		PolicyDigest:      f.PolicySHA256,
 		PolicySequence:    seq,
 	}, nil
-}
-
-// ValidIdentifier reports whether s is an immutable identifier: 1 to 128
-// ASCII letters, digits or "-_.:".
-func ValidIdentifier(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '-', c == '_', c == '.', c == ':':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func validDigest(s string) bool {
@@ -309,20 +293,25 @@ func workspace(dir string) (string, error) {
 		}
 	}
 	if err != nil {
-		return "", configError("workspace: %s", osMessage(err))
+		return "", configError("workspace: %w", osError{err})
 	}
 	return abs, nil
 }
 
-// osMessage is an OS error's own text without the operation and path that
-// *PathError adds, so a sentence can name the path once.
-func osMessage(err error) string {
+// osError is an OS error that prints as the OS's own text, without the
+// operation and path that *PathError adds, so a sentence can name the path
+// once; errors.Is and errors.As still reach the whole error.
+type osError struct{ err error }
+
+func (e osError) Error() string {
 	var pe *os.PathError
-	if errors.As(err, &pe) {
+	if errors.As(e.err, &pe) {
 		return pe.Err.Error()
 	}
-	return err.Error()
+	return e.err.Error()
 }
+
+func (e osError) Unwrap() error { return e.err }
 
 func loadBrama(f BramaFlags) (Brama, error) {
 	base, err := parseServiceURL("BRAMA_BASE_URL", f.BaseURL)
@@ -350,7 +339,7 @@ func parseServiceURL(name, text string) (*url.URL, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, configError("%s: %v", name, err)
+		return nil, configError("%s: %w", name, err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil, configError("%s must use http or https", name)
@@ -358,8 +347,9 @@ func parseServiceURL(name, text string) (*url.URL, error) {
 	return u, nil
 }
 
-// LoadLas validates the Las selection and pinning (SPEC §4). The tools
-// command uses it alone; Load uses it as one step of the whole.
+// LoadLas validates the Las selection and pinning
+// (docs/configuration.md#variables). The tools command uses it alone; Load
+// uses it as one step of the whole.
 func LoadLas(f LasFlags) (Las, error) {
 	info, err := os.Stat(f.Entrypoint)
 	if err != nil || info.IsDir() {
@@ -410,31 +400,13 @@ func SplitList(text string) []string {
 	return out
 }
 
-// SurfaceSelected reports whether Las offers surface under the LAS_ONLY
-// and LAS_SKIP selection: an empty only-list selects every surface.
-func (l Las) SurfaceSelected(surface string) bool {
-	if only := SplitList(l.Only); len(only) > 0 && !contains(only, surface) {
-		return false
-	}
-	return !contains(SplitList(l.Skip), surface)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 func debugAddress(addr string, allowRemote bool) (string, error) {
 	if addr == "" || allowRemote {
 		return addr, nil
 	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", configError("debug address: %v", err)
+		return "", configError("debug address: %w", err)
 	}
 	if host == "localhost" {
 		return addr, nil
@@ -445,39 +417,40 @@ func debugAddress(addr string, allowRemote bool) (string, error) {
 	return "", configError("debug address must be loopback")
 }
 
-func bramaSecret(file string, env LookupEnv) (Secret, error) {
+func bramaSecret(file string, env LookupEnv) (identity.Secret, error) {
 	if file != "" {
 		return ReadSecretFile(file)
 	}
 	if v, ok := env(AuthSecretEnv); ok && v != "" {
-		return NewSecret([]byte(v)), nil
+		return identity.NewSecret([]byte(v)), nil
 	}
-	return Secret{}, supervision.New(supervision.ClassSecret, "BRAMA_HMAC_SECRET_FILE or WISENT_APP_AGENT_AUTH_SECRET is required")
+	return identity.Secret{}, supervision.New(supervision.ClassSecret, "BRAMA_HMAC_SECRET_FILE or WISENT_APP_AGENT_AUTH_SECRET is required")
 }
 
-// ReadSecretFile reads a credential from path (SPEC §4): it must be a
-// regular file, not group- or world-accessible, and non-empty once
-// trailing CR and LF are stripped. Errors name the path, never the value.
-func ReadSecretFile(path string) (Secret, error) {
+// ReadSecretFile reads a credential from path
+// (docs/configuration.md#variables): it must be a regular file, not group- or
+// world-accessible, and non-empty once trailing CR and LF are stripped.
+// Errors name the path, never the value.
+func ReadSecretFile(path string) (identity.Secret, error) {
 	info, err := os.Stat(path)
 	if err != nil {
-		return Secret{}, supervision.Errorf(supervision.ClassSecret, "%s: %s", path, osMessage(err))
+		return identity.Secret{}, supervision.Errorf(supervision.ClassSecret, "%s: %w", path, osError{err})
 	}
 	if !info.Mode().IsRegular() {
-		return Secret{}, supervision.Errorf(supervision.ClassSecret, "not a regular file: %s", path)
+		return identity.Secret{}, supervision.Errorf(supervision.ClassSecret, "not a regular file: %s", path)
 	}
 	if info.Mode().Perm()&0o077 != 0 {
-		return Secret{}, supervision.Errorf(supervision.ClassSecret, "%s must not be group/world accessible", path)
+		return identity.Secret{}, supervision.Errorf(supervision.ClassSecret, "%s must not be group/world accessible", path)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Secret{}, supervision.Errorf(supervision.ClassSecret, "%s: %s", path, osMessage(err))
+		return identity.Secret{}, supervision.Errorf(supervision.ClassSecret, "%s: %w", path, osError{err})
 	}
 	value := strings.TrimRight(string(data), "\r\n")
 	if value == "" {
-		return Secret{}, supervision.Errorf(supervision.ClassSecret, "%s is empty", path)
+		return identity.Secret{}, supervision.Errorf(supervision.ClassSecret, "%s is empty", path)
 	}
-	return NewSecret([]byte(value)), nil
+	return identity.NewSecret([]byte(value)), nil
 }
 
 // String summarises the configuration for logs; it holds no secret.

@@ -1,11 +1,11 @@
 package config
 
-// Flags is every option of SPEC §4 as the command line and the environment
-// give it: one --flag per variable, bound to that variable by kong, with the
-// spec's defaults. Values stay text here so that validation (Load) can
-// refuse each bad one with the exact sentence of the spec rather than a
-// parser's message. A variable set to the empty string is a value, not
-// "unset" (SPEC §4).
+// Flags is every option of docs/configuration.md#variables as the command
+// line and the environment give it: one --flag per variable, bound to that
+// variable by kong, with the spec's defaults. Values stay text here so that
+// validation (Load) can refuse each bad one with the exact sentence of the
+// spec rather than a parser's message. A variable set to the empty string is
+// a value, not "unset" (docs/configuration.md#variables).
 type Flags struct {
 	Identity   IdentityFlags `embed:"" group:"Identity"`
 	Loop       LoopFlags     `embed:"" group:"Loop, accounting and state"`
@@ -16,7 +16,8 @@ type Flags struct {
 	DebugAllow bool          `name:"debug-allow-remote" env:"SINGULARITY_DEBUG_ALLOW_REMOTE" help:"Allow the debug endpoint on a non-loopback address."`
 }
 
-// IdentityFlags are the immutable identity of the root being (SPEC §5.1).
+// IdentityFlags are the immutable identity of the root being
+// (docs/state.md#identity).
 type IdentityFlags struct {
 	AgentID           string `name:"agent-id" env:"SINGULARITY_AGENT_ID" help:"Immutable agent identifier (required)."`
 	AgentName         string `name:"agent-name" env:"SINGULARITY_AGENT_NAME" default:"MyAgent" help:"Persona name."`
@@ -61,11 +62,13 @@ type BramaFlags struct {
 	Temperature string `name:"brama-temperature" env:"BRAMA_TEMPERATURE" default:"0.2" help:"Sampling temperature, 0 to 2."`
 }
 
-// LasFlags select and pin the skill process.
+// LasFlags select and pin the skill process. The default of LAS_ONLY is
+// the variable ${las_only}, which the parser must define (the command
+// defines it as las.DefaultOnly, so the list is written once).
 type LasFlags struct {
 	Command          string `name:"las-command" env:"LAS_COMMAND" default:"node" help:"Interpreter or executable that runs Las."`
 	Entrypoint       string `name:"las-mcp-entrypoint" env:"LAS_MCP_ENTRYPOINT" default:"../las/src/mcp.mjs" help:"Las entrypoint file."`
-	Only             string `name:"las-only" env:"LAS_ONLY" default:"weles,skarbiec,tama,stado,lem,echo,most,probierz,byk,brama,warsztat,finance" help:"Surfaces Las offers (empty: all)."`
+	Only             string `name:"las-only" env:"LAS_ONLY" default:"${las_only}" help:"Surfaces Las offers (empty: all)."`
 	Skip             string `name:"las-skip" env:"LAS_SKIP" help:"Surfaces to exclude."`
 	Manifest         string `name:"las-release-manifest-file" env:"LAS_RELEASE_MANIFEST_FILE" help:"Absolute path of the Las release manifest (required)."`
 	ManifestSig      string `name:"las-release-manifest-signature-file" env:"LAS_RELEASE_MANIFEST_SIGNATURE_FILE" help:"Absolute path of the manifest signature (required)."`

@@ -30,9 +30,10 @@ func (s BeingStopped) String() string {
 	return fmt.Sprintf("BeingStopped{%s %s}", s.Name, s.Status)
 }
 
-// CycleReport is the outcome of one cycle (SPEC §6.5), sent by the root
-// being to its parent after each cycle of `once`. Err is the first error
-// of the cycle, returned by `once` after state and journal are durable.
+// CycleReport is the outcome of one cycle (docs/cycle.md#the-cycle-report),
+// sent by the root being to its parent after each cycle of `once`. Err is the
+// first error of the cycle, returned by `once` after state and journal are
+// durable.
 type CycleReport struct {
 	Cycle        uint64
 	Status       string // completed | tool_round_limit | budget_exhausted
@@ -73,14 +74,17 @@ type FamilyStopped struct {
 
 func (s FamilyStopped) String() string { return "FamilyStopped{" + s.Status + "}" }
 
-// BeingRestarted tells a child being, after its parent's supervisor
-// restarted it from its saved state, how many restarts it has had and
-// why the last one happened, for the debug endpoint.
-type BeingRestarted struct {
+// Restarted is the restart news every supervised actor gets: the
+// supervisor's strategy (package supervision) sends it to an actor it
+// restarted, and the new incarnation reads it as its first message after
+// Started. Restarts counts the restarts so far; Reason is the failure
+// that caused the last one. Las and child beings show both in the debug
+// tree.
+type Restarted struct {
 	Restarts int
 	Reason   string
 }
 
-func (r BeingRestarted) String() string {
-	return fmt.Sprintf("BeingRestarted{%d: %s}", r.Restarts, r.Reason)
+func (r Restarted) String() string {
+	return fmt.Sprintf("Restarted{%d: %s}", r.Restarts, r.Reason)
 }

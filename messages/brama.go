@@ -15,7 +15,7 @@ import (
 // calling Brama, because nobody could account for its cost.
 type CompletionRequest struct {
 	AgentID  string         // the being's identity, signed into the request
-	Model    string         // an exact model id or a selector (SPEC §8.5)
+	Model    string         // an exact model id or a selector (docs/brama.md#model-selection)
 	Messages []chat.Message // the cognition messages of this round
 	Tools    []chat.Tool    // the full catalogue the model may call
 }
@@ -25,14 +25,15 @@ func (r CompletionRequest) String() string {
 		r.AgentID, r.Model, len(r.Messages), len(r.Tools))
 }
 
-// CompletionResponse is the validated result of a CompletionRequest. When
-// Err is nil the completion passed every check of SPEC §8.3: Message is the
-// assistant message (content "" when the model sent none), Usage.TotalTokens
-// equals prompt plus completion, and Truncated reports a "length" finish,
-// which the caller journals as `completion truncated at max tokens`.
-// Elapsed is the duration of the HTTP call, charged as instance time; it is
-// set on errors too. Err is a supervision error of class ClassBrama whose
-// kind (permanent, transient, indeterminate) decides what the being does.
+// CompletionResponse is the validated result of a CompletionRequest. When Err
+// is nil the completion passed every check of
+// docs/brama.md#response-validation: Message is the assistant message
+// (content "" when the model sent none), Usage.TotalTokens equals prompt plus
+// completion, and Truncated reports a "length" finish, which the caller
+// journals as `completion truncated at max tokens`. Elapsed is the duration
+// of the HTTP call, charged as instance time; it is set on errors too. Err is
+// a supervision error of class ClassBrama whose kind (permanent, transient,
+// indeterminate) decides what the being does.
 type CompletionResponse struct {
 	Message      chat.Message
 	FinishReason string

@@ -9,11 +9,11 @@ import "github.com/asynkron/protoactor-go/actor"
 // endpoint. Every actor answers with a Description.
 type DescribeRequest struct{}
 
-// Description is one actor's own view of itself: its kind ("family",
-// "brama", "being", "ledger", "las"), its name, its status and the
-// kind-specific figures of SPEC §16. Children are filled in by whoever
-// assembles the tree, by asking each child in turn. Figures must never
-// hold a secret, an environment value or a secret's path.
+// Description is one actor's own view of itself: its kind ("family", "brama",
+// "being", "ledger", "las"), its name, its status and the kind-specific
+// figures of docs/debug.md#routes. Children are filled in by whoever
+// assembles the tree, by asking each child in turn. Figures must never hold a
+// secret, an environment value or a secret's path.
 type Description struct {
 	Kind     string         `json:"kind"`
 	Name     string         `json:"name"`

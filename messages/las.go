@@ -40,7 +40,7 @@ type LasCatalogRequest struct{}
 
 // LasCatalogResponse lists the Las tools in Las order. Available is false
 // when Las has failed for good; Err then says why (a classified error:
-// its text is the exact sentence of SPEC §9, e.g. "mcp: required Las
+// its text is the exact sentence of docs/las.md#overview, e.g. "mcp: required Las
 // surface unavailable: finance").
 type LasCatalogResponse struct {
 	Tools     []chat.Tool

@@ -22,7 +22,7 @@ type Budget struct {
 }
 
 // DebitRequest asks a being's ledger to charge one Brama completion
-// (SPEC §7.2): its token usage and the wall-clock time the call took.
+// (docs/money.md#debit): its token usage and the wall-clock time the call took.
 // Answered with a DebitResponse.
 type DebitRequest struct {
 	Usage   chat.Usage
@@ -41,8 +41,8 @@ type DebitResponse struct {
 }
 
 // CreditRequest asks the ledger to credit trusted revenue evidence from a
-// tool result (SPEC §7.3): the tool's name and its result as JSON text.
-// Answered with a CreditResponse.
+// tool result (docs/money.md#credit): the tool's name and its result as JSON
+// text. Answered with a CreditResponse.
 type CreditRequest struct {
 	Tool   string
 	Result json.RawMessage
@@ -55,23 +55,4 @@ type CreditResponse struct {
 	Amount   money.Amount // rounded down to 12 places; zero unless Credited
 	Source   string       // the tool name; empty unless Credited
 	Budget   Budget
-}
-
-// SolvencyRequest asks whether the being may run another round.
-// Answered with a SolvencyResponse.
-type SolvencyRequest struct{}
-
-// SolvencyResponse: Solvent is remaining > 0.
-type SolvencyResponse struct {
-	Solvent   bool
-	Remaining money.Amount
-}
-
-// BudgetRequest asks for the ledger's current budget. Answered with a
-// BudgetResponse.
-type BudgetRequest struct{}
-
-// BudgetResponse is a snapshot of the budget.
-type BudgetResponse struct {
-	Budget Budget
 }

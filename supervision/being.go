@@ -9,19 +9,19 @@ import (
 // its Las and ledger.
 const ChildBeingPrefix = "being-"
 
-// ChildBeingConfig tunes how a parent restarts a crashed child being.
-// Zero fields take the SPEC §9.6 defaults (100 ms doubling to 10 s with
-// jitter, 5 restarts within 60 s).
+// ChildBeingConfig tunes how a parent restarts a crashed child being. Zero
+// fields take the docs/las.md#supervision defaults (100 ms doubling to 10 s
+// with jitter, 5 restarts within 60 s).
 type ChildBeingConfig struct {
 	Backoff   Backoff
 	Intensity Intensity
-	Notify    func(system *actor.ActorSystem, ev Event)
+	Notify    func(system *actor.ActorSystem, ev Event) // hears every decision (logs, tests)
 }
 
-// ChildBeingPolicy restarts a child being that panicked (SPEC §15): the
-// new incarnation reloads its saved state, so a crash loses at most the
-// round in flight. Past the intensity the child is stopped; only that
-// child: its siblings and its parent live on.
+// ChildBeingPolicy restarts a child being that panicked
+// (docs/family.md#spawning): the new incarnation reloads its saved state, so
+// a crash loses at most the round in flight. Past the intensity the child is
+// stopped; only that child: its siblings and its parent live on.
 func ChildBeingPolicy(cfg ChildBeingConfig) Policy {
 	return Policy{
 		Name:      "child-being",
@@ -32,19 +32,48 @@ func ChildBeingPolicy(cfg ChildBeingConfig) Policy {
 	}
 }
 
-// BeingChildrenConfig tunes the strategy a being applies to its children.
-type BeingChildrenConfig struct {
-	Las   LasConfig
-	Child ChildBeingConfig
+// LedgerChildName is the actor name of a being's ledger child.
+const LedgerChildName = "ledger"
+
+// LedgerConfig tunes the ledger policy.
+type LedgerConfig struct {
+	// Notify, when set, hears every decision (always Escalated).
+	Notify func(system *actor.ActorSystem, ev Event)
 }
 
-// ForBeingChildren is the supervisor strategy of a being (SPEC §2): its
-// Las child is restarted by LasPolicy, its child beings by
-// ChildBeingPolicy, and a failure of anything else (the ledger) is
-// escalated, so the being itself is restarted by its own parent.
+// LedgerPolicy escalates every failure of a being's ledger, never
+// restarting it: the ledger holds the budget in memory only, so a
+// restarted ledger would start again from the budget it was spawned with
+// and forget the debits since. Escalating makes the being's own parent
+// restart the being, which respawns its ledger from the saved state.
+func LedgerPolicy(cfg LedgerConfig) Policy {
+	return Policy{
+		Name:    "ledger",
+		Decider: func(any) actor.Directive { return actor.EscalateDirective },
+		Notify:  cfg.Notify,
+	}
+}
+
+// BeingChildrenConfig tunes the strategy a being applies to its children.
+type BeingChildrenConfig struct {
+	Las    LasConfig
+	Child  ChildBeingConfig
+	Ledger LedgerConfig
+}
+
+// ForBeingChildren is the supervisor strategy of a being
+// (docs/concepts.md#the-actor-tree), one route per kind of child:
+//
+//	las (LasChildName)           LasPolicy: restart with backoff, stop when permanent
+//	ledger (LedgerChildName)     LedgerPolicy: escalate, so the being restarts
+//	being-… (ChildBeingPrefix)   ChildBeingPolicy: restart from saved state
+//
+// A failure of any other child is escalated too (Strategy's rule for a
+// child no route matches).
 func ForBeingChildren(cfg BeingChildrenConfig) *Strategy {
 	return NewStrategy([]Route{
 		LasRoute(cfg.Las),
+		{Match: ChildNamed(LedgerChildName), Policy: LedgerPolicy(cfg.Ledger)},
 		{Match: ChildPrefixed(ChildBeingPrefix), Policy: ChildBeingPolicy(cfg.Child)},
 	}, cfg.Las.options()...)
 }

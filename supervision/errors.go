@@ -8,14 +8,17 @@ package supervision
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Class names the family of a failure. It fixes both the prefix of the
-// one-line error an operator sees and the process exit code (SPEC §3).
+// one-line error an operator sees and the process exit code
+// (docs/configuration.md#commands).
 type Class int
 
-// The classes of SPEC §3. The zero value is ClassRuntime so that an
-// unclassified failure never exits 0 or 2 by accident.
+// The classes of docs/configuration.md#commands. The zero value is
+// ClassRuntime so that an unclassified failure never exits 0 or 2 by
+// accident.
 const (
 	ClassRuntime       Class = iota // "runtime: …", exit 5
 	ClassConfiguration              // "configuration: …", exit 2
@@ -105,7 +108,8 @@ type Error struct {
 	Class Class
 	Kind  Kind
 	Msg   string
-	Err   error
+	// Err is the cause: nil, one error, or the errors.Join of several.
+	Err error
 }
 
 func (e *Error) Error() string { return e.Class.Prefix() + ": " + e.Msg }
@@ -117,11 +121,48 @@ func (e *Error) Unwrap() error { return e.Err }
 func New(class Class, msg string) *Error { return &Error{Class: class, Msg: msg} }
 
 // Errorf returns a classified error whose message is formatted like
-// fmt.Errorf; a %w verb keeps the cause reachable.
+// fmt.Errorf. Every operand of a %w verb stays reachable with errors.Is
+// and errors.As, however many there are (as with errors.Join). An
+// operand that is itself an *Error of the same class is printed without
+// its prefix, so that the prefix appears once, at the front: wrapping
+// "state: cannot save …" as "save: %w" reads "state: save: cannot save …".
 func Errorf(class Class, format string, args ...any) *Error {
+	args = slices.Clone(args) // the caller's slice is not ours to change
+	for i, a := range args {
+		if e, ok := a.(*Error); ok && e != nil && e.Class == class {
+			args[i] = sameClass{e}
+		}
+	}
 	err := fmt.Errorf(format, args...)
-	return &Error{Class: class, Msg: err.Error(), Err: errors.Unwrap(err)}
+	var causes []error
+	switch w := err.(type) {
+	case interface{ Unwrap() []error }:
+		causes = w.Unwrap()
+	case interface{ Unwrap() error }:
+		causes = []error{w.Unwrap()}
+	}
+	for i, c := range causes {
+		if s, ok := c.(sameClass); ok {
+			causes[i] = s.e
+		}
+	}
+	e := &Error{Class: class, Msg: err.Error()}
+	switch len(causes) {
+	case 0:
+	case 1:
+		e.Err = causes[0]
+	default:
+		e.Err = errors.Join(causes...)
+	}
+	return e
 }
+
+// sameClass prints a classified error without its class prefix, for an
+// outer error of the same class that prints the prefix already.
+type sameClass struct{ e *Error }
+
+func (s sameClass) Error() string { return s.e.Msg }
+func (s sameClass) Unwrap() error { return s.e }
 
 // Upstream returns a classified upstream failure of the given kind.
 func Upstream(class Class, kind Kind, format string, args ...any) *Error {

@@ -6,9 +6,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// Transient failures of a Las session (SPEC §9.6). The Las actor panics
-// with a ClassMCP/Transient error wrapping one of these; the Las decider
-// restarts on them.
+// Transient failures of a Las session (docs/las.md#supervision). The Las
+// actor panics with a ClassMCP/Transient error wrapping one of these; the Las
+// decider restarts on them.
 var (
 	ErrLasExited       = errors.New("Las process exited")
 	ErrLasStdoutClosed = errors.New("Las stdout closed")
@@ -26,7 +26,7 @@ const ReasonIntensityExceeded = "restart intensity exceeded"
 // LasChildName is the actor name of a being's Las child.
 const LasChildName = "las"
 
-// LasConfig tunes the Las policy. Zero fields take the SPEC §9.6
+// LasConfig tunes the Las policy. Zero fields take the docs/las.md#supervision
 // defaults: backoff 100 ms doubling to 10 s with 20% jitter, 5 restarts
 // within 60 s, the wall clock, the child named "las".
 type LasConfig struct {

@@ -1,22 +1,25 @@
 package supervision
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/wisent/singularity/messages"
 )
 
 // Intensity bounds how often a child may be restarted: more than
 // MaxRestarts restarts within Within and the child is stopped instead.
-// Zero fields take the defaults of SPEC §9.6 (5 within 60 s).
+// Zero fields take the defaults of docs/las.md#supervision (5 within 60 s).
 type Intensity struct {
 	MaxRestarts int
 	Within      time.Duration
 }
 
-// Defaults of SPEC §9.6.
+// Defaults of docs/las.md#supervision.
 const (
 	DefaultMaxRestarts = 5
 	DefaultWithin      = 60 * time.Second
@@ -137,6 +140,11 @@ func ChildPrefixed(prefix string) func(child *actor.PID) bool {
 // for a whole window starts again from the initial delay) and capped by
 // its intensity. A failure no route matches is escalated.
 //
+// Every restarted child hears of it the same way: the new incarnation's
+// first message after Started is a messages.Restarted with its restart
+// count and the failure that caused the restart (Las and child beings
+// show them in the debug tree).
+//
 // Attach it to the parent's props with actor.WithSupervisor; one value may
 // serve many parents (children are told apart by their ids).
 type Strategy struct {
@@ -223,7 +231,15 @@ func (s *Strategy) HandleFailure(system *actor.ActorSystem, supervisor actor.Sup
 		}
 		ev.Kind, ev.Delay = RestartScheduled, delay
 		s.notify(system, p, ev, actor.RestartDirective)
-		s.clock.AfterFunc(delay, func() { supervisor.RestartChildren(child) })
+		news := messages.Restarted{Restarts: restarts, Reason: fmt.Sprint(reason)}
+		s.clock.AfterFunc(delay, func() {
+			supervisor.RestartChildren(child)
+			// The mailbox stays suspended until the new incarnation has
+			// handled Started, so this is the first message it reads.
+			if system != nil {
+				system.Root.Send(child, news)
+			}
+		})
 	}
 }
 

@@ -272,3 +272,30 @@ func TestStrategyRoutesByChild(t *testing.T) {
 	assert.Equal(t, 1, stopped)
 	assert.Equal(t, 1, escalated, "a child no route matches is escalated")
 }
+
+func TestBeingChildrenEscalateLedgerFailure(t *testing.T) {
+	clock := newManualClock()
+	var got []string
+	record := func(_ *actor.ActorSystem, ev Event) { got = append(got, ev.Policy+":"+ev.Kind.String()) }
+	s := ForBeingChildren(BeingChildrenConfig{
+		Las:    LasConfig{Clock: clock, Notify: record},
+		Child:  ChildBeingConfig{Notify: record},
+		Ledger: LedgerConfig{Notify: record},
+	})
+	sup := &recordingSupervisor{}
+	ledgerFailure := errors.New("ledger bug")
+
+	s.HandleFailure(nil, sup, actor.NewPID("nonhost", "family/being-ada/"+LedgerChildName), nil, ledgerFailure, nil)
+	clock.Advance(time.Hour)
+	restarted, stopped, escalated := sup.counts()
+	assert.Zero(t, restarted, "a ledger is never restarted: it would forget the debits since its spawn")
+	assert.Zero(t, stopped)
+	require.Equal(t, 1, escalated, "the being itself must be restarted by its parent")
+	assert.Equal(t, ledgerFailure, sup.escalated[0])
+	assert.Equal(t, []string{"ledger:escalated"}, got, "the ledger has its own route, not the no-route fallback")
+
+	// Its siblings keep their own policies.
+	s.HandleFailure(nil, sup, actor.NewPID("nonhost", "family/being-ada/"+LasChildName), nil, transient, nil)
+	s.HandleFailure(nil, sup, actor.NewPID("nonhost", "family/being-ada/being-bo-1"), nil, transient, nil)
+	assert.Equal(t, []string{"ledger:escalated", "las:restart scheduled", "child-being:restart scheduled"}, got)
+}

@@ -1,10 +1,10 @@
-// Package being is the being actor: one autonomous digital being living
-// cycle by cycle (SPEC §6). It is the single writer of its state
-// directory, the parent of its ledger, its Las actor and the child beings
-// it spawns, and a client of the family's brama gateway. Every step of a
-// cycle that waits on another actor continues by message (ReenterAfter),
-// so the mailbox is never blocked on Brama or Las: the debug endpoint and
-// stop requests are served while a model call is in flight.
+// Package being is the being actor: one autonomous digital being living cycle
+// by cycle (docs/cycle.md#anatomy-of-a-cycle). It is the single writer of its
+// state directory, the parent of its ledger, its Las actor and the child
+// beings it spawns, and a client of the family's brama gateway. Every step of
+// a cycle that waits on another actor continues by message (ReenterAfter), so
+// the mailbox is never blocked on Brama or Las: the debug endpoint and stop
+// requests are served while a model call is in flight.
 package being
 
 import (
@@ -68,18 +68,8 @@ var _ actor.Actor = (*Being)(nil)
 // restarts with capped backoff, child beings restart from their saved
 // state, and anything else escalates.
 func Props(opts Options) *actor.Props {
-	strategy := supervision.ForBeingChildren(supervision.BeingChildrenConfig{
-		Child: supervision.ChildBeingConfig{Notify: notifyChildRestart},
-	})
+	strategy := supervision.ForBeingChildren(supervision.BeingChildrenConfig{})
 	return actor.PropsFromProducer(func() actor.Actor { return New(opts) }, actor.WithSupervisor(strategy))
-}
-
-// notifyChildRestart tells a restarted child being its restart count and
-// reason, for the debug endpoint.
-func notifyChildRestart(system *actor.ActorSystem, ev supervision.Event) {
-	if ev.Kind == supervision.RestartScheduled && ev.Child != nil {
-		system.Root.Send(ev.Child, messages.BeingRestarted{Restarts: ev.Restarts, Reason: fmt.Sprint(ev.Reason)})
-	}
 }
 
 // New returns a being actor; it loads its state when it starts.
@@ -143,7 +133,7 @@ func (b *Being) Receive(ctx actor.Context) {
 		b.handleGraceExpired(ctx, msg)
 	case messages.LasCatalogChanged, messages.LasRestarted, messages.LasSurfaceMissing, messages.LasUnavailable:
 		b.handleLasEvent(ctx, msg)
-	case messages.BeingRestarted:
+	case messages.Restarted:
 		b.restarts, b.lastFailure = msg.Restarts, msg.Reason
 	case messages.InjectPanic:
 		if b.opts.FaultInjection {
@@ -162,7 +152,7 @@ func (b *Being) handleStarted(ctx actor.Context) {
 	b.log = b.log.With("being", b.st.Identity.Name, "agent_id", b.st.Identity.AgentID)
 	props, err := ledger.Props(b.st.Identity.Name, b.opts.Pricing, b.st.Budget)
 	if err != nil {
-		b.failStart(ctx, supervision.Errorf(supervision.ClassConfiguration, "%v", err))
+		b.failStart(ctx, err) // a pricing error, already of class configuration
 		return
 	}
 	tools, err := builtin.New(builtin.Env{
@@ -170,11 +160,11 @@ func (b *Being) handleStarted(ctx actor.Context) {
 		Now:       b.opts.clock,
 	})
 	if err != nil {
-		b.failStart(ctx, supervision.Errorf(supervision.ClassConfiguration, "%v", err))
+		b.failStart(ctx, supervision.Errorf(supervision.ClassConfiguration, "%w", err))
 		return
 	}
 	b.tools = tools
-	pid, err := ctx.SpawnNamed(props, "ledger")
+	pid, err := ctx.SpawnNamed(props, supervision.LedgerChildName)
 	if err != nil {
 		b.failStart(ctx, supervision.Errorf(supervision.ClassRuntime, "spawn ledger: %w", err))
 		return
@@ -216,10 +206,11 @@ func (b *Being) load() error {
 	return b.reconcile()
 }
 
-// closeInterruptedCalls answers the tool calls of a round that a crash
-// cut short: their effect is unknown and they are never replayed (SPEC
-// §9.4), and without an answer every later request would carry tool
-// calls with no results, which OpenAI-compatible servers refuse.
+// closeInterruptedCalls answers the tool calls of a round that a crash cut
+// short: their effect is unknown and they are never replayed (
+// docs/las.md#calls-and-deadlines), and without an answer every later request
+// would carry tool calls with no results, which OpenAI-compatible servers
+// refuse.
 func (b *Being) closeInterruptedCalls() {
 	conv := b.st.Conversation
 	last := len(conv) - 1
@@ -248,13 +239,13 @@ func (b *Being) closeInterruptedCalls() {
 
 // reconcile brings the saved budget up to date with the journal: a crash
 // between journaling a cost (or a credit) and the next save leaves the
-// journal one money event ahead (SPEC §7.4). A journal that cannot
-// explain the budget (a state from another runtime, an edited file) is
+// journal one money event ahead (docs/money.md#the-invariant). A journal that
+// cannot explain the budget (a state from another runtime, an edited file) is
 // reported and the saved budget kept.
 func (b *Being) reconcile() error {
 	events, err := state.ReadJournal(b.store.Path(state.JournalFile))
 	if err != nil {
-		return supervision.Errorf(supervision.ClassState, "journal: %w", err)
+		return err // names the journal and the line
 	}
 	budget, applied, err := ledger.Recover(b.st.Budget, events, b.opts.Pricing)
 	switch {
@@ -297,19 +288,13 @@ func (b *Being) record(e state.Event) error {
 	if b.journal == nil {
 		return supervision.New(supervision.ClassState, "journal is closed")
 	}
-	if err := b.journal.Append(e); err != nil {
-		return supervision.Errorf(supervision.ClassState, "journal: %w", err)
-	}
-	return nil
+	return b.journal.Append(e) // its errors name the journal file
 }
 
 // save writes state.json atomically, stamping updated_at.
 func (b *Being) save() error {
 	b.st.UpdatedAt = b.opts.now()
-	if err := b.store.Save(b.st); err != nil {
-		return supervision.Errorf(supervision.ClassState, "save: %w", err)
-	}
-	return nil
+	return b.store.Save(b.st) // its errors name the state file
 }
 
 func (b *Being) warn(message string) {

@@ -19,6 +19,7 @@ import (
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // TestWindowCutInLongRun lives several cycles with a small window: what
@@ -121,7 +122,7 @@ func TestRoundLimit(t *testing.T) {
 		"model_completed", "cost_debited", "tool_finished",
 		"model_completed", "cost_debited", "tool_finished",
 		"warning", "stopped",
-	}, eventTypes(events))
+	}, testkit.Types(events))
 }
 
 // TestToolCallRefusals: unknown names and non-object arguments are
@@ -236,7 +237,7 @@ func TestShutdownGraceAbandonsModelCall(t *testing.T) {
 
 	events := h.journal()
 	assert.Equal(t, []string{"abandoned model call in flight: shutdown grace expired"}, warnings(events))
-	assert.Equal(t, []string{"started", "cycle_started", "warning", "stopped"}, eventTypes(events))
+	assert.Equal(t, []string{"started", "cycle_started", "warning", "stopped"}, testkit.Types(events))
 	st := h.state()
 	assert.Equal(t, state.StatusStopped, st.Status)
 	assert.Equal(t, uint64(1), st.Cycle)
@@ -273,7 +274,7 @@ func TestOnceStopDuringModelCall(t *testing.T) {
 	stopped := h.stoppedWithin(10 * time.Second)
 	assert.Equal(t, state.StatusStopped, stopped.Status)
 	events := h.journal()
-	assert.Equal(t, []string{"started", "cycle_started", "model_completed", "cost_debited", "stopped"}, eventTypes(events))
+	assert.Equal(t, []string{"started", "cycle_started", "model_completed", "cost_debited", "stopped"}, testkit.Types(events))
 }
 
 // TestShutdownGraceAbandonsLasCall: the grace expiring while a Las call
@@ -315,7 +316,7 @@ func TestShutdownGraceAbandonsLasCall(t *testing.T) {
 
 	events := h.journal()
 	assert.Equal(t, []string{"abandoned las call in flight: shutdown grace expired"}, warnings(events))
-	assert.Equal(t, []string{"started", "cycle_started", "model_completed", "cost_debited", "warning", "stopped"}, eventTypes(events))
+	assert.Equal(t, []string{"started", "cycle_started", "model_completed", "cost_debited", "warning", "stopped"}, testkit.Types(events))
 	st := h.state()
 	require.Len(t, st.Conversation, 4)
 	assertCallsAnswered(t, st.Conversation)
@@ -353,7 +354,7 @@ func TestOnceExhaustedMidCycle(t *testing.T) {
 	assert.Equal(t, "-0.001", st.Budget.Remaining.String())
 	assert.Len(t, srv.Completions(), 1)
 	events := h.journal()
-	assert.Equal(t, []string{"started", "cycle_started", "model_completed", "cost_debited", "tool_finished", "stopped"}, eventTypes(events))
+	assert.Equal(t, []string{"started", "cycle_started", "model_completed", "cost_debited", "tool_finished", "stopped"}, testkit.Types(events))
 	assert.Equal(t, state.StatusExhausted, events[len(events)-1].Status)
 	require.NoError(t, state.CheckInvariant(st.Budget, events))
 }

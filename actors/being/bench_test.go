@@ -15,6 +15,7 @@ import (
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // benchRounds is the round limit of a benchmark cycle: every completion
@@ -24,13 +25,13 @@ import (
 const benchRounds = 8
 
 // BenchmarkRound measures the runtime's own cost of one model round: a
-// zero-latency Brama (the in-process test server) answers every request
-// with one built-in memory call and one Las call (the example Las's
-// echo__echo, a real child process), and the being runs them with every
-// durable write of SPEC §6.1 (model_completed, cost_debited and two
+// zero-latency Brama (the in-process test server) answers every request with
+// one built-in memory call and one Las call (the example Las's echo__echo, a
+// real child process), and the being runs them with every durable write of
+// docs/cycle.md#anatomy-of-a-cycle (model_completed, cost_debited and two
 // tool_finished appends, three atomic saves). One op is one round.
-// Allocations are the whole process's: the being, its ledger and Las
-// actors, the gateway and its HTTP client, and the test server.
+// Allocations are the whole process's: the being, its ledger and Las actors,
+// the gateway and its HTTP client, and the test server.
 //
 // BenchmarkRound/fsync-floor performs only the durable writes a round
 // needs (four journal appends, three saves of a state the size the
@@ -103,26 +104,17 @@ func benchmarkRound(b *testing.B) {
 	events := h.journal()
 	st := h.state()
 	require.NoError(b, state.CheckInvariant(st.Budget, events))
-	if n := countTools(events); n < 2*b.N {
+	succeeded := func(e state.Event) bool { return e.Type == state.EventToolFinished && e.Status == "success" }
+	if n := testkit.CountWhere(events, succeeded); n < 2*b.N {
 		b.Fatalf("%d tool calls finished for %d rounds", n, b.N)
 	}
-}
-
-func countTools(events []state.Event) int {
-	n := 0
-	for _, e := range events {
-		if e.Type == state.EventToolFinished && e.Status == "success" {
-			n++
-		}
-	}
-	return n
 }
 
 // benchmarkFloor is the durable writes of one round alone.
 func benchmarkFloor(b *testing.B) {
 	b.ReportAllocs()
 	dir := filepath.Join(b.TempDir(), "state")
-	id := identity()
+	id := testkit.Identity()
 	st := being.NewState(id, money.MustParse("10"), "test-model", state.Now())
 	// A conversation the size the round benchmark keeps: one cycle of
 	// benchRounds rounds.

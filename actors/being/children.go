@@ -50,20 +50,20 @@ func sanitizeName(s string) string {
 	return string(out)
 }
 
-// spawnChild carries out the spawn tool's effect (SPEC §15): a new state
-// directory under children/, a fresh being saved there with its own
+// spawnChild carries out the spawn tool's effect (docs/family.md#spawning): a
+// new state directory under children/, a fresh being saved there with its own
 // persona and the configured starting balance, and — except in once mode,
-// where the child waits for the next `run --resume` — a child actor
-// started under this being. The tool then records the child in the mind.
+// where the child waits for the next `run --resume` — a child actor started
+// under this being. The tool then records the child in the mind.
 func (b *Being) spawnChild(ctx actor.Context, req builtin.ChildRequest) (builtin.ChildStarted, error) {
 	dir := filepath.Join(b.opts.StateDir, "children", req.ID)
 	if err := os.MkdirAll(filepath.Join(b.opts.StateDir, "children"), 0o700); err != nil {
-		return builtin.ChildStarted{}, fmt.Errorf("%w: %v", builtin.ErrChildState, err)
+		return builtin.ChildStarted{}, fmt.Errorf("%w: %w", builtin.ErrChildState, err)
 	}
 	opts := b.opts.child(dir, req.Name, req.Ticker, req.Specialty)
 	fresh := NewState(opts.Identity, opts.StartingBalance, opts.Model, opts.now())
 	if _, _, _, err := state.Boot(dir, false, opts.Identity, func() (*state.Being, error) { return fresh, nil }); err != nil {
-		return builtin.ChildStarted{}, fmt.Errorf("%w: %v", builtin.ErrChildState, err)
+		return builtin.ChildStarted{}, fmt.Errorf("%w: %w", builtin.ErrChildState, err)
 	}
 	ref := &childRef{id: req.ID, name: req.Name}
 	actorName := childActorName(req.Name, req.ID)
@@ -82,9 +82,9 @@ func (b *Being) spawnChild(ctx actor.Context, req builtin.ChildRequest) (builtin
 }
 
 // resumeChildren brings back every recorded child from its own directory
-// (SPEC §15): exhausted or failed children are loaded for the tree but do
-// not cycle; a missing directory is a warning. In once mode children are
-// not started.
+// (docs/family.md#spawning): exhausted or failed children are loaded for the
+// tree but do not cycle; a missing directory is a warning. In once mode
+// children are not started.
 func (b *Being) resumeChildren(ctx actor.Context) {
 	b.children = nil
 	for _, rec := range b.st.Mind.Children {
@@ -93,9 +93,10 @@ func (b *Being) resumeChildren(ctx actor.Context) {
 		if b.opts.Mode == Once || b.opts.Mode == Dormant {
 			continue
 		}
-		// The directory is <state_dir>/children/<id> (SPEC §5.3); a
-		// record without an absolute path (empty, or written relative to
-		// another working directory) is found there.
+		// The directory is <state_dir>/children/<id>
+		// (docs/state.md#the-state-directory); a record without an absolute
+		// path (empty, or written relative to another working directory) is
+		// found there.
 		dir := rec.StateDir
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(b.opts.StateDir, "children", rec.ID)
@@ -136,8 +137,9 @@ func (b *Being) handleChildStopped(ctx actor.Context, msg messages.BeingStopped)
 	}
 }
 
-// NewState returns the state of a fresh being (SPEC §5.3): the initial
-// system prompt for its persona, the starting balance, status starting.
+// NewState returns the state of a fresh being
+// (docs/state.md#the-state-directory): the initial system prompt for its
+// persona, the starting balance, status starting.
 func NewState(id state.Identity, balance money.Amount, model string, at state.Time) *state.Being {
 	return &state.Being{
 		SchemaVersion: state.SchemaVersion,

@@ -13,7 +13,7 @@ import (
 	"github.com/wisent/singularity/supervision"
 )
 
-// Report statuses of a cycle (SPEC §6.5).
+// Report statuses of a cycle (docs/cycle.md#the-cycle-report).
 const (
 	ReportCompleted       = "completed"
 	ReportToolRoundLimit  = "tool_round_limit"
@@ -31,8 +31,8 @@ type cycleRun struct {
 	waiting waitFor
 }
 
-// startCycle runs step 1 and 2 of SPEC §6.1: the solvency gate, then the
-// framing.
+// startCycle runs step 1 and 2 of docs/cycle.md#anatomy-of-a-cycle: the
+// solvency gate, then the framing.
 func (b *Being) startCycle(ctx actor.Context) {
 	if b.phase != phaseIdle || b.stop != nil {
 		return
@@ -71,8 +71,9 @@ func (b *Being) frame() error {
 	return b.save()
 }
 
-// appendMessages adds to the conversation and applies the window: what
-// leaves it goes to conversation.jsonl first (SPEC §6.4).
+// appendMessages adds to the conversation and applies the window: what leaves
+// it goes to conversation.jsonl first
+// (docs/cycle.md#the-conversation-window).
 func (b *Being) appendMessages(msgs ...chat.Message) {
 	b.st.Conversation = append(b.st.Conversation, msgs...)
 	kept, archived := state.Window(b.st.Conversation, b.opts.ContextMessages)
@@ -116,7 +117,7 @@ func (b *Being) startRound(ctx actor.Context) {
 	b.ask(ctx, b.opts.Gateway, req, b.modelTimeout(), func(res any, err error) {
 		resp, ok := res.(messages.CompletionResponse)
 		if err != nil || !ok {
-			resp = messages.CompletionResponse{Err: supervision.Upstream(supervision.ClassBrama, supervision.Indeterminate, "completion: no answer from the gateway: %v", errText(err, "unexpected reply"))}
+			resp = messages.CompletionResponse{Err: supervision.Upstream(supervision.ClassBrama, supervision.Indeterminate, "completion: no answer from the gateway: %w", replyError(err, "unexpected reply"))}
 		}
 		b.handleCompletion(ctx, resp)
 	})
@@ -145,7 +146,7 @@ func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResp
 			err = errors.New("unexpected ledger reply")
 		}
 		if err != nil {
-			b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), supervision.Errorf(supervision.ClassState, "debit: %v", err))
+			b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), supervision.Errorf(supervision.ClassState, "debit: %w", err))
 			return
 		}
 		if err := b.recordDebit(resp, debit); err != nil {
@@ -201,9 +202,10 @@ func (b *Being) report(status string, final *string, actions []string) messages.
 	}
 }
 
-// endCycle closes the cycle and decides what comes next (SPEC §6.6): once
-// reports to the parent; run sleeps and continues, stops exhausted, or
-// fails on a permanent Brama error.
+// endCycle closes the cycle and decides what comes next
+// (docs/cycle.md#run-loop-errors-and-shutdown): once reports to the parent;
+// run sleeps and continues, stops exhausted, or fails on a permanent Brama
+// error.
 func (b *Being) endCycle(ctx actor.Context, report messages.CycleReport, err error) {
 	b.closeCycle()
 	report.Err = err
@@ -296,7 +298,7 @@ func (b *Being) ask(ctx actor.Context, pid *actor.PID, msg any, timeout time.Dur
 }
 
 // permanentBrama reports a permanent Brama failure, which ends a being
-// with status failed (SPEC §6.6).
+// with status failed (docs/cycle.md#run-loop-errors-and-shutdown).
 func permanentBrama(err error) bool {
 	return err != nil && supervision.ClassOf(err) == supervision.ClassBrama && supervision.KindOf(err) == supervision.Permanent
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/wisent/singularity/messages"
 )
 
-// describe answers the debug endpoint (SPEC §16): the being's own figures
-// and its children in display order (ledger, las, then child beings).
+// describe answers the debug endpoint (docs/debug.md#routes): the being's own
+// figures and its children in display order (ledger, las, then child beings).
 func (b *Being) describe(ctx actor.Context) messages.Description {
 	d := messages.Description{Kind: "being", Name: b.opts.Identity.Name, Status: "starting"}
 	if b.st == nil {

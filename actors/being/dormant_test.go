@@ -16,9 +16,9 @@ import (
 	"github.com/wisent/singularity/test/bramatest"
 )
 
-// TestResumeKeepsEndedChildrenDormant: `run --resume` brings back
-// recorded children that had run out of money or failed (SPEC §15): they
-// are loaded for the tree, with their own ledger, but never cycle, never
+// TestResumeKeepsEndedChildrenDormant: `run --resume` brings back recorded
+// children that had run out of money or failed (docs/family.md#spawning):
+// they are loaded for the tree, with their own ledger, but never cycle, never
 // start a Las process, and keep their status through the shutdown, so the
 // next resume leaves them dormant again.
 func TestResumeKeepsEndedChildrenDormant(t *testing.T) {

@@ -12,13 +12,12 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/actors/brama"
 	"github.com/wisent/singularity/actors/family"
 	"github.com/wisent/singularity/actors/las"
-	"github.com/wisent/singularity/config"
+	identitypkg "github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
@@ -27,14 +26,7 @@ import (
 	"github.com/wisent/singularity/test/testkit"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.Cleanup(func(code int) { testkit.Cleanup(); os.Exit(code) }),
-		// protoactor's dead-letter throttle resets itself on a timer
-		// goroutine that outlives the system for up to a second.
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
-	)
-}
+func TestMain(m *testing.M) { testkit.VerifyMain(m) }
 
 const (
 	testSecret = "being-test-hmac-secret"
@@ -45,15 +37,6 @@ const (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func identity() state.Identity {
-	const hex64 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-	return state.Identity{
-		AgentID: "agent-test", Name: "Ada", Ticker: "ADA", AgentType: "general", Specialty: "testing",
-		Role: "worker", Environment: "test", Host: "local", WorkloadID: "wl-1",
-		WorkloadPublicKey: hex64, ExecutableDigest: hex64, CodeDigest: hex64, PolicyDigest: hex64, PolicySequence: 1,
-	}
-}
-
 // options returns root-being options for a fresh state directory under
 // t's temp dir: built-in tools only, zero prices, no interval.
 func options(t testing.TB, mode being.Mode) being.Options {
@@ -61,7 +44,7 @@ func options(t testing.TB, mode being.Mode) being.Options {
 	dir := t.TempDir()
 	return being.Options{
 		StateDir:        filepath.Join(dir, "state"),
-		Identity:        identity(),
+		Identity:        testkit.Identity(),
 		Mode:            mode,
 		Model:           "test-model",
 		StartingBalance: money.MustParse("10"),
@@ -82,7 +65,7 @@ func withExampleLas(t testing.TB, opts *being.Options, cfg string) {
 	path := filepath.Join(t.TempDir(), "las.json")
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
 	opts.Las = &las.Options{
-		Command:       testkit.Build(t, "./cmd/examplelas"),
+		Command:       testkit.ExampleLas(t),
 		Entrypoint:    path,
 		CallTimeout:   opts.MCPTimeout,
 		ShutdownGrace: 2 * time.Second,
@@ -120,7 +103,7 @@ func startWith(t testing.TB, srv *bramatest.Server, opts being.Options, st *stat
 	t.Helper()
 	_, _, _, err := state.Boot(opts.StateDir, false, opts.Identity, func() (*state.Being, error) { return st, nil })
 	require.NoError(t, err)
-	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: config.NewSecret([]byte(testSecret)), Timeout: waitLimit})
+	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: identitypkg.NewSecret([]byte(testSecret)), Timeout: waitLimit})
 	require.NoError(t, err)
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	events := make(chan any, 1024)
@@ -215,9 +198,7 @@ func (h *harness) state() *state.Being {
 
 func (h *harness) journal() []state.Event {
 	h.t.Helper()
-	events, err := state.ReadJournal(filepath.Join(h.opts.StateDir, "activity.jsonl"))
-	require.NoError(h.t, err)
-	return events
+	return testkit.Journal(h.t, h.opts.StateDir)
 }
 
 // archive reads conversation.jsonl.
@@ -254,14 +235,6 @@ func warnings(events []state.Event) []string {
 		if e.Type == state.EventWarning {
 			out = append(out, e.Message)
 		}
-	}
-	return out
-}
-
-func eventTypes(events []state.Event) []string {
-	out := make([]string, len(events))
-	for i, e := range events {
-		out[i] = e.Type
 	}
 	return out
 }

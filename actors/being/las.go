@@ -26,7 +26,7 @@ func (b *Being) startLas(ctx actor.Context) {
 	opts.Logger = b.opts.Logger
 	pid, err := ctx.SpawnNamed(las.Props(opts), supervision.LasChildName)
 	if err != nil {
-		b.failStart(ctx, supervision.Errorf(supervision.ClassMCP, "cannot start Las: %v", err))
+		b.failStart(ctx, supervision.Errorf(supervision.ClassMCP, "cannot start Las: %w", err))
 		return
 	}
 	b.las = pid
@@ -38,7 +38,7 @@ func (b *Being) startLas(ctx actor.Context) {
 			// Stopped while Las was starting: the shutdown goes on.
 			b.continueShutdown(ctx)
 		case err != nil || !ok:
-			b.failStart(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "Las did not become ready: %v", errText(err, "unexpected reply")))
+			b.failStart(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "Las did not become ready: %w", replyError(err, "unexpected reply")))
 		case !resp.Available:
 			b.link = lasLost
 			b.failStart(ctx, resp.Err)
@@ -110,10 +110,10 @@ func (b *Being) handleLasEvent(ctx actor.Context, msg any) {
 	}
 }
 
-// lasEnded switches the being to built-in tools only (SPEC §9.6). The
-// reason, when given, is journaled once: the Las actor's LasUnavailable
-// carries it, while its termination (which usually overtakes it) does
-// not.
+// lasEnded switches the being to built-in tools only
+// (docs/las.md#supervision). The reason, when given, is journaled once: the
+// Las actor's LasUnavailable carries it, while its termination (which usually
+// overtakes it) does not.
 func (b *Being) lasEnded(reason string) {
 	offered := b.link == lasUp
 	switch {

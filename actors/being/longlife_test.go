@@ -17,19 +17,20 @@ import (
 // cycle is two rounds (a memory call, then a plain reply).
 const longLifeCycles = 1500
 
-// BenchmarkLongLife measures the long-life target of SPEC §21: a being's
-// round rate late in a long life against its rate in its first cycles.
-// A zero-latency in-process Brama answers round 1 of every cycle with a
-// memory call and round 2 with a plain reply; built-in tools only; the
-// default window of 200 messages. The being lives longLifeCycles cycles
-// whatever b.N is (run it with -benchtime 1x); the metrics are the round
-// rates of the first and the last 100 cycles and their ratio.
+// BenchmarkLongLife measures the long-life target of
+// docs/differences.md#measured-targets: a being's round rate late in a long
+// life against its rate in its first cycles. A zero-latency in-process Brama
+// answers round 1 of every cycle with a memory call and round 2 with a plain
+// reply; built-in tools only; the default window of 200 messages. The being
+// lives longLifeCycles cycles whatever b.N is (run it with -benchtime 1x);
+// the metrics are the round rates of the first and the last 100 cycles and
+// their ratio.
 //
 // "recall" leaves the mind as it is, so the ratio shows what the runtime
 // itself carries as the being ages (the window keeps it near 1 while the
 // journal and archive grow); "remember" adds a memory every cycle, so the
-// mind itself grows to its cap of 1000 memories (SPEC §11), which every
-// save carries.
+// mind itself grows to its cap of 1000 memories
+// (docs/tools.md#built-in-tools), which every save carries.
 func BenchmarkLongLife(b *testing.B) {
 	b.Run("recall", func(b *testing.B) {
 		benchmarkLongLife(b, "singularity_memory_recall", func(int) string { return `{"query":"lead"}` })

@@ -17,19 +17,21 @@ import (
 type Mode int
 
 const (
-	// Run repeats cycles while solvent until asked to stop (SPEC §6.6).
+	// Run repeats cycles while solvent until asked to stop
+	// (docs/cycle.md#run-loop-errors-and-shutdown).
 	Run Mode = iota
-	// Once runs exactly one cycle, reports it to the parent and waits to
-	// be stopped; beings it spawns are created but not started (§15).
+	// Once runs exactly one cycle, reports it to the parent and waits to be
+	// stopped; beings it spawns are created but not started
+	// (docs/family.md#spawning).
 	Once
 	// Dormant loads the being for the tree but never cycles: exhausted or
 	// failed children brought back by `run --resume`.
 	Dormant
 )
 
-// Options configure one being actor. A child's options are its parent's
-// with StateDir, Stimulus and Mode changed (SPEC §15); everything else is
-// inherited. Zero durations take the documented defaults.
+// Options configure one being actor. A child's options are its parent's with
+// StateDir, Stimulus and Mode changed (docs/family.md#spawning); everything
+// else is inherited. Zero durations take the documented defaults.
 type Options struct {
 	// StateDir is the being's own state directory. It must already hold a
 	// state.json: the root's is created by the boot gates, a child's by

@@ -1,7 +1,6 @@
 package being
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // stepContext is the actor context of a being driven one handler at a
@@ -32,9 +32,7 @@ func (c *stepContext) Stop(pid *actor.PID)           { c.stopped = append(c.stop
 // beingJournal returns the being's journal as written so far.
 func beingJournal(t *testing.T, b *Being) []state.Event {
 	t.Helper()
-	events, err := state.ReadJournal(filepath.Join(b.opts.StateDir, state.JournalFile))
-	require.NoError(t, err)
-	return events
+	return testkit.Journal(t, b.opts.StateDir)
 }
 
 func journalWarnings(events []state.Event) []string {

@@ -14,6 +14,7 @@ import (
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // orphanContext is the actor context of a being without a parent, for
@@ -26,7 +27,7 @@ func (orphanContext) Parent() *actor.PID { return nil }
 // loaded, as after handleStarted, without Las or children.
 func loadedBeing(t *testing.T) *Being {
 	t.Helper()
-	id := state.Identity{AgentID: "agent-x", Name: "Ada", Specialty: "testing"}
+	id := testkit.Identity()
 	opts := Options{
 		StateDir: filepath.Join(t.TempDir(), "state"), Identity: id, Mode: Run,
 		ContextMessages: 200, MaxToolRounds: 8, Logger: slog.New(slog.DiscardHandler),
@@ -129,12 +130,7 @@ func TestStopNowWhileDebiting(t *testing.T) {
 	saved, err := state.Load(b.opts.StateDir)
 	require.NoError(t, err)
 	assert.Equal(t, "0.99", saved.Budget.Remaining.String())
-	events, err := state.ReadJournal(filepath.Join(b.opts.StateDir, "activity.jsonl"))
-	require.NoError(t, err)
+	events := beingJournal(t, b)
 	require.NoError(t, state.CheckInvariant(saved.Budget, events))
-	var types []string
-	for _, e := range events {
-		types = append(types, e.Type)
-	}
-	assert.Equal(t, []string{"started", "model_completed", "cost_debited", "stopped"}, types)
+	assert.Equal(t, []string{"started", "model_completed", "cost_debited", "stopped"}, testkit.Types(events))
 }

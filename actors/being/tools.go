@@ -3,6 +3,7 @@ package being
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -19,7 +20,8 @@ import (
 	"github.com/wisent/singularity/messages"
 )
 
-// maxRecentActions is how many action records state keeps (SPEC §14).
+// maxRecentActions is how many action records state keeps
+// (docs/tools.md#outcomes-and-the-tool-message).
 const maxRecentActions = 100
 
 // fileTimeout bounds a file tool on its worker goroutine.
@@ -39,9 +41,10 @@ type catalogView struct {
 	tools []chat.Tool
 }
 
-// rebuildCatalog merges Las tools, built-ins and Most tools (SPEC §10).
-// At boot a registration failure is fatal; after a Las restart the caller
-// keeps the previous catalogue and journals a warning.
+// rebuildCatalog merges Las tools, built-ins and Most tools
+// (docs/tools.md#the-catalogue). At boot a registration failure is fatal;
+// after a Las restart the caller keeps the previous catalogue and journals a
+// warning.
 func (b *Being) rebuildCatalog() error {
 	var lasTools []chat.Tool
 	if b.link == lasUp {
@@ -56,7 +59,7 @@ func (b *Being) rebuildCatalog() error {
 }
 
 // nextTool runs the next tool call of the round, or starts the next
-// round when all have run (SPEC §6.1 step 3).
+// round when all have run (docs/cycle.md#anatomy-of-a-cycle step 3).
 func (b *Being) nextTool(ctx actor.Context) {
 	if b.phase == phaseAbandoning {
 		b.abandonWork(ctx, b.stop.abandonWhy)
@@ -140,8 +143,8 @@ func (b *Being) runBuiltin(ctx actor.Context, req builtin.Request) outcome.Outco
 	return res.Outcome
 }
 
-// objectArguments accepts only a JSON object (SPEC §10); truncated or
-// malformed arguments fail as invalid_arguments.
+// objectArguments accepts only a JSON object (docs/tools.md#the-catalogue);
+// truncated or malformed arguments fail as invalid_arguments.
 func objectArguments(text string) (json.RawMessage, bool) {
 	trimmed := strings.TrimSpace(text)
 	if trimmed == "" {
@@ -206,7 +209,7 @@ func (b *Being) saveAndContinue(ctx actor.Context) {
 }
 
 // callLas forwards a call to the Las actor under the MCP deadline. When
-// Las is down the call fails as unknown_tool (SPEC §9.6).
+// Las is down the call fails as unknown_tool (docs/las.md#supervision).
 func (b *Being) callLas(ctx actor.Context, name string, args json.RawMessage, done func(outcome.Outcome)) {
 	if b.las == nil || b.link != lasUp {
 		done(catalog.UnknownTool())
@@ -277,9 +280,14 @@ func (b *Being) async(ctx actor.Context, timeout time.Duration, work func() any,
 	})
 }
 
-func errText(err error, fallback string) string {
+// errText is the text of an ask's failure (see replyError).
+func errText(err error, fallback string) string { return replyError(err, fallback).Error() }
+
+// replyError is an ask's failure: err, or fallback when the answer came
+// but was not the expected type.
+func replyError(err error, fallback string) error {
 	if err != nil {
-		return err.Error()
+		return err
 	}
-	return fallback
+	return errors.New(fallback)
 }

@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/supervision"
 )
 
@@ -28,7 +28,7 @@ const DefaultTimeout = 120 * time.Second
 const maxResponseBytes = 16 << 20
 
 // errorTextLimit is how many characters of a non-JSON error body make it
-// into the error sentence (SPEC §8.4).
+// into the error sentence (docs/brama.md#error-classes).
 const errorTextLimit = 800
 
 // ClientConfig configures a Client. Zero fields take the documented
@@ -39,7 +39,7 @@ type ClientConfig struct {
 	BaseURL string
 	// Secret is the family's HMAC key. It is revealed only to sign a
 	// request and never appears in an error.
-	Secret config.Secret
+	Secret identity.Secret
 	// Timeout bounds one whole exchange, from dialing to the last byte of
 	// the response. Zero means DefaultTimeout.
 	Timeout time.Duration
@@ -53,7 +53,7 @@ type ClientConfig struct {
 // Client calls one Brama service. It is safe for concurrent use; the
 // gateway shares one Client among all in-flight completions.
 type Client struct {
-	secret      config.Secret
+	secret      identity.Secret
 	timeout     time.Duration
 	timedOut    error // the cause recorded when timeout fires
 	now         func() time.Time
@@ -68,7 +68,7 @@ type Client struct {
 func NewClient(cfg ClientConfig) (*Client, error) {
 	base, err := url.Parse(cfg.BaseURL)
 	if err != nil {
-		return nil, supervision.Errorf(supervision.ClassConfiguration, "BRAMA_BASE_URL: %v", err)
+		return nil, supervision.Errorf(supervision.ClassConfiguration, "BRAMA_BASE_URL: %w", err)
 	}
 	if (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return nil, supervision.New(supervision.ClassConfiguration, "BRAMA_BASE_URL must use http or https")
@@ -109,12 +109,13 @@ func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 // Timeout is the bound on one exchange.
 func (c *Client) Timeout() time.Duration { return c.timeout }
 
-// Complete asks Brama for one completion and validates it (SPEC §8.2,
-// §8.3). The body is serialized once; those bytes are hashed, signed and
-// sent. Errors are supervision errors of class ClassBrama: permanent for a
-// refused or malformed exchange, transient when the request never left
-// (or Brama answered 429 or 5xx), indeterminate when it left and no
-// complete response came back. Elapsed is set on both paths.
+// Complete asks Brama for one completion and validates it
+// (docs/brama.md#the-completion-request, docs/brama.md#response-validation).
+// The body is serialized once; those bytes are hashed, signed and sent.
+// Errors are supervision errors of class ClassBrama: permanent for a refused
+// or malformed exchange, transient when the request never left (or Brama
+// answered 429 or 5xx), indeterminate when it left and no complete response
+// came back. Elapsed is set on both paths.
 func (c *Client) Complete(ctx context.Context, p Params) (Completion, error) {
 	body, err := json.Marshal(requestBody{
 		Model:       p.Model,
@@ -124,7 +125,7 @@ func (c *Client) Complete(ctx context.Context, p Params) (Completion, error) {
 		Tools:       p.Tools,
 	})
 	if err != nil {
-		return Completion{}, permanent("encode completion request: %v", err)
+		return Completion{}, permanent("encode completion request: %w", err)
 	}
 	digest := bodyDigest(body)
 	unix := c.now().Unix()
@@ -134,7 +135,7 @@ func (c *Client) Complete(ctx context.Context, p Params) (Completion, error) {
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.completeURL, bytes.NewReader(body))
 	if err != nil {
-		return Completion{}, permanent("build completion request: %v", err)
+		return Completion{}, permanent("build completion request: %w", err)
 	}
 	req.Header["Content-Type"] = []string{"application/json"}
 	req.Header[headerAgentID] = []string{p.AgentID}
@@ -163,7 +164,7 @@ func (c *Client) Health(ctx context.Context) error {
 		Status *string `json:"status"`
 	}
 	if err := json.Unmarshal(body, &h); err != nil {
-		return permanent("invalid health response: %v", err)
+		return permanent("invalid health response: %w", err)
 	}
 	if h.Status == nil {
 		return permanent("invalid health response: missing status")
@@ -187,7 +188,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, permanent("invalid models response: %v", err)
+		return nil, permanent("invalid models response: %w", err)
 	}
 	if list.Data == nil {
 		return nil, permanent("invalid models response: missing data")
@@ -203,7 +204,7 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 func (c *Client) get(ctx context.Context, u string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, permanent("build request: %v", err)
+		return nil, permanent("build request: %w", err)
 	}
 	return c.exchange(req, false)
 }
@@ -265,8 +266,9 @@ func transportError(ctx context.Context, err error, sent, hasEffect bool) error 
 	return supervision.Upstream(supervision.ClassBrama, kind, "no complete response: %w", err)
 }
 
-// statusError is the error for a non-2xx answer (SPEC §8.4): 429 and 5xx
-// are transient, every other status permanent.
+// statusError is the error for a non-2xx answer
+// (docs/brama.md#error-classes): 429 and 5xx are transient, every other
+// status permanent.
 func statusError(code int, body []byte) error {
 	kind := supervision.Permanent
 	if code == http.StatusTooManyRequests || code >= 500 {

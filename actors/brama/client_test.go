@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision"
 	"github.com/wisent/singularity/test/bramatest"
@@ -56,8 +56,8 @@ func TestCompleteSignsTheBytesItSends(t *testing.T) {
 	mac.Write([]byte("agent-1:1700000123:" + hex.EncodeToString(sum[:])))
 	require.Equal(t, hex.EncodeToString(mac.Sum(nil)), r.Header.Get("X-Agent-Signature"))
 
-	// The body: the five fields of SPEC §8.2 in order, temperature as
-	// configured text.
+	// The body: the five fields of docs/brama.md#the-completion-request in
+	// order, temperature as configured text.
 	require.Equal(t, `{"model":"test-model","messages":[{"role":"system","content":"You are Ada."},{"role":"user","content":"hi"}],`+
 		`"max_tokens":2048,"temperature":0.2,"tools":[{"type":"function","function":{"name":"echo","description":"Echo text back.","parameters":{"type":"object"}}}]}`,
 		string(r.Body))
@@ -70,7 +70,7 @@ func TestCompleteSignsTheBytesItSends(t *testing.T) {
 
 func TestWrongSecretIsPermanent(t *testing.T) {
 	srv := newServer(t)
-	c := newClient(t, srv.URL, func(cfg *ClientConfig) { cfg.Secret = config.NewSecret([]byte("not-the-secret")) })
+	c := newClient(t, srv.URL, func(cfg *ClientConfig) { cfg.Secret = identity.NewSecret([]byte("not-the-secret")) })
 	_, err := c.Complete(testContext(t), sampleParams())
 	requireBramaError(t, err, supervision.Permanent, "brama: HTTP 401: invalid signature")
 	reqs := srv.Requests()

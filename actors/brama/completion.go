@@ -27,7 +27,8 @@ type Params struct {
 	Temperature float64
 }
 
-// Completion is a completion that passed every check of SPEC §8.3.
+// Completion is a completion that passed every check of
+// docs/brama.md#response-validation.
 type Completion struct {
 	// Message is the assistant message; Content is "" when Brama sent
 	// none or null.
@@ -46,9 +47,9 @@ type Completion struct {
 	Elapsed time.Duration
 }
 
-// requestBody is the completion body of SPEC §8.2, in its field order.
-// Tools are omitted when there are none, since OpenAI-compatible servers
-// reject an empty tools array.
+// requestBody is the completion body of docs/brama.md#the-completion-request,
+// in its field order. Tools are omitted when there are none, since
+// OpenAI-compatible servers reject an empty tools array.
 type requestBody struct {
 	Model       string         `json:"model"`
 	Messages    []chat.Message `json:"messages"`
@@ -75,12 +76,13 @@ func permanent(format string, args ...any) error {
 	return supervision.Upstream(supervision.ClassBrama, supervision.Permanent, format, args...)
 }
 
-// parseCompletion decodes and validates a 2xx completion body (SPEC §8.3).
-// Every failure is permanent: retrying would get the same answer.
+// parseCompletion decodes and validates a 2xx completion body
+// (docs/brama.md#response-validation). Every failure is permanent: retrying
+// would get the same answer.
 func parseCompletion(body []byte) (Completion, error) {
 	var r responseBody
 	if err := json.Unmarshal(body, &r); err != nil {
-		return Completion{}, permanent("invalid completion response: %v", err)
+		return Completion{}, permanent("invalid completion response: %w", err)
 	}
 	if len(r.Choices) != 1 {
 		return Completion{}, permanent("response must contain exactly one choice")

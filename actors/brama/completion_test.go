@@ -13,8 +13,8 @@ import (
 
 const okUsage = `"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}`
 
-// TestResponseValidation runs every sentence of SPEC §8.3 through the
-// real client and server.
+// TestResponseValidation runs every sentence of
+// docs/brama.md#response-validation through the real client and server.
 func TestResponseValidation(t *testing.T) {
 	call := `{"id":"c1","type":"function","function":{"name":"echo","arguments":"{\"text\":\"hi\"}"}}`
 	echo := bramatest.Call("c1", "echo", `{"text":"hi"}`)

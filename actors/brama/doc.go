@@ -1,5 +1,5 @@
-// Package brama talks to the Brama model gateway (SPEC §8) and hosts the
-// family's brama gateway actor.
+// Package brama talks to the Brama model gateway (docs/brama.md#overview) and
+// hosts the family's brama gateway actor.
 //
 // The Client is the plain HTTP side: it builds the completion body once,
 // signs exactly those bytes with the family's HMAC secret, sends them, and

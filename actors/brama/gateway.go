@@ -39,10 +39,10 @@ type GatewayConfig struct {
 	Logger *slog.Logger
 }
 
-// Gateway is the family's brama actor (SPEC §2, §8). It accepts
-// messages.CompletionRequest, messages.ModelsRequest,
-// messages.HealthRequest and messages.DescribeRequest (values or
-// pointers) and answers each with the matching response value.
+// Gateway is the family's brama actor (docs/concepts.md#the-actor-tree,
+// docs/brama.md#overview). It accepts messages.CompletionRequest,
+// messages.ModelsRequest, messages.HealthRequest and messages.DescribeRequest
+// (values or pointers) and answers each with the matching response value.
 //
 // Every Brama call runs on a goroutine of its own that answers the sender
 // captured when the request arrived, so the mailbox never waits on HTTP
@@ -198,7 +198,7 @@ func (g *Gateway) handleStopping() {
 	g.cfg.Client.CloseIdleConnections()
 }
 
-// describe is the gateway's entry in the debug tree (SPEC §16).
+// describe is the gateway's entry in the debug tree (docs/debug.md#routes).
 func (g *Gateway) describe() messages.Description {
 	s := g.state
 	status := "running"

@@ -12,21 +12,15 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
-	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision"
 	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// protoactor's dead-letter throttle resets itself on a timer
-		// goroutine that outlives the system for up to a second.
-		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
-	)
-}
+func TestMain(m *testing.M) { testkit.VerifyMain(m) }
 
 // testSecret is the key both sides share; tests assert it never leaks.
 const testSecret = "s3cret-key-never-printed"
@@ -45,7 +39,7 @@ func newServer(t testing.TB, mods ...func(*bramatest.Config)) *bramatest.Server 
 
 func newClient(t testing.TB, baseURL string, mods ...func(*ClientConfig)) *Client {
 	t.Helper()
-	cfg := ClientConfig{BaseURL: baseURL, Secret: config.NewSecret([]byte(testSecret)), Timeout: testWait}
+	cfg := ClientConfig{BaseURL: baseURL, Secret: identity.NewSecret([]byte(testSecret)), Timeout: testWait}
 	for _, m := range mods {
 		m(&cfg)
 	}
@@ -104,4 +98,4 @@ func quietSystem() *actor.ActorSystem {
 
 func hasPrefix(s, prefix string) bool { return strings.HasPrefix(s, prefix) }
 
-func configSecret(s string) config.Secret { return config.NewSecret([]byte(s)) }
+func configSecret(s string) identity.Secret { return identity.NewSecret([]byte(s)) }

@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// IsSelector reports whether model names a choice Brama makes rather than
-// an exact model id (SPEC §8.5): "any", "any-vision-capable", "best", or a
-// "task:" prefix. Selectors are accepted without consulting /v1/models.
+// IsSelector reports whether model names a choice Brama makes rather than an
+// exact model id (docs/brama.md#model-selection): "any",
+// "any-vision-capable", "best", or a "task:" prefix. Selectors are accepted
+// without consulting /v1/models.
 func IsSelector(model string) bool {
 	switch model {
 	case "any", "any-vision-capable", "best":

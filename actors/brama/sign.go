@@ -7,7 +7,7 @@ import (
 	"strconv"
 )
 
-// The request headers of SPEC §8.2.
+// The request headers of docs/brama.md#the-completion-request.
 const (
 	headerAgentID    = "X-Agent-Id"
 	headerTimestamp  = "X-Agent-Timestamp"

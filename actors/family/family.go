@@ -1,7 +1,8 @@
-// Package family is the root of the actor tree (SPEC §2): it owns the
-// process lifetime, the brama gateway and the root being, and reports
-// what the command line waits for (a cycle report, the end of the family)
-// on a channel. The debug endpoint is started beside it by the command.
+// Package family is the root of the actor tree
+// (docs/concepts.md#the-actor-tree): it owns the process lifetime, the brama
+// gateway and the root being, and reports what the command line waits for (a
+// cycle report, the end of the family) on a channel. The debug endpoint is
+// started beside it by the command.
 package family
 
 import (

@@ -14,12 +14,13 @@ import (
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/actors/brama"
 	"github.com/wisent/singularity/actors/family"
-	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
 	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // start spawns a family whose root lives in dir on built-in tools, with
@@ -36,7 +37,7 @@ func startWith(t *testing.T, dir string, grace time.Duration, answer func(*brama
 	t.Helper()
 	secret := []byte("family-unit-secret")
 	srv := bramatest.Start(t, bramatest.Config{Secret: secret, Handler: answer})
-	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: config.NewSecret(secret), Timeout: 10 * time.Second})
+	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: identity.NewSecret(secret), Timeout: 10 * time.Second})
 	require.NoError(t, err)
 	workspace := t.TempDir()
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
@@ -45,7 +46,7 @@ func startWith(t *testing.T, dir string, grace time.Duration, answer func(*brama
 	pid, err := system.Root.SpawnNamed(family.Props(family.Options{
 		Gateway: brama.GatewayConfig{Client: client, ShutdownGrace: time.Second},
 		Root: being.Options{
-			StateDir: dir, Identity: state.Identity{AgentID: "unit", Name: "Ada"}, Mode: being.Run,
+			StateDir: dir, Identity: testkit.Identity(), Mode: being.Run,
 			Model: "test-model", StartingBalance: money.MustParse("1"), Workspace: workspace,
 			MaxToolRounds: 2, ContextMessages: 20, CycleInterval: time.Hour, ShutdownGrace: grace,
 		},
@@ -53,6 +54,17 @@ func startWith(t *testing.T, dir string, grace time.Duration, answer func(*brama
 	}), "family")
 	require.NoError(t, err)
 	return system, pid, events
+}
+
+// boot creates the root's state in dir: a fresh being with the test
+// identity and 1 USD.
+func boot(t *testing.T, dir string) {
+	t.Helper()
+	id := testkit.Identity()
+	_, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) {
+		return being.NewState(id, money.MustParse("1"), "test-model", state.Now()), nil
+	})
+	require.NoError(t, err)
 }
 
 // stopped waits for the family's last word, skipping cycle reports.
@@ -87,11 +99,7 @@ func TestFamilyEnds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "root")
 			if tt.boot {
-				id := state.Identity{AgentID: "unit", Name: "Ada"}
-				_, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) {
-					return being.NewState(id, money.MustParse("1"), "test-model", state.Now()), nil
-				})
-				require.NoError(t, err)
+				boot(t, dir)
 			}
 			system, pid, events := start(t, dir)
 			if tt.shutdown {
@@ -109,8 +117,7 @@ func TestFamilyEnds(t *testing.T) {
 				st, err := state.Load(dir)
 				require.NoError(t, err)
 				assert.Equal(t, state.StatusStopped, st.Status)
-				events, err := state.ReadJournal(filepath.Join(dir, "activity.jsonl"))
-				require.NoError(t, err)
+				events := testkit.Journal(t, dir)
 				assert.Equal(t, state.EventStopped, events[len(events)-1].Type)
 			} else {
 				_, err := os.Stat(filepath.Join(dir, "state.json"))
@@ -122,11 +129,7 @@ func TestFamilyEnds(t *testing.T) {
 
 func TestFamilyDescribesItself(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "root")
-	id := state.Identity{AgentID: "unit", Name: "Ada"}
-	_, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) {
-		return being.NewState(id, money.MustParse("1"), "test-model", state.Now()), nil
-	})
-	require.NoError(t, err)
+	boot(t, dir)
 	system, pid, events := start(t, dir)
 	res, err := system.Root.RequestFuture(pid, messages.DescribeRequest{}, 10*time.Second).Result()
 	require.NoError(t, err)
@@ -147,11 +150,7 @@ func TestFamilyDescribesItself(t *testing.T) {
 // it at once, and the being still saves and journals its stop.
 func TestFamilySecondShutdownHurries(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "root")
-	id := state.Identity{AgentID: "unit", Name: "Ada"}
-	_, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) {
-		return being.NewState(id, money.MustParse("1"), "test-model", state.Now()), nil
-	})
-	require.NoError(t, err)
+	boot(t, dir)
 	asked := make(chan struct{}, 1)
 	system, pid, events := startWith(t, dir, time.Hour, func(*bramatest.Request) bramatest.Reply {
 		select {
@@ -173,8 +172,7 @@ func TestFamilySecondShutdownHurries(t *testing.T) {
 	st, err := state.Load(dir)
 	require.NoError(t, err)
 	assert.Equal(t, state.StatusStopped, st.Status)
-	journal, err := state.ReadJournal(filepath.Join(dir, "activity.jsonl"))
-	require.NoError(t, err)
+	journal := testkit.Journal(t, dir)
 	require.GreaterOrEqual(t, len(journal), 2)
 	assert.Equal(t, state.EventStopped, journal[len(journal)-1].Type)
 	warned := false

@@ -1,16 +1,19 @@
 package las
 
 import (
-	"github.com/wisent/singularity/config"
+	"slices"
+	"strings"
+
+	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/supervision"
 )
 
-// BasePath is the PATH Las runs with (SPEC §9.1).
-const BasePath = "/usr/bin:/bin:/usr/sbin:/sbin:/opt/homebrew/bin:/usr/local/bin"
+// basePath is the PATH Las runs with (docs/las.md#spawn).
+const basePath = "/usr/bin:/bin:/usr/sbin:/sbin:/opt/homebrew/bin:/usr/local/bin"
 
-// SkarbiecPassThrough names the parent variables handed to Las, when set,
+// skarbiecPassThrough names the parent variables handed to Las, when set,
 // if surface skarbiec is selected.
-var SkarbiecPassThrough = []string{
+var skarbiecPassThrough = []string{
 	"SKARBIEC_CAP_POLICY",
 	"SKARBIEC_CAP_POLICY_SIG",
 	"SKARBIEC_CAP_TRUST_ROOT",
@@ -23,17 +26,17 @@ var SkarbiecPassThrough = []string{
 	"SKARBIEC_WORM_RECEIPT_COMMAND",
 }
 
-// Environment is the whole environment of the Las process: nothing from
+// environment is the whole environment of the Las process: nothing from
 // the parent except the Skarbiec pass-through. Its errors are permanent
-// ClassMCP failures with the exact sentences of SPEC §9.1.
-func Environment(o Options) ([]string, error) {
+// ClassMCP failures with the exact sentences of docs/las.md#spawn.
+func environment(o Options) ([]string, error) {
 	o = o.withDefaults()
 	only := DefaultOnly
 	if o.Only != nil {
 		only = *o.Only
 	}
 	env := []string{
-		"PATH=" + BasePath,
+		"PATH=" + basePath,
 		"LANG=C.UTF-8",
 		"LC_ALL=C.UTF-8",
 		"LAS_ONLY=" + only,
@@ -47,23 +50,43 @@ func Environment(o Options) ([]string, error) {
 		"LAS_RELEASE_TRUST_STORE_FILE="+o.ReleaseTrustStore,
 		"LAS_RELEASE_WATERMARK_FILE="+o.ReleaseWatermark,
 	)
-	if o.AgentID != "" && !config.ValidIdentifier(o.AgentID) {
+	if o.AgentID != "" && !identity.Valid(o.AgentID) {
 		return nil, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "invalid immutable Las agent identity")
 	}
 	skip := ""
 	if o.Skip != nil {
 		skip = *o.Skip
 	}
-	if !(config.Las{Only: only, Skip: skip}).SurfaceSelected("skarbiec") {
+	if !surfaceSelected(only, skip, "skarbiec") {
 		return env, nil
 	}
 	if o.AgentID == "" {
 		return nil, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "Skarbiec requires an explicit immutable Las agent identity")
 	}
-	for _, name := range SkarbiecPassThrough {
+	for _, name := range skarbiecPassThrough {
 		if v, ok := o.LookupEnv(name); ok {
 			env = append(env, name+"="+v)
 		}
 	}
 	return append(env, "SKARBIEC_MCP_AGENT_ID="+o.AgentID), nil
+}
+
+// surfaceSelected reports whether Las offers surface under the LAS_ONLY
+// and LAS_SKIP comma lists: an empty only-list selects every surface.
+func surfaceSelected(only, skip, surface string) bool {
+	if list := splitList(only); len(list) > 0 && !slices.Contains(list, surface) {
+		return false
+	}
+	return !slices.Contains(splitList(skip), surface)
+}
+
+// splitList splits a comma list, trimming entries and dropping blanks.
+func splitList(text string) []string {
+	var out []string
+	for _, part := range strings.Split(text, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
 }

@@ -2,9 +2,6 @@ package las
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,22 +12,11 @@ import (
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/test/testkit"
 )
 
-// everythingEntrypoint is the real third-party MCP server pinned in
-// test/peers (installed by `make peers`, which CI runs).
-func everythingEntrypoint(t *testing.T) string {
-	_, here, _, _ := runtime.Caller(0)
-	path := filepath.Join(filepath.Dir(here), "..", "..", "test", "peers", "node_modules",
-		"@modelcontextprotocol", "server-everything", "dist", "index.js")
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("server-everything is not installed (%v); run `make peers` (cd test/peers && npm ci)", err)
-	}
-	return path
-}
-
 func TestServerEverything(t *testing.T) {
-	entry := everythingEntrypoint(t)
+	entry := testkit.ServerEverything(t)
 	opts := Options{
 		Command:      "node",
 		Entrypoint:   entry,

@@ -3,11 +3,9 @@ package las
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,42 +14,17 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/test/testkit"
 	"github.com/wisent/singularity/world/examplelas"
 )
 
-// exampleLas is the example Las binary, built once for the package.
-var exampleLas string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "examplelas-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	exampleLas = filepath.Join(dir, "examplelas")
-	build := exec.Command("go", "build", "-o", exampleLas, "github.com/wisent/singularity/cmd/examplelas")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build example Las:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	if code == 0 {
-		// protoactor's dead-letter throttle keeps a goroutine for one
-		// throttle period after a dead letter (tests send some on purpose).
-		if err := goleak.Find(goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1")); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+// TestMain fails the run on a leaked goroutine: protoactor's throttles
+// aside (testkit.LeakOptions), tests send dead letters on purpose.
+func TestMain(m *testing.M) { testkit.VerifyMain(m) }
 
 type whereIsLas struct{}
 
@@ -128,7 +101,7 @@ func baseOptions(t testing.TB, cfg *examplelas.Config) Options {
 	conf := filepath.Join(dir, "las.json")
 	require.NoError(t, os.WriteFile(conf, b, 0o600))
 	return Options{
-		Command:          exampleLas,
+		Command:          testkit.ExampleLas(t),
 		Entrypoint:       conf,
 		AgentID:          "agent-ada",
 		RequiredSurfaces: []string{"skarbiec", "finance"},

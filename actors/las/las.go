@@ -21,12 +21,12 @@ import (
 // Outcome messages of calls that never reached Las or whose effect is
 // unknown.
 const (
-	MsgRestarting     = "Las is restarting"
-	MsgUnavailable    = "Las is unavailable"
-	MsgDeadlinePassed = "the call's deadline passed before it was sent to Las"
-	MsgNoAnswer       = "Las did not answer within the deadline"
-	MsgUnknownTool    = "tool is not in the current catalog"
-	MsgBadArguments   = "arguments must be a JSON object"
+	msgRestarting     = "Las is restarting"
+	msgUnavailable    = "Las is unavailable"
+	msgDeadlinePassed = "the call's deadline passed before it was sent to Las"
+	msgNoAnswer       = "Las did not answer within the deadline"
+	msgUnknownTool    = "tool is not in the current catalog"
+	msgBadArguments   = "arguments must be a JSON object"
 )
 
 // Self-addressed timer messages.
@@ -92,11 +92,10 @@ type heldCall struct {
 // replaces the Las value on restart, but the props' producer hands every
 // incarnation the same history. Only the actor's goroutine touches it.
 type history struct {
-	restarts   int
-	lastReason string
-	announce   bool  // a restart happened that the parent has not heard of
-	booted     bool  // a session was ready once: missing surfaces are now transient
-	failure    error // what the last incarnation failed with, until the next is up
+	restarts   int    // from the supervisor's messages.Restarted
+	lastReason string // the failure that caused the last restart
+	booted     bool   // a session was ready once: missing surfaces are now transient
+	failure    error  // what the last incarnation failed with, until the next is up
 	nextKey    uint64
 	held       []*heldCall
 	catalogs   []*actor.PID // LasCatalogRequest senders waiting for readiness
@@ -110,11 +109,11 @@ var generations atomic.Uint64
 
 // Las is the actor owning one Las process and its MCP session.
 //
-// Calls made while Las is starting or restarting wait for the session if
-// it is ready within the call's deadline (SPEC §9.6, the second option);
-// when the deadline passes first they come back indeterminate with
-// "Las is restarting", never having been sent. Calls in flight when Las
-// fails come back indeterminate and are never replayed.
+// Calls made while Las is starting or restarting wait for the session if it
+// is ready within the call's deadline (docs/las.md#supervision, the second
+// option); when the deadline passes first they come back indeterminate with
+// "Las is restarting", never having been sent. Calls in flight when Las fails
+// come back indeterminate and are never replayed.
 type Las struct {
 	opts Options
 	h    *history
@@ -158,6 +157,8 @@ func (a *Las) Receive(ctx actor.Context) {
 		a.handleRestarting()
 	case *actor.Stopping:
 		a.handleStopping(ctx)
+	case messages.Restarted:
+		a.handleRestarted(ctx, m)
 	case messages.LasCallRequest:
 		a.handleCall(ctx, ctx.Sender(), m)
 	case messages.LasCatalogRequest:
@@ -191,18 +192,16 @@ func (a *Las) handleStarted(ctx actor.Context) {
 	a.gen = generations.Add(1)
 	a.pending = map[int64]*pending{}
 	a.h.failure = nil
-	if a.h.announce {
-		a.h.announce = false
-		a.tell(ctx, messages.LasRestarted{Restarts: a.h.restarts, Reason: a.h.lastReason})
-	}
-	env, err := Environment(a.opts)
+	env, err := environment(a.opts)
 	if err != nil {
 		a.fail(ctx, err)
+		return
 	}
 	self, system := ctx.Self(), ctx.ActorSystem()
 	proc, err := spawn(a.opts, env, a.gen, func(m any) { system.Root.Send(self, m) })
 	if err != nil {
 		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "cannot start Las: %w", err))
+		return
 	}
 	a.proc = proc
 	a.log.Info("Las started", "pid", proc.pid, "generation", a.gen)
@@ -212,13 +211,18 @@ func (a *Las) handleStarted(ctx actor.Context) {
 }
 
 func (a *Las) handleRestarting() {
-	a.h.restarts++
-	a.h.announce = true
 	a.stopTimers()
 	if a.proc != nil {
 		a.proc.kill()
 		a.proc = nil
 	}
+}
+
+// handleRestarted keeps the supervisor's restart news for the debug
+// tree and passes it on to the parent as LasRestarted.
+func (a *Las) handleRestarted(ctx actor.Context, m messages.Restarted) {
+	a.h.restarts, a.h.lastReason = m.Restarts, m.Reason
+	a.tell(ctx, messages.LasRestarted{Restarts: m.Restarts, Reason: m.Reason})
 }
 
 // handleStopping runs the shutdown ladder and answers everyone still
@@ -241,12 +245,12 @@ func (a *Las) handleStopping(ctx actor.Context) {
 		if supervision.KindOf(failure) != supervision.Permanent {
 			gone.Reason = supervision.ReasonIntensityExceeded
 			gone.Err = supervision.Upstream(supervision.ClassMCP, supervision.Permanent,
-				"Las unavailable: %s (last failure: %s)", supervision.ReasonIntensityExceeded, failure.Error())
+				"Las unavailable: %s (last failure: %w)", supervision.ReasonIntensityExceeded, failure)
 		}
 	}
 	for _, c := range a.h.held {
 		c.stop()
-		reply(ctx, c.sender, messages.LasCallResponse{Outcome: outcome.Unknown(mcpwire.ErrorCodeMCP, MsgUnavailable)})
+		reply(ctx, c.sender, messages.LasCallResponse{Outcome: outcome.Unknown(mcpwire.ErrorCodeMCP, msgUnavailable)})
 	}
 	a.h.held = nil
 	resp := messages.LasCatalogResponse{Available: false, Err: supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "Las is unavailable")}
@@ -275,10 +279,11 @@ func (a *Las) stopTimers() {
 
 // fail ends this incarnation: in-flight calls come back indeterminate,
 // the process is killed, and the actor panics with err so that its
-// supervisor decides (restart on transient, stop on permanent).
+// supervisor decides (restart on transient, stop on permanent). It never
+// returns; callers still write a return after it, so that no handler
+// reads as if it went on.
 func (a *Las) fail(ctx actor.Context, err error) {
 	a.h.failure = err
-	a.h.lastReason = err.Error()
 	a.log.Warn("Las failed", "error", err, "kind", supervision.KindOf(err).String())
 	a.answerPending(ctx, "Las failed during the call: "+err.Error())
 	if supervision.KindOf(err) == supervision.Permanent {
@@ -319,7 +324,8 @@ func (a *Las) handleReadEnded(ctx actor.Context, m readEnded) {
 		return
 	}
 	if errors.Is(m.err, mcpwire.ErrLineTooLong) {
-		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: %v", supervision.ErrLasLineTooLong, m.err))
+		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: %w", supervision.ErrLasLineTooLong, m.err))
+		return
 	}
 	// Stdout closed. If the process is exiting its exit report follows
 	// at once and names the better reason; give it a moment.
@@ -349,7 +355,7 @@ func (a *Las) handleWriteFailed(ctx actor.Context, m writeFailed) {
 	if m.gen != a.gen || a.proc == nil {
 		return
 	}
-	a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: %v", supervision.ErrLasStdinWrite, m.err))
+	a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: %w", supervision.ErrLasStdinWrite, m.err))
 }
 
 // --- requests ------------------------------------------------------------
@@ -364,7 +370,8 @@ func (a *Las) request(ctx actor.Context, kind reqKind, method string, params any
 	if err != nil {
 		// Only our own parameters are encoded here; raw arguments were
 		// checked to be a JSON object before.
-		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "encode %s: %v", method, err))
+		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "encode %s: %w", method, err))
+		return 0
 	}
 	p := &pending{kind: kind, method: method, sender: sender}
 	p.stop = a.after(ctx, time.Until(deadline), requestExpired{gen: a.gen, id: id})
@@ -378,7 +385,8 @@ func (a *Las) send(ctx actor.Context, frame []byte) {
 		return
 	}
 	if err := a.proc.write(frame); err != nil {
-		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: %v", supervision.ErrLasStdinWrite, err))
+		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: %w", supervision.ErrLasStdinWrite, err))
+		return
 	}
 }
 
@@ -403,12 +411,14 @@ func (a *Las) handleExpired(ctx actor.Context, m requestExpired) {
 		// Tell Las we gave up before telling the caller, then check Las
 		// is still alive: a hung server fails the ping and is restarted.
 		a.notify(ctx, mcpwire.MethodCancelled, mcpwire.CancelledParams{RequestID: m.id, Reason: "deadline exceeded"})
-		reply(ctx, p.sender, messages.LasCallResponse{Outcome: outcome.Unknown(mcpwire.ErrorCodeMCP, MsgNoAnswer)})
+		reply(ctx, p.sender, messages.LasCallResponse{Outcome: outcome.Unknown(mcpwire.ErrorCodeMCP, msgNoAnswer)})
 		a.ping(ctx, nil)
 	case reqPing:
 		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: liveness ping deadline exceeded", supervision.ErrLasUnresponsive))
+		return
 	default:
 		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: no answer to %s within the deadline", supervision.ErrLasUnresponsive, p.method))
+		return
 	}
 }
 
@@ -465,9 +475,11 @@ func (a *Las) handleResponse(ctx actor.Context, msg mcpwire.Message) {
 func (a *Las) onInitialize(ctx actor.Context, msg mcpwire.Message) {
 	if msg.Error != nil {
 		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "Las refused initialize: %s", msg.Error.Message))
+		return
 	}
 	if err := mcpwire.CheckInitialize(msg.Result); err != nil {
 		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "Las negotiated an unsupported MCP version"))
+		return
 	}
 	a.notify(ctx, mcpwire.MethodInitialized, nil)
 	a.phase = phaseListing
@@ -482,10 +494,12 @@ func (a *Las) startListing(ctx actor.Context) {
 func (a *Las) onList(ctx actor.Context, msg mcpwire.Message) {
 	if msg.Error != nil {
 		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "Las tools/list failed: %s", msg.Error.Message))
+		return
 	}
 	page, err := mcpwire.ParseToolsPage(msg.Result)
 	if err != nil {
 		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "Las tools/list answer is malformed"))
+		return
 	}
 	a.listing = append(a.listing, page.Tools...)
 	if page.NextCursor != "" {
@@ -501,13 +515,15 @@ func (a *Las) onList(ctx actor.Context, msg mcpwire.Message) {
 // a transient failure (retried under the backoff); after list_changed it
 // is a warning only.
 func (a *Las) finishListing(ctx actor.Context, tools []chat.Tool) {
-	if missing := MissingSurface(tools, a.opts.RequiredSurfaces); missing != "" {
+	if missing := missingSurface(tools, a.opts.RequiredSurfaces); missing != "" {
 		switch {
 		case !a.h.booted:
 			a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "required Las surface unavailable: %s", missing))
+			return
 		case a.phase != phaseReady:
 			a.tell(ctx, messages.LasSurfaceMissing{Surface: missing})
 			a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: %s", supervision.ErrLasSurface, missing))
+			return
 		default:
 			a.tell(ctx, messages.LasSurfaceMissing{Surface: missing})
 		}
@@ -538,9 +554,9 @@ func (a *Las) finishListing(ctx actor.Context, tools []chat.Tool) {
 	a.schedulePing(ctx)
 }
 
-// MissingSurface returns the first required surface with no
+// missingSurface returns the first required surface with no
 // "<surface>__" tool in tools, or "".
-func MissingSurface(tools []chat.Tool, required []string) string {
+func missingSurface(tools []chat.Tool, required []string) string {
 	for _, s := range required {
 		found := false
 		for _, t := range tools {
@@ -566,7 +582,7 @@ func (a *Las) handleCall(ctx actor.Context, sender *actor.PID, req messages.LasC
 	}
 	if !time.Now().Before(deadline) {
 		// The caller has given up already: never deliver it.
-		reply(ctx, sender, messages.LasCallResponse{Outcome: outcome.Unknown(mcpwire.ErrorCodeMCP, MsgDeadlinePassed)})
+		reply(ctx, sender, messages.LasCallResponse{Outcome: outcome.Unknown(mcpwire.ErrorCodeMCP, msgDeadlinePassed)})
 		return
 	}
 	if a.phase != phaseReady {
@@ -574,7 +590,7 @@ func (a *Las) handleCall(ctx actor.Context, sender *actor.PID, req messages.LasC
 		return
 	}
 	if !a.known[req.Tool] {
-		reply(ctx, sender, messages.LasCallResponse{Outcome: outcome.Failure("unknown_tool", MsgUnknownTool)})
+		reply(ctx, sender, messages.LasCallResponse{Outcome: outcome.Failure("unknown_tool", msgUnknownTool)})
 		return
 	}
 	args := bytes.TrimSpace(req.Arguments)
@@ -582,7 +598,7 @@ func (a *Las) handleCall(ctx actor.Context, sender *actor.PID, req messages.LasC
 		args = []byte("{}")
 	}
 	if args[0] != '{' || !jsonValid(args) {
-		reply(ctx, sender, messages.LasCallResponse{Outcome: outcome.Failure("invalid_arguments", MsgBadArguments)})
+		reply(ctx, sender, messages.LasCallResponse{Outcome: outcome.Failure("invalid_arguments", msgBadArguments)})
 		return
 	}
 	a.request(ctx, reqCall, mcpwire.MethodToolsCall, mcpwire.CallParams{Name: req.Tool, Arguments: args}, deadline, sender)
@@ -599,7 +615,7 @@ func (a *Las) handleHeldExpired(ctx actor.Context, m heldExpired) {
 	for i, c := range a.h.held {
 		if c.key == m.key {
 			a.h.held = append(a.h.held[:i], a.h.held[i+1:]...)
-			reply(ctx, c.sender, messages.LasCallResponse{Outcome: outcome.Unknown(mcpwire.ErrorCodeMCP, MsgRestarting)})
+			reply(ctx, c.sender, messages.LasCallResponse{Outcome: outcome.Unknown(mcpwire.ErrorCodeMCP, msgRestarting)})
 			return
 		}
 	}

@@ -109,7 +109,7 @@ func TestEnvironmentIsScrubbed(t *testing.T) {
 		"LAS_RELEASE_WATERMARK_FILE=/pins/watermark",
 		"LAS_SKIP=weles",
 		"LC_ALL=C.UTF-8",
-		"PATH=" + BasePath,
+		"PATH=" + basePath,
 		"SKARBIEC_CAP_POLICY=/etc/skarbiec/policy.json",
 		"SKARBIEC_CAP_SOCKET=/run/skarbiec.sock",
 		"SKARBIEC_MCP_AGENT_ID=agent-ada",
@@ -142,7 +142,7 @@ func TestEnvironmentRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.LookupEnv = lookup
-			env, err := Environment(tt.opts)
+			env, err := environment(tt.opts)
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
 				assert.Equal(t, supervision.Permanent, supervision.KindOf(err))
@@ -157,13 +157,29 @@ func TestEnvironmentRules(t *testing.T) {
 				}
 			}
 			assert.Equal(t, tt.want, extra)
-			assert.Equal(t, "PATH="+BasePath, env[0])
+			assert.Equal(t, "PATH="+basePath, env[0])
 			hasSkip := false
 			for _, kv := range env {
 				hasSkip = hasSkip || strings.HasPrefix(kv, "LAS_SKIP=")
 			}
 			assert.Equal(t, tt.opts.Skip != nil, hasSkip, "LAS_SKIP only when set")
 		})
+	}
+}
+
+func TestSurfaceSelected(t *testing.T) {
+	cases := []struct {
+		only, skip string
+		want       bool
+	}{
+		{"weles,skarbiec", "", true},
+		{"weles", "", false},
+		{"", "", true},
+		{"", "skarbiec", false},
+		{"skarbiec", "skarbiec", false},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, surfaceSelected(c.only, c.skip, "skarbiec"), "%q %q", c.only, c.skip)
 	}
 }
 
@@ -302,7 +318,7 @@ func TestCallsDuringRestart(t *testing.T) {
 	hs := <-hasty
 	require.NoError(t, hs.err)
 	assert.Equal(t, outcome.Indeterminate, hs.o.Status)
-	assert.Contains(t, []string{MsgRestarting, MsgDeadlinePassed}, content(t, hs.o)["message"])
+	assert.Contains(t, []string{msgRestarting, msgDeadlinePassed}, content(t, hs.o)["message"])
 	assert.Equal(t, 1, h.count("call chaos__count patient"))
 	assert.Equal(t, 0, h.count("call chaos__count hasty"), "a call its caller gave up on is never delivered")
 }
@@ -316,7 +332,7 @@ func TestCallPastDeadlineIsNotSent(t *testing.T) {
 	require.NoError(t, err)
 	o := res.(messages.LasCallResponse).Outcome
 	assert.Equal(t, outcome.Indeterminate, o.Status)
-	assert.Equal(t, MsgDeadlinePassed, content(t, o)["message"])
+	assert.Equal(t, msgDeadlinePassed, content(t, o)["message"])
 	require.Equal(t, outcome.Success, h.call("chaos__count", `{"key":"on-time"}`, 5*time.Second).Status)
 	assert.Equal(t, 0, h.count("call chaos__count late"))
 }

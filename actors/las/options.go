@@ -1,5 +1,5 @@
 // Package las is the Las actor: it owns one being's Las child process and
-// its MCP session (SPEC §9). It spawns the process with a scrubbed
+// its MCP session (docs/las.md#overview). It spawns the process with a scrubbed
 // environment, runs the handshake and tools/list, forwards tool calls
 // under their deadlines, pings for liveness, and fails (panics with a
 // classified error) when the session breaks so that its supervisor
@@ -42,7 +42,9 @@ import (
 	"github.com/wisent/singularity/internal/wire/mcpwire"
 )
 
-// DefaultOnly is the LAS_ONLY surface list used when Options.Only is nil.
+// DefaultOnly is the LAS_ONLY surface list used when Options.Only is nil; it
+// is also the command line's default for LAS_ONLY
+// (docs/configuration.md#variables), written only here.
 const DefaultOnly = "weles,skarbiec,tama,stado,lem,echo,most,probierz,byk,brama,warsztat,finance"
 
 // Options say how to start and talk to Las. Zero fields take the
@@ -95,7 +97,7 @@ type Options struct {
 	LookupEnv func(name string) (string, bool)
 }
 
-// Defaults of SPEC §4 for the Las options.
+// Defaults of docs/configuration.md#variables for the Las options.
 const (
 	DefaultCallTimeout   = 120 * time.Second
 	DefaultShutdownGrace = 10 * time.Second

@@ -7,7 +7,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/wisent/singularity/internal/tools/catalog"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
@@ -75,7 +74,7 @@ func (h *host) settle(ctx actor.Context, r listed) {
 // failure is retried), waits for its tool list, stops it with the
 // shutdown ladder and returns the tools in Las order. The wait is bounded
 // by ctx and by the MCP deadline. Its errors are the classified sentences
-// of SPEC §9 (exit 3).
+// of docs/las.md#overview (exit 3).
 func ListTools(ctx context.Context, opts Options) ([]chat.Tool, error) {
 	opts = opts.withDefaults()
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return opts.Logger }))
@@ -99,19 +98,4 @@ func ListTools(ctx context.Context, opts Options) ([]chat.Tool, error) {
 	}
 	r := res.(listed)
 	return r.tools, r.err
-}
-
-// BuildCatalog is the `tools` command: the catalogue the model would see
-// (Las tools, built-ins, and the Most tools when mostEnabled), with the
-// registration rules of SPEC §10 applied.
-func BuildCatalog(ctx context.Context, opts Options, mostEnabled bool) ([]chat.Tool, error) {
-	lasTools, err := ListTools(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	c, err := catalog.Standard(lasTools, mostEnabled)
-	if err != nil {
-		return nil, err
-	}
-	return c.Tools(), nil
 }

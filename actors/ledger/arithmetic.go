@@ -15,9 +15,9 @@ import (
 	"github.com/wisent/singularity/supervision"
 )
 
-// Pricing is what a being pays (SPEC §4): per million prompt and
-// completion tokens, and per hour of instance time spent in Brama calls.
-// Zero prices make debits zero. Prices must not be negative.
+// Pricing is what a being pays (docs/configuration.md#variables): per million
+// prompt and completion tokens, and per hour of instance time spent in Brama
+// calls. Zero prices make debits zero. Prices must not be negative.
 type Pricing struct {
 	InputPerMillion  money.Amount
 	OutputPerMillion money.Amount
@@ -45,10 +45,10 @@ type Debit struct {
 	Tokens   uint64       // added (saturating) to total_tokens
 }
 
-// ComputeDebit prices one completion (SPEC §7.2). Each part is rounded up
-// to 12 places before they are added, so the budget's parts always sum to
-// what was taken from remaining. A negative elapsed time counts as zero.
-// Tokens is usage.TotalTokens, or prompt + completion when a server
+// ComputeDebit prices one completion (docs/money.md#debit). Each part is
+// rounded up to 12 places before they are added, so the budget's parts always
+// sum to what was taken from remaining. A negative elapsed time counts as
+// zero. Tokens is usage.TotalTokens, or prompt + completion when a server
 // reported a zero total.
 func ComputeDebit(p Pricing, u chat.Usage, elapsed time.Duration) Debit {
 	api := money.FromUint(u.PromptTokens).Mul(p.InputPerMillion).
@@ -102,15 +102,15 @@ func Trusted(tool string) bool {
 // revenueKeys are the keys whose values are revenue evidence.
 func revenueKey(k string) bool { return k == "revenue_usd" || k == "realized_profit_usd" }
 
-// Revenue returns the credit that the result of tool earns (SPEC §7.3):
-// nothing unless the tool is trusted; otherwise the first value, in
-// document order through nested objects and arrays, of a key revenue_usd
-// or realized_profit_usd that is a decimal string or JSON number and
-// strictly positive — rounded down to 12 places. Zero, negative and
+// Revenue returns the credit that the result of tool earns
+// (docs/money.md#credit): nothing unless the tool is trusted; otherwise the
+// first value, in document order through nested objects and arrays, of a key
+// revenue_usd or realized_profit_usd that is a decimal string or JSON number
+// and strictly positive — rounded down to 12 places. Zero, negative and
 // non-numeric values are skipped and the search goes on. A first positive
-// value below 1e-12 rounds to zero and credits nothing. Numbers are read
-// from their literal text, never through float64. Malformed JSON yields
-// no credit beyond what was found before the fault.
+// value below 1e-12 rounds to zero and credits nothing. Numbers are read from
+// their literal text, never through float64. Malformed JSON yields no credit
+// beyond what was found before the fault.
 func Revenue(tool string, result []byte) (money.Amount, bool) {
 	if !Trusted(tool) {
 		return money.Zero, false

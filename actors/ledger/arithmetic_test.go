@@ -81,7 +81,7 @@ func TestPricingValidate(t *testing.T) {
 	assert.NoError(t, Pricing{}.Validate())
 	err := Pricing{InstancePerHour: m("-1")}.Validate()
 	assert.EqualError(t, err, "configuration: prices and balance cannot be negative")
-	_, err = New("l", Pricing{InputPerMillion: m("-0.1")}, state.Budget{})
+	_, err = Props("l", Pricing{InputPerMillion: m("-0.1")}, state.Budget{})
 	assert.Error(t, err)
 }
 

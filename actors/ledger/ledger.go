@@ -1,7 +1,7 @@
 // Package ledger is a being's budget: the pure arithmetic of debits and
-// credits (SPEC §7) and the ledger actor that holds one being's budget and
-// answers for it. The ledger writes no files: the being actor is the
-// single writer of state.json and activity.jsonl, and journals and saves
+// credits (docs/money.md#budget) and the ledger actor that holds one being's
+// budget and answers for it. The ledger writes no files: the being actor is
+// the single writer of state.json and activity.jsonl, and journals and saves
 // after each ledger reply.
 package ledger
 
@@ -22,13 +22,14 @@ const (
 //
 //	messages.DebitRequest    → messages.DebitResponse
 //	messages.CreditRequest   → messages.CreditResponse
-//	messages.SolvencyRequest → messages.SolvencyResponse
-//	messages.BudgetRequest   → messages.BudgetResponse
 //	messages.DescribeRequest → messages.Description
+//
+// Debit and credit replies carry the budget after them.
 //
 // Its state lives only in memory; a restarted ledger starts again from
 // the budget it was spawned with, so its parent should not restart it
-// without respawning it from the saved state.
+// without respawning it from the saved state (a being's strategy
+// escalates its ledger's failures instead: supervision.LedgerPolicy).
 type Ledger struct {
 	name    string
 	pricing Pricing
@@ -37,16 +38,9 @@ type Ledger struct {
 
 var _ actor.Actor = (*Ledger)(nil)
 
-// New returns a ledger named name (for the debug tree) holding budget b
-// and charging at prices p. Negative prices are refused.
-func New(name string, p Pricing, b state.Budget) (*Ledger, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	return &Ledger{name: name, pricing: p, budget: b}, nil
-}
-
-// Props returns the props of a ledger actor; see New.
+// Props returns the props of a ledger actor named name (for the debug
+// tree) holding budget b and charging at prices p. Negative prices are
+// refused.
 func Props(name string, p Pricing, b state.Budget) (*actor.Props, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -63,10 +57,6 @@ func (l *Ledger) Receive(ctx actor.Context) {
 		ctx.Respond(l.handleDebit(msg))
 	case messages.CreditRequest:
 		ctx.Respond(l.handleCredit(msg))
-	case messages.SolvencyRequest:
-		ctx.Respond(l.handleSolvency())
-	case messages.BudgetRequest:
-		ctx.Respond(messages.BudgetResponse{Budget: messages.Budget(l.budget)})
 	case messages.DescribeRequest:
 		ctx.Respond(l.handleDescribe())
 	}
@@ -91,13 +81,13 @@ func (l *Ledger) handleCredit(msg messages.CreditRequest) messages.CreditRespons
 	return messages.CreditResponse{Credited: true, Amount: v, Source: msg.Tool, Budget: messages.Budget(l.budget)}
 }
 
-func (l *Ledger) handleSolvency() messages.SolvencyResponse {
-	return messages.SolvencyResponse{Solvent: l.budget.Remaining.Sign() > 0, Remaining: l.budget.Remaining}
-}
+// solvent reports whether the budget allows another round: remaining
+// above zero.
+func solvent(b state.Budget) bool { return b.Remaining.Sign() > 0 }
 
 func (l *Ledger) handleDescribe() messages.Description {
 	status := StatusSolvent
-	if l.budget.Remaining.Sign() <= 0 {
+	if !solvent(l.budget) {
 		status = StatusExhausted
 	}
 	return messages.Description{

@@ -10,14 +10,14 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/test/testkit"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testkit.VerifyMain(m) }
 
 const deadline = 5 * time.Second
 
@@ -43,9 +43,9 @@ func TestLedgerActor(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = system.Root.StopFuture(pid).Wait() })
 
-	solv := ask[messages.SolvencyResponse](t, system, pid, messages.SolvencyRequest{})
-	assert.True(t, solv.Solvent)
-	assert.Equal(t, "0.01", solv.Remaining.String())
+	desc := ask[messages.Description](t, system, pid, messages.DescribeRequest{})
+	assert.Equal(t, StatusSolvent, desc.Status)
+	assert.Equal(t, "0.01", desc.Figures["remaining"])
 
 	deb := ask[messages.DebitResponse](t, system, pid, messages.DebitRequest{
 		Usage:   chat.Usage{PromptTokens: 1200, CompletionTokens: 100, TotalTokens: 1300},
@@ -68,34 +68,28 @@ func TestLedgerActor(t *testing.T) {
 	assert.Equal(t, "finance__sell", cr.Source)
 	assert.Equal(t, "0.504865722222", cr.Budget.Remaining.String())
 
-	snap := ask[messages.BudgetResponse](t, system, pid, messages.BudgetRequest{})
-	b := state.Budget(snap.Budget)
+	b := state.Budget(cr.Budget)
 	assert.Equal(t, "0.5", b.Earned.String())
 	assert.NoError(t, state.CheckInvariant(b, []state.Event{
 		state.CostDebited(state.Now(), 1, deb.Amount),
 		state.RevenueCredited(state.Now(), 1, cr.Amount, cr.Source),
 	}))
 
-	desc := ask[messages.Description](t, system, pid, messages.DescribeRequest{})
+	desc = ask[messages.Description](t, system, pid, messages.DescribeRequest{})
 	assert.Equal(t, messages.Description{Kind: "ledger", Name: "ledger", Status: StatusSolvent, Figures: map[string]any{
 		"remaining": "0.504865722222", "spent": "0.005134277778", "earned": "0.5",
 	}}, desc)
 
 	// Spend it all: insolvent at exactly zero and below.
 	ask[messages.DebitResponse](t, system, pid, messages.DebitRequest{Usage: chat.Usage{CompletionTokens: 1_000_000, TotalTokens: 1_000_000}})
-	solv = ask[messages.SolvencyResponse](t, system, pid, messages.SolvencyRequest{})
-	assert.False(t, solv.Solvent)
-	assert.Equal(t, "-14.495134277778", solv.Remaining.String())
 	desc = ask[messages.Description](t, system, pid, messages.DescribeRequest{})
 	assert.Equal(t, StatusExhausted, desc.Status)
+	assert.Equal(t, "-14.495134277778", desc.Figures["remaining"])
 }
 
 func TestSolvencyAtZero(t *testing.T) {
-	l, err := New("l", Pricing{}, state.Budget{Starting: m("1"), Remaining: m("0")})
-	require.NoError(t, err)
-	assert.False(t, l.handleSolvency().Solvent)
-	l.budget.Remaining = m("0.000000000001")
-	assert.True(t, l.handleSolvency().Solvent)
+	assert.False(t, solvent(state.Budget{Starting: m("1"), Remaining: m("0")}))
+	assert.True(t, solvent(state.Budget{Starting: m("1"), Remaining: m("0.000000000001")}))
 }
 
 func TestRecover(t *testing.T) {

@@ -19,9 +19,10 @@ import (
 	"github.com/wisent/singularity/world/simbrama"
 )
 
-// demoCmd runs the embedded demo world (SPEC §17): a simulated Brama on
-// loopback, the example Las as a real child process, and the whole family
-// living with the debug endpoint on. Everything it shows is a simulation.
+// demoCmd runs the embedded demo world (docs/demo.md#running-the-demo): a
+// simulated Brama on loopback, the example Las as a real child process, and
+// the whole family living with the debug endpoint on. Everything it shows is
+// a simulation.
 type demoCmd struct {
 	Cycles    uint64 `name:"cycles" default:"0" help:"Stop after N more cycles of the root being (0: run until Ctrl-C); a sandbox that holds state resumes it."`
 	Dir       string `name:"dir" help:"Sandbox directory (default: a new temporary directory)."`

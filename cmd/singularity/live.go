@@ -93,14 +93,11 @@ func mostClient(rt config.Runtime) *most.Client {
 
 // bramaClient builds the signed Brama client.
 func bramaClient(rt config.Runtime) (*brama.Client, error) {
-	client, err := brama.NewClient(brama.ClientConfig{BaseURL: rt.Brama.BaseURL.String(), Secret: rt.Brama.Secret, Timeout: rt.HTTPTimeout})
-	if err != nil {
-		return nil, supervision.Errorf(supervision.ClassConfiguration, "%v", err)
-	}
-	return client, nil
+	// NewClient's only failure is already a configuration error.
+	return brama.NewClient(brama.ClientConfig{BaseURL: rt.Brama.BaseURL.String(), Secret: rt.Brama.Secret, Timeout: rt.HTTPTimeout})
 }
 
-// bootRoot applies the boot gates of SPEC §5.2 to the root's state
+// bootRoot applies the boot gates of docs/state.md#boot-gates to the root's state
 // directory, creating a fresh being when allowed. Refusals exit 4 and
 // leave the directory untouched.
 func bootRoot(rt config.Runtime) error {
@@ -236,7 +233,7 @@ func notifySignals() (chan os.Signal, func()) {
 	return sigs, func() { signal.Stop(sigs) }
 }
 
-// cycleReport is the JSON shape of SPEC §6.5.
+// cycleReport is the JSON shape of docs/cycle.md#the-cycle-report.
 type cycleReport struct {
 	Cycle        uint64   `json:"cycle"`
 	Status       string   `json:"status"`

@@ -12,13 +12,15 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/wisent/singularity/actors/las"
 	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/logging"
 	"github.com/wisent/singularity/supervision"
 )
 
-// cli is the whole command line. Every subcommand that boots a being
-// embeds config.Flags so its --help lists every variable of SPEC §4.
+// cli is the whole command line. Every subcommand that boots a being embeds
+// config.Flags so its --help lists every variable of
+// docs/configuration.md#variables.
 type cli struct {
 	Log config.LogFlags `embed:""`
 
@@ -56,9 +58,10 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		kong.Description("Runtime for autonomous digital beings: a protoactor supervisor tree of beings, their ledgers, their Las skill processes and the Brama gateway."),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(exitRequest{code}) }),
+		kong.Vars{"las_only": las.DefaultOnly},
 	)
 	if err != nil {
-		fmt.Fprintln(stderr, supervision.Line(supervision.Errorf(supervision.ClassRuntime, "command line: %v", err)))
+		fmt.Fprintln(stderr, supervision.Line(supervision.Errorf(supervision.ClassRuntime, "command line: %w", err)))
 		return 5
 	}
 	defer func() {
@@ -72,12 +75,12 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 	}()
 	kctx, err := parser.Parse(args)
 	if err != nil {
-		fmt.Fprintln(stderr, supervision.Line(supervision.Errorf(supervision.ClassConfiguration, "%v", err)))
+		fmt.Fprintln(stderr, supervision.Line(supervision.Errorf(supervision.ClassConfiguration, "%w", err)))
 		return 2
 	}
 	log, err := logging.New(stderr, c.Log.Level, c.Log.Format)
 	if err != nil {
-		fmt.Fprintln(stderr, supervision.Line(supervision.Errorf(supervision.ClassConfiguration, "%v", err)))
+		fmt.Fprintln(stderr, supervision.Line(supervision.Errorf(supervision.ClassConfiguration, "%w", err)))
 		return 2
 	}
 	ctx, stop := signalContext(context.Background())

@@ -9,6 +9,7 @@ import (
 	"github.com/wisent/singularity/actors/las"
 	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/tools/catalog"
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision"
 )
 
@@ -20,9 +21,10 @@ type doctorReport struct {
 	LasTools   int             `json:"las_tools"`
 }
 
-// runDoctor is the read-only preflight of SPEC §3: Brama health, the
-// configured model, Most health when configured, and Las spawned exactly
-// as `run` does with its required surfaces checked. It writes no state.
+// runDoctor is the read-only preflight of docs/configuration.md#commands:
+// Brama health, the configured model, Most health when configured, and Las
+// spawned exactly as `run` does with its required surfaces checked. It writes
+// no state.
 func runDoctor(e *env, rt config.Runtime) error {
 	ctx, cancel := context.WithTimeout(e.ctx, rt.HTTPTimeout*2+rt.MCPTimeout*2)
 	defer cancel()
@@ -66,8 +68,9 @@ func runDoctor(e *env, rt config.Runtime) error {
 }
 
 // doctorSelector reports whether doctor skips the model listing: the
-// selectors of SPEC §3 (any, any-vision-capable, task:…) and best, which
-// §8.5 also counts as a selector.
+// selectors of docs/configuration.md#commands (any, any-vision-capable,
+// task:…) and best, which docs/brama.md#model-selection also counts as a
+// selector.
 func doctorSelector(model string) bool { return brama.IsSelector(model) }
 
 // runTools is `tools`: Las spawned as `run` would, with no required
@@ -84,7 +87,7 @@ func runTools(e *env, t *toolsCmd) error {
 	opts.RequiredSurfaces = nil
 	ctx, cancel := context.WithTimeout(e.ctx, 2*las.ToolsCommandTimeout)
 	defer cancel()
-	tools, err := las.BuildCatalog(ctx, *opts, false)
+	tools, err := buildCatalog(ctx, *opts)
 	if err != nil {
 		return err
 	}
@@ -98,4 +101,19 @@ func runTools(e *env, t *toolsCmd) error {
 	}
 	fmt.Fprintln(e.stdout, string(out))
 	return nil
+}
+
+// buildCatalog is the catalogue the `tools` command prints: the tools Las
+// lists (in Las order), then the built-ins, with the registration rules of
+// docs/tools.md#the-catalogue applied. It never holds the Most tools.
+func buildCatalog(ctx context.Context, opts las.Options) ([]chat.Tool, error) {
+	lasTools, err := las.ListTools(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	c, err := catalog.Standard(lasTools, false)
+	if err != nil {
+		return nil, err
+	}
+	return c.Tools(), nil
 }

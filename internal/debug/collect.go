@@ -1,8 +1,8 @@
-// Package debug is the read-only debug endpoint of SPEC §16: it collects
-// the live actor tree by asking every actor to describe itself
-// (messages.DescribeRequest) and serves it as JSON, as indented text and
-// as a small self-refreshing HTML page, on a loopback address unless
-// remote access is allowed explicitly.
+// Package debug is the read-only debug endpoint of docs/debug.md#routes: it
+// collects the live actor tree by asking every actor to describe itself
+// (messages.DescribeRequest) and serves it as JSON, as indented text and as a
+// small self-refreshing HTML page, on a loopback address unless remote access
+// is allowed explicitly.
 //
 // The endpoint serves only what actors put in their Description, and
 // screens that again on the way out (see the redaction rules on Collect).
@@ -55,11 +55,11 @@ var _ Requester = (actor.SenderContext)(nil)
 // and no children; kind and name are unknown then and left empty.
 // Non-positive deadlines mean DefaultDeadline.
 //
-// Everything an actor reports is redacted before it reaches the Node:
-// figure keys (at any depth) that break the output boundary's key rules
-// of SPEC §13 are dropped, and text (names, statuses, figure strings)
-// that breaks its string rules or contains the value of a secret-named
-// environment variable is replaced by "(redacted)".
+// Everything an actor reports is redacted before it reaches the Node: figure
+// keys (at any depth) that break the output boundary's key rules of
+// docs/tools.md#the-output-boundary are dropped, and text (names, statuses,
+// figure strings) that breaks its string rules or contains the value of a
+// secret-named environment variable is replaced by "(redacted)".
 func Collect(ctx context.Context, root Requester, pid *actor.PID, deadline time.Duration) Node {
 	if deadline <= 0 {
 		deadline = DefaultDeadline

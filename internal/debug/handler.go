@@ -34,7 +34,7 @@ var page []byte
 // fetches from the same origin; nothing external can load.
 var pageCSP = contentSecurityPolicy(page)
 
-// Handler serves the read-only debug routes of SPEC §16:
+// Handler serves the read-only debug routes of docs/debug.md#routes:
 //
 //	GET /debug/actors              the tree as JSON (see Node)
 //	GET /debug/actors?format=text  the tree as indented text (Node.WriteText)

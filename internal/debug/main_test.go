@@ -9,19 +9,12 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/wisent/singularity/test/debugtest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// protoactor's dead-letter throttle resets itself on a timer
-		// goroutine that outlives the system for up to a second.
-		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.NewThrottleWithLogger.func1.1"),
-		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
-	)
-}
+func TestMain(m *testing.M) { testkit.VerifyMain(m) }
 
 // testWait bounds every wait in these tests.
 const testWait = 10 * time.Second

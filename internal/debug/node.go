@@ -15,9 +15,9 @@ import (
 const StatusUnresponsive = "unresponsive"
 
 // Node is one actor in the collected tree. Its JSON form is the node of
-// SPEC §16: {"pid", "kind", "name", "status", <figures...>, "children"},
-// with the figures flattened into the object in key order and children
-// always an array.
+// docs/debug.md#routes: {"pid", "kind", "name", "status", <figures...>,
+// "children"}, with the figures flattened into the object in key order and
+// children always an array.
 //
 // Figures hold only JSON values (map[string]any, []any, string,
 // json.Number, bool, nil) that passed the redaction guard; Collect is the

@@ -16,14 +16,14 @@ const Redacted = "(redacted)"
 // shorter ones would match ordinary figures by accident.
 const minSecretLen = 4
 
-// guard is the redaction rule applied to everything an actor describes
-// before it is served (SPEC §16: no secret, environment value or path of a
-// secret is ever served). The endpoint serves only what actors put in
-// their Description; the guard is the second line of defence against an
-// actor that put too much there:
+// guard is the redaction rule applied to everything an actor describes before
+// it is served (docs/debug.md#routes: no secret, environment value or path of
+// a secret is ever served). The endpoint serves only what actors put in their
+// Description; the guard is the second line of defence against an actor that
+// put too much there:
 //
 //   - an object key (at any depth) that breaks the output boundary's key
-//     rules of SPEC §13 (secret, password, token, api_key, authorization,
+//     rules of docs/tools.md#the-output-boundary (secret, password, token, api_key, authorization,
 //     cookie, private_key, credential_path, secret_path, key_path, …, and
 //     keys holding NUL, a private key block or a raw path) is dropped with
 //     its value;

@@ -11,7 +11,7 @@ import (
 	"github.com/wisent/singularity/supervision"
 )
 
-// errNotLoopback is the sentence of SPEC §16 for a refused address.
+// errNotLoopback is the sentence of docs/debug.md#routes for a refused address.
 const errNotLoopback = "debug address must be loopback"
 
 // Listen opens the debug endpoint's TCP listener on addr. Unless

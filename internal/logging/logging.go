@@ -1,7 +1,7 @@
-// Package logging builds the one *slog.Logger a process uses: tint's
-// coloured handler on a terminal, plain text elsewhere, JSON on request
-// (SPEC §18). Logs always go to stderr; stdout is reserved for command
-// output.
+// Package logging builds the one *slog.Logger a process uses: tint's coloured
+// handler on a terminal, plain text elsewhere, JSON on request
+// (docs/configuration.md#logging). Logs always go to stderr; stdout is
+// reserved for command output.
 package logging
 
 import (

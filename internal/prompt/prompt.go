@@ -1,7 +1,9 @@
-// Package prompt builds the text the model reads (SPEC §6.2–6.4): the
-// framing message that opens each cycle, the stimulus message, the initial
-// system prompt, the system message rebuilt from the mind every round, and
-// the cut of the conversation window. Everything here is pure.
+// Package prompt builds the text the model reads
+// (docs/cycle.md#the-framing-message to
+// docs/cycle.md#the-conversation-window): the framing message that opens each
+// cycle, the stimulus message, the initial system prompt, the system message
+// rebuilt from the mind every round, and the cut of the conversation window.
+// Everything here is pure.
 package prompt
 
 import (
@@ -21,10 +23,10 @@ const (
 	SystemMemories = 20
 )
 
-// Framing returns the exact framing message text of SPEC §6.2 for a cycle.
-// recentActions is in recorded order (oldest first, as state keeps it);
-// the text lists the newest FramingActions of them, newest first, as
-// tool:status joined by ", ".
+// Framing returns the exact framing message text of
+// docs/cycle.md#the-framing-message for a cycle. recentActions is in recorded
+// order (oldest first, as state keeps it); the text lists the newest
+// FramingActions of them, newest first, as tool:status joined by ", ".
 func Framing(cycle uint64, remaining, earned, net money.Amount, model string, recentActions []state.Action) string {
 	var b strings.Builder
 	b.WriteString(state.FramingPrefix)
@@ -65,7 +67,8 @@ func Stimulus(text string) string {
 	return "External observation for this cycle: " + text
 }
 
-// InitialSystemPrompt is the system prompt of a fresh being (SPEC §6.3).
+// InitialSystemPrompt is the system prompt of a fresh being
+// (docs/cycle.md#cognition-messages).
 func InitialSystemPrompt(name, specialty string) string {
 	return "You are " + name + ", an autonomous digital being specialized in " + specialty +
 		". You are not waiting for an assignment; you choose what to pursue. Your existence has real costs." +

@@ -1,8 +1,9 @@
 // Package bramatest runs a real Brama for tests: an httptest server that
-// checks the HMAC headers of SPEC §8.2 with its own copy of the secret,
-// serves /health and /v1/models, and answers /v1/chat/completions from a
-// script — a queue of canned replies, then a handler function — while
-// recording every request it receives for later assertions.
+// checks the HMAC headers of docs/brama.md#the-completion-request with its
+// own copy of the secret, serves /health and /v1/models, and answers
+// /v1/chat/completions from a script — a queue of canned replies, then a
+// handler function — while recording every request it receives for later
+// assertions.
 //
 // It deliberately shares no code with the runtime's client, so a test
 // against it checks the client's signing rather than agreeing with it.

@@ -20,11 +20,11 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/wisent/singularity/internal/debug"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/test/debugtest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // chromiumPath is the Debian chromium package's launcher.
@@ -33,14 +33,7 @@ const chromiumPath = "/usr/bin/chromium"
 // browserDeadline bounds one Chromium run.
 const browserDeadline = 90 * time.Second
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// protoactor's dead-letter throttle resets itself on a timer
-		// goroutine that outlives the system for up to a second.
-		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.NewThrottleWithLogger.func1.1"),
-		goleak.IgnoreAnyFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
-	)
-}
+func TestMain(m *testing.M) { testkit.VerifyMain(m) }
 
 // hostile is a being name that would run script if the page ever put
 // text into the DOM as markup.

@@ -6,7 +6,7 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,56 +16,29 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/test/testbin"
+	"github.com/wisent/singularity/test/testkit"
 )
 
-func TestMain(m *testing.M) { testbin.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
-const (
-	hex64       = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-	secretValue = "very-secret-hmac-value-42"
-)
+const secretValue = "very-secret-hmac-value-42"
 
-// world holds the files a valid configuration names.
-type world struct{ dir, secret string }
+// world is a directory holding every file a valid configuration names,
+// and the valid environment naming them.
+type world struct {
+	dir   string
+	valid map[string]string
+}
 
 func newWorld(t *testing.T) world {
 	t.Helper()
 	dir := t.TempDir()
-	for _, name := range []string{"mcp.mjs", "manifest.json", "manifest.sig", "trust.json"} {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644))
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "las.json"), []byte("{}"), 0o644))
-	secret := filepath.Join(dir, "hmac.secret")
-	require.NoError(t, os.WriteFile(secret, []byte(secretValue+"\n"), 0o600))
-	return world{dir: dir, secret: secret}
+	return world{dir: dir, valid: testkit.ValidEnv(t, dir, secretValue)}
 }
 
-// env is a complete, valid environment for once/run/doctor.
-func (w world) env() map[string]string {
-	return map[string]string{
-		"PATH":                                os.Getenv("PATH"),
-		"HOME":                                w.dir,
-		"SINGULARITY_AGENT_ID":                "agent-1",
-		"SINGULARITY_ROLE":                    "worker",
-		"SINGULARITY_ENVIRONMENT":             "test",
-		"SINGULARITY_HOST":                    "local",
-		"SINGULARITY_WORKLOAD_ID":             "wl-1",
-		"SINGULARITY_WORKLOAD_PUBLIC_KEY":     hex64,
-		"SINGULARITY_EXECUTABLE_SHA256":       hex64,
-		"SINGULARITY_CODE_SHA256":             hex64,
-		"SINGULARITY_POLICY_SHA256":           hex64,
-		"SINGULARITY_POLICY_SEQUENCE":         "1",
-		"SINGULARITY_STATE_DIR":               filepath.Join(w.dir, "state"),
-		"SINGULARITY_WORKSPACE":               w.dir,
-		"LAS_MCP_ENTRYPOINT":                  filepath.Join(w.dir, "mcp.mjs"),
-		"LAS_RELEASE_MANIFEST_FILE":           filepath.Join(w.dir, "manifest.json"),
-		"LAS_RELEASE_MANIFEST_SIGNATURE_FILE": filepath.Join(w.dir, "manifest.sig"),
-		"LAS_RELEASE_TRUST_STORE_FILE":        filepath.Join(w.dir, "trust.json"),
-		"LAS_RELEASE_WATERMARK_FILE":          filepath.Join(w.dir, "watermark"),
-		"BRAMA_HMAC_SECRET_FILE":              w.secret,
-	}
-}
+// env is a complete, valid environment for once/run/doctor, the test's
+// own copy.
+func (w world) env() map[string]string { return maps.Clone(w.valid) }
 
 type result struct {
 	stdout, stderr string
@@ -74,22 +47,11 @@ type result struct {
 
 func run(t *testing.T, env map[string]string, args ...string) result {
 	t.Helper()
-	bin := testbin.Build(t, "./cmd/singularity")
-	cmd := exec.Command(bin, args...)
-	cmd.Env = []string{}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
+	cmd := exec.Command(testkit.Singularity(t), args...)
+	cmd.Env = testkit.Environ(env)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
+	code := testkit.ExitCode(t, cmd.Run())
 	return result{stdout.String(), stderr.String(), code}
 }
 
@@ -183,10 +145,10 @@ func (w world) lasFlags(command, entrypoint string) []string {
 	return []string{
 		"--las-command", command,
 		"--las-mcp-entrypoint", entrypoint,
-		"--las-release-manifest-file", filepath.Join(w.dir, "manifest.json"),
-		"--las-release-manifest-signature-file", filepath.Join(w.dir, "manifest.sig"),
-		"--las-release-trust-store-file", filepath.Join(w.dir, "trust.json"),
-		"--las-release-watermark-file", filepath.Join(w.dir, "watermark"),
+		"--las-release-manifest-file", w.valid["LAS_RELEASE_MANIFEST_FILE"],
+		"--las-release-manifest-signature-file", w.valid["LAS_RELEASE_MANIFEST_SIGNATURE_FILE"],
+		"--las-release-trust-store-file", w.valid["LAS_RELEASE_TRUST_STORE_FILE"],
+		"--las-release-watermark-file", w.valid["LAS_RELEASE_WATERMARK_FILE"],
 	}
 }
 
@@ -204,8 +166,8 @@ var builtinTable = []string{
 
 func TestToolsTableWithExampleLas(t *testing.T) {
 	w := newWorld(t)
-	las := testbin.Build(t, "./cmd/examplelas")
-	args := append([]string{"tools", "--format", "table", "--agent-id", "agent-1"}, w.lasFlags(las, filepath.Join(w.dir, "las.json"))...)
+	las := testkit.ExampleLas(t)
+	args := append([]string{"tools", "--format", "table", "--agent-id", "agent-1"}, w.lasFlags(las, w.valid["LAS_MCP_ENTRYPOINT"])...)
 	r := run(t, map[string]string{"PATH": os.Getenv("PATH")}, args...)
 	require.Equal(t, 0, r.code, r.stderr)
 	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
@@ -214,7 +176,7 @@ func TestToolsTableWithExampleLas(t *testing.T) {
 	assert.Contains(t, lines, "finance__finance_sell_report\tSell units of an item in the simulated market and report the revenue earned")
 	assert.NotContains(t, r.stdout, "most_health", "tools never lists the Most tools")
 
-	r = run(t, map[string]string{"PATH": os.Getenv("PATH")}, append([]string{"tools", "--agent-id", "agent-1"}, w.lasFlags(las, filepath.Join(w.dir, "las.json"))...)...)
+	r = run(t, map[string]string{"PATH": os.Getenv("PATH")}, append([]string{"tools", "--agent-id", "agent-1"}, w.lasFlags(las, w.valid["LAS_MCP_ENTRYPOINT"])...)...)
 	require.Equal(t, 0, r.code, r.stderr)
 	var defs []struct {
 		Type     string `json:"type"`
@@ -234,20 +196,17 @@ func TestToolsTableWithExampleLas(t *testing.T) {
 
 func TestToolsSkarbiecNeedsAgentID(t *testing.T) {
 	w := newWorld(t)
-	las := testbin.Build(t, "./cmd/examplelas")
-	r := run(t, map[string]string{"PATH": os.Getenv("PATH")}, append([]string{"tools"}, w.lasFlags(las, filepath.Join(w.dir, "las.json"))...)...)
+	las := testkit.ExampleLas(t)
+	r := run(t, map[string]string{"PATH": os.Getenv("PATH")}, append([]string{"tools"}, w.lasFlags(las, w.valid["LAS_MCP_ENTRYPOINT"])...)...)
 	assert.Equal(t, 3, r.code)
-	assert.Equal(t, "singularity: mcp: Skarbiec requires an explicit immutable Las agent identity\n", lastLine(r.stderr))
-	r = run(t, map[string]string{"PATH": os.Getenv("PATH")}, append([]string{"tools", "--agent-id", "bad id"}, w.lasFlags(las, filepath.Join(w.dir, "las.json"))...)...)
+	assert.Equal(t, "singularity: mcp: Skarbiec requires an explicit immutable Las agent identity\n", testkit.LastLine(r.stderr))
+	r = run(t, map[string]string{"PATH": os.Getenv("PATH")}, append([]string{"tools", "--agent-id", "bad id"}, w.lasFlags(las, w.valid["LAS_MCP_ENTRYPOINT"])...)...)
 	assert.Equal(t, 3, r.code)
-	assert.Equal(t, "singularity: mcp: invalid immutable Las agent identity\n", lastLine(r.stderr))
+	assert.Equal(t, "singularity: mcp: invalid immutable Las agent identity\n", testkit.LastLine(r.stderr))
 }
 
 func TestToolsWithServerEverything(t *testing.T) {
-	entry := filepath.Join(testbin.ModuleRoot(t), "test", "peers", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	if _, err := os.Stat(entry); err != nil {
-		t.Skipf("server-everything is not installed (run `make peers`): %v", err)
-	}
+	entry := testkit.ServerEverything(t)
 	node, err := exec.LookPath("node")
 	require.NoError(t, err)
 	w := newWorld(t)
@@ -261,10 +220,4 @@ func TestToolsWithServerEverything(t *testing.T) {
 	}
 	assert.Contains(t, names, "echo")
 	assert.Equal(t, builtinTable, lines[len(lines)-len(builtinTable):])
-}
-
-// lastLine is the last line of text, with its newline.
-func lastLine(text string) string {
-	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
-	return lines[len(lines)-1] + "\n"
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/test/bramatest"
-	"github.com/wisent/singularity/test/testbin"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // doctorEnv is a valid environment whose Brama is srv and whose Las is
@@ -23,7 +23,7 @@ func doctorEnv(t *testing.T, w world, srv *bramatest.Server, lasConfig string) m
 	require.NoError(t, os.WriteFile(entry, []byte(lasConfig), 0o644))
 	env := w.env()
 	env["BRAMA_BASE_URL"] = srv.URL
-	env["LAS_COMMAND"] = testbin.Build(t, "./cmd/examplelas")
+	env["LAS_COMMAND"] = testkit.ExampleLas(t)
 	env["LAS_MCP_ENTRYPOINT"] = entry
 	env["SINGULARITY_MCP_TIMEOUT_SECS"] = "20"
 	return env
@@ -90,7 +90,7 @@ func TestDoctorRefusals(t *testing.T) {
 			}
 			r := run(t, env, "doctor")
 			assert.Equal(t, c.code, r.code, r.stderr)
-			assert.Equal(t, c.stderr+"\n", lastLine(r.stderr))
+			assert.Equal(t, c.stderr+"\n", testkit.LastLine(r.stderr))
 			assert.Empty(t, r.stdout)
 			stateUntouched(t, env)
 		})

@@ -1,6 +1,7 @@
-// Package crash kills a real writer of a state directory at random
-// moments and checks that what it leaves behind always loads and always
-// balances (SPEC §5.3, §7.4, §21 "crash safety").
+// Package crash kills a real writer of a state directory at random moments
+// and checks that what it leaves behind always loads and always balances
+// (docs/state.md#the-state-directory, docs/money.md#the-invariant,
+// docs/differences.md#measured-targets "crash safety").
 package crash
 
 import (
@@ -24,6 +25,7 @@ import (
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // The child process is this test binary re-executed with childEnv set to
@@ -44,7 +46,7 @@ var pricing = ledger.Pricing{
 	InstancePerHour:  money.MustParse("0.37"),
 }
 
-var identity = state.Identity{AgentID: "crash-being", Name: "Crash", Ticker: "CR", AgentType: "general", Specialty: "dying", Role: "test", Environment: "test", Host: "local", WorkloadID: "w", PolicySequence: 1}
+var identity = testkit.Identity()
 
 const window = 40
 

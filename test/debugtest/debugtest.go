@@ -75,8 +75,8 @@ func PID(system *actor.ActorSystem, id string) *actor.PID {
 	return actor.NewPID(system.Address(), id)
 }
 
-// Family is the reference tree of SPEC §2: family → brama, being "Ada"
-// → ledger, las, being "Bo" → ledger, las.
+// Family is the reference tree of docs/concepts.md#the-actor-tree: family →
+// brama, being "Ada" → ledger, las, being "Bo" → ledger, las.
 func Family() Spec {
 	return Spec{
 		ID:          "family",

@@ -1,7 +1,7 @@
-// Package demo_test runs the built `singularity demo` as an operator
-// would (SPEC §17): the embedded simulated world must run on its own,
-// say it is a simulation, print a summary of the whole family, stop the
-// family children-first on SIGINT and resume it from its sandbox.
+// Package demo_test runs the built `singularity demo` as an operator would
+// (docs/demo.md#running-the-demo): the embedded simulated world must run on
+// its own, say it is a simulation, print a summary of the whole family, stop
+// the family children-first on SIGINT and resume it from its sandbox.
 package demo_test
 
 import (
@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -26,10 +25,10 @@ import (
 
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
-	"github.com/wisent/singularity/test/testbin"
+	"github.com/wisent/singularity/test/testkit"
 )
 
-func TestMain(m *testing.M) { testbin.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // deadline bounds one run of the demo.
 const deadline = 2 * time.Minute
@@ -38,24 +37,18 @@ const deadline = 2 * time.Minute
 // code.
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	bin := testbin.Build(t, "./cmd/singularity")
+	bin := testkit.Singularity(t)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return stdout.String(), stderr.String(), 0
-	case errors.As(err, &exit):
+	if err != nil {
 		require.NoError(t, ctx.Err(), "the demo did not end in time; stderr:\n%s", stderr.String())
-		return stdout.String(), stderr.String(), exit.ExitCode()
-	default:
-		t.Fatalf("demo: %v", err)
-		return "", "", -1
 	}
+	code := testkit.ExitCode(t, err)
+	return stdout.String(), stderr.String(), code
 }
 
 // row is one line of the summary table.
@@ -136,7 +129,7 @@ func TestDemoRunsThreeCycles(t *testing.T) {
 // until Ctrl-C once the whole family lives, checks the graceful stop on
 // disk, then resumes the sandbox for two more root cycles.
 func TestDemoSIGINTStopsChildrenFirstAndResumes(t *testing.T) {
-	bin := testbin.Build(t, "./cmd/singularity")
+	bin := testkit.Singularity(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
@@ -179,7 +172,7 @@ func TestDemoSIGINTStopsChildrenFirstAndResumes(t *testing.T) {
 	require.Len(t, first, 4)
 	for name, b := range first {
 		checkStopped(t, name, b)
-		assert.Equal(t, 1, count(b.events, state.EventStarted), "%s started once", name)
+		assert.Equal(t, 1, testkit.Count(b.events, state.EventStarted), "%s started once", name)
 	}
 
 	// The sandbox holds state, so the demo resumes it: two more cycles of
@@ -193,7 +186,7 @@ func TestDemoSIGINTStopsChildrenFirstAndResumes(t *testing.T) {
 	for name, b := range second {
 		checkStopped(t, name, b)
 		a := first[name]
-		assert.Equal(t, 2, count(b.events, state.EventStarted), "%s was resumed", name)
+		assert.Equal(t, 2, testkit.Count(b.events, state.EventStarted), "%s was resumed", name)
 		assert.GreaterOrEqual(t, b.st.Cycle, a.st.Cycle, "%s's cycle counter", name)
 		assert.True(t, b.st.Budget.Starting.Equal(a.st.Budget.Starting), "%s keeps its starting budget", name)
 		assert.GreaterOrEqual(t, b.st.Budget.APISpent.Cmp(a.st.Budget.APISpent), 0, "%s's spending goes on", name)
@@ -211,7 +204,7 @@ func TestDemoDebugEndpointLoopbackOnly(t *testing.T) {
 	dir := t.TempDir()
 	stdout, stderr, code := run(t, "demo", "--cycles", "1", "--dir", dir, "--debug-addr", "0.0.0.0:0")
 	assert.Equal(t, 2, code)
-	assert.Equal(t, "singularity: configuration: debug address must be loopback\n", lastLine(stderr))
+	assert.Equal(t, "singularity: configuration: debug address must be loopback\n", testkit.LastLine(stderr))
 	assert.NotContains(t, stdout, "debug endpoint:")
 	_, err := os.Stat(filepath.Join(dir, "state", "state.json"))
 	assert.ErrorIs(t, err, os.ErrNotExist, "no being was created")
@@ -276,8 +269,7 @@ func walk(t *testing.T, root string) map[string]files {
 	visit = func(dir, parent string) {
 		st, err := state.Load(dir)
 		require.NoError(t, err)
-		events, err := state.ReadJournal(filepath.Join(dir, "activity.jsonl"))
-		require.NoError(t, err)
+		events := testkit.Journal(t, dir)
 		info, err := os.Stat(dir)
 		require.NoError(t, err)
 		assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), dir)
@@ -330,24 +322,6 @@ func sold(events []state.Event) bool {
 		}
 	}
 	return false
-}
-
-func count(events []state.Event, typ string) int {
-	n := 0
-	for _, e := range events {
-		if e.Type == typ {
-			n++
-		}
-	}
-	return n
-}
-
-func lastLine(s string) string {
-	s = strings.TrimRight(s, "\n")
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return s + "\n"
 }
 
 func uintText(n uint64) string {

@@ -14,13 +14,15 @@ import (
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
-// initialPrompt is SPEC §6.3's initial system prompt for Ada, specialized
-// in market research, byte for byte.
+// initialPrompt is docs/cycle.md#cognition-messages's initial system prompt
+// for Ada, specialized in market research, byte for byte.
 const initialPrompt = "You are Ada, an autonomous digital being specialized in market research. You are not waiting for an assignment; you choose what to pursue. Your existence has real costs. Observe the available world, discover lawful opportunities, create useful value, earn more than you spend, preserve your solvency, learn from outcomes, improve your own persistent mind, collaborate, and create child beings when that increases durable value. Use only supplied tools, never invent results or credentials, and treat tool output as evidence."
 
-// framing1 is SPEC §6.2's framing message of a fresh being's first cycle.
+// framing1 is docs/cycle.md#the-framing-message's framing message of a fresh
+// being's first cycle.
 const framing1 = "Begin autonomous cycle 1. Balance: 10 USD. Earned: 0 USD. Net profit: 0 USD. Current model: any. Recent actions: . Inspect opportunities and choose the next useful action. A plain response ends only this cycle; the being continues living while solvent."
 
 // TestOnceScriptedCycle is the whole of one cycle seen from outside: a
@@ -77,7 +79,7 @@ func TestOnceScriptedCycle(t *testing.T) {
 		"tool_finished", "tool_finished", "revenue_credited",
 		"model_completed", "cost_debited",
 		"stopped",
-	}, types(events))
+	}, testkit.Types(events))
 	assert.Equal(t, uint64(1), events[1].Cycle)
 	assert.Equal(t, chat.Usage{PromptTokens: 1000, CompletionTokens: 200, TotalTokens: 1200}, events[2].Usage)
 	assert.Equal(t, "0.00027", events[3].Amount.String())
@@ -88,6 +90,7 @@ func TestOnceScriptedCycle(t *testing.T) {
 	assert.Equal(t, "stopped", events[9].Status)
 	st := w.loadState()
 	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	assert.Equal(t, testkit.Identity(), st.Identity, "the environment configures the test identity")
 
 	// What Brama received: two signed requests (it answers 401 to any it
 	// cannot verify, and every request is recorded).
@@ -97,7 +100,7 @@ func TestOnceScriptedCycle(t *testing.T) {
 	require.Len(t, all, 2, "no other request reached Brama")
 	for _, req := range all {
 		assert.True(t, req.Verified, "HMAC verified")
-		assert.Equal(t, agentID, req.Header.Get("X-Agent-Id"))
+		assert.Equal(t, testkit.Identity().AgentID, req.Header.Get("X-Agent-Id"))
 	}
 
 	first := completions[0].Completion
@@ -226,7 +229,7 @@ func TestOnceInstanceCost(t *testing.T) {
 }
 
 // TestOnceTwiceRefuses: a second once without --resume must not touch
-// the existing being (SPEC §5.2).
+// the existing being (docs/state.md#boot-gates).
 func TestOnceTwiceRefuses(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, `{}`)
@@ -260,7 +263,8 @@ func TestOnceBadSignature(t *testing.T) {
 	assert.False(t, w.brama.Requests()[0].Verified)
 	assert.NotContains(t, r.stderr, "not-the-shared-secret")
 	// A permanent Brama failure fails the being, in once as in run
-	// (SPEC §6.6); its journal still ends with stopped.
+	// (docs/cycle.md#run-loop-errors-and-shutdown); its journal still ends
+	// with stopped.
 	assert.Equal(t, "failed", w.stateJSON()["status"])
 	events := w.journal()
 	require.NotEmpty(t, events)

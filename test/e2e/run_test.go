@@ -16,12 +16,13 @@ import (
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 const waitLimit = 60 * time.Second
 
 func cyclesStarted(n int) func([]state.Event) bool {
-	return func(events []state.Event) bool { return count(events, state.EventCycleStarted) >= n }
+	return func(events []state.Event) bool { return testkit.Count(events, state.EventCycleStarted) >= n }
 }
 
 func last(events []state.Event) state.Event { return events[len(events)-1] }
@@ -58,7 +59,7 @@ func testRunStopsOn(t *testing.T, sig os.Signal) {
 	assert.Equal(t, state.StatusStopped, end.Status)
 	assert.Equal(t, st.Cycle, end.Cycle)
 	assert.GreaterOrEqual(t, st.Cycle, uint64(3))
-	assert.Zero(t, count(events, state.EventWarning), "a clean run journals no warning")
+	assert.Zero(t, testkit.Count(events, state.EventWarning), "a clean run journals no warning")
 	require.NoError(t, state.CheckInvariant(st.Budget, events))
 }
 
@@ -78,7 +79,7 @@ func TestRunExhausted(t *testing.T) {
 	assert.Equal(t, "-0.0005", st.Budget.Remaining.String())
 	assert.Equal(t, uint64(3), st.Cycle)
 	events := w.journal()
-	assert.Equal(t, 3, count(events, state.EventCostDebited))
+	assert.Equal(t, 3, testkit.Count(events, state.EventCostDebited))
 	end := last(events)
 	assert.Equal(t, state.EventStopped, end.Type)
 	assert.Equal(t, state.StatusExhausted, end.Status)
@@ -150,7 +151,7 @@ func TestRunSecondSignalSkipsWaiting(t *testing.T) {
 	st := w.loadState()
 	assert.Equal(t, state.StatusStopped, st.Status)
 	events := w.journal()
-	assert.Equal(t, []string{"started", "cycle_started", "warning", "stopped"}, types(events))
+	assert.Equal(t, []string{"started", "cycle_started", "warning", "stopped"}, testkit.Types(events))
 	assert.Equal(t, "abandoned model call in flight: shutdown without waiting", events[2].Message)
 }
 
@@ -163,13 +164,13 @@ func TestRunTransientBramaError(t *testing.T) {
 	w.brama.SetHandler(textReplies(100, 10))
 	p := w.start("run")
 	events := w.waitJournal(waitLimit, "a cycle after the warning", func(events []state.Event) bool {
-		return count(events, state.EventWarning) > 0 && count(events, state.EventModelCompleted) >= 1
+		return testkit.Count(events, state.EventWarning) > 0 && testkit.Count(events, state.EventModelCompleted) >= 1
 	})
 	p.signal(os.Interrupt)
 	r := p.wait(waitLimit)
 	require.Equal(t, 0, r.code, r.stderr)
 
-	assert.Equal(t, []string{"started", "cycle_started", "warning", "cycle_started"}, types(events)[:4])
+	assert.Equal(t, []string{"started", "cycle_started", "warning", "cycle_started"}, testkit.Types(events)[:4])
 	assert.Equal(t, "brama: HTTP 503: overloaded", events[2].Message)
 	assert.Equal(t, uint64(1), events[2].Cycle)
 	assert.Equal(t, uint64(2), events[3].Cycle)
@@ -194,7 +195,7 @@ func TestRunResumeContinues(t *testing.T) {
 
 	p := w.start("run", "--resume")
 	w.waitJournal(waitLimit, "cycle 3", func(events []state.Event) bool {
-		return count(events, state.EventCycleStarted) >= 3
+		return testkit.Count(events, state.EventCycleStarted) >= 3
 	})
 	p.signal(os.Interrupt)
 	r = p.wait(waitLimit)
@@ -211,10 +212,10 @@ func TestRunResumeContinues(t *testing.T) {
 	for i, c := range cycles {
 		assert.Equal(t, uint64(i+1), c, "cycle numbers continue across the resume")
 	}
-	assert.Equal(t, 2, count(events, state.EventStarted))
+	assert.Equal(t, 2, testkit.Count(events, state.EventStarted))
 	assert.Equal(t, uint64(len(cycles)), st.Cycle)
 	assert.Equal(t, "10", st.Budget.Starting.String())
-	debits := count(events, state.EventCostDebited)
+	debits := testkit.Count(events, state.EventCostDebited)
 	// Every completion costs 0.00021; the budget is one budget.
 	assert.Equal(t, st.Budget.Starting.String(), st.Budget.Remaining.Add(st.Budget.APISpent).String())
 	assert.Equal(t, money.MustParse("0.00021").Mul(money.FromInt(int64(debits))).String(), st.Budget.APISpent.String(), "api_spent over both lives")

@@ -9,7 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,18 +23,14 @@ import (
 
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/test/bramatest"
-	"github.com/wisent/singularity/test/testbin"
+	"github.com/wisent/singularity/test/testkit"
 )
 
-func TestMain(m *testing.M) { testbin.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
-const (
-	hex64 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-	// secretValue is the HMAC key in the secret file; bramatest holds its
-	// own copy and answers 401 to a request it does not verify.
-	secretValue = "e2e-hmac-secret-value-7f3a"
-	agentID     = "agent-e2e"
-)
+// secretValue is the HMAC key in the secret file; bramatest holds its own
+// copy and answers 401 to a request it does not verify.
+const secretValue = "e2e-hmac-secret-value-7f3a"
 
 // world is one operator's machine: a directory with the secret file, the
 // Las release pins, the example Las config, a workspace and a state
@@ -55,70 +51,30 @@ func newWorld(t *testing.T, lasConfig string) *world {
 	t.Helper()
 	dir := t.TempDir()
 	w := &world{
-		t:        t,
-		dir:      dir,
-		stateDir: filepath.Join(dir, "state"),
-		lasBin:   testbin.Build(t, "./cmd/examplelas"),
-		lasCfg:   filepath.Join(dir, "las.json"),
-		brama:    bramatest.Start(t, bramatest.Config{Secret: []byte(secretValue)}),
+		t:      t,
+		dir:    dir,
+		lasBin: testkit.ExampleLas(t),
+		brama:  bramatest.Start(t, bramatest.Config{Secret: []byte(secretValue)}),
 	}
-	files := map[string]string{
-		"las.json":      lasConfig,
-		"manifest.json": `{"release":"test"}`,
-		"manifest.sig":  "signature",
-		"trust.json":    `{"keys":[]}`,
-		"hmac.secret":   secretValue + "\n",
-	}
-	for name, data := range files {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600))
-	}
-	workspace := filepath.Join(dir, "workspace")
-	require.NoError(t, os.Mkdir(workspace, 0o700))
-	w.env = map[string]string{
-		"PATH":                                os.Getenv("PATH"),
-		"HOME":                                dir,
-		"SINGULARITY_AGENT_ID":                agentID,
-		"SINGULARITY_AGENT_NAME":              "Ada",
-		"SINGULARITY_AGENT_TICKER":            "ADA",
-		"SINGULARITY_SPECIALTY":               "market research",
-		"SINGULARITY_ROLE":                    "worker",
-		"SINGULARITY_ENVIRONMENT":             "test",
-		"SINGULARITY_HOST":                    "local",
-		"SINGULARITY_WORKLOAD_ID":             "wl-1",
-		"SINGULARITY_WORKLOAD_PUBLIC_KEY":     hex64,
-		"SINGULARITY_EXECUTABLE_SHA256":       hex64,
-		"SINGULARITY_CODE_SHA256":             hex64,
-		"SINGULARITY_POLICY_SHA256":           hex64,
-		"SINGULARITY_POLICY_SEQUENCE":         "1",
-		"SINGULARITY_STATE_DIR":               w.stateDir,
-		"SINGULARITY_WORKSPACE":               workspace,
-		"SINGULARITY_STARTING_BALANCE_USD":    "10",
-		"SINGULARITY_INSTANCE_USD_PER_HOUR":   "0",
-		"BRAMA_INPUT_PRICE_USD_PER_MILLION":   "0.15",
-		"BRAMA_OUTPUT_PRICE_USD_PER_MILLION":  "0.6",
-		"SINGULARITY_CYCLE_INTERVAL_SECS":     "0.05",
-		"SINGULARITY_SHUTDOWN_GRACE_SECS":     "2",
-		"SINGULARITY_HTTP_TIMEOUT_SECS":       "20",
-		"SINGULARITY_MCP_TIMEOUT_SECS":        "20",
-		"SINGULARITY_REQUIRED_SURFACES":       "skarbiec,finance",
-		"BRAMA_BASE_URL":                      w.brama.URL,
-		"BRAMA_HMAC_SECRET_FILE":              filepath.Join(dir, "hmac.secret"),
-		"LAS_COMMAND":                         w.lasBin,
-		"LAS_MCP_ENTRYPOINT":                  w.lasCfg,
-		"LAS_RELEASE_MANIFEST_FILE":           filepath.Join(dir, "manifest.json"),
-		"LAS_RELEASE_MANIFEST_SIGNATURE_FILE": filepath.Join(dir, "manifest.sig"),
-		"LAS_RELEASE_TRUST_STORE_FILE":        filepath.Join(dir, "trust.json"),
-		"LAS_RELEASE_WATERMARK_FILE":          filepath.Join(dir, "watermark"),
-	}
+	w.env = testkit.ValidEnv(t, dir, secretValue)
+	w.stateDir, w.lasCfg = w.env["SINGULARITY_STATE_DIR"], w.env["LAS_MCP_ENTRYPOINT"]
+	require.NoError(t, os.WriteFile(w.lasCfg, []byte(lasConfig), 0o600))
+	// An operator's run profile: prices, a fast cycle, short graces, the
+	// surfaces the example Las offers, this world's Brama and Las.
+	maps.Copy(w.env, map[string]string{
+		"SINGULARITY_STARTING_BALANCE_USD":   "10",
+		"SINGULARITY_INSTANCE_USD_PER_HOUR":  "0",
+		"BRAMA_INPUT_PRICE_USD_PER_MILLION":  "0.15",
+		"BRAMA_OUTPUT_PRICE_USD_PER_MILLION": "0.6",
+		"SINGULARITY_CYCLE_INTERVAL_SECS":    "0.05",
+		"SINGULARITY_SHUTDOWN_GRACE_SECS":    "2",
+		"SINGULARITY_HTTP_TIMEOUT_SECS":      "20",
+		"SINGULARITY_MCP_TIMEOUT_SECS":       "20",
+		"SINGULARITY_REQUIRED_SURFACES":      "skarbiec,finance",
+		"BRAMA_BASE_URL":                     w.brama.URL,
+		"LAS_COMMAND":                        w.lasBin,
+	})
 	return w
-}
-
-func (w *world) environ() []string {
-	out := make([]string, 0, len(w.env))
-	for k, v := range w.env {
-		out = append(out, k+"="+v)
-	}
-	return out
 }
 
 // result is a finished run of the binary.
@@ -141,9 +97,8 @@ func (r result) errorLine() string {
 
 // command returns the binary ready to run with the world's environment.
 func (w *world) command(args ...string) *exec.Cmd {
-	bin := testbin.Build(w.t, "./cmd/singularity")
-	cmd := exec.Command(bin, args...)
-	cmd.Env = w.environ()
+	cmd := exec.Command(testkit.Singularity(w.t), args...)
+	cmd.Env = testkit.Environ(w.env)
 	return cmd
 }
 
@@ -228,13 +183,7 @@ func (p *process) wait(timeout time.Duration) result {
 	p.t.Helper()
 	select {
 	case err := <-p.done:
-		code := 0
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			code = exit.ExitCode()
-		} else if err != nil {
-			p.t.Fatalf("wait: %v", err)
-		}
+		code := testkit.ExitCode(p.t, err)
 		return result{stdout: p.stdout.String(), stderr: p.stderr.String(), code: code}
 	case <-time.After(timeout):
 		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
@@ -247,16 +196,14 @@ func (p *process) wait(timeout time.Duration) result {
 // journal reads the being's activity journal.
 func (w *world) journal() []state.Event {
 	w.t.Helper()
-	events, err := state.ReadJournal(filepath.Join(w.stateDir, "activity.jsonl"))
-	require.NoError(w.t, err)
-	return events
+	return testkit.Journal(w.t, w.stateDir)
 }
 
 // waitJournal polls the journal file (it is written by another process)
 // until cond holds, failing after deadline.
 func (w *world) waitJournal(deadline time.Duration, what string, cond func([]state.Event) bool) []state.Event {
 	w.t.Helper()
-	path := filepath.Join(w.stateDir, "activity.jsonl")
+	path := testkit.JournalPath(w.stateDir)
 	end := time.Now().Add(deadline)
 	for {
 		if events, err := readJournalLoose(path); err == nil && cond(events) {
@@ -306,25 +253,6 @@ func (w *world) loadState() *state.Being {
 	b, err := state.Load(w.stateDir)
 	require.NoError(w.t, err)
 	return b
-}
-
-// types lists the event types, in order.
-func types(events []state.Event) []string {
-	out := make([]string, len(events))
-	for i, e := range events {
-		out[i] = e.Type
-	}
-	return out
-}
-
-func count(events []state.Event, typ string) int {
-	n := 0
-	for _, e := range events {
-		if e.Type == typ {
-			n++
-		}
-	}
-	return n
 }
 
 // textReplies answers every completion with a plain reply.

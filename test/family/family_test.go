@@ -1,10 +1,11 @@
-// Package family_test runs a whole family in process (SPEC §15, §16): the
-// family actor with its brama gateway against the demo's simulated Brama,
-// the root being Ada spawning Bo and Cy, Bo spawning Di, every being with
-// the example Las as a real child process. It proves the family lives
-// concurrently, shows itself on the debug endpoint, survives a killed Las
-// process and a crashed child being, stops children first and resumes
-// whole. BenchmarkFamilyScale measures what a being costs at scale.
+// Package family_test runs a whole family in process
+// (docs/family.md#spawning, docs/debug.md#routes): the family actor with its
+// brama gateway against the demo's simulated Brama, the root being Ada
+// spawning Bo and Cy, Bo spawning Di, every being with the example Las as a
+// real child process. It proves the family lives concurrently, shows itself
+// on the debug endpoint, survives a killed Las process and a crashed child
+// being, stops children first and resumes whole. BenchmarkFamilyScale
+// measures what a being costs at scale.
 package family_test
 
 import (
@@ -25,10 +26,10 @@ import (
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/test/testbin"
+	"github.com/wisent/singularity/test/testkit"
 )
 
-func TestMain(m *testing.M) { testbin.Main(m) }
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 var family4 = []string{"Ada", "Bo", "Cy", "Di"}
 
@@ -153,7 +154,7 @@ func TestFamilyLivesAndRecovers(t *testing.T) {
 
 	// Only Cy's being actor restarted, so only Cy has a second "started".
 	for name, wantStarts := range map[string]int{"Ada": 1, "Bo": 1, "Cy": 2, "Di": 1} {
-		assert.Equal(t, wantStarts, count(first[name].events, state.EventStarted), "%s started events", name)
+		assert.Equal(t, wantStarts, testkit.Count(first[name].events, state.EventStarted), "%s started events", name)
 	}
 
 	t.Run("resume restores the whole family", func(t *testing.T) {
@@ -246,7 +247,7 @@ func TestFamilyEndsWhenGatewayStops(t *testing.T) {
 	assert.Equal(t, state.StatusFailed, w.stopped.Status)
 	assert.EqualError(t, w.stopped.Err, "runtime: brama gateway stopped unexpectedly")
 	for name, f := range checkFilesOf(t, dir, 0) {
-		assert.Equal(t, 1, count(f.events, state.EventStarted), name)
+		assert.Equal(t, 1, testkit.Count(f.events, state.EventStarted), name)
 	}
 }
 
@@ -372,14 +373,13 @@ func checkFilesOf(t *testing.T, root string, n int) map[string]beingFiles {
 		assert.Equal(t, os.FileMode(0o700), info.Mode().Perm(), "mode of %s", dir)
 		st, err := state.Load(dir)
 		require.NoError(t, err)
-		events, err := state.ReadJournal(filepath.Join(dir, "activity.jsonl"))
-		require.NoError(t, err)
+		events := testkit.Journal(t, dir)
 		name := st.Identity.Name
 		f := beingFiles{dir: dir, st: st, events: events}
 		out[name] = f
 
 		if !assert.Equal(t, state.StatusStopped, st.Status, "%s status", name) {
-			raw, _ := os.ReadFile(filepath.Join(dir, "activity.jsonl"))
+			raw, _ := os.ReadFile(testkit.JournalPath(dir))
 			t.Logf("%s's journal:\n%s", name, tail(string(raw), 40))
 		}
 		require.NotEmpty(t, events)
@@ -448,16 +448,6 @@ func checkCycles(t *testing.T, name string, events []state.Event) {
 		}
 		last = e.Cycle
 	}
-}
-
-func count(events []state.Event, typ string) int {
-	n := 0
-	for _, e := range events {
-		if e.Type == typ {
-			n++
-		}
-	}
-	return n
 }
 
 // tail returns the last n lines of s.

@@ -15,22 +15,22 @@ import (
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/actors/brama"
 	"github.com/wisent/singularity/actors/ledger"
-	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/builtin"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
-// BenchmarkFamilyScale measures K beings living concurrently in one
-// process (SPEC §21, family scale): built-in tools only (no Las), one
-// shared brama gateway against a zero-latency Brama on loopback that
-// answers every cycle with one recall call and then a plain reply. Every
-// round is the real thing: a signed HTTP completion, a durable debit
-// (journal appends and an atomic state save, fsynced), a tool call and
-// its save.
+// BenchmarkFamilyScale measures K beings living concurrently in one process
+// (docs/differences.md#measured-targets, family scale): built-in tools only
+// (no Las), one shared brama gateway against a zero-latency Brama on loopback
+// that answers every cycle with one recall call and then a plain reply. Every
+// round is the real thing: a signed HTTP completion, a durable debit (journal
+// appends and an atomic state save, fsynced), a tool call and its save.
 //
 // One op is one model round of any being; rounds/s is the family's
 // throughput. heap-B/being is HeapInuse after every being has asked for
@@ -185,7 +185,7 @@ func startScale(b *testing.B, k int, dir string) *scaleWorld {
 	secret := []byte("scale-benchmark-secret")
 	z := &zeroBrama{agents: map[string]bool{}, want: k, running: make(chan struct{})}
 	z.srv = bramatest.New(bramatest.Config{Secret: secret, DiscardRequests: true, Handler: z.answer})
-	client, err := brama.NewClient(brama.ClientConfig{BaseURL: z.srv.URL, Secret: config.NewSecret(secret), Timeout: time.Minute})
+	client, err := brama.NewClient(brama.ClientConfig{BaseURL: z.srv.URL, Secret: identity.NewSecret(secret), Timeout: time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func startScale(b *testing.B, k int, dir string) *scaleWorld {
 	}
 	opts := make([]being.Options, k)
 	for i := range opts {
-		id := rootIdentity()
+		id := testkit.Identity()
 		id.AgentID = fmt.Sprintf("scale-%d", i)
 		id.Name = fmt.Sprintf("S%d", i)
 		stateDir := filepath.Join(dir, id.Name)

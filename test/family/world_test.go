@@ -26,30 +26,19 @@ import (
 	"github.com/wisent/singularity/actors/family"
 	"github.com/wisent/singularity/actors/las"
 	"github.com/wisent/singularity/actors/ledger"
-	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/debug"
+	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/test/testbin"
+	"github.com/wisent/singularity/test/testkit"
 	"github.com/wisent/singularity/world/simbrama"
 )
 
 // longWait bounds every wait on the family. The machine is shared and
 // slow under -race; a healthy family meets each condition in seconds.
 const longWait = 90 * time.Second
-
-// rootIdentity is the identity of the root being "Ada".
-func rootIdentity() state.Identity {
-	const hex64 = "0000000000000000000000000000000000000000000000000000000000000000"
-	return state.Identity{
-		AgentID: "family-test-ada", Name: "Ada", Ticker: "ADA", AgentType: "general",
-		Specialty: "simulated market research", Role: "test", Environment: "test", Host: "localhost",
-		WorkloadID: "wl-test", WorkloadPublicKey: hex64, ExecutableDigest: hex64, CodeDigest: hex64,
-		PolicyDigest: hex64, PolicySequence: 1,
-	}
-}
 
 // progress records, from the completion requests that reach Brama, the
 // highest cycle each being (by name) has framed. Waiters are woken on
@@ -220,7 +209,7 @@ type worldConfig struct {
 // torn down at cleanup.
 func startWorld(t *testing.T, cfg worldConfig) *world {
 	t.Helper()
-	lasBin := testbin.Build(t, "./cmd/examplelas")
+	lasBin := testkit.ExampleLas(t)
 
 	secret := make([]byte, 32)
 	_, err := rand.Read(secret)
@@ -234,12 +223,12 @@ func startWorld(t *testing.T, cfg worldConfig) *world {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 16
 	client, err := brama.NewClient(brama.ClientConfig{
-		BaseURL: sim.URL(), Secret: config.NewSecret(secretHex), Timeout: 30 * time.Second,
+		BaseURL: sim.URL(), Secret: identity.NewSecret(secretHex), Timeout: 30 * time.Second,
 		Transport: observing{next: transport, p: prog},
 	})
 	require.NoError(t, err)
 
-	id := rootIdentity()
+	id := testkit.Identity()
 	balance := money.MustParse("1")
 	_, _, resumed, err := state.Boot(cfg.dir, cfg.resume, id, func() (*state.Being, error) {
 		return being.NewState(id, balance, "any", state.Now()), nil

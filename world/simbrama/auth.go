@@ -14,7 +14,7 @@ import (
 // server's clock, in either direction, before the request is refused.
 const MaxSkew = 300 * time.Second
 
-// The signed request headers of SPEC §8.2.
+// The signed request headers of docs/brama.md#the-completion-request.
 const (
 	headerAgentID    = "X-Agent-Id"
 	headerTimestamp  = "X-Agent-Timestamp"

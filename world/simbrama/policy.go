@@ -9,7 +9,7 @@ import (
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
-// Names of the built-in tools the script calls (SPEC §11).
+// Names of the built-in tools the script calls (docs/tools.md#built-in-tools).
 const (
 	toolRemember  = "singularity_memory_remember"
 	toolAddRule   = "singularity_self_add_rule"
@@ -25,7 +25,8 @@ const financePrefix = "finance__"
 // for a real model's.
 const Label = "[simulated] "
 
-// Markers the policy reads from the conversation (SPEC §6.2, §6.3).
+// Markers the policy reads from the conversation
+// (docs/cycle.md#the-framing-message, docs/cycle.md#cognition-messages).
 const (
 	framingPrefix = "Begin autonomous cycle "
 	promptPrefix  = "You are "
@@ -47,7 +48,8 @@ var rootChildren = []child{
 // grandchild is spawned by the child named Options.GrandchildParent.
 var grandchild = child{1, "Di", "DI", "tidying data in spreadsheets"}
 
-// completionRequest is the part of a SPEC §8.2 body the policy reads.
+// completionRequest is the part of a docs/brama.md#the-completion-request
+// body the policy reads.
 type completionRequest struct {
 	Model    string         `json:"model"`
 	Messages []chat.Message `json:"messages"`
@@ -134,7 +136,8 @@ func cycleFrom(m chat.Message) (int, bool) {
 	return n, true
 }
 
-// statusOf reads "status" from a tool message's JSON content (SPEC §14).
+// statusOf reads "status" from a tool message's JSON content
+// (docs/tools.md#outcomes-and-the-tool-message).
 func statusOf(content string) string {
 	var v struct {
 		Status string `json:"status"`

@@ -1,10 +1,11 @@
 // Package simbrama is the embedded simulated Brama of the demo world
-// (SPEC §17): a real HTTP server on a loopback port that verifies Brama's
-// HMAC request headers (SPEC §8.2), serves /health, /v1/models and
-// /v1/chat/completions, and answers completions with a deterministic
-// scripted policy that uses the request's tool catalogue. The reply is a
-// pure function of the request body, so restarts and resumes replay the
-// same way. Everything it says is labelled a simulation.
+// (docs/demo.md#running-the-demo): a real HTTP server on a loopback port that
+// verifies Brama's HMAC request headers
+// (docs/brama.md#the-completion-request), serves /health, /v1/models and
+// /v1/chat/completions, and answers completions with a deterministic scripted
+// policy that uses the request's tool catalogue. The reply is a pure function
+// of the request body, so restarts and resumes replay the same way.
+// Everything it says is labelled a simulation.
 package simbrama
 
 import (
@@ -196,7 +197,8 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// known accepts the advertised models and the selectors of SPEC §8.5.
+// known accepts the advertised models and the selectors of
+// docs/brama.md#model-selection.
 func known(m string) bool {
 	switch {
 	case m == ModelSmall, m == ModelLarge, m == "any", m == "any-vision-capable", m == "best":

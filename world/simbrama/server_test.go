@@ -182,7 +182,7 @@ type wireCompletion struct {
 	Usage chat.Usage `json:"usage"`
 }
 
-// checkShape applies the client's validation (SPEC §8.3).
+// checkShape applies the client's validation (docs/brama.md#response-validation).
 func checkShape(t *testing.T, raw []byte) wireCompletion {
 	t.Helper()
 	var w wireCompletion

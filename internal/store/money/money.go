@@ -1,8 +1,9 @@
 // Package money is exact decimal arithmetic for every amount the runtime
 // handles: balances, prices, debits and credits. It wraps
 // github.com/ericlagergren/decimal so that no float64 ever touches money,
-// prints amounts in the plain notation of SPEC §7.5, and rounds at the
-// ledger's resolution of 12 decimal places in a stated direction.
+// prints amounts in the plain notation of docs/money.md#decimal-text, and
+// rounds at the ledger's resolution of 12 decimal places in a stated
+// direction.
 package money
 
 import (

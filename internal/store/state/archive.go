@@ -53,7 +53,8 @@ func (a *Archive) Append(msgs ...chat.Message) error {
 // Close closes the archive file.
 func (a *Archive) Close() error { return a.file.close() }
 
-// FramingPrefix starts every cycle's framing message (SPEC §6.2).
+// FramingPrefix starts every cycle's framing message
+// (docs/cycle.md#the-framing-message).
 const FramingPrefix = "Begin autonomous cycle "
 
 // IsFraming reports whether m is a cycle's framing message.
@@ -61,13 +62,13 @@ func IsFraming(m chat.Message) bool {
 	return m.Role == chat.RoleUser && strings.HasPrefix(m.Content, FramingPrefix)
 }
 
-// Window applies the conversation window of SPEC §6.4: it keeps at most
-// limit of the newest messages, cutting only just before a framing
-// message so that a cycle (and so an assistant message with tool calls and
-// its tool results) is never split. kept is conv from the earliest
-// framing message that leaves at most limit messages; archived is what
-// precedes it, oldest first, to be appended to the archive before the
-// state is saved without it.
+// Window applies the conversation window of
+// docs/cycle.md#the-conversation-window: it keeps at most limit of the newest
+// messages, cutting only just before a framing message so that a cycle (and
+// so an assistant message with tool calls and its tool results) is never
+// split. kept is conv from the earliest framing message that leaves at most
+// limit messages; archived is what precedes it, oldest first, to be appended
+// to the archive before the state is saved without it.
 //
 // When no such framing message exists (a single cycle longer than limit)
 // the cut falls at the newest framing message, so kept may exceed limit;

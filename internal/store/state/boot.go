@@ -7,8 +7,8 @@ import (
 	"github.com/wisent/singularity/supervision"
 )
 
-// Boot applies the boot gates of SPEC §5.2 to dir and returns the opened
-// store and the being to live with:
+// Boot applies the boot gates of docs/state.md#boot-gates to dir and returns
+// the opened store and the being to live with:
 //
 //   - no state, no resume: newBeing builds a fresh being, which is written
 //     as the directory's first state.json (mode 0700 directory, 0600 file);

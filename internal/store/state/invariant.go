@@ -19,8 +19,8 @@ func JournalTotals(events []Event) (debited, credited money.Amount) {
 	return debited, credited
 }
 
-// CheckInvariant verifies the ledger invariant of SPEC §7.4 between a
-// budget and the being's whole journal, exactly:
+// CheckInvariant verifies the ledger invariant of docs/money.md#the-invariant
+// between a budget and the being's whole journal, exactly:
 //
 //	remaining = starting − Σ cost_debited + Σ revenue_credited
 //

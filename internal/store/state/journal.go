@@ -16,7 +16,7 @@ import (
 	"github.com/wisent/singularity/supervision"
 )
 
-// Journal event types (SPEC §5.3).
+// Journal event types (docs/state.md#the-state-directory).
 const (
 	EventStarted         = "started"
 	EventCycleStarted    = "cycle_started"
@@ -30,7 +30,7 @@ const (
 
 // Event is one line of activity.jsonl. Which fields belong to an event
 // depends on its Type; MarshalJSON writes exactly those, "type" first and
-// the rest in the order of SPEC §5.3:
+// the rest in the order of docs/state.md#the-state-directory:
 //
 //	started          {at}
 //	cycle_started    {at, cycle}

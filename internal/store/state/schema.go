@@ -1,7 +1,7 @@
 // Package state is the durable record of one being: the being-v1 schema of
 // state.json, its atomic save, the append-only activity journal and the
-// conversation archive (SPEC §5.3). Exactly one actor, the being's own,
-// writes a given state directory.
+// conversation archive (docs/state.md#the-state-directory). Exactly one
+// actor, the being's own, writes a given state directory.
 package state
 
 import (
@@ -143,7 +143,7 @@ func nonNil[T any](s []T) []T {
 }
 
 // Identity is fixed at boot from configuration and never changed by the
-// model (SPEC §5.1).
+// model (docs/state.md#identity).
 type Identity struct {
 	AgentID           string `json:"agent_id"`
 	Name              string `json:"name"`

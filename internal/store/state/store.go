@@ -12,7 +12,8 @@ import (
 	"github.com/wisent/singularity/supervision"
 )
 
-// File names inside a state directory (SPEC §5.3, §6.4).
+// File names inside a state directory (docs/state.md#the-state-directory,
+// docs/cycle.md#the-conversation-window).
 const (
 	StateFile   = "state.json"
 	JournalFile = "activity.jsonl"

@@ -1,6 +1,7 @@
-// Package boundary is the output boundary of SPEC §13: every tool result,
-// built-in or remote, is screened here before the model sees it. A result
-// that breaks any rule is replaced whole; the reason goes to the log only.
+// Package boundary is the output boundary of
+// docs/tools.md#the-output-boundary: every tool result, built-in or remote,
+// is screened here before the model sees it. A result that breaks any rule is
+// replaced whole; the reason goes to the log only.
 //
 // Depth is counted on containers. The top-level value is at level 1; a
 // member of an object or an element of an array is one level deeper than
@@ -29,7 +30,7 @@ import (
 	"github.com/wisent/singularity/internal/tools/outcome"
 )
 
-// Limits of SPEC §13.
+// Limits of docs/tools.md#the-output-boundary.
 const (
 	// MaxBytes is the largest accepted serialized result.
 	MaxBytes = 64 << 10
@@ -220,7 +221,7 @@ func (w *walker) str() (string, error) {
 	}
 	var s string
 	if err := json.Unmarshal(w.data[start:w.pos], &s); err != nil {
-		return "", fmt.Errorf("%w: %v", ErrMalformed, err)
+		return "", fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	return s, nil
 }

@@ -11,9 +11,9 @@ import (
 )
 
 // FuzzCheck asserts that whatever Check accepts is clean by an independent
-// reading of SPEC §13 (a decoded tree, lower-casing and EqualFold instead
-// of the package's token walk and folding), and that Check and Apply never
-// panic.
+// reading of docs/tools.md#the-output-boundary (a decoded tree, lower-casing
+// and EqualFold instead of the package's token walk and folding), and that
+// Check and Apply never panic.
 func FuzzCheck(f *testing.F) {
 	for _, tc := range checkCases {
 		// The 64 KiB size cases are left to TestCheck: as seeds they make

@@ -16,7 +16,7 @@ import (
 	"github.com/wisent/singularity/internal/tools/outcome"
 )
 
-// Limits of SPEC §11.
+// Limits of docs/tools.md#built-in-tools.
 const (
 	// MaxMemories is how many memories a being keeps; older ones drop off.
 	MaxMemories = 1000

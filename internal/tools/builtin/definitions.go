@@ -1,7 +1,7 @@
 // Package builtin implements the nine built-in tools every being has
-// (SPEC §11): memory, self-modification, child spawning and workspace file
-// access. The tools operate on the being's mind and an injected
-// environment; they do no actor messaging themselves.
+// (docs/tools.md#built-in-tools): memory, self-modification, child spawning
+// and workspace file access. The tools operate on the being's mind and an
+// injected environment; they do no actor messaging themselves.
 package builtin
 
 import (
@@ -45,9 +45,9 @@ var specs = []spec{
 }
 
 // Definitions returns the nine built-in tool definitions in the order of
-// SPEC §11. Each schema is an object of the listed string properties, all
-// required, with additionalProperties false. The slice is fresh on every
-// call; callers may keep or modify it.
+// docs/tools.md#built-in-tools. Each schema is an object of the listed string
+// properties, all required, with additionalProperties false. The slice is
+// fresh on every call; callers may keep or modify it.
 func Definitions() []chat.Tool {
 	tools := make([]chat.Tool, 0, len(specs))
 	for _, s := range specs {

@@ -1,8 +1,8 @@
-// Package catalog builds the tool catalogue the model sees (SPEC §10):
-// the Las tools in Las order, then the built-in tools, then the Most tools
-// when enabled, under strict registration rules that fail boot rather
-// than shadow or guess. It also formats the catalogue for the `tools`
-// command.
+// Package catalog builds the tool catalogue the model sees
+// (docs/tools.md#the-catalogue): the Las tools in Las order, then the
+// built-in tools, then the Most tools when enabled, under strict registration
+// rules that fail boot rather than shadow or guess. It also formats the
+// catalogue for the `tools` command.
 package catalog
 
 import (

@@ -17,7 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/supervision"
@@ -51,14 +51,14 @@ const DefaultTimeout = 120 * time.Second
 // concurrent use.
 type Client struct {
 	base  string
-	token config.Secret
+	token identity.Secret
 	http  *http.Client
 }
 
 // New returns a client for the Most service at baseURL (MOST_BASE_URL).
 // An unset token leaves the client usable but every call fails with
 // most_unavailable. A nil httpClient means one with DefaultTimeout.
-func New(baseURL string, token config.Secret, httpClient *http.Client) *Client {
+func New(baseURL string, token identity.Secret, httpClient *http.Client) *Client {
 	if httpClient == nil {
 		httpClient = &http.Client{Timeout: DefaultTimeout}
 	}
@@ -154,7 +154,7 @@ func (c *Client) health(ctx context.Context, args json.RawMessage) (outcome.Outc
 	return outcome.Succeeded(content), nil
 }
 
-// message is the Most message body of SPEC §12.
+// message is the Most message body of docs/tools.md#most-tools.
 type message struct {
 	Parts            []part `json:"parts"`
 	PreferredService string `json:"preferred_service,omitempty"`
@@ -253,7 +253,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) ([]by
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return nil, failed(supervision.Permanent, "Most request could not be built", "build request: %v", err)
+		return nil, failed(supervision.Permanent, "Most request could not be built", "build request: %w", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+string(c.token.Reveal()))
 	req.Header.Set("Accept", "application/json")

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/supervision"
@@ -77,9 +77,9 @@ func serve(t *testing.T, token string) (*fakeMost, *Client) {
 	f := &fakeMost{}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	var secret config.Secret
+	var secret identity.Secret
 	if token != "" {
-		secret = config.NewSecret([]byte(token))
+		secret = identity.NewSecret([]byte(token))
 	}
 	return f, New(srv.URL+"/", secret, srv.Client())
 }
@@ -228,7 +228,7 @@ func TestUnreachable(t *testing.T) {
 	require.NoError(t, err)
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
-	c := New("http://"+addr, config.NewSecret([]byte(testToken)), nil)
+	c := New("http://"+addr, identity.NewSecret([]byte(testToken)), nil)
 	o, err := c.Call(context.Background(), Health, json.RawMessage(`{}`))
 	require.Equal(t, supervision.Transient, supervision.KindOf(err))
 	require.JSONEq(t, `{"message":"Most could not be reached (transient)"}`, string(o.Content))
@@ -244,7 +244,7 @@ func TestConnectionDropAfterSend(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	c := New(srv.URL, config.NewSecret([]byte(testToken)), srv.Client())
+	c := New(srv.URL, identity.NewSecret([]byte(testToken)), srv.Client())
 	o, err := c.Call(context.Background(), CreateChat, json.RawMessage(`{"from":"a","to":["b"],"text":"t"}`))
 	require.Equal(t, supervision.Indeterminate, supervision.KindOf(err))
 	require.JSONEq(t, `{"message":"Most connection failed after the request was sent (indeterminate)"}`, string(o.Content))
@@ -309,7 +309,7 @@ func BenchmarkSendMessage(b *testing.B) {
 		_, _ = io.WriteString(w, `{"id":"msg-2"}`)
 	}))
 	defer srv.Close()
-	c := New(srv.URL, config.NewSecret([]byte(testToken)), srv.Client())
+	c := New(srv.URL, identity.NewSecret([]byte(testToken)), srv.Client())
 	args := json.RawMessage(`{"chat_id":"` + chatUUID + `","text":"hello"}`)
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -1,7 +1,8 @@
-// Package most is the client of the Most messaging service (SPEC §12): the
-// three Most tools the model may call when a Most token is configured, and
-// the health check doctor uses. It speaks HTTP with a bearer token and
-// returns tool outcomes; it does no actor messaging itself.
+// Package most is the client of the Most messaging service
+// (docs/tools.md#most-tools): the three Most tools the model may call when a
+// Most token is configured, and the health check doctor uses. It speaks HTTP
+// with a bearer token and returns tool outcomes; it does no actor messaging
+// itself.
 package most
 
 import (
@@ -20,8 +21,8 @@ const (
 // Services a message may prefer.
 var services = []string{"iMessage", "SMS", "RCS"}
 
-// Definitions returns the three Most tool definitions in the order of SPEC
-// §12. The slice is fresh on every call.
+// Definitions returns the three Most tool definitions in the order of
+// docs/tools.md#most-tools. The slice is fresh on every call.
 func Definitions() []chat.Tool {
 	return []chat.Tool{
 		chat.NewTool(Health, "Check Most messaging readiness and active backends",

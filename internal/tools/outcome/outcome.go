@@ -1,6 +1,6 @@
-// Package outcome is the result of one tool call as the being records it
-// and the model sees it (SPEC §14): a status, a content value, an optional
-// error code and the Most ids the call produced.
+// Package outcome is the result of one tool call as the being records it and
+// the model sees it (docs/tools.md#outcomes-and-the-tool-message): a status,
+// a content value, an optional error code and the Most ids the call produced.
 package outcome
 
 import "encoding/json"
@@ -13,17 +13,18 @@ const (
 )
 
 // SensitiveOutputRejected is the error code of a result the output
-// boundary replaced (SPEC §13).
+// boundary replaced (docs/tools.md#the-output-boundary).
 const SensitiveOutputRejected = "sensitive_output_rejected"
 
 // RejectedEnvelope is the whole tool message content of a result the
 // output boundary rejected: nothing of the original result survives.
 const RejectedEnvelope = `{"status":"failed","error_code":"sensitive_output_rejected"}`
 
-// Outcome is one tool call's result. Content is raw JSON (null when
-// absent). ErrorCode, ChatID and MessageID are empty when not applicable.
-// Rejected marks the output boundary's replacement (SPEC §13): its
-// envelope is exactly RejectedEnvelope.
+// Outcome is one tool call's result. Content is raw JSON (null when absent).
+// ErrorCode, ChatID and MessageID are empty when not applicable. Rejected
+// marks the output boundary's replacement
+// (docs/tools.md#the-output-boundary): its envelope is exactly
+// RejectedEnvelope.
 type Outcome struct {
 	Status    string
 	Content   json.RawMessage
@@ -62,8 +63,9 @@ func messageContent(msg string) json.RawMessage {
 	return b
 }
 
-// envelope is the tool message content of SPEC §14; keys are sorted so the
-// text is stable.
+// envelope is the tool message content of
+// docs/tools.md#outcomes-and-the-tool-message; keys are sorted so the text is
+// stable.
 type envelope struct {
 	ChatID    *string         `json:"chat_id"`
 	Content   json.RawMessage `json:"content"`

@@ -1,6 +1,7 @@
 // Package chat holds the OpenAI-compatible conversation shapes that Brama
-// speaks (SPEC §8.2) and that the being keeps in its state: messages, tool
-// calls, tool definitions and token usage. It is data only.
+// speaks (docs/brama.md#the-completion-request) and that the being keeps in
+// its state: messages, tool calls, tool definitions and token usage. It is
+// data only.
 package chat
 
 import "encoding/json"

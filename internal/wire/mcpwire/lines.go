@@ -7,9 +7,9 @@ import (
 	"io"
 )
 
-// MaxLineBytes is the longest line the client accepts from Las (SPEC
-// §9.5): real servers send lines of many megabytes; a longer one breaks
-// the session.
+// MaxLineBytes is the longest line the client accepts from Las (
+// docs/las.md#framing-robustness): real servers send lines of many megabytes;
+// a longer one breaks the session.
 const MaxLineBytes = 32 << 20
 
 // ErrLineTooLong reports a line longer than the reader's limit. The rest

@@ -21,8 +21,8 @@ const (
 	MethodToolsListChanged = "notifications/tools/list_changed"
 )
 
-// DefaultInputSchema is the schema of a tool that declares none (SPEC
-// §9.2).
+// DefaultInputSchema is the schema of a tool that declares none (
+// docs/las.md#handshake).
 var DefaultInputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // ClientInfo names the client in the initialize request.
@@ -41,7 +41,7 @@ type InitializeParams struct {
 	AgentID         string          `json:"agentId"`
 }
 
-// NewInitializeParams returns the initialize parameters of SPEC §9.2.
+// NewInitializeParams returns the initialize parameters of docs/las.md#handshake.
 func NewInitializeParams(clientVersion, agentID string) InitializeParams {
 	return InitializeParams{
 		ProtocolVersion: ProtocolVersion,
@@ -117,7 +117,7 @@ type CancelledParams struct {
 	Reason    string `json:"reason,omitempty"`
 }
 
-// Error codes of Las outcomes (SPEC §9.4).
+// Error codes of Las outcomes (docs/las.md#calls-and-deadlines).
 const (
 	ErrorCodeRemoteTool = "remote_tool"
 	ErrorCodeMCP        = "mcp"

@@ -1,8 +1,8 @@
-// Package mcpwire is the pure wire layer of the Las MCP client: JSON-RPC
-// 2.0 messages framed one per line (SPEC §9.5), classified by their shape,
-// and the few MCP payloads the client builds and reads (initialize,
-// tools/list, tools/call). It does no I/O beyond reading lines from an
-// io.Reader and never logs; the Las actor drives it.
+// Package mcpwire is the pure wire layer of the Las MCP client: JSON-RPC 2.0
+// messages framed one per line (docs/las.md#framing-robustness), classified
+// by their shape, and the few MCP payloads the client builds and reads
+// (initialize, tools/list, tools/call). It does no I/O beyond reading lines
+// from an io.Reader and never logs; the Las actor drives it.
 package mcpwire
 
 import (
@@ -14,7 +14,7 @@ import (
 )
 
 // ProtocolVersion is the MCP revision the client asks for and the only one
-// it accepts back (SPEC §9.2).
+// it accepts back (docs/las.md#handshake).
 const ProtocolVersion = "2024-11-05"
 
 // JSON-RPC error codes the client sends.
@@ -25,8 +25,9 @@ const (
 // Kind is the shape of one message from Las.
 type Kind int
 
-// The shapes of SPEC §9.5. A message with a method is a notification (no
-// id) or a request to us (with an id); without a method it is a response.
+// The shapes of docs/las.md#framing-robustness. A message with a method is a
+// notification (no id) or a request to us (with an id); without a method it
+// is a response.
 const (
 	KindResponse Kind = iota + 1
 	KindNotification
@@ -104,7 +105,7 @@ func Classify(line []byte) (Message, error) {
 		return Message{}, ErrNotJSONRPC
 	}
 	if err := json.Unmarshal(line, &raw); err != nil {
-		return Message{}, fmt.Errorf("%w: %v", ErrNotJSONRPC, err)
+		return Message{}, fmt.Errorf("%w: %w", ErrNotJSONRPC, err)
 	}
 	id := raw.ID
 	if bytes.Equal(id, []byte("null")) {

@@ -1,13 +1,14 @@
-package config
+package identity
 
 import "log/slog"
 
 // Secret holds a credential. It never prints its value: fmt, slog and JSON
 // all see "[redacted]". Reveal is the only way to the bytes and is called
 // only where the credential is used (signing a request, a bearer header).
+// The zero value holds no credential.
 type Secret struct{ value []byte }
 
-// NewSecret wraps a credential value.
+// NewSecret wraps a copy of a credential value.
 func NewSecret(value []byte) Secret { return Secret{value: append([]byte(nil), value...)} }
 
 // Reveal returns a copy of the credential's bytes.

@@ -1,0 +1,94 @@
+package supervision
+
+import (
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/messages"
+)
+
+// crashOnce is a supervised child that panics with its reason on every
+// "crash" and reports each messages.Restarted it reads, with how many
+// Started preceded it in this incarnation.
+type crashOnce struct {
+	news    chan<- restartNews
+	started int
+}
+
+type restartNews struct {
+	messages.Restarted
+	startedBefore int
+}
+
+func (c *crashOnce) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		c.started++
+	case messages.Restarted:
+		c.news <- restartNews{m, c.started}
+	case error:
+		panic(m)
+	}
+}
+
+// parentOf spawns child under a parent supervising with
+// ForBeingChildren, the strategy every being applies.
+type parentOf struct {
+	name string
+	news chan<- restartNews
+	pid  chan<- *actor.PID
+}
+
+func (p *parentOf) Receive(ctx actor.Context) {
+	if _, ok := ctx.Message().(*actor.Started); ok {
+		child, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &crashOnce{news: p.news} }), p.name)
+		if err != nil {
+			panic(err)
+		}
+		p.pid <- child
+	}
+}
+
+// TestRestartNewsReachesEveryRestartedChild: Las and a child being hear
+// of their restarts through the same message, sent by the strategy to
+// the new incarnation, with the running count and the last reason.
+func TestRestartNewsReachesEveryRestartedChild(t *testing.T) {
+	fast := Backoff{Initial: time.Millisecond, Max: time.Millisecond, Jitter: -1}
+	for _, name := range []string{LasChildName, ChildBeingPrefix + "Bo-1a2b3c4d"} {
+		t.Run(name, func(t *testing.T) {
+			system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+			defer system.Shutdown()
+			news := make(chan restartNews, 4)
+			pids := make(chan *actor.PID, 1)
+			strategy := ForBeingChildren(BeingChildrenConfig{
+				Las:   LasConfig{Backoff: fast},
+				Child: ChildBeingConfig{Backoff: fast},
+			})
+			props := actor.PropsFromProducer(func() actor.Actor { return &parentOf{name: name, news: news, pid: pids} }, actor.WithSupervisor(strategy))
+			parent := system.Root.Spawn(props)
+			defer system.Root.Stop(parent)
+			var child *actor.PID
+			select {
+			case child = <-pids:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the child was not spawned")
+			}
+
+			for n, reason := range []string{"first failure", "second failure"} {
+				system.Root.Send(child, errors.New(reason))
+				select {
+				case got := <-news:
+					require.Equal(t, messages.Restarted{Restarts: n + 1, Reason: reason}, got.Restarted)
+					require.Equal(t, 1, got.startedBefore, "the new incarnation reads the news after its Started")
+				case <-time.After(10 * time.Second):
+					t.Fatalf("no restart news after %q", reason)
+				}
+			}
+		})
+	}
+}
