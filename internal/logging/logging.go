@@ -47,9 +47,6 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
-// Discard is a logger that writes nothing, for tests and quiet helpers.
-func Discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
 // AtLeast returns a logger that passes on only records at level or above
 // to log's handler; libraries that chat at info (protoactor) get one.
 func AtLeast(log *slog.Logger, level slog.Level) *slog.Logger {
