@@ -48,6 +48,9 @@ type Runtime struct {
 	MCPTimeout      time.Duration
 	ShutdownGrace   time.Duration
 	ContextMessages int
+	// CheckpointEvents is how many journal events may lie past the last
+	// checkpoint before a new one is written (docs/state.md#the-journal).
+	CheckpointEvents int
 
 	Brama Brama
 	Las   Las
@@ -261,6 +264,11 @@ func loadLoop(rt *Runtime, f LoopFlags) error {
 		return configError("context messages must be a positive integer")
 	}
 	rt.ContextMessages = int(window)
+	events, err := strconv.ParseUint(strings.TrimSpace(f.CheckpointEvents), 10, 31)
+	if err != nil || events == 0 {
+		return configError("checkpoint events must be a positive integer")
+	}
+	rt.CheckpointEvents = int(events)
 	return nil
 }
 

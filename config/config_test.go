@@ -51,7 +51,7 @@ func (f fixture) flags() Flags {
 		Loop: LoopFlags{
 			StartingBalance: "10", InstancePerHour: "0", InputPerMillion: "0", OutputPerMillion: "0",
 			CycleInterval: "5", MaxToolRounds: "8", StateDir: filepath.Join(f.dir, "state"), Workspace: f.dir,
-			HTTPTimeout: "120", MCPTimeout: "120", ShutdownGrace: "10", ContextMessages: "200",
+			HTTPTimeout: "120", MCPTimeout: "120", ShutdownGrace: "10", ContextMessages: "200", CheckpointEvents: "256",
 		},
 		Brama: BramaFlags{BaseURL: "http://127.0.0.1:8081", Model: "any", SecretFile: f.secret, MaxTokens: "2048", Temperature: "0.2"},
 		Las: LasFlags{
@@ -103,6 +103,7 @@ func TestLoadRefusals(t *testing.T) {
 		{"input negative", func(c *Flags) { c.Loop.InputPerMillion = "-3" }, "configuration: prices and balance cannot be negative"},
 		{"output negative", func(c *Flags) { c.Loop.OutputPerMillion = "-1e-9" }, "configuration: prices and balance cannot be negative"},
 		{"max tool rounds zero", func(c *Flags) { c.Loop.MaxToolRounds = "0" }, "configuration: max tool rounds must be positive"},
+		{"checkpoint events zero", func(c *Flags) { c.Loop.CheckpointEvents = "0" }, "configuration: checkpoint events must be a positive integer"},
 		{"workspace missing", func(c *Flags) { c.Loop.Workspace = filepath.Join(f.dir, "nope") }, "configuration: workspace: no such file or directory"},
 		{"workspace not dir", func(c *Flags) { c.Loop.Workspace = notDir }, "configuration: workspace must be a directory"},
 		{"stimulus too long", func(c *Flags) { c.Loop.Stimulus = strings.Repeat("x", MaxStimulusBytes+1) }, "configuration: stimulus must be at most 65536 bytes and contain no NUL"},

@@ -51,6 +51,7 @@ type LoopFlags struct {
 	MCPTimeout       string `name:"mcp-timeout-secs" env:"SINGULARITY_MCP_TIMEOUT_SECS" default:"120" help:"Per-request Las deadline in seconds."`
 	ShutdownGrace    string `name:"shutdown-grace-secs" env:"SINGULARITY_SHUTDOWN_GRACE_SECS" default:"10" help:"Grace in seconds before the Las child is killed."`
 	ContextMessages  string `name:"context-messages" env:"SINGULARITY_CONTEXT_MESSAGES" default:"200" help:"Conversation window in messages."`
+	CheckpointEvents string `name:"checkpoint-events" env:"SINGULARITY_CHECKPOINT_EVENTS" default:"256" help:"Journal events past the last checkpoint that trigger a new one."`
 }
 
 // BramaFlags locate and authenticate the model gateway.

@@ -21,38 +21,50 @@ type Budget struct {
 	Earned        money.Amount
 }
 
-// DebitRequest asks a being's ledger to charge one Brama completion
-// (docs/money.md#debit): its token usage and the wall-clock time the call took.
-// Answered with a DebitResponse.
+// DebitRequest asks a being's ledger to price one Brama completion
+// (docs/money.md#debit): its token usage and the wall-clock time the call
+// took. Answered with a DebitResponse. Pricing changes nothing: the being
+// journals the debit first and then tells the ledger CostDebited.
 type DebitRequest struct {
 	Usage   chat.Usage
 	Elapsed time.Duration
 }
 
-// DebitResponse is the debit applied: the API part and the instance part
-// (each rounded up to 12 places), their sum, and the budget after it. The
-// caller journals model_completed and cost_debited{Amount} and saves the
-// budget before any tool of the round runs.
+// DebitResponse is the priced completion: the API part and the instance
+// part (each rounded up to 12 places), their sum, and the tokens it adds.
 type DebitResponse struct {
 	API      money.Amount
 	Instance money.Amount
 	Amount   money.Amount
-	Budget   Budget
+	Tokens   uint64
 }
 
-// CreditRequest asks the ledger to credit trusted revenue evidence from a
-// tool result (docs/money.md#credit): the tool's name and its result as JSON
-// text. Answered with a CreditResponse.
+// CostDebited tells the ledger that a priced debit is durable in the
+// journal: it takes it from the budget now.
+type CostDebited struct {
+	API      money.Amount
+	Instance money.Amount
+	Tokens   uint64
+}
+
+// CreditRequest asks the ledger whether a tool result is trusted revenue
+// evidence (docs/money.md#credit): the tool's name and its result as JSON
+// text. Answered with a CreditResponse; nothing is credited until the
+// being, having journaled it, sends RevenueCredited.
 type CreditRequest struct {
 	Tool   string
 	Result json.RawMessage
 }
 
-// CreditResponse says whether anything was credited. When Credited, the
-// caller journals revenue_credited{Amount, Source} and saves Budget.
+// CreditResponse says whether the result carries revenue and how much.
 type CreditResponse struct {
 	Credited bool
 	Amount   money.Amount // rounded down to 12 places; zero unless Credited
 	Source   string       // the tool name; empty unless Credited
-	Budget   Budget
+}
+
+// RevenueCredited tells the ledger that a credit is durable in the
+// journal: it adds it to the budget now.
+type RevenueCredited struct {
+	Amount money.Amount
 }

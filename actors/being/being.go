@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -53,12 +52,33 @@ type Being struct {
 	// epoch invalidates continuations of work abandoned at shutdown or
 	// by a crash.
 	epoch uint64
-	timer *time.Timer
+	// stopTick cancels the sleep before the next cycle; tickDeferred is a
+	// tick that came while a write was in flight.
+	stopTick     func() bool
+	tickDeferred bool
 
 	tools *builtin.Tools
 
+	// write is the durable write in flight or held for storage (nil when
+	// none); warnings wait to be journaled with the next step.
+	write        *write
+	nextWrite    uint64
+	warnings     []state.Event
+	storage      storageFault
+	checkpointed uint64 // the seq the last checkpoint includes
+	// booted is set once the boot step is durable: only then may the
+	// being write (a refused boot leaves its directory as it was).
+	booted bool
+	// failedCycles counts consecutive cycles that ended in an error: the
+	// wait before the next doubles with each (docs/cycle.md#storage-faults).
+	failedCycles int
+
 	restarts    int
 	lastFailure string
+
+	// inline makes durable writes run on the caller's goroutine and
+	// continue at once: tests that drive the handlers one by one set it.
+	inline bool
 }
 
 var _ actor.Actor = (*Being)(nil)
@@ -95,8 +115,11 @@ var incarnations atomic.Uint64
 func (b *Being) onPanic() {
 	if r := recover(); r != nil {
 		b.epoch++
-		if b.timer != nil {
-			b.timer.Stop()
+		if b.stopTick != nil {
+			b.stopTick()
+		}
+		if b.storage.cancel != nil {
+			b.storage.cancel()
 		}
 		panic(r)
 	}
@@ -133,6 +156,10 @@ func (b *Being) Receive(ctx actor.Context) {
 		b.handleGraceExpired(ctx, msg)
 	case messages.LasCatalogChanged, messages.LasRestarted, messages.LasSurfaceMissing, messages.LasUnavailable:
 		b.handleLasEvent(ctx, msg)
+	case writeDone:
+		b.handleWriteDone(ctx, msg)
+	case writeRetry:
+		b.handleWriteRetry(ctx, msg)
 	case messages.Restarted:
 		b.restarts, b.lastFailure = msg.Restarts, msg.Reason
 	case messages.InjectPanic:
@@ -140,6 +167,9 @@ func (b *Being) Receive(ctx actor.Context) {
 			panic(errors.New("being: injected panic"))
 		}
 	}
+	// Warnings of handlers outside a cycle (Las news, a child's end) are
+	// journaled now; a cycle's go with its next step.
+	b.flushWarnings(ctx)
 }
 
 // handleStarted loads the state directory, opens the journal, spawns the
@@ -178,12 +208,22 @@ func (b *Being) failStart(ctx actor.Context, err error) {
 	b.stopWith(ctx, err)
 }
 
-// load reads the being's state and opens its journal and archive.
+// load reads the being's state: the checkpoint, then the journal
+// events after it (docs/state.md#resume-and-recovery). A fresh being
+// (Options.Fresh) has no files yet and reads nothing; its first durable
+// write is the boot step. Loading writes nothing but the repair of a
+// torn journal line.
 func (b *Being) load() error {
+	if b.opts.Fresh != nil {
+		st := *b.opts.Fresh
+		b.st = &st
+		return nil
+	}
 	store, err := state.Open(b.opts.StateDir)
 	if err != nil {
 		return err
 	}
+	store.SetFault(b.opts.StorageFault)
 	st, err := store.Load()
 	if err != nil {
 		return err
@@ -199,74 +239,90 @@ func (b *Being) load() error {
 		return err
 	}
 	b.store, b.st, b.journal, b.archive = store, st, journal, archive
-	if err := b.record(state.Started(at)); err != nil {
+	if err := b.recover(journal.Loaded()); err != nil {
 		return err
 	}
 	b.closeInterruptedCalls()
-	return b.reconcile()
+	return nil
 }
 
-// closeInterruptedCalls answers the tool calls of a round that a crash cut
-// short: their effect is unknown and they are never replayed (
-// docs/las.md#calls-and-deadlines), and without an answer every later request
-// would carry tool calls with no results, which OpenAI-compatible servers
-// refuse.
-func (b *Being) closeInterruptedCalls() {
-	conv := b.st.Conversation
-	last := len(conv) - 1
-	for last >= 0 && conv[last].Role == chat.RoleTool {
-		last--
+// recover brings the checkpoint up to date with the journal. A
+// checkpoint with journal_seq catches up by applying every later event;
+// one without (the reference's, or this runtime's before it kept a
+// write-ahead journal) covers the whole journal, so only its budget may
+// lag: a journal that cannot explain it is reported and the saved budget
+// kept.
+func (b *Being) recover(events []state.Event) error {
+	if b.st.JournalSeq == nil {
+		return b.reconcile(events)
 	}
-	if last < 0 || conv[last].Role != chat.RoleAssistant || len(conv[last].ToolCalls) == 0 {
-		return
+	from := b.st.Seq()
+	if last := b.journal.NextSeq() - 1; last > from && (len(events) == 0 || events[0].Seq > from+1) {
+		// A crash between a rotation and its checkpoint: the events
+		// past the checkpoint begin in the previous segment.
+		all, err := state.ReadAll(b.opts.StateDir)
+		if err != nil {
+			return err
+		}
+		events = all
 	}
-	answered := map[string]bool{}
-	for _, m := range conv[last+1:] {
-		answered[m.ToolCallID] = true
-	}
-	o := outcome.Unknown("interrupted", "the being stopped before this call finished")
-	var closed []chat.Message
-	for _, call := range conv[last].ToolCalls {
-		if !answered[call.ID] {
-			closed = append(closed, chat.Message{Role: chat.RoleTool, ToolCallID: call.ID, Name: call.Function.Name, Content: o.Envelope()})
+	applied := 0
+	for _, e := range events {
+		if e.Seq > from {
+			b.st.Apply(e)
+			applied++
 		}
 	}
-	if len(closed) > 0 {
-		b.appendMessages(closed...)
-		b.warn(fmt.Sprintf("closed %d tool call(s) interrupted by the previous stop", len(closed)))
+	b.checkpointed = from
+	if applied > 0 {
+		b.log.Info("caught up with the journal", "events", applied)
 	}
+	return nil
 }
 
-// reconcile brings the saved budget up to date with the journal: a crash
-// between journaling a cost (or a credit) and the next save leaves the
-// journal one money event ahead (docs/money.md#the-invariant). A journal that
-// cannot explain the budget (a state from another runtime, an edited file) is
-// reported and the saved budget kept.
-func (b *Being) reconcile() error {
-	events, err := state.ReadJournal(b.store.Path(state.JournalFile))
-	if err != nil {
-		return err // names the journal and the line
-	}
+// reconcile is recover for a checkpoint without journal_seq.
+func (b *Being) reconcile(events []state.Event) error {
 	budget, applied, err := ledger.Recover(b.st.Budget, events, b.opts.Pricing)
 	switch {
 	case err != nil:
 		b.warn("budget not reconciled with the journal: " + err.Error())
-		return nil
-	case applied == 0:
-		return nil
+	case applied > 0:
+		b.st.Budget = budget
+		b.warn(fmt.Sprintf("recovered %d money event(s) from the journal after a crash", applied))
 	}
-	b.st.Budget = budget
-	b.warn(fmt.Sprintf("recovered %d money event(s) from the journal after a crash", applied))
-	return b.save()
+	seq := b.journal.NextSeq() - 1
+	b.st.JournalSeq = &seq
+	return nil
+}
+
+// closeInterruptedCalls answers every tool call in the conversation that
+// has no result, wherever it stands (docs/las.md#calls-and-deadlines):
+// its effect is unknown and it is never replayed, and without an answer
+// every later request would carry a tool call with no result, which
+// OpenAI-compatible servers refuse.
+func (b *Being) closeInterruptedCalls() {
+	o := outcome.Unknown("interrupted", "the being stopped before this call finished")
+	conv, closed := state.CloseUnanswered(b.st.Conversation, func(call chat.ToolCall) chat.Message {
+		return chat.Message{Role: chat.RoleTool, ToolCallID: call.ID, Name: call.Function.Name, Content: o.Envelope()}
+	})
+	if closed > 0 {
+		b.st.Conversation = conv
+		b.warn(fmt.Sprintf("closed %d tool call(s) interrupted by the previous stop", closed))
+	}
 }
 
 // handleStopping closes the files when the actor stops or restarts
 // without a graceful shutdown (a crash, or the parent stopping abruptly).
 func (b *Being) handleStopping() {
+	b.phase = phaseStopped // this incarnation is over, gracefully or not
 	b.epoch++
-	if b.timer != nil {
-		b.timer.Stop()
+	if b.stopTick != nil {
+		b.stopTick()
 	}
+	if b.storage.cancel != nil {
+		b.storage.cancel()
+	}
+	// A write still in flight finishes first (the files' locks).
 	if b.journal != nil {
 		b.journal.Close()
 		b.journal = nil
@@ -281,27 +337,6 @@ func (b *Being) sendParent(ctx actor.Context, msg any) {
 	if parent := ctx.Parent(); parent != nil {
 		ctx.Send(parent, msg)
 	}
-}
-
-// record appends one event to the journal (fsynced).
-func (b *Being) record(e state.Event) error {
-	if b.journal == nil {
-		return supervision.New(supervision.ClassState, "journal is closed")
-	}
-	return b.journal.Append(e) // its errors name the journal file
-}
-
-// save writes state.json atomically, stamping updated_at.
-func (b *Being) save() error {
-	b.st.UpdatedAt = b.opts.now()
-	return b.store.Save(b.st) // its errors name the state file
-}
-
-func (b *Being) warn(message string) {
-	if err := b.record(state.Warning(b.opts.now(), b.st.Cycle, message)); err != nil {
-		b.log.Error("journal warning failed", "err", err)
-	}
-	b.log.Warn(message)
 }
 
 func (b *Being) String() string {

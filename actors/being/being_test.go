@@ -316,7 +316,8 @@ func TestShutdownGraceAbandonsLasCall(t *testing.T) {
 
 	events := h.journal()
 	assert.Equal(t, []string{"abandoned las call in flight: shutdown grace expired"}, warnings(events))
-	assert.Equal(t, []string{"started", "cycle_started", "model_completed", "cost_debited", "warning", "stopped"}, testkit.Types(events))
+	// The two calls it closed (in flight, not run) are journaled too.
+	assert.Equal(t, []string{"started", "cycle_started", "model_completed", "cost_debited", "warning", "tool_finished", "tool_finished", "stopped"}, testkit.Types(events))
 	st := h.state()
 	require.Len(t, st.Conversation, 4)
 	assertCallsAnswered(t, st.Conversation)
@@ -354,7 +355,8 @@ func TestOnceExhaustedMidCycle(t *testing.T) {
 	assert.Equal(t, "-0.001", st.Budget.Remaining.String())
 	assert.Len(t, srv.Completions(), 1)
 	events := h.journal()
-	assert.Equal(t, []string{"started", "cycle_started", "model_completed", "cost_debited", "tool_finished", "stopped"}, testkit.Types(events))
+	assert.Equal(t, []string{"started", "cycle_started", "model_completed", "cost_debited", "tool_finished", "memory_added", "stopped"}, testkit.Types(events))
+	assert.Len(t, st.Mind.Memories, 1, "the memory of the journaled step is in the mind")
 	assert.Equal(t, state.StatusExhausted, events[len(events)-1].Status)
 	require.NoError(t, state.CheckInvariant(st.Budget, events))
 }

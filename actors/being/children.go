@@ -50,36 +50,95 @@ func sanitizeName(s string) string {
 	return string(out)
 }
 
-// spawnChild carries out the spawn tool's effect (docs/family.md#spawning): a
-// new state directory under children/, a fresh being saved there with its own
-// persona and the configured starting balance, and — except in once mode,
-// where the child waits for the next `run --resume` — a child actor started
-// under this being. The tool then records the child in the mind.
-func (b *Being) spawnChild(ctx actor.Context, req builtin.ChildRequest) (builtin.ChildStarted, error) {
+// spawnChild carries out the spawn tool's effect
+// (docs/family.md#spawning): a new state directory under children/ with
+// a fresh being saved there (its own persona, the configured starting
+// balance), written by the writer pool. Its result records the child in
+// the mind; only once that step is durable does the child actor start —
+// except in once mode, where the child waits for the next `run
+// --resume`.
+func (b *Being) spawnChild(ctx actor.Context, spawn builtin.Spawn, done func(toolResult)) {
+	req := spawn.Child
 	dir := filepath.Join(b.opts.StateDir, "children", req.ID)
-	if err := os.MkdirAll(filepath.Join(b.opts.StateDir, "children"), 0o700); err != nil {
-		return builtin.ChildStarted{}, fmt.Errorf("%w: %w", builtin.ErrChildState, err)
-	}
 	opts := b.opts.child(dir, req.Name, req.Ticker, req.Specialty)
 	fresh := NewState(opts.Identity, opts.StartingBalance, opts.Model, opts.now())
-	if _, _, _, err := state.Boot(dir, false, opts.Identity, func() (*state.Being, error) { return fresh, nil }); err != nil {
-		return builtin.ChildStarted{}, fmt.Errorf("%w: %w", builtin.ErrChildState, err)
-	}
-	ref := &childRef{id: req.ID, name: req.Name}
 	actorName := childActorName(req.Name, req.ID)
+	started := builtin.ChildStarted{Actor: ctx.Self().Id + "/" + actorName, StateDir: dir}
 	if b.opts.Mode == Once {
-		b.children = append(b.children, ref)
-		return builtin.ChildStarted{Actor: ctx.Self().Id + "/" + actorName, StateDir: dir, Status: state.StatusStarting}, nil
+		started.Status = state.StatusStarting
+	}
+	fault := b.opts.StorageFault
+	b.onWriter(ctx, func() error {
+		if err := os.MkdirAll(filepath.Join(b.opts.StateDir, "children"), state.DirMode); err != nil {
+			return fmt.Errorf("%w: %w", builtin.ErrChildState, err)
+		}
+		if _, _, _, err := bootChild(dir, opts.Identity, fresh, fault); err != nil {
+			return fmt.Errorf("%w: %w", builtin.ErrChildState, err)
+		}
+		return nil
+	}, func(err error) {
+		res := spawn.Finish(started, err)
+		r := toolResult{outcome: res.Outcome, changes: res.Changes}
+		if err == nil {
+			r.after = func(ctx actor.Context) { b.startChild(ctx, req, opts, actorName) }
+		}
+		done(r)
+	})
+}
+
+// bootChild writes a spawned child's first state.json.
+func bootChild(dir string, id state.Identity, fresh *state.Being, fault state.Fault) (*state.Store, *state.Being, bool, error) {
+	if fault != nil {
+		if err := fault(state.StateFile); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	return state.Boot(dir, false, id, func() (*state.Being, error) { return fresh, nil })
+}
+
+// startChild starts a spawned child's actor once its record is durable
+// (in once mode it only records it).
+func (b *Being) startChild(ctx actor.Context, req builtin.ChildRequest, opts Options, actorName string) {
+	ref := &childRef{id: req.ID, name: req.Name}
+	b.children = append(b.children, ref)
+	if b.opts.Mode == Once {
+		return
 	}
 	opts.Mode = Run
 	pid, err := ctx.SpawnNamed(Props(opts), actorName)
 	if err != nil {
-		return builtin.ChildStarted{}, err
+		b.warn("child " + req.Name + " cannot be started: " + err.Error())
+		ref.done = true
+		return
 	}
 	ref.pid = pid
-	b.children = append(b.children, ref)
-	return builtin.ChildStarted{Actor: pid.Id, StateDir: dir}, nil
 }
+
+// onWriter runs work on the family's writer pool and continues with its
+// error on the mailbox; continuations of an incarnation that ended are
+// dropped.
+func (b *Being) onWriter(ctx actor.Context, work func() error, cont func(error)) {
+	if b.inline {
+		cont(work())
+		return
+	}
+	epoch := b.epoch
+	system := ctx.ActorSystem()
+	future := actor.NewFuture(system, fileTimeout)
+	b.opts.Writers.Do(func() { system.Root.Send(future.PID(), writeResult{work()}) })
+	ctx.ReenterAfter(future, func(res any, err error) {
+		if b.epoch != epoch {
+			return
+		}
+		if r, ok := res.(writeResult); ok {
+			err = r.err
+		}
+		cont(err)
+	})
+}
+
+// writeResult carries a writer job's error through a future.
+type writeResult struct{ err error }
 
 // resumeChildren brings back every recorded child from its own directory
 // (docs/family.md#spawning): exhausted or failed children are loaded for the

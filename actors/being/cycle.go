@@ -27,14 +27,21 @@ type cycleRun struct {
 	calls   []chat.ToolCall
 	next    int
 	// waiting is what the cycle waits for, for the debug endpoint and
-	// the shutdown logic (abandonWork).
+	// the shutdown logic (abandonWork); held is what a write held for
+	// storage would leave in flight if it were given up.
 	waiting waitFor
+	held    waitFor
 }
 
 // startCycle runs step 1 and 2 of docs/cycle.md#anatomy-of-a-cycle: the
-// solvency gate, then the framing.
+// solvency gate, then the framing. A tick that arrives while a write is
+// in flight (warnings, a checkpoint) starts the cycle when it lands.
 func (b *Being) startCycle(ctx actor.Context) {
 	if b.phase != phaseIdle || b.stop != nil {
+		return
+	}
+	if b.write != nil {
+		b.tickDeferred = true
 		return
 	}
 	if !b.solvent() {
@@ -43,50 +50,34 @@ func (b *Being) startCycle(ctx actor.Context) {
 	}
 	b.cycle = &cycleRun{}
 	b.phase = phaseCycling
-	if err := b.frame(); err != nil {
-		b.endCycle(ctx, b.report(ReportCompleted, nil, nil), err)
-		return
-	}
-	b.startRound(ctx)
+	b.frame(ctx)
 }
 
 // solvent is the solvency gate: remaining above zero. The being's copy
 // of the budget is the ledger's last answer, so no ask is needed.
 func (b *Being) solvent() bool { return b.st.Budget.Remaining.Sign() > 0 }
 
-// frame increments the cycle, journals it, appends the framing message
-// (and the stimulus on cycle 1) and saves.
-func (b *Being) frame() error {
-	b.st.Cycle++
-	at := b.opts.now()
-	if err := b.record(state.CycleStarted(at, b.st.Cycle)); err != nil {
-		return err
-	}
+// frame journals the next cycle's cycle_started with its framing message
+// (and the stimulus on cycle 1) as one step, then starts the first round.
+// Applying it advances the counter and appends the messages; a framing
+// the model never answered (the last cycle failed first) is replaced.
+func (b *Being) frame(ctx actor.Context) {
+	cycle := b.st.Cycle + 1
 	budget := b.st.Budget
-	text := prompt.Framing(b.st.Cycle, budget.Remaining, budget.Earned, budget.NetProfit(), b.st.Mind.CurrentModel, b.st.RecentActions)
-	b.appendMessages(chat.Message{Role: chat.RoleUser, Content: text})
-	if b.st.Cycle == 1 && b.opts.Stimulus != "" {
-		b.appendMessages(chat.Message{Role: chat.RoleUser, Content: prompt.Stimulus(b.opts.Stimulus)})
+	text := prompt.Framing(cycle, budget.Remaining, budget.Earned, budget.NetProfit(), b.st.Mind.CurrentModel, b.st.RecentActions)
+	msgs := []chat.Message{{Role: chat.RoleUser, Content: text}}
+	if cycle == 1 && b.opts.Stimulus != "" {
+		msgs = append(msgs, chat.Message{Role: chat.RoleUser, Content: prompt.Stimulus(b.opts.Stimulus)})
 	}
-	return b.save()
+	b.commit(ctx, []state.Event{state.CycleStarted(b.opts.now(), cycle, msgs...)}, b.startRound)
 }
 
-// appendMessages adds to the conversation and applies the window: what leaves
-// it goes to conversation.jsonl first
-// (docs/cycle.md#the-conversation-window).
-func (b *Being) appendMessages(msgs ...chat.Message) {
-	b.st.Conversation = append(b.st.Conversation, msgs...)
-	kept, archived := state.Window(b.st.Conversation, b.opts.ContextMessages)
-	if len(archived) == 0 {
-		return
-	}
-	if err := b.archive.Append(archived...); err != nil {
-		// Keep everything rather than lose messages; the next append
-		// tries again.
-		b.log.Error("archive append failed", "err", err)
-		return
-	}
-	b.st.Conversation = append([]chat.Message(nil), kept...)
+// window is the conversation as the model sees it: the newest messages
+// within the window (state.Window). The messages before it leave the
+// state at the next checkpoint.
+func (b *Being) window() []chat.Message {
+	kept, _ := state.Window(b.st.Conversation, b.opts.ContextMessages)
+	return kept
 }
 
 // startRound runs one model round, or ends the cycle at the round limit.
@@ -102,15 +93,14 @@ func (b *Being) startRound(ctx actor.Context) {
 		return
 	}
 	if !b.solvent() {
-		err := b.save()
-		b.endCycle(ctx, b.report(ReportBudgetExhausted, nil, b.cycle.actions), err)
+		b.endCycle(ctx, b.report(ReportBudgetExhausted, nil, b.cycle.actions), nil)
 		return
 	}
 	b.cycle.round++
 	req := messages.CompletionRequest{
 		AgentID:  b.st.Identity.AgentID,
 		Model:    b.st.Mind.CurrentModel,
-		Messages: prompt.Cognition(&b.st.Mind, b.st.Conversation),
+		Messages: prompt.Cognition(&b.st.Mind, b.window()),
 		Tools:    b.catalog.tools,
 	}
 	b.cycle.waiting = waitModel
@@ -130,8 +120,10 @@ func (b *Being) modelTimeout() time.Duration {
 	return 130 * time.Second
 }
 
-// handleCompletion debits the completion, makes the cost durable before
-// any tool runs, and continues with the tool calls or ends the cycle.
+// handleCompletion has the ledger price the completion, then journals it
+// with its debit as one step (docs/money.md#debit): only once that is
+// durable does the ledger take the cost, the assistant message join the
+// conversation and any tool run.
 func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResponse) {
 	b.cycle.waiting = waitNothing
 	if resp.Err != nil {
@@ -149,39 +141,35 @@ func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResp
 			b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), supervision.Errorf(supervision.ClassState, "debit: %w", err))
 			return
 		}
-		if err := b.recordDebit(resp, debit); err != nil {
-			b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), err)
-			return
-		}
-		if len(resp.Message.ToolCalls) == 0 {
-			content := resp.Message.Content
-			b.endCycle(ctx, b.report(ReportCompleted, &content, b.cycle.actions), nil)
-			return
-		}
-		b.cycle.calls = resp.Message.ToolCalls
-		b.cycle.next = 0
-		b.nextTool(ctx)
+		b.commitCompletion(ctx, resp, debit)
 	})
 }
 
-// recordDebit journals model_completed and cost_debited, appends the
-// assistant message and saves: a crash after this loses no recorded cost.
-func (b *Being) recordDebit(resp messages.CompletionResponse, debit messages.DebitResponse) error {
+// commitCompletion is the completion's step: model_completed with the
+// assistant message, cost_debited with the priced split, and the
+// truncation warning when there is one.
+func (b *Being) commitCompletion(ctx actor.Context, resp messages.CompletionResponse, debit messages.DebitResponse) {
 	at := b.opts.now()
-	b.st.Budget = state.Budget(debit.Budget)
-	if err := b.record(state.ModelCompleted(at, b.st.Cycle, resp.Usage)); err != nil {
-		return err
-	}
-	if err := b.record(state.CostDebited(at, b.st.Cycle, debit.Amount)); err != nil {
-		return err
-	}
 	if resp.Truncated {
 		b.warn("completion truncated at max tokens")
 	}
 	msg := resp.Message
 	msg.Role = chat.RoleAssistant
-	b.appendMessages(msg)
-	return b.save()
+	step := []state.Event{
+		state.ModelCompleted(at, b.st.Cycle, resp.Usage, msg),
+		state.Debited(at, b.st.Cycle, debit.API, debit.Instance, debit.Tokens),
+	}
+	b.commit(ctx, step, func(ctx actor.Context) {
+		ctx.Send(b.ledger, messages.CostDebited{API: debit.API, Instance: debit.Instance, Tokens: debit.Tokens})
+		if len(msg.ToolCalls) == 0 {
+			content := msg.Content
+			b.endCycle(ctx, b.report(ReportCompleted, &content, b.cycle.actions), nil)
+			return
+		}
+		b.cycle.calls = msg.ToolCalls
+		b.cycle.next = 0
+		b.nextTool(ctx)
+	})
 }
 
 // report builds the cycle report from the current budget.
@@ -202,19 +190,37 @@ func (b *Being) report(status string, final *string, actions []string) messages.
 	}
 }
 
-// endCycle closes the cycle and decides what comes next
-// (docs/cycle.md#run-loop-errors-and-shutdown): once reports to the parent;
-// run sleeps and continues, stops exhausted, or fails on a permanent Brama
-// error.
+// endCycle closes the cycle, writes the cycle-end checkpoint and then
+// decides what comes next (afterCycle). In run a cycle error is
+// journaled as a warning (with the checkpoint's step).
 func (b *Being) endCycle(ctx actor.Context, report messages.CycleReport, err error) {
 	b.closeCycle()
 	report.Err = err
-	if report.Status == ReportBudgetExhausted {
-		b.st.Status = state.StatusExhausted
-		if saveErr := b.save(); saveErr != nil && err == nil {
-			report.Err = saveErr
-		}
+	if err != nil && b.opts.Mode != Once && !permanentBrama(err) {
+		b.warn(err.Error())
 	}
+	b.commitCheckpoint(ctx, func(ctx actor.Context) { b.afterCycle(ctx, report, err) })
+}
+
+// commitCheckpoint journals the pending warnings (if any), then writes a
+// checkpoint, then continues.
+func (b *Being) commitCheckpoint(ctx actor.Context, then func(ctx actor.Context)) {
+	if b.journal == nil || b.opts.Mode == Dormant {
+		then(ctx)
+		return
+	}
+	if len(b.warnings) > 0 {
+		b.commit(ctx, nil, func(ctx actor.Context) { b.writeCheckpoint(ctx, then) })
+		return
+	}
+	b.writeCheckpoint(ctx, then)
+}
+
+// afterCycle decides what follows a cycle whose end is durable
+// (docs/cycle.md#run-loop-errors-and-shutdown): once reports to the
+// parent; run sleeps and continues (longer after failing cycles), stops
+// exhausted, or fails on a permanent Brama error.
+func (b *Being) afterCycle(ctx actor.Context, report messages.CycleReport, err error) {
 	b.sendParent(ctx, report)
 	if b.opts.Mode == Once {
 		if permanentBrama(err) {
@@ -238,7 +244,9 @@ func (b *Being) endCycle(ctx actor.Context, report messages.CycleReport, err err
 		b.stopWith(ctx, err)
 		return
 	case err != nil:
-		b.warn(err.Error())
+		b.failedCycles++
+	default:
+		b.failedCycles = 0
 	}
 	if b.stop != nil {
 		b.continueShutdown(ctx)
@@ -251,15 +259,39 @@ func (b *Being) endCycle(ctx actor.Context, report messages.CycleReport, err err
 	b.scheduleTick(ctx)
 }
 
-// scheduleTick sleeps the cycle interval, then starts the next cycle; a
-// stop request cancels the sleep.
+// Bounds of the wait after failing cycles (docs/cycle.md#storage-faults).
+const (
+	failedCycleFloor = time.Second
+	failedCycleMax   = 5 * time.Minute
+)
+
+// nextWait is the sleep before the next cycle: the interval, or after n
+// failing cycles in a row the interval (at least 1 s) doubled n−1 times,
+// at most 5 min.
+func nextWait(interval time.Duration, failed int) time.Duration {
+	if failed == 0 {
+		return interval
+	}
+	wait := max(interval, failedCycleFloor)
+	for range failed - 1 {
+		if wait >= failedCycleMax {
+			break
+		}
+		wait *= 2
+	}
+	return min(wait, failedCycleMax)
+}
+
+// scheduleTick sleeps, then starts the next cycle; a stop request
+// cancels the sleep.
 func (b *Being) scheduleTick(ctx actor.Context) {
 	self, system, epoch := ctx.Self(), ctx.ActorSystem(), b.epoch
-	if b.opts.CycleInterval <= 0 {
+	wait := nextWait(b.opts.CycleInterval, b.failedCycles)
+	if wait <= 0 {
 		ctx.Send(self, tick{epoch})
 		return
 	}
-	b.timer = time.AfterFunc(b.opts.CycleInterval, func() { system.Root.Send(self, tick{epoch}) })
+	b.stopTick = b.opts.clockAfter(wait, func() { system.Root.Send(self, tick{epoch}) })
 }
 
 // abandonCycle ends a cycle cut short by a stop request at a round

@@ -6,6 +6,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/wisent/singularity/actors/las"
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
 )
@@ -55,25 +56,90 @@ func (b *Being) lasBootTimeout() time.Duration {
 }
 
 // afterLasReady builds the boot catalogue (a registration failure ends
-// the being, exit 5) and starts the first cycle.
+// the being, exit 5), then writes the boot step and starts the first
+// cycle. Every boot check has passed by then: the boot step is the
+// being's first durable write (docs/state.md#boot-gates).
 func (b *Being) afterLasReady(ctx actor.Context) {
 	if err := b.rebuildCatalog(); err != nil {
 		b.failStart(ctx, err)
 		return
 	}
-	b.phase = phaseIdle
-	b.resumeChildren(ctx)
 	if b.opts.Mode == Dormant {
+		b.phase = phaseIdle
+		b.resumeChildren(ctx)
 		return
 	}
-	if b.st.Status != "running" {
-		b.st.Status = "running"
-		if err := b.save(); err != nil {
+	b.st.Status = state.StatusRunning // durable with the boot checkpoint
+	if b.journal != nil {
+		b.commitBoot(ctx)
+		return
+	}
+	// A fresh being: its directory and first state.json come now.
+	fresh, fault := b.st, b.opts.StorageFault
+	var opened *openedState
+	b.onWriter(ctx, func() error {
+		var err error
+		opened, err = createState(b.opts.StateDir, fresh, fault)
+		return err
+	}, func(err error) {
+		if err != nil {
 			b.failStart(ctx, err)
 			return
 		}
+		b.store, b.journal, b.archive = opened.store, opened.journal, opened.archive
+		b.commitBoot(ctx)
+	})
+}
+
+// commitBoot journals started (with the warnings of the load) and writes
+// a checkpoint; then the being lives.
+func (b *Being) commitBoot(ctx actor.Context) {
+	b.commit(ctx, []state.Event{state.Started(b.opts.now())}, func(ctx actor.Context) {
+		b.writeCheckpoint(ctx, func(ctx actor.Context) {
+			b.booted = true
+			if b.phase != phaseBooting {
+				return // stopped meanwhile: the shutdown goes on
+			}
+			b.phase = phaseIdle
+			b.resumeChildren(ctx)
+			ctx.Send(ctx.Self(), tick{b.epoch})
+		})
+	})
+}
+
+// openedState is a fresh being's state directory, once written.
+type openedState struct {
+	store   *state.Store
+	journal *state.Journal
+	archive *state.Archive
+}
+
+// createState writes a fresh being's directory and first state.json and
+// opens its journal and archive; it runs on a writer goroutine.
+func createState(dir string, fresh *state.Being, fault state.Fault) (*openedState, error) {
+	store, err := state.Open(dir)
+	if err != nil {
+		return nil, err
 	}
-	ctx.Send(ctx.Self(), tick{b.epoch})
+	store.SetFault(fault)
+	if fault != nil {
+		if err := fault(state.StateFile); err != nil {
+			return nil, err
+		}
+	}
+	if err := store.Create(fresh); err != nil {
+		return nil, err
+	}
+	journal, err := store.OpenJournal(fresh.StartedAt, 0)
+	if err != nil {
+		return nil, err
+	}
+	archive, err := store.OpenArchive()
+	if err != nil {
+		journal.Close()
+		return nil, err
+	}
+	return &openedState{store: store, journal: journal, archive: archive}, nil
 }
 
 // handleLasEvent follows what the Las actor reports about itself.

@@ -11,6 +11,7 @@ import (
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/most"
+	"github.com/wisent/singularity/supervision"
 )
 
 // Mode says how a being lives.
@@ -74,8 +75,31 @@ type Options struct {
 	// Most serves the three Most tools; nil when they are disabled.
 	Most *most.Client
 
+	// Fresh, when set, is a being the boot gates created but did not
+	// write (state.Check): the actor writes it as StateDir's first
+	// state.json once its Las is ready, so a refused boot leaves nothing
+	// behind. Nil means StateDir already holds the state. Never
+	// inherited.
+	Fresh *state.Being
+	// Writers is the family's pool for durable writes; nil runs each
+	// write on a goroutine of its own.
+	Writers *state.Writers
+	// CheckpointEvents is SINGULARITY_CHECKPOINT_EVENTS: a checkpoint is
+	// written when more events than this lie past the last one; zero
+	// means 256.
+	CheckpointEvents int
+	// SegmentBytes is the journal size past which a checkpoint starts a
+	// new segment; zero means 64 MiB.
+	SegmentBytes int64
+
 	// FaultInjection lets messages.InjectPanic crash the actor (tests).
 	FaultInjection bool
+	// StorageFault, when set (tests), is asked before every durable
+	// write and fails it with the error it returns (state.Fault).
+	StorageFault state.Fault
+	// Clock times storage retries and the backoff of failing cycles;
+	// nil means the wall clock.
+	Clock supervision.Clock
 
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -91,11 +115,20 @@ func (o Options) clock() time.Time {
 	return time.Now()
 }
 
+// clockAfter runs f after d on the options' clock.
+func (o Options) clockAfter(d time.Duration, f func()) func() bool {
+	if o.Clock != nil {
+		return o.Clock.AfterFunc(d, f)
+	}
+	return time.AfterFunc(d, f).Stop
+}
+
 // child derives the options of a spawned child living in dir.
 func (o Options) child(dir, name, ticker, specialty string) Options {
 	c := o
 	c.StateDir = dir
 	c.Stimulus = ""
+	c.Fresh = nil
 	c.Identity.Name = name
 	c.Identity.Ticker = ticker
 	c.Identity.Specialty = specialty

@@ -24,18 +24,24 @@ package being
 //	abandoning        abandon asked while the ledger's answer is  stoppingChildren: the answer landed and the
 //	                  pending: money is never dropped, so the     next step abandoned the cycle
 //	                  answer lands first
-//	stoppingChildren  status "stopping" saved; every live child   stoppingLas: the last child stopped
-//	                  told to stop
-//	stoppingLas       Las told to stop                            stopped: Las terminated (or there was none)
-//	stopped           final status saved and journaled, parent    — (a later stop is answered again)
-//	                  told; files closed
+//	stoppingChildren  status "stopping" (in memory); every live   stoppingLas: the last child stopped
+//	                  child told to stop
+//	stoppingLas       Las told to stop                            saving: Las terminated (or there was none)
+//	                                                              and no write is in flight
+//	saving            the final step (stopped) and checkpoint     stopped: both durable; or a stop that does
+//	                  are being written                           not wait while storage fails
+//	stopped           final status durable (unless the boot       — (a later stop is answered again)
+//	                  never completed: then nothing is written),
+//	                  parent told; files closed
 //
 // What abandoning a step does depends on waiting (abandonWork,
 // closePendingCalls): a model call is dropped (its cost, if any, is the
 // gateway's to report, never debited twice); a tool call in flight (Las,
 // Most, the model list, a file tool) is closed as indeterminate, since
 // its effect is unknown; tool calls not yet started are closed as
-// not_run; a ledger answer is never abandoned.
+// not_run; a ledger answer or a durable write in flight is never
+// abandoned, but a write held because storage fails is given up (none of
+// it took effect).
 type phase int
 
 const (
@@ -46,10 +52,11 @@ const (
 	phaseAbandoning
 	phaseStoppingChildren
 	phaseStoppingLas
+	phaseSaving
 	phaseStopped
 )
 
-var phaseNames = [...]string{"booting", "idle", "cycling", "draining", "abandoning", "stopping_children", "stopping_las", "stopped"}
+var phaseNames = [...]string{"booting", "idle", "cycling", "draining", "abandoning", "stopping_children", "stopping_las", "saving", "stopped"}
 
 func (p phase) String() string {
 	if int(p) < len(phaseNames) {
@@ -74,9 +81,11 @@ const (
 	waitMost                   // a Most tool call on a worker goroutine
 	waitModels                 // the gateway's model list, for switch_model
 	waitFile                   // a file tool on a worker goroutine
+	waitChild                  // a spawned child's state directory being written
+	waitStorage                // a durable write (in flight, or held while storage fails)
 )
 
-var waitNames = [...]string{"", "model", "ledger", "las", "most", "models", "file"}
+var waitNames = [...]string{"", "model", "ledger", "las", "most", "models", "file", "child", "storage"}
 
 // String is the debug endpoint's waiting_for figure.
 func (w waitFor) String() string {

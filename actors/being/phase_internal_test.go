@@ -15,20 +15,6 @@ import (
 	"github.com/wisent/singularity/test/testkit"
 )
 
-// stepContext is the actor context of a being driven one handler at a
-// time: it has no parent and records what the being sends and stops.
-type stepContext struct {
-	actor.Context
-	sent    []any
-	stopped []*actor.PID
-}
-
-func (*stepContext) Parent() *actor.PID              { return nil }
-func (*stepContext) Self() *actor.PID                { return actor.NewPID("test", "being") }
-func (*stepContext) ActorSystem() *actor.ActorSystem { return nil }
-func (c *stepContext) Send(_ *actor.PID, msg any)    { c.sent = append(c.sent, msg) }
-func (c *stepContext) Stop(pid *actor.PID)           { c.stopped = append(c.stopped, pid) }
-
 // beingJournal returns the being's journal as written so far.
 func beingJournal(t *testing.T, b *Being) []state.Event {
 	t.Helper()
@@ -73,6 +59,7 @@ func TestShutdownInEveryWait(t *testing.T) {
 		{waitMost, "most_send_message", false, "abandoned most call in flight: shutdown without waiting"},
 		{waitModels, "singularity_self_switch_model", false, "abandoned models call in flight: shutdown without waiting"},
 		{waitFile, "singularity_file_read", false, "abandoned file call in flight: shutdown without waiting"},
+		{waitChild, "singularity_spawn_child", false, "abandoned child call in flight: shutdown without waiting"},
 		{waitNothing, "singularity_memory_recall", true, ""},
 	}
 	for _, tc := range tests {
@@ -80,14 +67,14 @@ func TestShutdownInEveryWait(t *testing.T) {
 			b := loadedBeing(t)
 			ctx := &stepContext{}
 			calls := []chat.ToolCall{call("first", tc.tool), call("second", "singularity_memory_recall")}
-			b.appendMessages(chat.Message{Role: chat.RoleAssistant, ToolCalls: calls})
+			say(b, chat.Message{Role: chat.RoleAssistant, ToolCalls: calls})
 			b.cycle = &cycleRun{round: 1, calls: calls, next: 1, waiting: tc.wait}
 			if tc.answered {
-				b.appendMessages(chat.Message{Role: chat.RoleTool, ToolCallID: "first", Name: tc.tool, Content: "{}"})
+				say(b, chat.Message{Role: chat.RoleTool, ToolCallID: "first", Name: tc.tool, Content: "{}"})
 			}
 			if tc.wait == waitModel {
 				// The round's calls all ran; the next completion is asked.
-				b.appendMessages(chat.Message{Role: chat.RoleTool, ToolCallID: "second", Name: calls[1].Function.Name, Content: "{}"})
+				say(b, chat.Message{Role: chat.RoleTool, ToolCallID: "second", Name: calls[1].Function.Name, Content: "{}"})
 				b.cycle.next = 2
 			}
 			b.phase = phaseCycling
@@ -136,7 +123,8 @@ func TestShutdownLadder(t *testing.T) {
 	require.Equal(t, phaseStoppingChildren, b.phase)
 	assert.Equal(t, []any{messages.StopBeing{}}, ctx.sent, "the child is told to stop")
 	assert.Empty(t, ctx.stopped, "Las waits for the children")
-	assert.Equal(t, state.StatusStopping, savedStatus(t, b))
+	assert.Equal(t, state.StatusStopping, b.st.Status)
+	assert.Equal(t, state.StatusStarting, savedStatus(t, b), "stopping becomes durable only with the final step")
 
 	b.handleStop(ctx, messages.StopBeing{})
 	assert.Equal(t, phaseStoppingChildren, b.phase, "a second stop does not skip the children")
@@ -152,17 +140,30 @@ func TestShutdownLadder(t *testing.T) {
 	assert.Empty(t, journalWarnings(beingJournal(t, b)), "Las stopped by the shutdown is no warning")
 }
 
-// TestShutdownWhileBooting: a stop before the boot catalogue is known
-// ends the being without a cycle; a later stop is answered again.
+// TestShutdownWhileBooting: a stop before the boot step (Las still
+// starting) stops Las and ends the being without a cycle and without
+// writing anything: a boot that did not complete leaves the directory as
+// it was. A later stop is answered again.
 func TestShutdownWhileBooting(t *testing.T) {
 	b := loadedBeing(t)
+	b.booted = false
 	ctx := &stepContext{}
+	lasPID := actor.NewPID("test", "being/las")
+	b.las, b.link = lasPID, lasStarting
 	require.Equal(t, phaseBooting, b.phase)
+	before := testkit.Snapshot(t, b.opts.StateDir)
 
 	b.handleStop(ctx, messages.StopBeing{})
+	require.Equal(t, phaseStoppingLas, b.phase)
+	assert.Equal(t, []*actor.PID{lasPID}, ctx.stopped)
+	b.handleTerminated(ctx, &actor.Terminated{Who: lasPID})
 	require.Equal(t, phaseStopped, b.phase)
 	assert.Equal(t, uint64(0), b.st.Cycle)
-	assert.Equal(t, state.StatusStopped, savedStatus(t, b))
+	assert.Equal(t, before, testkit.Snapshot(t, b.opts.StateDir), "nothing was written")
+
+	// Las's catalogue answer, arriving late, changes nothing.
+	b.continueShutdown(ctx)
+	assert.Equal(t, phaseStopped, b.phase)
 
 	b.startCycle(ctx)
 	assert.Equal(t, phaseStopped, b.phase, "a late tick starts nothing")
@@ -230,6 +231,7 @@ func TestLasLink(t *testing.T) {
 			b.handleTerminated(ctx, &actor.Terminated{Who: b.las})
 		}
 		b.handleLasEvent(ctx, unavailable)
+		b.flushWarnings(ctx) // what Receive does after every message
 		assert.Equal(t, lasGone, b.link)
 		assert.Equal(t, withLas-1, b.toolCount())
 		assert.Equal(t, []string{unavailable.String()}, journalWarnings(beingJournal(t, b)))

@@ -31,8 +31,8 @@ func (b *Being) beginStop() {
 		return
 	}
 	b.stop = &stopping{}
-	if b.timer != nil {
-		b.timer.Stop()
+	if b.stopTick != nil {
+		b.stopTick()
 	}
 }
 
@@ -61,6 +61,12 @@ func (b *Being) handleStop(ctx actor.Context, msg messages.StopBeing) {
 		}
 	case phaseAbandoning:
 		// The cycle is abandoned as soon as the ledger has answered.
+	case phaseSaving:
+		// Storage that fails the final save is given up on by a stop
+		// that does not wait.
+		if b.stop.now && b.dropHeldWrite() {
+			b.stopped(ctx)
+		}
 	default:
 		b.continueShutdown(ctx)
 	}
@@ -80,6 +86,15 @@ func (b *Being) handleGraceExpired(ctx actor.Context, msg graceExpired) {
 func (b *Being) abandonWork(ctx actor.Context, why string) {
 	waiting := b.cycle.waiting
 	switch waiting {
+	case waitStorage:
+		if !b.dropHeldWrite() {
+			// A write in flight lands (or fails) within one fsync.
+			b.phase = phaseAbandoning
+			b.stop.abandonWhy = why
+			return
+		}
+		b.warn("abandoned a step held for storage: " + why)
+		waiting = b.cycle.held
 	case waitLedger:
 		// A debit of a completion already paid for, or the credit of a
 		// finished sale: let it land (the ledger answers at once), then
@@ -92,24 +107,23 @@ func (b *Being) abandonWork(ctx actor.Context, why string) {
 		b.warn("abandoned " + waiting.String() + " call in flight: " + why)
 	}
 	b.epoch++
-	b.closePendingCalls(waiting)
-	if err := b.save(); err != nil {
-		b.log.Error("save at shutdown failed", "err", err)
-	}
-	b.abandonCycle(ctx)
+	b.cycle.waiting = waitNothing
+	closing := b.closePendingCalls(waiting)
+	b.commit(ctx, closing, b.abandonCycle)
 }
 
-// closePendingCalls appends an outcome for the tool call in flight
-// (indeterminate: its effect is unknown) and for each call not started
-// (not_run).
-func (b *Being) closePendingCalls(waiting waitFor) {
+// closePendingCalls returns the tool_finished events that close the
+// tool call in flight (indeterminate: its effect is unknown) and each
+// call not started (not_run).
+func (b *Being) closePendingCalls(waiting waitFor) []state.Event {
 	inFlight := -1
 	switch waiting {
-	case waitLas, waitMost, waitModels, waitFile:
+	case waitLas, waitMost, waitModels, waitFile, waitChild:
 		inFlight = b.cycle.next - 1
-	case waitNothing, waitModel, waitLedger:
+	case waitNothing, waitModel, waitLedger, waitStorage:
 		// No tool call has started that has not finished.
 	}
+	var closing []state.Event
 	first := b.cycle.next
 	if inFlight >= 0 {
 		first = inFlight
@@ -120,9 +134,12 @@ func (b *Being) closePendingCalls(waiting waitFor) {
 		if i == inFlight {
 			o = outcome.Unknown("shutdown", "the being shut down while this call was in flight")
 		}
-		b.appendMessages(chat.Message{Role: chat.RoleTool, ToolCallID: call.ID, Name: call.Function.Name, Content: o.Envelope()})
+		e := state.ToolFinished(b.opts.now(), b.st.Cycle, call.Function.Name, o.Status)
+		e.Chat = &chat.Message{Role: chat.RoleTool, ToolCallID: call.ID, Name: call.Function.Name, Content: o.Envelope()}
+		closing = append(closing, e)
 	}
 	b.cycle.calls = nil
+	return closing
 }
 
 // stopWith starts the shutdown of a being that ends by itself: exhausted
@@ -155,10 +172,7 @@ func (b *Being) continueShutdown(ctx actor.Context) {
 	case phaseBooting, phaseIdle:
 		b.phase = phaseStoppingChildren
 		if b.opts.Mode != Dormant {
-			b.st.Status = state.StatusStopping
-			if err := b.save(); err != nil {
-				b.log.Error("save at shutdown failed", "err", err)
-			}
+			b.st.Status = state.StatusStopping // durable with the final step
 		}
 		for _, ref := range b.children {
 			if ref.alive() {
@@ -178,22 +192,23 @@ func (b *Being) continueShutdown(ctx actor.Context) {
 		}
 		fallthrough
 	case phaseStoppingLas:
-		if b.las == nil {
+		if b.las == nil && b.write == nil {
 			b.finalSave(ctx)
 		}
-	case phaseCycling, phaseDraining, phaseAbandoning, phaseStopped:
-		// A running cycle comes back here when it ends; a stopped being
-		// has nothing left to do.
+	case phaseCycling, phaseDraining, phaseAbandoning, phaseSaving, phaseStopped:
+		// A running cycle comes back here when it ends; the final save
+		// is under way or done.
 	}
 }
 
-// finalSave persists the final status (a dormant being's is left as it
-// was), journals stopped and tells the parent.
+// finalSave journals stopped with the final status and writes the last
+// checkpoint, then tells the parent. A being that never finished its
+// boot (or a dormant one, loaded only for the tree) writes nothing, so a
+// refused boot leaves its directory as it was and a dormant being keeps
+// its status.
 func (b *Being) finalSave(ctx actor.Context) {
 	switch {
 	case b.opts.Mode == Dormant:
-		// An exhausted or failed being loaded only for the tree keeps its
-		// status, so the next resume leaves it dormant again.
 	case b.stop.err != nil:
 		b.st.Status = state.StatusFailed
 	case b.solvent():
@@ -201,12 +216,18 @@ func (b *Being) finalSave(ctx actor.Context) {
 	default:
 		b.st.Status = state.StatusExhausted
 	}
-	if err := b.record(state.Stopped(b.opts.now(), b.st.Cycle, b.st.Status)); err != nil {
-		b.log.Error("journal stopped failed", "err", err)
+	b.phase = phaseSaving
+	if !b.booted || b.opts.Mode == Dormant {
+		b.stopped(ctx)
+		return
 	}
-	if err := b.save(); err != nil {
-		b.log.Error("final save failed", "err", err)
-	}
+	b.commit(ctx, []state.Event{state.Stopped(b.opts.now(), b.st.Cycle, b.st.Status)}, func(ctx actor.Context) {
+		b.writeCheckpoint(ctx, b.stopped)
+	})
+}
+
+// stopped ends the being: files closed, the parent told.
+func (b *Being) stopped(ctx actor.Context) {
 	if b.stop.graceTimer != nil {
 		b.stop.graceTimer.Stop()
 	}
@@ -236,7 +257,7 @@ func (b *Being) childID() string { return baseName(b.opts.StateDir) }
 // handleTerminated notes a child actor that ended: Las (stopped by us or
 // by its supervisor past the restart intensity) or a child being.
 func (b *Being) handleTerminated(ctx actor.Context, msg *actor.Terminated) {
-	if b.journal == nil {
+	if b.phase == phaseStopped {
 		// This incarnation is over (being restarted by its parent, or
 		// stopped): its children stop with it and nothing is recorded.
 		return

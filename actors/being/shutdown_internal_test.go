@@ -17,14 +17,24 @@ import (
 	"github.com/wisent/singularity/test/testkit"
 )
 
-// orphanContext is the actor context of a being without a parent, for
-// driving the shutdown steps directly: only Parent is ever asked.
-type orphanContext struct{ actor.Context }
+// stepContext is the actor context of a being driven one handler at a
+// time: it has no parent and records what the being sends and stops.
+type stepContext struct {
+	actor.Context
+	sent    []any
+	stopped []*actor.PID
+}
 
-func (orphanContext) Parent() *actor.PID { return nil }
+func (*stepContext) Parent() *actor.PID              { return nil }
+func (*stepContext) Self() *actor.PID                { return actor.NewPID("test", "being") }
+func (*stepContext) ActorSystem() *actor.ActorSystem { return nil }
+func (c *stepContext) Send(_ *actor.PID, msg any)    { c.sent = append(c.sent, msg) }
+func (c *stepContext) Stop(pid *actor.PID)           { c.stopped = append(c.stopped, pid) }
 
-// loadedBeing returns a being whose state directory is booted and
-// loaded, as after handleStarted, without Las or children.
+// loadedBeing returns a being whose state directory holds a fresh being,
+// loaded and booted as after its boot step, without Las or children.
+// Its durable writes run inline, so each handler's effect is complete
+// when it returns.
 func loadedBeing(t *testing.T) *Being {
 	t.Helper()
 	id := testkit.Identity()
@@ -36,15 +46,21 @@ func loadedBeing(t *testing.T) *Being {
 	_, _, _, err := state.Boot(opts.StateDir, false, id, fresh)
 	require.NoError(t, err)
 	b := New(opts)
+	b.inline = true
 	require.NoError(t, b.load())
 	t.Cleanup(b.handleStopping)
 	b.st.Status = state.StatusRunning
+	b.booted = true
 	return b
 }
 
 func call(id, name string) chat.ToolCall {
 	return chat.ToolCall{ID: id, Type: "function", Function: chat.FunctionCall{Name: name, Arguments: "{}"}}
 }
+
+// say adds messages to the being's conversation as if earlier steps had
+// applied them.
+func say(b *Being, msgs ...chat.Message) { b.st.Conversation = append(b.st.Conversation, msgs...) }
 
 // resultsFor counts the tool messages answering each call id.
 func resultsFor(conv []chat.Message) map[string]int {
@@ -58,32 +74,32 @@ func resultsFor(conv []chat.Message) map[string]int {
 }
 
 // TestStopNowWhileCrediting: a second Ctrl-C that arrives while the being
-// waits for the ledger to credit a finished finance call must neither
-// answer that call twice nor drop the credit's continuation; the calls
-// not yet run are closed as not_run and the being stops.
+// waits for the ledger to price the credit of a finished finance call
+// must neither answer that call twice nor drop the credit; the calls not
+// yet run are closed as not_run and the being stops.
 func TestStopNowWhileCrediting(t *testing.T) {
 	b := loadedBeing(t)
-	ctx := orphanContext{}
+	ctx := &stepContext{}
 	calls := []chat.ToolCall{call("sell", "finance__finance_sell_report"), call("echo", "echo__echo")}
-	b.cycle = &cycleRun{round: 1, calls: calls}
+	b.cycle = &cycleRun{round: 1, calls: calls, next: 1, waiting: waitLedger}
 	b.phase = phaseCycling
-	b.appendMessages(chat.Message{Role: chat.RoleAssistant, ToolCalls: calls})
-	// finishTool of the first call: its message is appended, then the
-	// ledger is asked for the credit.
-	b.cycle.next = 1
-	b.appendMessages(chat.Message{Role: chat.RoleTool, ToolCallID: "sell", Name: calls[0].Function.Name,
-		Content: outcome.Succeeded([]byte(`{"revenue_usd":"0.05"}`)).Envelope()})
-	b.cycle.waiting = waitLedger
+	say(b, chat.Message{Role: chat.RoleAssistant, ToolCalls: calls})
 
 	b.handleStop(ctx, messages.StopBeing{Now: true})
 	assert.Equal(t, phaseAbandoning, b.phase)
-	assert.Equal(t, map[string]int{"sell": 1}, resultsFor(b.st.Conversation), "the finished call keeps its one result")
+	assert.Empty(t, resultsFor(b.st.Conversation), "nothing is answered before the ledger did")
 
-	// The ledger's answer lands; the round goes on to its next step.
+	// The ledger's answer lands: the call's step (result and credit) is
+	// written, then the round goes on to its next step, which abandons.
 	b.cycle.waiting = waitNothing
-	b.saveAndContinue(ctx)
+	credit := messages.CreditResponse{Credited: true, Amount: money.MustParse("0.05"), Source: calls[0].Function.Name}
+	finished := state.ToolFinished(b.opts.now(), b.st.Cycle, calls[0].Function.Name, outcome.Success)
+	finished.Chat = &chat.Message{Role: chat.RoleTool, ToolCallID: "sell", Name: calls[0].Function.Name,
+		Content: outcome.Succeeded([]byte(`{"revenue_usd":"0.05"}`)).Envelope()}
+	b.commitTool(ctx, finished, &credit, toolResult{})
 
 	assert.Equal(t, phaseStopped, b.phase, "the being finished its shutdown")
+	assert.Equal(t, []any{messages.RevenueCredited{Amount: credit.Amount}}, ctx.sent, "the ledger hears of the durable credit")
 	assert.Equal(t, map[string]int{"sell": 1, "echo": 1}, resultsFor(b.st.Conversation))
 	last := b.st.Conversation[len(b.st.Conversation)-1]
 	assert.Equal(t, outcome.Failure("not_run", "the being shut down before this call ran").Envelope(), last.Content)
@@ -91,18 +107,20 @@ func TestStopNowWhileCrediting(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, state.StatusStopped, saved.Status)
 	assert.Equal(t, b.st.Conversation, saved.Conversation)
+	assert.Equal(t, "1.05", saved.Budget.Remaining.String())
+	require.NoError(t, state.CheckInvariant(saved.Budget, beingJournal(t, b)))
 }
 
 // TestStopNowWhileDebiting: a second Ctrl-C while the being waits for
-// the ledger's debit of a finished completion must not answer the
-// previous round's call again, and the debit still becomes durable.
+// the ledger to price a finished completion must not answer the previous
+// round's call again, and the debit still becomes durable.
 func TestStopNowWhileDebiting(t *testing.T) {
 	b := loadedBeing(t)
-	ctx := orphanContext{}
+	ctx := &stepContext{}
 	prev := []chat.ToolCall{call("r1", "singularity_memory_recall")}
 	b.cycle = &cycleRun{round: 2, calls: prev, next: 1, waiting: waitLedger}
 	b.phase = phaseCycling
-	b.appendMessages(
+	say(b,
 		chat.Message{Role: chat.RoleAssistant, ToolCalls: prev},
 		chat.Message{Role: chat.RoleTool, ToolCallID: "r1", Name: prev[0].Function.Name, Content: "{}"},
 	)
@@ -111,19 +129,14 @@ func TestStopNowWhileDebiting(t *testing.T) {
 	assert.Equal(t, map[string]int{"r1": 1}, resultsFor(b.st.Conversation))
 	require.Equal(t, phaseAbandoning, b.phase, "the debit in flight is not abandoned")
 
-	// The ledger's answer lands as handleCompletion's continuation
+	// The ledger's price lands as handleCompletion's continuation
 	// handles it: the cost is made durable, then the round's calls are
 	// closed without running.
 	next := []chat.ToolCall{call("r2", "singularity_memory_recall")}
 	b.cycle.waiting = waitNothing
-	budget := b.st.Budget
-	budget.Remaining = budget.Remaining.Sub(money.MustParse("0.01"))
-	budget.APISpent = money.MustParse("0.01")
-	require.NoError(t, b.recordDebit(
+	b.commitCompletion(ctx,
 		messages.CompletionResponse{Message: chat.Message{ToolCalls: next}, Usage: chat.Usage{PromptTokens: 1, TotalTokens: 1}},
-		messages.DebitResponse{Amount: money.MustParse("0.01"), API: money.MustParse("0.01"), Budget: messages.Budget(budget)}))
-	b.cycle.calls, b.cycle.next = next, 0
-	b.nextTool(ctx)
+		messages.DebitResponse{Amount: money.MustParse("0.01"), API: money.MustParse("0.01"), Tokens: 1})
 
 	assert.Equal(t, phaseStopped, b.phase)
 	assert.Equal(t, map[string]int{"r1": 1, "r2": 1}, resultsFor(b.st.Conversation))
@@ -132,5 +145,5 @@ func TestStopNowWhileDebiting(t *testing.T) {
 	assert.Equal(t, "0.99", saved.Budget.Remaining.String())
 	events := beingJournal(t, b)
 	require.NoError(t, state.CheckInvariant(saved.Budget, events))
-	assert.Equal(t, []string{"started", "model_completed", "cost_debited", "stopped"}, testkit.Types(events))
+	assert.Equal(t, []string{"model_completed", "cost_debited", "tool_finished", "stopped"}, testkit.Types(events))
 }

@@ -20,10 +20,6 @@ import (
 	"github.com/wisent/singularity/messages"
 )
 
-// maxRecentActions is how many action records state keeps
-// (docs/tools.md#outcomes-and-the-tool-message).
-const maxRecentActions = 100
-
 // fileTimeout bounds a file tool on its worker goroutine.
 const fileTimeout = time.Minute
 
@@ -71,30 +67,45 @@ func (b *Being) nextTool(ctx actor.Context) {
 	}
 	call := b.cycle.calls[b.cycle.next]
 	b.cycle.next++
-	b.runTool(ctx, call, func(o outcome.Outcome) { b.finishTool(ctx, call, o) })
+	b.runTool(ctx, call, func(r toolResult) { b.finishTool(ctx, call, r) })
 }
 
-// runTool produces the outcome of one call, synchronously for the
-// built-ins and by message for Las, Most and the model list.
-func (b *Being) runTool(ctx actor.Context, call chat.ToolCall, done func(outcome.Outcome)) {
+// toolResult is what one tool call produced: its outcome, the mind
+// changes to journal with it, and what to do once that step is durable
+// (start a spawned child).
+type toolResult struct {
+	outcome outcome.Outcome
+	changes []state.Event
+	after   func(ctx actor.Context)
+}
+
+// only is a result with nothing but an outcome.
+func only(done func(toolResult)) func(outcome.Outcome) {
+	return func(o outcome.Outcome) { done(toolResult{outcome: o}) }
+}
+
+// runTool produces the result of one call, synchronously for the
+// built-ins and by message for Las, Most, the model list, the file
+// tools and a child's state directory.
+func (b *Being) runTool(ctx actor.Context, call chat.ToolCall, done func(toolResult)) {
 	name := call.Function.Name
 	origin, known := b.catalog.cat.Lookup(name)
 	if !known {
-		done(catalog.UnknownTool())
+		done(toolResult{outcome: catalog.UnknownTool()})
 		return
 	}
 	args, ok := objectArguments(call.Function.Arguments)
 	if !ok {
-		done(outcome.Failure("invalid_arguments", "arguments must be a JSON object"))
+		done(toolResult{outcome: outcome.Failure("invalid_arguments", "arguments must be a JSON object")})
 		return
 	}
 	switch origin {
 	case catalog.Las:
 		b.cycle.waiting = waitLas
-		b.callLas(ctx, name, args, done)
+		b.callLas(ctx, name, args, only(done))
 	case catalog.Most:
 		b.cycle.waiting = waitMost
-		b.callMost(ctx, name, args, done)
+		b.callMost(ctx, name, args, only(done))
 	case catalog.Builtin:
 		b.callBuiltin(ctx, name, args, done)
 	}
@@ -105,12 +116,12 @@ func (b *Being) runTool(ctx actor.Context, call chat.ToolCall, done func(outcome
 // do blocking file I/O and never touch the state, so they run on a
 // worker goroutine; switch_model first asks the gateway for the models
 // Brama advertises, by message.
-func (b *Being) callBuiltin(ctx actor.Context, name string, args json.RawMessage, done func(outcome.Outcome)) {
+func (b *Being) callBuiltin(ctx actor.Context, name string, args json.RawMessage, done func(toolResult)) {
 	switch name {
 	case builtin.SelfSwitchModel:
 		b.cycle.waiting = waitModels
 		b.withModels(ctx, func(advertised []string) {
-			done(b.runBuiltin(ctx, builtin.Request{Name: name, Args: args, Mind: &b.st.Mind, Advertised: advertised}))
+			b.runBuiltin(ctx, builtin.Request{Name: name, Args: args, Mind: &b.st.Mind, Advertised: advertised}, done)
 		})
 	case builtin.FileRead, builtin.FileWrite:
 		b.cycle.waiting = waitFile
@@ -122,25 +133,24 @@ func (b *Being) callBuiltin(ctx actor.Context, name string, args json.RawMessage
 			if err != nil || !ok {
 				o = outcome.Failure(fileErrorCode(name), "the file operation did not finish in time")
 			}
-			done(o)
+			done(toolResult{outcome: o})
 		})
 	default:
-		done(b.runBuiltin(ctx, builtin.Request{Name: name, Args: args, Mind: &b.st.Mind}))
+		b.runBuiltin(ctx, builtin.Request{Name: name, Args: args, Mind: &b.st.Mind}, done)
 	}
 }
 
-// runBuiltin runs a built-in tool on the mailbox and carries out the
-// effect it returns: switching the model, spawning a child.
-func (b *Being) runBuiltin(ctx actor.Context, req builtin.Request) outcome.Outcome {
+// runBuiltin runs a built-in tool on the mailbox. Its mind changes go
+// with its outcome into the journal; a spawn first has the child's state
+// directory written (spawnChild).
+func (b *Being) runBuiltin(ctx actor.Context, req builtin.Request, done func(toolResult)) {
 	res := b.tools.Call(req)
-	switch e := res.Effect.(type) {
-	case builtin.SwitchModel:
-		b.st.Mind.CurrentModel = e.Model
-	case builtin.Spawn:
-		started, err := b.spawnChild(ctx, e.Child)
-		return e.Finish(&b.st.Mind, started, err)
+	if spawn, ok := res.Effect.(builtin.Spawn); ok {
+		b.cycle.waiting = waitChild
+		b.spawnChild(ctx, spawn, done)
+		return
 	}
-	return res.Outcome
+	done(toolResult{outcome: res.Outcome, changes: res.Changes})
 }
 
 // objectArguments accepts only a JSON object (docs/tools.md#the-catalogue);
@@ -157,55 +167,66 @@ func objectArguments(text string) (json.RawMessage, bool) {
 	return json.RawMessage(trimmed), true
 }
 
-// finishTool applies the output boundary, appends the tool message,
-// records the action, journals it, credits trusted revenue and saves.
-func (b *Being) finishTool(ctx actor.Context, call chat.ToolCall, raw outcome.Outcome) {
+// finishTool applies the output boundary and journals the call as one
+// step (docs/cycle.md#anatomy-of-a-cycle): tool_finished with the tool
+// message and the action record, revenue_credited when the result is
+// trusted revenue evidence, then the call's mind changes. Only once that
+// step is durable does any of it take effect.
+func (b *Being) finishTool(ctx actor.Context, call chat.ToolCall, res toolResult) {
 	b.cycle.waiting = waitNothing
 	name := call.Function.Name
-	o, reason := boundary.Apply(raw)
+	o, reason := boundary.Apply(res.outcome)
 	if reason != "" {
 		b.log.Warn("tool output rejected by the output boundary", "tool", name, "reason", reason)
 	}
 	at := b.opts.now()
-	b.appendMessages(chat.Message{Role: chat.RoleTool, ToolCallID: call.ID, Name: name, Content: o.Envelope()})
-	b.st.RecentActions = append(b.st.RecentActions, state.Action{Cycle: b.st.Cycle, Tool: name, Status: o.Status, At: at})
-	if n := len(b.st.RecentActions); n > maxRecentActions {
-		b.st.RecentActions = append([]state.Action(nil), b.st.RecentActions[n-maxRecentActions:]...)
+	finished := state.ToolFinished(at, b.st.Cycle, name, o.Status)
+	finished.Chat = &chat.Message{Role: chat.RoleTool, ToolCallID: call.ID, Name: name, Content: o.Envelope()}
+	finished.Action = &state.Action{Cycle: b.st.Cycle, Tool: name, Status: o.Status, At: at}
+	var created state.CreatedResources
+	most.RecordCreated(&created, o)
+	if len(created.ChatIDs)+len(created.MessageIDs) > 0 {
+		finished.Created = &created
 	}
 	b.cycle.actions = append(b.cycle.actions, name)
-	most.RecordCreated(&b.st.CreatedResources, o)
-	if err := b.record(state.ToolFinished(at, b.st.Cycle, name, o.Status)); err != nil {
-		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), err)
-		return
-	}
 	if o.Status != outcome.Success || reason != "" || !ledger.Trusted(name) {
-		b.saveAndContinue(ctx)
+		b.commitTool(ctx, finished, nil, res)
 		return
 	}
 	b.cycle.waiting = waitLedger
-	b.ask(ctx, b.ledger, messages.CreditRequest{Tool: name, Result: o.Content}, askTimeout, func(res any, err error) {
+	b.ask(ctx, b.ledger, messages.CreditRequest{Tool: name, Result: o.Content}, askTimeout, func(reply any, err error) {
 		b.cycle.waiting = waitNothing
-		credit, ok := res.(messages.CreditResponse)
+		credit, ok := reply.(messages.CreditResponse)
 		switch {
 		case err != nil || !ok:
 			b.warn("revenue not credited: " + errText(err, "unexpected ledger reply"))
+			b.commitTool(ctx, finished, nil, res)
 		case credit.Credited:
-			b.st.Budget = state.Budget(credit.Budget)
-			if err := b.record(state.RevenueCredited(b.opts.now(), b.st.Cycle, credit.Amount, name)); err != nil {
-				b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), err)
-				return
-			}
+			b.commitTool(ctx, finished, &credit, res)
+		default:
+			b.commitTool(ctx, finished, nil, res)
 		}
-		b.saveAndContinue(ctx)
 	})
 }
 
-func (b *Being) saveAndContinue(ctx actor.Context) {
-	if err := b.save(); err != nil {
-		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), err)
-		return
+// commitTool writes a call's step and, once it is durable, tells the
+// ledger of the credit, carries out what the call left for after (a
+// spawned child starts) and goes on with the next call.
+func (b *Being) commitTool(ctx actor.Context, finished state.Event, credit *messages.CreditResponse, res toolResult) {
+	step := []state.Event{finished}
+	if credit != nil {
+		step = append(step, state.RevenueCredited(finished.At, finished.Cycle, credit.Amount, credit.Source))
 	}
-	b.nextTool(ctx)
+	step = append(step, res.changes...)
+	b.commitAs(ctx, step, waitFile, func(ctx actor.Context) {
+		if credit != nil {
+			ctx.Send(b.ledger, messages.RevenueCredited{Amount: credit.Amount})
+		}
+		if res.after != nil {
+			res.after(ctx)
+		}
+		b.nextTool(ctx)
+	})
 }
 
 // callLas forwards a call to the Las actor under the MCP deadline. When

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"math"
 	"strings"
 	"time"
 
@@ -65,19 +64,10 @@ func ComputeDebit(p Pricing, u chat.Usage, elapsed time.Duration) Debit {
 // ApplyDebit takes d from b: remaining −= amount, api_spent += api,
 // instance_spent += instance, total_tokens += tokens (saturating).
 func ApplyDebit(b state.Budget, d Debit) state.Budget {
-	b.Remaining = b.Remaining.Sub(d.Amount)
-	b.APISpent = b.APISpent.Add(d.API)
-	b.InstanceSpent = b.InstanceSpent.Add(d.Instance)
-	b.TotalTokens = addSaturating(b.TotalTokens, d.Tokens)
-	return b
+	return b.Debit(d.API, d.Instance, d.Tokens)
 }
 
-func addSaturating(a, b uint64) uint64 {
-	if a > math.MaxUint64-b {
-		return math.MaxUint64
-	}
-	return a + b
-}
+func addSaturating(a, b uint64) uint64 { return state.AddSaturating(a, b) }
 
 // ErrNegativeRevenue is the refusal of a negative credit.
 var ErrNegativeRevenue = supervision.New(supervision.ClassState, "revenue cannot be negative")
@@ -88,9 +78,7 @@ func ApplyCredit(b state.Budget, v money.Amount) (state.Budget, error) {
 	if v.Sign() < 0 {
 		return b, ErrNegativeRevenue
 	}
-	b.Earned = b.Earned.Add(v)
-	b.Remaining = b.Remaining.Add(v)
-	return b, nil
+	return b.Credit(v), nil
 }
 
 // Trusted reports whether a tool's results may carry revenue: its name

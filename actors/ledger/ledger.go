@@ -57,28 +57,31 @@ func (l *Ledger) Receive(ctx actor.Context) {
 		ctx.Respond(l.handleDebit(msg))
 	case messages.CreditRequest:
 		ctx.Respond(l.handleCredit(msg))
+	case messages.CostDebited:
+		l.budget = l.budget.Debit(msg.API, msg.Instance, msg.Tokens)
+	case messages.RevenueCredited:
+		l.budget = l.budget.Credit(msg.Amount)
 	case messages.DescribeRequest:
 		ctx.Respond(l.handleDescribe())
 	}
 }
 
+// handleDebit prices a completion; the budget changes only when the
+// being reports the debit durable (CostDebited).
 func (l *Ledger) handleDebit(msg messages.DebitRequest) messages.DebitResponse {
 	d := ComputeDebit(l.pricing, msg.Usage, msg.Elapsed)
-	l.budget = ApplyDebit(l.budget, d)
-	return messages.DebitResponse{API: d.API, Instance: d.Instance, Amount: d.Amount, Budget: messages.Budget(l.budget)}
+	return messages.DebitResponse{API: d.API, Instance: d.Instance, Amount: d.Amount, Tokens: d.Tokens}
 }
 
+// handleCredit finds the revenue a trusted result carries; the budget
+// changes only when the being reports the credit durable
+// (RevenueCredited).
 func (l *Ledger) handleCredit(msg messages.CreditRequest) messages.CreditResponse {
 	v, ok := Revenue(msg.Tool, msg.Result)
 	if !ok {
-		return messages.CreditResponse{Budget: messages.Budget(l.budget)}
+		return messages.CreditResponse{}
 	}
-	b, err := ApplyCredit(l.budget, v)
-	if err != nil { // unreachable: Revenue only finds positive values
-		return messages.CreditResponse{Budget: messages.Budget(l.budget)}
-	}
-	l.budget = b
-	return messages.CreditResponse{Credited: true, Amount: v, Source: msg.Tool, Budget: messages.Budget(l.budget)}
+	return messages.CreditResponse{Credited: true, Amount: v, Source: msg.Tool}
 }
 
 // solvent reports whether the budget allows another round: remaining

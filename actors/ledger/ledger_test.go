@@ -54,34 +54,38 @@ func TestLedgerActor(t *testing.T) {
 	assert.Equal(t, "0.0051", deb.API.String())
 	assert.Equal(t, "0.000034277778", deb.Instance.String())
 	assert.Equal(t, "0.005134277778", deb.Amount.String())
-	assert.Equal(t, "0.004865722222", deb.Budget.Remaining.String())
-	assert.Equal(t, uint64(1300), deb.Budget.TotalTokens)
+	assert.Equal(t, uint64(1300), deb.Tokens)
+	remaining := func() string {
+		return ask[messages.Description](t, system, pid, messages.DescribeRequest{}).Figures["remaining"].(string)
+	}
+	assert.Equal(t, "0.01", remaining(), "pricing takes nothing before the debit is durable")
+	system.Root.Send(pid, messages.CostDebited{API: deb.API, Instance: deb.Instance, Tokens: deb.Tokens})
+	assert.Equal(t, "0.004865722222", remaining())
 
 	none := ask[messages.CreditResponse](t, system, pid, messages.CreditRequest{Tool: "echo__x", Result: json.RawMessage(`{"revenue_usd":"5"}`)})
 	assert.False(t, none.Credited)
 	assert.True(t, none.Amount.IsZero())
-	assert.Equal(t, "0.004865722222", none.Budget.Remaining.String())
 
 	cr := ask[messages.CreditResponse](t, system, pid, messages.CreditRequest{Tool: "finance__sell", Result: json.RawMessage(`{"sale":{"revenue_usd":0.5}}`)})
 	assert.True(t, cr.Credited)
 	assert.Equal(t, "0.5", cr.Amount.String())
 	assert.Equal(t, "finance__sell", cr.Source)
-	assert.Equal(t, "0.504865722222", cr.Budget.Remaining.String())
-
-	b := state.Budget(cr.Budget)
-	assert.Equal(t, "0.5", b.Earned.String())
-	assert.NoError(t, state.CheckInvariant(b, []state.Event{
-		state.CostDebited(state.Now(), 1, deb.Amount),
-		state.RevenueCredited(state.Now(), 1, cr.Amount, cr.Source),
-	}))
+	assert.Equal(t, "0.004865722222", remaining(), "nothing is credited before the credit is durable")
+	system.Root.Send(pid, messages.RevenueCredited{Amount: cr.Amount})
 
 	desc = ask[messages.Description](t, system, pid, messages.DescribeRequest{})
 	assert.Equal(t, messages.Description{Kind: "ledger", Name: "ledger", Status: StatusSolvent, Figures: map[string]any{
 		"remaining": "0.504865722222", "spent": "0.005134277778", "earned": "0.5",
 	}}, desc)
+	b := state.Budget{Starting: m("0.01"), Remaining: m("0.01")}.Debit(deb.API, deb.Instance, deb.Tokens).Credit(cr.Amount)
+	assert.NoError(t, state.CheckInvariant(b, []state.Event{
+		state.Debited(state.Now(), 1, deb.API, deb.Instance, deb.Tokens),
+		state.RevenueCredited(state.Now(), 1, cr.Amount, cr.Source),
+	}))
 
 	// Spend it all: insolvent at exactly zero and below.
-	ask[messages.DebitResponse](t, system, pid, messages.DebitRequest{Usage: chat.Usage{CompletionTokens: 1_000_000, TotalTokens: 1_000_000}})
+	big := ask[messages.DebitResponse](t, system, pid, messages.DebitRequest{Usage: chat.Usage{CompletionTokens: 1_000_000, TotalTokens: 1_000_000}})
+	system.Root.Send(pid, messages.CostDebited{API: big.API, Instance: big.Instance, Tokens: big.Tokens})
 	desc = ask[messages.Description](t, system, pid, messages.DescribeRequest{})
 	assert.Equal(t, StatusExhausted, desc.Status)
 	assert.Equal(t, "-14.495134277778", desc.Figures["remaining"])

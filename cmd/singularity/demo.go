@@ -211,7 +211,7 @@ func (d *demoCmd) configuration(sandbox, bramaURL string, secret []byte) (config
 			StartingBalance: "1", InstancePerHour: "0.36", InputPerMillion: "0.15", OutputPerMillion: "0.6",
 			CycleInterval: d.Interval, MaxToolRounds: "8", StateDir: stateDir, Workspace: workspace, Resume: resume,
 			Stimulus:    "A simulated market opened nearby; local businesses want price surveys.",
-			HTTPTimeout: "30", MCPTimeout: "30", ShutdownGrace: "5", ContextMessages: "200",
+			HTTPTimeout: "30", MCPTimeout: "30", ShutdownGrace: "5", ContextMessages: "200", CheckpointEvents: "256",
 		},
 		Brama: config.BramaFlags{BaseURL: bramaURL, Model: "any", SecretFile: filepath.Join(sandbox, "brama.secret"), MaxTokens: "2048", Temperature: "0.2"},
 		Las: config.LasFlags{

@@ -68,17 +68,18 @@ func rootOptions(rt config.Runtime, mode being.Mode, log *slog.Logger) (being.Op
 			OutputPerMillion: rt.OutputPerMillion,
 			InstancePerHour:  rt.InstancePerHour,
 		},
-		StartingBalance: rt.StartingBalance,
-		Workspace:       rt.Workspace,
-		MaxToolRounds:   rt.MaxToolRounds,
-		ContextMessages: rt.ContextMessages,
-		CycleInterval:   rt.CycleInterval,
-		Stimulus:        rt.Stimulus,
-		ModelTimeout:    rt.HTTPTimeout + rt.ShutdownGrace + modelMargin,
-		MCPTimeout:      rt.MCPTimeout,
-		ShutdownGrace:   rt.ShutdownGrace,
-		Las:             lasOptions(rt, log),
-		Logger:          log,
+		StartingBalance:  rt.StartingBalance,
+		Workspace:        rt.Workspace,
+		MaxToolRounds:    rt.MaxToolRounds,
+		ContextMessages:  rt.ContextMessages,
+		CheckpointEvents: rt.CheckpointEvents,
+		CycleInterval:    rt.CycleInterval,
+		Stimulus:         rt.Stimulus,
+		ModelTimeout:     rt.HTTPTimeout + rt.ShutdownGrace + modelMargin,
+		MCPTimeout:       rt.MCPTimeout,
+		ShutdownGrace:    rt.ShutdownGrace,
+		Las:              lasOptions(rt, log),
+		Logger:           log,
 	}
 	if rt.Most.Enabled() {
 		opts.Most = mostClient(rt)
@@ -97,15 +98,20 @@ func bramaClient(rt config.Runtime) (*brama.Client, error) {
 	return brama.NewClient(brama.ClientConfig{BaseURL: rt.Brama.BaseURL.String(), Secret: rt.Brama.Secret, Timeout: rt.HTTPTimeout})
 }
 
-// bootRoot applies the boot gates of docs/state.md#boot-gates to the root's state
-// directory, creating a fresh being when allowed. Refusals exit 4 and
-// leave the directory untouched.
-func bootRoot(rt config.Runtime) error {
+// bootRoot applies the boot gates of docs/state.md#boot-gates to the
+// root's state directory without writing: a fresh being comes back for
+// the root actor to write once its Las is ready (being.Options.Fresh),
+// nil when the state is resumed. Refusals exit 4 and leave the directory
+// untouched.
+func bootRoot(rt config.Runtime) (*state.Being, error) {
 	fresh := func() (*state.Being, error) {
 		return being.NewState(rt.Identity, rt.StartingBalance, rt.Brama.Model, state.Now()), nil
 	}
-	_, _, _, err := state.Boot(rt.StateDir, rt.Resume, rt.Identity, fresh)
-	return err
+	b, resumed, err := state.Check(rt.StateDir, rt.Resume, rt.Identity, fresh)
+	if err != nil || resumed {
+		return nil, err
+	}
+	return b, nil
 }
 
 // live is a running family: the actor system, the family actor, its
@@ -117,10 +123,12 @@ type live struct {
 	debug  *debug.Server
 	log    *slog.Logger
 	grace  time.Duration // the configured shutdown grace
+	// writers is the family's pool for durable writes, closed last.
+	writers *state.Writers
 }
 
-// startFamily boots the root's state, then the actor tree, then the
-// debug endpoint.
+// startFamily claims the debug endpoint's port, boots the root's state,
+// then spawns the actor tree and serves the debug endpoint.
 func startFamily(e *env, rt config.Runtime, mode being.Mode) (*live, error) {
 	rootOpts, err := rootOptions(rt, mode, e.log)
 	if err != nil {
@@ -130,14 +138,35 @@ func startFamily(e *env, rt config.Runtime, mode being.Mode) (*live, error) {
 }
 
 // startFamilyWith is startFamily with the root's options already made.
+// Every check that can refuse the boot here (the Brama client, the debug
+// listener) runs before bootRoot, the first step that may write: a
+// refused boot leaves no new file behind (docs/state.md#boot-gates).
 func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, error) {
-	if err := bootRoot(rt); err != nil {
-		return nil, err
-	}
 	client, err := bramaClient(rt)
 	if err != nil {
 		return nil, err
 	}
+	var dbg *debug.Server
+	if rt.DebugAddr != "" {
+		// Bind now, serve once the family exists: the handler needs its PID.
+		dbg = debug.NewServer(debug.ServerConfig{Addr: rt.DebugAddr, AllowRemote: rt.DebugAllowRemote})
+		if err := dbg.Listen(); err != nil {
+			return nil, err
+		}
+	}
+	release := func() {
+		if dbg != nil {
+			_ = dbg.Shutdown(context.Background()) // never served: closes the listener
+		}
+	}
+	fresh, err := bootRoot(rt)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	rootOpts.Fresh = fresh
+	writers := state.NewWriters(state.DefaultWriters)
+	rootOpts.Writers = writers
 	quiet := logging.AtLeast(e.log.With("lib", "protoactor"), slog.LevelWarn)
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	events := make(chan any, 16)
@@ -155,21 +184,18 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, 
 	}
 	pid, err := system.Root.SpawnNamed(family.Props(opts), "family")
 	if err != nil {
+		release()
 		system.Shutdown()
+		writers.Close()
 		return nil, supervision.Errorf(supervision.ClassRuntime, "spawn family: %w", err)
 	}
-	l := &live{system: system, family: pid, events: events, log: e.log, grace: rt.ShutdownGrace}
-	if rt.DebugAddr != "" {
-		l.debug = debug.NewServer(debug.ServerConfig{
-			Addr:        rt.DebugAddr,
-			AllowRemote: rt.DebugAllowRemote,
-			Handler:     debug.Handler(debug.HandlerConfig{Root: system.Root, PID: pid}),
-		})
-		if err := l.debug.Start(); err != nil {
+	l := &live{system: system, family: pid, events: events, debug: dbg, log: e.log, grace: rt.ShutdownGrace, writers: writers}
+	if dbg != nil {
+		if err := dbg.Serve(debug.Handler(debug.HandlerConfig{Root: system.Root, PID: pid})); err != nil {
 			l.stopNow()
 			return nil, err
 		}
-		e.log.Info("debug endpoint listening", "url", "http://"+l.debug.Addr().String()+"/debug/")
+		e.log.Info("debug endpoint listening", "url", "http://"+dbg.Addr().String()+"/debug/")
 	}
 	return l, nil
 }
@@ -224,6 +250,9 @@ func (l *live) close() {
 		cancel()
 	}
 	l.system.Shutdown()
+	if l.writers != nil {
+		l.writers.Close()
+	}
 }
 
 // notifySignals returns a channel of SIGINT and SIGTERM and its stop.

@@ -66,9 +66,13 @@ type ServerConfig struct {
 }
 
 // Server is the debug endpoint's HTTP server. The command that runs the
-// family owns it: Start right after the family is spawned (a bind error
-// is the command's error), Shutdown when the family has stopped. A Server
-// is started at most once.
+// family owns it. Binding and serving are two steps so that the port is
+// claimed before the boot writes anything (docs/state.md#boot-gates): Listen
+// first, before the state is booted (a bind error is the command's
+// error), then Serve once the family is spawned and a handler can reach
+// it; Start does both at once. Shutdown when the family has stopped, or
+// to release a port that was bound but never served. A Server is bound
+// and served at most once.
 type Server struct {
 	cfg  ServerConfig
 	http *http.Server
@@ -76,30 +80,67 @@ type Server struct {
 	done chan struct{} // closed when Serve has returned
 	err  error         // Serve's error other than ErrServerClosed; read after done
 
-	mu sync.Mutex
+	mu     sync.Mutex
+	closed bool // Shutdown has run
 }
 
-// NewServer returns a Server for cfg; nothing is bound until Start.
+// NewServer returns a Server for cfg; nothing is bound until Listen or
+// Start.
 func NewServer(cfg ServerConfig) *Server {
 	return &Server{cfg: cfg}
 }
 
-// Start binds the address (see Listen for the loopback rule and its
-// errors) and serves on a goroutine of its own, so it returns as soon as
-// the listener is open. Calling Start twice is an error.
-func (s *Server) Start() error {
+// Listen binds the address (see the function Listen for the loopback rule
+// and its errors) without serving: connections wait in the backlog until
+// Serve. Listening twice, or after Shutdown, is an error.
+func (s *Server) Listen() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.http != nil {
-		return errors.New("debug endpoint: already started")
+	return s.listenLocked()
+}
+
+func (s *Server) listenLocked() error {
+	switch {
+	case s.closed:
+		return errors.New("debug endpoint: already shut down")
+	case s.ln != nil:
+		return errors.New("debug endpoint: already listening")
 	}
 	ln, err := Listen(s.cfg.Addr, s.cfg.AllowRemote)
 	if err != nil {
 		return err
 	}
 	s.ln = ln
+	return nil
+}
+
+// Serve serves h (the configured Handler when h is nil) on a goroutine of
+// its own, on the listener Listen bound, binding it first if Listen was not
+// called. It returns as soon as serving has begun. Serving twice, or after
+// Shutdown, is an error.
+func (s *Server) Serve(h http.Handler) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return errors.New("debug endpoint: already shut down")
+	case s.http != nil:
+		return errors.New("debug endpoint: already started")
+	}
+	if s.ln == nil {
+		if err := s.listenLocked(); err != nil {
+			return err
+		}
+	}
+	if h == nil {
+		h = s.cfg.Handler
+	}
+	if h == nil {
+		return errors.New("debug endpoint: no handler")
+	}
+	ln := s.ln
 	s.http = &http.Server{
-		Handler:           s.cfg.Handler,
+		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		IdleTimeout:       60 * time.Second,
@@ -114,7 +155,12 @@ func (s *Server) Start() error {
 	return nil
 }
 
-// Addr is the bound address (useful with port 0), or nil before Start.
+// Start binds the address (unless Listen already did) and serves the
+// configured Handler: Serve(nil). Calling Start twice is an error.
+func (s *Server) Start() error { return s.Serve(nil) }
+
+// Addr is the bound address (useful with port 0), or nil before Listen
+// or Start.
 func (s *Server) Addr() net.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -129,12 +175,20 @@ func (s *Server) Addr() net.Addr {
 // deadline. When ctx ends first the remaining connections are closed.
 // It returns once the serving goroutine has exited, with ctx's error if
 // the wait was cut short or the server's own failure if serving had
-// stopped on an error. Shutdown of a Server never started is a no-op.
+// stopped on an error. Shutdown of a Server bound but never served
+// closes its listener, and the Server cannot be bound or served
+// afterwards; Shutdown of a Server never bound is a no-op.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	srv, done := s.http, s.done
+	srv, done, ln, closed := s.http, s.done, s.ln, s.closed
+	if ln != nil {
+		s.closed = true
+	}
 	s.mu.Unlock()
 	if srv == nil {
+		if ln != nil && !closed {
+			_ = ln.Close()
+		}
 		return nil
 	}
 	err := srv.Shutdown(ctx)

@@ -144,3 +144,53 @@ func TestServerShutdownCutShort(t *testing.T) {
 	await(t, left) // the connection was closed under the handler
 	assert.Error(t, await(t, clientErr))
 }
+
+func TestServerListenThenServe(t *testing.T) {
+	s := NewServer(ServerConfig{Addr: "127.0.0.1:0"}) // the handler comes with Serve
+	require.NoError(t, s.Listen())
+	require.NotNil(t, s.Addr(), "bound by Listen")
+	require.Error(t, s.Listen(), "bound once only")
+
+	// The port is claimed before anything serves: a second bind fails.
+	_, err := Listen(s.Addr().String(), false)
+	require.Error(t, err)
+	assert.Equal(t, supervision.ClassRuntime, supervision.ClassOf(err))
+
+	require.NoError(t, s.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("served"))
+	})))
+	require.Error(t, s.Serve(http.NotFoundHandler()), "served once only")
+	require.Error(t, s.Start(), "started once only")
+	resp, body := do(t, "GET", "http://"+s.Addr().String()+"/")
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "served", body)
+	require.NoError(t, s.Shutdown(testContext(t)))
+	http.DefaultClient.CloseIdleConnections()
+}
+
+func TestServerListenBusyPort(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	s := NewServer(ServerConfig{Addr: busy.Addr().String()})
+	err = s.Listen()
+	require.Error(t, err)
+	assert.Equal(t, supervision.ClassRuntime, supervision.ClassOf(err))
+	assert.Equal(t, 5, supervision.ExitCode(err))
+	assert.Equal(t, "runtime: debug endpoint: listen tcp "+busy.Addr().String()+": bind: address already in use", err.Error())
+	assert.Nil(t, s.Addr())
+	require.NoError(t, s.Shutdown(context.Background()))
+}
+
+func TestServerShutdownReleasesUnservedListener(t *testing.T) {
+	s := NewServer(ServerConfig{Addr: "127.0.0.1:0", Handler: http.NotFoundHandler()})
+	require.NoError(t, s.Listen())
+	addr := s.Addr().String()
+	require.NoError(t, s.Shutdown(context.Background()))
+	require.NoError(t, s.Shutdown(context.Background()), "a second Shutdown is harmless")
+	again, err := Listen(addr, false)
+	require.NoError(t, err, "the port is free again")
+	require.NoError(t, again.Close())
+	require.Error(t, s.Serve(nil), "a shut down Server does not serve")
+	require.Error(t, s.Listen(), "nor bind")
+}

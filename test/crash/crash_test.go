@@ -1,17 +1,19 @@
-// Package crash kills a real writer of a state directory at random moments
-// and checks that what it leaves behind always loads and always balances
-// (docs/state.md#the-state-directory, docs/money.md#the-invariant,
+// Package crash SIGKILLs the real singularity binary at random moments
+// while a whole family lives in `run` — the demo world's family, which
+// spawns children and earns through the example Las's finance surface —
+// and checks that what every being leaves behind always loads, always
+// balances once resumed, and that no tool call ever reaches Las twice
+// (docs/state.md#resume-and-recovery, docs/money.md#the-invariant,
 // docs/differences.md#measured-targets "crash safety").
+//
+// `make crash` runs thousands of kills (CRASH_KILLS, default 2000); the
+// normal suite runs a few hundred.
 package crash
 
 import (
-	"bufio"
-	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,350 +23,502 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
-	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/test/testkit"
 )
 
-// The child process is this test binary re-executed with childEnv set to
-// the state directory (the os/exec pattern).
+// The knobs, all environment variables so `make crash` can set them:
+//
+//	CRASH_KILLS         SIGKILLs in all (default defaultKills, fewer if
+//	                    suiteBudget passes first; 20 with -short)
+//	CRASH_RESUME_EVERY  a graceful resume after every n-th kill (default defaultResumeEvery)
+//	CRASH_SEED          the seed of the random kill moments (default: from the clock)
+//	CRASH_DIR           keep every family under this directory (default: a temporary one)
 const (
-	childEnv = "SINGULARITY_CRASH_CHILD_DIR"
-	seedEnv  = "SINGULARITY_CRASH_CHILD_SEED"
+	defaultKills       = 200
+	defaultResumeEvery = 5
+	// suiteBudget bounds the default run on a busy machine: once this
+	// long has passed since the test began (builds included) no new kill
+	// starts, if minSuiteKills (norace_test.go, race_test.go) have run.
+	// CRASH_KILLS has no such bound.
+	suiteBudget = 45 * time.Second
+	// killsPerFamily kills go to one family; then a fresh family is
+	// born, so the kills keep landing in first boots and first spawns
+	// too, not only in an old family's routine.
+	killsPerFamily = 25
+	// maxFailures ends the test early: each failure is reported, and the
+	// kills go on with a fresh family, so failures are independent.
+	maxFailures = 5
 )
 
-var (
-	iterations = flag.Int("crash.iterations", 250, "SIGKILL iterations")
-	budgetTime = flag.Duration("crash.time", 45*time.Second, "stop early after this long (at least 50 iterations run)")
-)
+func TestMain(m *testing.M) { testkit.VerifyMain(m) }
 
-var pricing = ledger.Pricing{
-	InputPerMillion:  money.MustParse("2.5"),
-	OutputPerMillion: money.MustParse("10.000000007"),
-	InstancePerHour:  money.MustParse("0.37"),
-}
-
-var identity = testkit.Identity()
-
-const window = 40
-
-func TestMain(m *testing.M) {
-	if dir := os.Getenv(childEnv); dir != "" {
-		seed, _ := strconv.ParseUint(os.Getenv(seedEnv), 10, 64)
-		if err := child(dir, seed, os.NewFile(3, "progress")); err != nil {
-			fmt.Fprintln(os.Stderr, "child:", err)
-			os.Exit(3)
-		}
-		os.Exit(0)
+func envInt(t *testing.T, name string, def int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
 	}
-	os.Exit(m.Run())
-}
-
-// child is the writer being killed. It boots (fresh or resumed exactly as
-// the being will: open the journal, which repairs a torn line; recover the
-// budget from the journal; check the invariant), then loops forever over
-// the durable steps of a round, in the being's order:
-//
-//	debit step:  journal model_completed, journal cost_debited, save state
-//	credit step: journal tool_finished, journal revenue_credited, save state
-//
-// with the conversation window applied (archive appended before the save).
-// It writes one byte to progress after each durable write, so the parent
-// can pick kill moments among them.
-func child(dir string, seed uint64, progress *os.File) error {
-	tick := func() error { _, err := progress.Write([]byte{'.'}); return err }
-	exists, err := state.Exists(dir)
-	if err != nil {
-		return err
-	}
-	store, being, _, err := state.Boot(dir, exists, identity, func() (*state.Being, error) {
-		now := state.Now()
-		return &state.Being{
-			SchemaVersion: state.SchemaVersion, Identity: identity, Status: state.StatusRunning,
-			Budget:    state.Budget{Starting: money.MustParse("1000"), Remaining: money.MustParse("1000")},
-			StartedAt: now, UpdatedAt: now,
-		}, nil
-	})
-	if err != nil {
-		return err
-	}
-	if err := tick(); err != nil {
-		return err
-	}
-	journal, err := store.OpenJournal(state.Now(), being.Cycle)
-	if err != nil {
-		return err
-	}
-	if err := journal.Append(state.Started(state.Now())); err != nil {
-		return err
-	}
-	events, err := state.ReadJournal(store.Path(state.JournalFile))
-	if err != nil {
-		return err
-	}
-	recovered, applied, err := ledger.Recover(being.Budget, events, pricing)
-	if err != nil {
-		return err
-	}
-	if err := state.CheckInvariant(recovered, events); err != nil {
-		return err
-	}
-	if applied > 0 {
-		being.Budget = recovered
-		if err := store.Save(being); err != nil {
-			return err
-		}
-	}
-	archive, err := store.OpenArchive()
-	if err != nil {
-		return err
-	}
-	if err := tick(); err != nil {
-		return err
-	}
-
-	rng := rand.New(rand.NewPCG(seed, being.Cycle))
-	save := func() error {
-		kept, archived := state.Window(being.Conversation, window)
-		if err := archive.Append(archived...); err != nil {
-			return err
-		}
-		being.Conversation = append([]chat.Message(nil), kept...)
-		being.UpdatedAt = state.Now()
-		return store.Save(being)
-	}
-	for {
-		being.Cycle++
-		c := being.Cycle
-		being.Conversation = append(being.Conversation,
-			chat.Message{Role: chat.RoleUser, Content: state.FramingPrefix + strconv.FormatUint(c, 10) + ". Balance: " + being.Budget.Remaining.String() + " USD."},
-			chat.Message{Role: chat.RoleAssistant, Content: "thinking about cycle " + strconv.FormatUint(c, 10)})
-
-		u := chat.Usage{PromptTokens: rng.Uint64N(50_000), CompletionTokens: rng.Uint64N(5_000)}
-		u.TotalTokens = u.PromptTokens + u.CompletionTokens
-		d := ledger.ComputeDebit(pricing, u, time.Duration(rng.Int64N(int64(30*time.Second))))
-		if err := journal.Append(state.ModelCompleted(state.Now(), c, u)); err != nil {
-			return err
-		}
-		if err := tick(); err != nil {
-			return err
-		}
-		if err := journal.Append(state.CostDebited(state.Now(), c, d.Amount)); err != nil {
-			return err
-		}
-		if err := tick(); err != nil {
-			return err
-		}
-		being.Budget = ledger.ApplyDebit(being.Budget, d)
-		if err := save(); err != nil {
-			return err
-		}
-		if err := tick(); err != nil {
-			return err
-		}
-
-		if c%3 != 0 {
-			continue
-		}
-		result := fmt.Sprintf(`{"sale":{"id":%d,"revenue_usd":"0.%012d7"}}`, c, rng.Uint64N(1e12))
-		v, ok := ledger.Revenue("finance__sell", []byte(result))
-		if err := journal.Append(state.ToolFinished(state.Now(), c, "finance__sell", "success")); err != nil {
-			return err
-		}
-		if err := tick(); err != nil {
-			return err
-		}
-		if ok {
-			if err := journal.Append(state.RevenueCredited(state.Now(), c, v, "finance__sell")); err != nil {
-				return err
-			}
-			if err := tick(); err != nil {
-				return err
-			}
-			if being.Budget, err = ledger.ApplyCredit(being.Budget, v); err != nil {
-				return err
-			}
-		}
-		being.Conversation = append(being.Conversation, chat.Message{Role: chat.RoleTool, Name: "finance__sell", Content: result})
-		if err := save(); err != nil {
-			return err
-		}
-		if err := tick(); err != nil {
-			return err
-		}
-	}
-}
-
-// TestSIGKILLAtRandomMoments kills the child at random durable-write
-// boundaries (and, since the kill races with the child, at random points
-// between and inside them), many times over the same directory. After
-// every kill it asserts, with the child dead:
-//
-//  1. state.json (if the first boot got that far) parses and passes the
-//     schema check;
-//  2. the journal opens — a torn last line is cut and a warning journaled —
-//     and then every line of it loads;
-//  3. the ledger invariant holds between the state and the journal in one
-//     of exactly two ways: the state is current (remaining = starting −
-//     Σ cost_debited + Σ revenue_credited over the whole journal), or the
-//     state lags by exactly the journal's last money event — the step in
-//     flight, journaled but not yet saved — so the invariant holds over
-//     the journal without that one event;
-//  4. recovery as resume performs it (ledger.Recover) applies at most that
-//     one event and leaves the invariant exact over the whole journal.
-//
-// The next child then resumes from that very directory, so recovery is
-// exercised too; a child that finds anything wrong exits 3 and fails the
-// test.
-func TestSIGKILLAtRandomMoments(t *testing.T) {
-	if testing.Short() {
-		*iterations = min(*iterations, 50)
-	}
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	dir := filepath.Join(t.TempDir(), "being")
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-	seed := rng.Uint64()
-	t.Logf("seed %d", seed)
-
-	var lagging, current, torn, injected, done int
-	startAll := time.Now()
-	for i := range *iterations {
-		if i >= 50 && time.Since(startAll) > *budgetTime {
-			break
-		}
-		done++
-		ticks := rng.IntN(25) // durable writes to let through before the kill
-		code, stderr := runAndKill(t, exe, dir, seed+uint64(i), ticks)
-		require.Equal(t, -1, code, "child exited by itself (code %d): %s", code, stderr)
-
-		exists, err := state.Exists(dir)
-		require.NoError(t, err)
-		if !exists {
-			continue // killed before the first state was created
-		}
-		being, err := state.Load(dir)
-		require.NoError(t, err, "iteration %d: state.json must always parse", i)
-
-		j, err := state.OpenJournal(filepath.Join(dir, state.JournalFile), state.Now(), being.Cycle)
-		require.NoError(t, err)
-		if j.Repaired() > 0 {
-			torn++
-		}
-		require.NoError(t, j.Close())
-		events, err := state.ReadJournal(filepath.Join(dir, state.JournalFile))
-		require.NoError(t, err, "iteration %d: the journal must always load", i)
-
-		if state.CheckInvariant(being.Budget, events) == nil {
-			current++
-		} else {
-			last := lastMoneyEvent(events)
-			require.GreaterOrEqual(t, last, 0, "iteration %d: state differs from an empty journal", i)
-			require.NoError(t, state.CheckInvariant(being.Budget, events[:last]),
-				"iteration %d: state must be current or lag by exactly the last money event", i)
-			lagging++
-		}
-		recovered, applied, err := ledger.Recover(being.Budget, events, pricing)
-		require.NoError(t, err)
-		require.LessOrEqual(t, applied, 1)
-		require.NoError(t, state.CheckInvariant(recovered, events))
-
-		// A SIGKILL rarely lands inside the one write of an append, so
-		// every fifth iteration leaves a torn line as a crash inside that
-		// write would (or power loss after a partial write-back): the next
-		// child must repair it on open.
-		if i%5 == 4 {
-			line := `{"type":"cost_debited","at":"2026-08-24T22:05:13.100000Z","cycle":` + strconv.FormatUint(being.Cycle+1, 10) + `,"amount":"0.0`
-			f, err := os.OpenFile(filepath.Join(dir, state.JournalFile), os.O_WRONLY|os.O_APPEND, 0)
-			require.NoError(t, err)
-			_, err = f.WriteString(line[:rng.IntN(len(line)-1)+1])
-			require.NoError(t, err)
-			require.NoError(t, f.Close())
-			injected++
-		}
-	}
-	t.Logf("%d kills in %s: state current %d, lagging one event %d; torn lines injected %d (%d found by the parent's check, the rest by the next child)",
-		done, time.Since(startAll).Round(time.Millisecond), current, lagging, injected, torn)
-	require.Positive(t, current+lagging)
-	// Every torn line was replaced by a repair warning by whoever opened
-	// the journal next: the child, or the parent's check when the child was
-	// killed before it got there. (A kill inside a repair leaves a torn
-	// tail again, repaired next time: hence at least, not exactly.)
-	require.GreaterOrEqual(t, repairWarnings(t, dir), injected)
-	if done >= 100 {
-		require.Positive(t, lagging, "kills should sometimes land between a journal append and its save")
-	}
-}
-
-// repairWarnings counts the torn-line repair warnings in the journal.
-// A torn line injected after the last iteration is repaired here first.
-func repairWarnings(t *testing.T, dir string) int {
-	j, err := state.OpenJournal(filepath.Join(dir, state.JournalFile), state.Now(), 0)
-	require.NoError(t, err)
-	require.NoError(t, j.Close())
-	events, err := state.ReadJournal(filepath.Join(dir, state.JournalFile))
-	require.NoError(t, err)
-	n := 0
-	for _, e := range events {
-		if e.Type == state.EventWarning && strings.Contains(e.Message, "torn last line") {
-			n++
-		}
-	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err, name)
+	require.Positive(t, n, name)
 	return n
 }
 
-func lastMoneyEvent(events []state.Event) int {
-	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Type == state.EventCostDebited || events[i].Type == state.EventRevenueCredited {
-			return i
+// tally is what the test did, for the closing line.
+type tally struct {
+	kills, resumes, families          int
+	bootKills, timedKills, eventKills int
+	beingsChecked, tornSeen, injected int
+	deliveries, orphans, livedOrphans int
+	maxFamily                         int // most beings in one family
+	earned                            money.Amount
+	failures                          int
+	killTime, resumeTime, checkTime   time.Duration
+}
+
+// TestCrashSpawningEarningFamily runs `singularity run` on a family of
+// the demo world (the simulated Brama scripts Ada to spawn Bo and Cy and
+// Bo to spawn Di; every being earns through finance__finance_sell_report
+// of the example Las) and SIGKILLs it at a random moment, over and over
+// on the same state directories: each run resumes what the last one
+// left. A kill lands either at a random time (up to 250 ms) after the
+// process started — boot, recovery, Las start-up, and in a family's
+// first run the fresh state itself — or up to 20 ms after the n-th
+// completion request of that run (n up to 24, about one cycle of the
+// whole family: debits, tool calls, spawns, saves). Every second
+// family's first run is killed only after its first child has spoken,
+// so spawning certainly happens. After killsPerFamily kills a fresh
+// family is born.
+//
+// After every kill, for the root and every directory under children/
+// (recursively), with the process dead:
+//
+//  1. state.json loads (state.Load);
+//  2. the journal loads (state.ReadJournal); a torn last line is legal;
+//  3. the checkpoint's budget is accounted for exactly by some prefix of
+//     its journal (state.CheckInvariant over that prefix);
+//  4. no child name was spawned twice under one parent, and no tool call
+//     reached a Las twice: the family's Las is recordlas (the example
+//     Las behind a filter that writes down every tools/call it
+//     receives), and the scripted arguments name the being and the
+//     cycle, so a key seen twice is one call delivered twice, across all
+//     kills of the family.
+//
+// After one kill in ten, a torn last line is appended to one being's
+// journal (a crash inside the append's write, which a SIGKILL almost
+// never produces); the next runs must repair it.
+//
+// After every CRASH_RESUME_EVERY-th kill the family is resumed: `run
+// --resume` until every recorded, living being has sent its first
+// completion (so each has done its start-up recovery), then SIGINT, and
+// the process must exit 0 within its deadline. Then, for every being:
+// the invariant is exact over its whole journal (state.CheckInvariant),
+// no recorded being is left running or stopping or with a torn line, and
+// the family's revenue credits are no more than the finance calls
+// delivered.
+func TestCrashSpawningEarningFamily(t *testing.T) {
+	testStart := time.Now() // the budget counts the builds too
+	kills := envInt(t, "CRASH_KILLS", defaultKills)
+	budget := time.Duration(0)
+	if os.Getenv("CRASH_KILLS") == "" {
+		budget = suiteBudget
+		if testing.Short() {
+			kills = 20
 		}
 	}
-	return -1
-}
+	every := envInt(t, "CRASH_RESUME_EVERY", defaultResumeEvery)
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("CRASH_SEED"); v != "" {
+		var err error
+		seed, err = strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err, "CRASH_SEED")
+	}
+	t.Logf("seed %d (CRASH_SEED=%d replays the same kill moments; the processes' own timing still varies): %d kills, a resume after every %d",
+		seed, seed, kills, every)
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 
-// runAndKill starts the child on dir, lets ticks durable writes through,
-// SIGKILLs it and waits. It returns the exit code (-1 when killed by the
-// signal) and the child's stderr.
-func runAndKill(t *testing.T, exe, dir string, seed uint64, ticks int) (int, string) {
-	t.Helper()
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	defer r.Close()
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+dir, seedEnv+"="+strconv.FormatUint(seed, 10))
-	cmd.ExtraFiles = []*os.File{w}
-	stderr := new(limitedBuffer)
-	cmd.Stderr = stderr
-	require.NoError(t, cmd.Start())
-	require.NoError(t, w.Close())
+	base := os.Getenv("CRASH_DIR")
+	if base == "" {
+		base = t.TempDir()
+	} else {
+		base = filepath.Join(base, fmt.Sprintf("seed-%d", seed))
+	}
+	bin := testkit.Singularity(t)
+	las := testkit.Build(t, "./test/crash/recordlas")
+	obs := newObserver()
+	proxy := bramaProxy(t, obs)
 
-	require.NoError(t, r.SetReadDeadline(time.Now().Add(30*time.Second)))
-	br := bufio.NewReader(r)
-	for range ticks {
-		if _, err := br.ReadByte(); err != nil {
-			break // the child died on its own (EOF); Wait reports why
+	c := &crasher{t: t, bin: bin, las: las, proxy: proxy, obs: obs, rng: rng}
+	started := time.Now()
+	inFamily := 0
+	for i := 0; i < kills && c.n.failures < maxFailures; i++ {
+		if budget > 0 && i >= minSuiteKills && time.Since(testStart) > budget {
+			t.Logf("stopping after %d of %d kills: the default run's time budget of %v is spent (a busy machine, or the race detector)", i, kills, budget)
+			break
+		}
+		if c.fam == nil || inFamily == killsPerFamily {
+			c.newFamily(filepath.Join(base, fmt.Sprintf("family-%03d", c.n.families)))
+			inFamily = 0
+		}
+		inFamily++
+		ok := c.kill(i, inFamily == 1)
+		if ok && (i+1)%every == 0 {
+			ok = c.resume(i)
+		}
+		if !ok {
+			c.n.failures++
+			c.fam = nil // the next kill starts a fresh family
 		}
 	}
-	_ = cmd.Process.Signal(syscall.SIGKILL)
-	err = cmd.Wait()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return exit.ExitCode(), stderr.String()
+	if c.fam != nil && c.n.kills%every != 0 {
+		if !c.resume(c.n.kills - 1) {
+			c.n.failures++
+		}
 	}
-	require.NoError(t, err)
-	return 0, stderr.String()
+	elapsed := time.Since(started).Round(time.Millisecond)
+	n := c.n
+	n.earned = n.earned.Add(c.earned)
+	t.Logf("%d kills (%d at boot, %d at a random time, %d after a random completion) and %d resumes over %d families in %s: "+
+		"%d beings checked (largest family %d), %d torn last lines seen (%d injected), %d deliveries checked, "+
+		"%d unrecorded child directories (%d of them with a journal), earned %s; %d failures",
+		n.kills, n.bootKills, n.timedKills, n.eventKills, n.resumes, n.families, elapsed,
+		n.beingsChecked, n.maxFamily, n.tornSeen, n.injected, n.deliveries, n.orphans, n.livedOrphans, n.earned, n.failures)
+	t.Logf("time: kills %s (%s each), resumes %s (%s each), checks %s of them",
+		n.killTime.Round(time.Millisecond), (n.killTime / time.Duration(max(n.kills, 1))).Round(time.Millisecond),
+		n.resumeTime.Round(time.Millisecond), (n.resumeTime / time.Duration(max(n.resumes, 1))).Round(time.Millisecond),
+		n.checkTime.Round(time.Millisecond))
+	if n.failures > 0 {
+		t.Fatalf("%d failures (seed %d; see above; CRASH_SEED=%d CRASH_DIR=<dir> replays the kill moments and keeps the state directories)", n.failures, seed, seed)
+	}
+	if n.kills >= killsPerFamily+1 {
+		// Every second family's first kill waits for a child's first
+		// completion, so spawning is certain to have happened.
+		require.Greater(t, n.maxFamily, 1, "the family spawned no child")
+		require.Positive(t, n.earned.Sign(), "the family earned nothing")
+		require.Positive(t, n.deliveries, "no tool call reached Las")
+	}
 }
 
-// limitedBuffer keeps the first 64 KiB written to it.
-type limitedBuffer struct{ b []byte }
+// crasher runs the kills and resumes of one test.
+type crasher struct {
+	t     *testing.T
+	bin   string // singularity
+	las   string // recordlas
+	proxy string
+	obs   *observer
+	rng   *rand.Rand
+	run   int // the number of the last process started
 
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := 64<<10 - len(l.b); room > 0 {
-		l.b = append(l.b, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
+	fam     *family
+	log     *deliveryLog
+	seen    map[string]string // delivery key → where it was first seen
+	orphans map[string]bool   // unrecorded child directories seen
+	earned  money.Amount      // the current family's, at its last check
+	n       tally
 }
 
-func (l *limitedBuffer) String() string { return string(l.b) }
+func (c *crasher) newFamily(dir string) {
+	c.n.earned = c.n.earned.Add(c.earned)
+	c.earned = money.Amount{}
+	c.fam = newFamily(c.t, dir, c.las)
+	c.log = newDeliveryLog(c.fam.recordDir)
+	c.seen = map[string]string{}
+	c.orphans = map[string]bool{}
+	c.n.families++
+}
+
+func (c *crasher) start() *process {
+	c.run++
+	return c.fam.start(c.t, c.bin, c.proxy, c.run)
+}
+
+// fail reports problems of one check; it returns false when there were
+// any.
+func (c *crasher) fail(what string, p *process, problems []string) bool {
+	if len(problems) == 0 {
+		return true
+	}
+	msg := fmt.Sprintf("%s (family %s):\n  %s", what, c.fam.dir, strings.Join(problems, "\n  "))
+	if p != nil {
+		if out := p.stderr.String(); out != "" {
+			msg += "\nstderr of run " + strconv.Itoa(p.run) + " (its last 64 KiB):\n" + out
+		}
+	}
+	c.t.Error(msg)
+	return false
+}
+
+// kill starts a run, SIGKILLs it at a random moment and checks what it
+// left. first is the family's first run.
+func (c *crasher) kill(i int, first bool) bool {
+	c.n.kills++
+	t0 := time.Now()
+	defer func() { c.n.killTime += time.Since(t0) }()
+	p := c.start()
+	defer c.obs.forget(p.run)
+	rng := c.rng
+	var moment string
+	switch {
+	case first && c.n.families%2 == 1 || !first && rng.IntN(4) == 0:
+		// At a random time after the start: boot, recovery, Las
+		// start-up, and (the first run) the fresh state itself.
+		d := time.Duration(rng.Int64N(int64(250 * time.Millisecond)))
+		moment = fmt.Sprintf("%v after the start", d.Round(time.Microsecond))
+		if first {
+			c.n.bootKills++
+		} else {
+			c.n.timedKills++
+		}
+		select {
+		case <-time.After(d):
+		case <-p.exited:
+		}
+	default:
+		// A random few milliseconds after the n-th completion request of
+		// this run (for a family's first run: after the first child's
+		// first one, so the family certainly spawns).
+		k := 1 + rng.IntN(24)
+		d := time.Duration(rng.Int64N(int64(20 * time.Millisecond)))
+		cond := func(total int, _ map[string]int) bool { return total >= k }
+		moment = fmt.Sprintf("%v after completion %d", d.Round(time.Microsecond), k)
+		if first {
+			k = rng.IntN(10)
+			moment = fmt.Sprintf("%v after %d completions more than the first child's first", d.Round(time.Microsecond), k)
+			base := -1
+			cond = func(total int, byName map[string]int) bool {
+				if base < 0 {
+					for name := range byName {
+						if name != rootName {
+							base = total
+						}
+					}
+				}
+				return base >= 0 && total >= base+k
+			}
+		}
+		c.n.eventKills++
+		if !c.obs.until(p.run, p.exited, triggerWait, cond) {
+			select {
+			case <-p.exited:
+			default:
+				_, byName, _ := c.obs.snapshot(p.run)
+				_ = p.cmd.Process.Signal(syscall.SIGKILL)
+				_, _ = p.wait(exitWait)
+				return c.fail(fmt.Sprintf("kill %d: the family did not reach the kill moment (%s) within %v; completions by being: %v", i, moment, triggerWait, byName), p,
+					[]string{"the family stopped making progress"})
+			}
+		}
+		select {
+		case <-time.After(d):
+		case <-p.exited:
+		}
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	code, err := p.wait(exitWait)
+	if err != nil {
+		return c.fail(fmt.Sprintf("kill %d", i), p, []string{err.Error()})
+	}
+	if code != -1 {
+		return c.fail(fmt.Sprintf("kill %d (%s)", i, moment), p, []string{fmt.Sprintf("the run exited by itself with code %d before the kill", code)})
+	}
+	if !c.check(fmt.Sprintf("after kill %d (%s)", i, moment), p, false) {
+		return false
+	}
+	// A SIGKILL almost never lands inside the one write of an append, so
+	// every tenth kill leaves a torn last line in one being's journal, as
+	// a crash inside that write (or power loss after a partial
+	// write-back) would. Whoever opens that journal next must repair it;
+	// a graceful resume must leave none.
+	if rng.IntN(10) == 0 {
+		c.injectTornLine()
+	}
+	return true
+}
+
+// injectTornLine appends the start of a journal line, without its
+// newline, to the journal of one being the next run will resume.
+func (c *crasher) injectTornLine() {
+	members, _ := walk(c.fam.stateDir)
+	var live []member
+	for _, m := range members {
+		if m.reachable && m.being != nil && len(m.events) > 0 && !m.torn &&
+			m.being.Status != state.StatusExhausted && m.being.Status != state.StatusFailed {
+			live = append(live, m)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	m := live[c.rng.IntN(len(live))]
+	line := `{"type":"cost_debited","at":"2026-08-24T22:05:13.100000Z","cycle":` + strconv.FormatUint(m.being.Cycle+1, 10) + `,"amount":"0.0`
+	f, err := os.OpenFile(filepath.Join(m.dir, journalFile), os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(c.t, err)
+	_, err = f.WriteString(line[:1+c.rng.IntN(len(line)-1)])
+	require.NoError(c.t, err)
+	require.NoError(c.t, f.Close())
+	c.n.injected++
+}
+
+// resume runs the family gracefully: `run --resume` until every
+// recorded, living being has sent a completion, then SIGINT; then it
+// checks the family.
+func (c *crasher) resume(i int) bool {
+	c.n.resumes++
+	t0 := time.Now()
+	defer func() { c.n.resumeTime += time.Since(t0) }()
+	p := c.start()
+	defer c.obs.forget(p.run)
+	what := fmt.Sprintf("resume after kill %d", i)
+	var problems []string
+	if missing := c.waitReady(p); len(missing) > 0 {
+		_, byName, _ := c.obs.snapshot(p.run)
+		problems = append(problems, fmt.Sprintf("within %v these beings never sent a completion: %v (completions by being: %v)", readyWait, missing, byName))
+	}
+	select {
+	case <-p.exited:
+	default:
+		_ = p.cmd.Process.Signal(syscall.SIGINT)
+	}
+	code, err := p.wait(stopWait)
+	switch {
+	case err != nil:
+		problems = append(problems, err.Error())
+	case code != 0:
+		problems = append(problems, fmt.Sprintf("the run exited with code %d, not 0", code))
+	}
+	if !c.fail(what, p, problems) {
+		return false
+	}
+	return c.check(what, p, true)
+}
+
+// waitReady waits for the root's first completion of the run, then for
+// that of each child it records that is not dormant, and so on down the
+// tree: by its first completion a being has done its start-up recovery
+// and saved (docs/state.md#resume-and-recovery), and started the children
+// it records. It returns the names of the beings that never got there.
+func (c *crasher) waitReady(p *process) []string {
+	type pending struct{ dir, name string }
+	queue := []pending{{c.fam.stateDir, rootName}}
+	deadline := time.Now().Add(readyWait)
+	var missing []string
+	for len(queue) > 0 {
+		next := queue[0]
+		queue = queue[1:]
+		ok := c.obs.until(p.run, p.exited, time.Until(deadline), func(_ int, byName map[string]int) bool { return byName[next.name] > 0 })
+		if !ok {
+			missing = append(missing, next.name)
+			continue
+		}
+		b, err := state.Load(next.dir)
+		if err != nil {
+			missing = append(missing, next.name+" (state: "+err.Error()+")")
+			continue
+		}
+		for _, ch := range b.Mind.Children {
+			dir := ch.StateDir
+			if !filepath.IsAbs(dir) {
+				dir = filepath.Join(next.dir, "children", ch.ID)
+			}
+			cb, err := state.Load(dir)
+			if err != nil {
+				missing = append(missing, ch.Name+" (state: "+err.Error()+")")
+				continue
+			}
+			if cb.Status == state.StatusExhausted || cb.Status == state.StatusFailed {
+				continue // loaded dormant
+			}
+			queue = append(queue, pending{dir, ch.Name})
+		}
+	}
+	return missing
+}
+
+// check walks the family and runs the checks of a kill (graceful false)
+// or of a resume (graceful true).
+func (c *crasher) check(what string, p *process, graceful bool) bool {
+	t0 := time.Now()
+	defer func() { c.n.checkTime += time.Since(t0) }()
+	members, problems := walk(c.fam.stateDir)
+	credits := 0
+	earned := money.Amount{}
+	beings := 0
+	for _, m := range members {
+		if m.being == nil {
+			if graceful && m.recorded && m.parent != "" {
+				problems = append(problems, fmt.Sprintf("%s: a recorded child without state.json", m.dir))
+			}
+			continue
+		}
+		beings++
+		c.n.beingsChecked++
+		if m.torn {
+			c.n.tornSeen++
+		}
+		b := m.being
+		earned = earned.Add(b.Budget.Earned)
+		for _, e := range m.events {
+			if e.Type == state.EventRevenueCredited {
+				credits++
+			}
+		}
+		if !graceful {
+			if err := explainedByPrefix(b.Budget, m.events); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: the checkpoint is not a state of its journal: %v", m.where(), err))
+			}
+			continue
+		}
+		note := ""
+		if !m.reachable {
+			if !c.orphans[m.dir] {
+				c.orphans[m.dir] = true
+				c.n.orphans++
+				if len(m.events) > 0 {
+					c.n.livedOrphans++
+				}
+			}
+			note = " (a child directory no state.json records: it was never resumed)"
+		}
+		if err := state.CheckInvariant(b.Budget, m.events); err != nil {
+			problems = append(problems, fmt.Sprintf("%s%s: status %s, cycle %d: %v", m.where(), note, b.Status, b.Cycle, err))
+		}
+		if m.reachable && m.torn {
+			problems = append(problems, fmt.Sprintf("%s: a torn last line after a graceful stop", m.where()))
+		}
+		if m.reachable && (b.Status == state.StatusRunning || b.Status == state.StatusStopping) {
+			problems = append(problems, fmt.Sprintf("%s: status %s after the family stopped", m.where(), b.Status))
+		}
+	}
+	c.n.maxFamily = max(c.n.maxFamily, beings)
+	c.earned = earned
+	problems = append(problems, duplicateNames(members)...)
+
+	fresh, err := c.log.next()
+	if err != nil {
+		problems = append(problems, "deliveries: "+err.Error())
+	}
+	for _, d := range fresh {
+		c.n.deliveries++
+		k := d.key()
+		where := fmt.Sprintf("%s, Las pid %d, request id %s", what, d.PID, d.RPCID)
+		if first, dup := c.seen[k]; dup {
+			problems = append(problems, fmt.Sprintf("tool call delivered twice: %s (first seen %s; again %s)", k, first, where))
+			continue
+		}
+		c.seen[k] = where
+	}
+	if graceful {
+		finance := 0
+		for k := range c.seen {
+			if strings.HasPrefix(k, "finance__") {
+				finance++
+			}
+		}
+		if credits > finance {
+			problems = append(problems, fmt.Sprintf("%d revenue credits in the family's journals, but only %d finance calls delivered", credits, finance))
+		}
+	}
+	return c.fail(what, p, problems)
+}

@@ -76,7 +76,8 @@ func TestOnceScriptedCycle(t *testing.T) {
 	assert.Equal(t, []string{
 		"started", "cycle_started",
 		"model_completed", "cost_debited",
-		"tool_finished", "tool_finished", "revenue_credited",
+		"tool_finished", "memory_added", // the memory tool's step: its outcome, then its mind change
+		"tool_finished", "revenue_credited",
 		"model_completed", "cost_debited",
 		"stopped",
 	}, testkit.Types(events))
@@ -84,10 +85,14 @@ func TestOnceScriptedCycle(t *testing.T) {
 	assert.Equal(t, chat.Usage{PromptTokens: 1000, CompletionTokens: 200, TotalTokens: 1200}, events[2].Usage)
 	assert.Equal(t, "0.00027", events[3].Amount.String())
 	assert.Equal(t, [2]string{"singularity_memory_remember", "success"}, [2]string{events[4].Tool, events[4].Status})
-	assert.Equal(t, [2]string{"finance__finance_sell_report", "success"}, [2]string{events[5].Tool, events[5].Status})
-	assert.Equal(t, [2]string{"0.15", "finance__finance_sell_report"}, [2]string{events[6].Amount.String(), events[6].Source})
-	assert.Equal(t, "0.000255", events[8].Amount.String())
-	assert.Equal(t, "stopped", events[9].Status)
+	assert.Equal(t, "market opens", events[5].Memory.Text)
+	assert.Equal(t, [2]string{"finance__finance_sell_report", "success"}, [2]string{events[6].Tool, events[6].Status})
+	assert.Equal(t, [2]string{"0.15", "finance__finance_sell_report"}, [2]string{events[7].Amount.String(), events[7].Source})
+	assert.Equal(t, "0.000255", events[9].Amount.String())
+	assert.Equal(t, "stopped", events[10].Status)
+	for i, e := range events {
+		assert.Equal(t, uint64(i+1), e.Seq, "every event is numbered, with no gaps")
+	}
 	st := w.loadState()
 	require.NoError(t, state.CheckInvariant(st.Budget, events))
 	assert.Equal(t, testkit.Identity(), st.Identity, "the environment configures the test identity")

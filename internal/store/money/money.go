@@ -72,12 +72,24 @@ func Parse(s string) (Amount, error) {
 	if _, ok := z.SetString(s); !ok || !z.IsFinite() {
 		return Zero, fmt.Errorf("%q: %w", s, errNotDecimal)
 	}
-	if z.Sign() != 0 {
-		// Leading digit's exponent: precision digits ending at 10^-scale.
-		lead := z.Precision() - z.Scale() - 1
-		if lead >= MaxExponent || lead < MinExponent {
+	if z.Sign() == 0 {
+		// A zero keeps its exponent as its scale ("0e-9999999" has 9999999
+		// places, which Add and Rat would expand), and the library reads
+		// an exponent below -2^63 as zero ("1e-9223372036854775809"): a
+		// zero is returned without a scale, and only when its digits are.
+		mantissa := s
+		if i := strings.IndexAny(s, "eE"); i >= 0 {
+			mantissa = s[:i]
+		}
+		if strings.ContainsAny(mantissa, "123456789") {
 			return Zero, fmt.Errorf("%q: %w", s, errRange)
 		}
+		return Zero, nil
+	}
+	// Leading digit's exponent: precision digits ending at 10^-scale.
+	lead := z.Precision() - z.Scale() - 1
+	if lead >= MaxExponent || lead < MinExponent {
+		return Zero, fmt.Errorf("%q: %w", s, errRange)
 	}
 	return Amount{z}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"sync"
 
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision"
@@ -13,6 +14,7 @@ import (
 // conversation window, one JSON message per line, append-only and
 // fsynced. Not safe for concurrent use.
 type Archive struct {
+	mu       sync.Mutex
 	file     *appendFile
 	repaired int64
 }
@@ -28,7 +30,13 @@ func OpenArchive(path string) (*Archive, error) {
 }
 
 // OpenArchive opens the store's conversation.jsonl; see OpenArchive.
-func (s *Store) OpenArchive() (*Archive, error) { return OpenArchive(s.Path(ArchiveFile)) }
+func (s *Store) OpenArchive() (*Archive, error) {
+	a, err := OpenArchive(s.Path(ArchiveFile))
+	if err == nil {
+		a.file.fault = s.faultFor(ArchiveFile)
+	}
+	return a, err
+}
 
 // Repaired is how many bytes of a torn last line were cut at open.
 func (a *Archive) Repaired() int64 { return a.repaired }
@@ -39,6 +47,8 @@ func (a *Archive) Append(msgs ...chat.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf) // Encode terminates each value with '\n'
 	enc.SetEscapeHTML(false)
@@ -51,7 +61,11 @@ func (a *Archive) Append(msgs ...chat.Message) error {
 }
 
 // Close closes the archive file.
-func (a *Archive) Close() error { return a.file.close() }
+func (a *Archive) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.file.close()
+}
 
 // FramingPrefix starts every cycle's framing message
 // (docs/cycle.md#the-framing-message).

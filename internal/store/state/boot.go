@@ -7,11 +7,12 @@ import (
 	"github.com/wisent/singularity/supervision"
 )
 
-// Boot applies the boot gates of docs/state.md#boot-gates to dir and returns
-// the opened store and the being to live with:
+// Check applies the boot gates of docs/state.md#boot-gates to dir
+// without writing anything:
 //
-//   - no state, no resume: newBeing builds a fresh being, which is written
-//     as the directory's first state.json (mode 0700 directory, 0600 file);
+//   - no state, no resume: newBeing builds a fresh being, returned with
+//     resumed false and not yet written: its owner writes it as the
+//     directory's first state.json once every other boot check passed;
 //   - state exists, no resume: refused, the state is not read;
 //   - resume, no state: refused;
 //   - resume: the state is loaded; a schema other than being-v1, an
@@ -19,44 +20,53 @@ import (
 //     any field is refused.
 //
 // Every refusal is a ClassState error (exit 4) carrying the spec's
-// sentence, and leaves state.json byte-for-byte as it was. Resumed is
-// true when the being was loaded rather than created.
-func Boot(dir string, resume bool, id Identity, newBeing func() (*Being, error)) (store *Store, being *Being, resumed bool, err error) {
+// sentence.
+func Check(dir string, resume bool, id Identity, newBeing func() (*Being, error)) (being *Being, resumed bool, err error) {
 	exists, err := Exists(dir)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, false, err
 	}
 	switch {
 	case !exists && !resume:
 		b, err := newBeing()
 		if err != nil {
-			return nil, nil, false, fmt.Errorf("create being: %w", err)
+			return nil, false, fmt.Errorf("create being: %w", err)
 		}
-		store, err := Open(dir)
-		if err != nil {
-			return nil, nil, false, err
-		}
-		if err := store.Create(b); err != nil {
-			return nil, nil, false, err
-		}
-		return store, b, false, nil
+		return b, false, nil
 	case exists && !resume:
-		return nil, nil, false, alreadyExists(dir)
+		return nil, false, alreadyExists(dir)
 	case !exists && resume:
-		return nil, nil, false, supervision.New(supervision.ClassState, "resume requested but no state exists")
+		return nil, false, supervision.New(supervision.ClassState, "resume requested but no state exists")
 	}
 	b, err := Load(dir)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, false, err
 	}
 	if b.Identity != id {
-		return nil, nil, false, supervision.New(supervision.ClassState, "resume identity does not match configuration")
+		return nil, false, supervision.New(supervision.ClassState, "resume identity does not match configuration")
+	}
+	return b, true, nil
+}
+
+// Boot is Check followed, for a fresh being, by writing it as the
+// directory's first state.json (mode 0700 directory, 0600 file); it
+// returns the opened store. Refusals leave state.json byte-for-byte as
+// it was.
+func Boot(dir string, resume bool, id Identity, newBeing func() (*Being, error)) (store *Store, being *Being, resumed bool, err error) {
+	being, resumed, err = Check(dir, resume, id, newBeing)
+	if err != nil {
+		return nil, nil, false, err
 	}
 	store, err = Open(dir)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	return store, b, true, nil
+	if !resumed {
+		if err := store.Create(being); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	return store, being, resumed, nil
 }
 
 func alreadyExists(dir string) error {

@@ -3,6 +3,7 @@ package state
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,123 +11,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 
-	"github.com/wisent/singularity/internal/store/money"
-	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision"
 )
-
-// Journal event types (docs/state.md#the-state-directory).
-const (
-	EventStarted         = "started"
-	EventCycleStarted    = "cycle_started"
-	EventModelCompleted  = "model_completed"
-	EventCostDebited     = "cost_debited"
-	EventToolFinished    = "tool_finished"
-	EventRevenueCredited = "revenue_credited"
-	EventWarning         = "warning"
-	EventStopped         = "stopped"
-)
-
-// Event is one line of activity.jsonl. Which fields belong to an event
-// depends on its Type; MarshalJSON writes exactly those, "type" first and
-// the rest in the order of docs/state.md#the-state-directory:
-//
-//	started          {at}
-//	cycle_started    {at, cycle}
-//	model_completed  {at, cycle, usage}
-//	cost_debited     {at, cycle, amount}
-//	tool_finished    {at, cycle, tool, status}
-//	revenue_credited {at, cycle, amount, source}
-//	warning          {at, cycle, message}
-//	stopped          {at, cycle, status}
-//
-// Build events with the constructors below.
-type Event struct {
-	Type    string       `json:"type"`
-	At      Time         `json:"at"`
-	Cycle   uint64       `json:"cycle"`
-	Usage   chat.Usage   `json:"usage"`
-	Amount  money.Amount `json:"amount"`
-	Source  string       `json:"source"`
-	Tool    string       `json:"tool"`
-	Status  string       `json:"status"`
-	Message string       `json:"message"`
-}
-
-// Started is the event of a being coming alive (fresh or resumed).
-func Started(at Time) Event { return Event{Type: EventStarted, At: at} }
-
-// CycleStarted opens a cycle.
-func CycleStarted(at Time, cycle uint64) Event {
-	return Event{Type: EventCycleStarted, At: at, Cycle: cycle}
-}
-
-// ModelCompleted records a completion's token usage.
-func ModelCompleted(at Time, cycle uint64, u chat.Usage) Event {
-	return Event{Type: EventModelCompleted, At: at, Cycle: cycle, Usage: u}
-}
-
-// CostDebited records a debit (possibly 0).
-func CostDebited(at Time, cycle uint64, amount money.Amount) Event {
-	return Event{Type: EventCostDebited, At: at, Cycle: cycle, Amount: amount}
-}
-
-// ToolFinished records a tool call's outcome status.
-func ToolFinished(at Time, cycle uint64, tool, status string) Event {
-	return Event{Type: EventToolFinished, At: at, Cycle: cycle, Tool: tool, Status: status}
-}
-
-// RevenueCredited records a credit from trusted evidence returned by tool
-// source.
-func RevenueCredited(at Time, cycle uint64, amount money.Amount, source string) Event {
-	return Event{Type: EventRevenueCredited, At: at, Cycle: cycle, Amount: amount, Source: source}
-}
-
-// Warning records a problem the being survived.
-func Warning(at Time, cycle uint64, message string) Event {
-	return Event{Type: EventWarning, At: at, Cycle: cycle, Message: message}
-}
-
-// Stopped records the final status of a being's life in this process.
-func Stopped(at Time, cycle uint64, status string) Event {
-	return Event{Type: EventStopped, At: at, Cycle: cycle, Status: status}
-}
-
-// MarshalJSON writes the event's own fields in spec order.
-func (e Event) MarshalJSON() ([]byte, error) {
-	var w objectWriter
-	w.field("type", e.Type)
-	w.field("at", e.At)
-	switch e.Type {
-	case EventStarted:
-	case EventCycleStarted:
-		w.field("cycle", e.Cycle)
-	case EventModelCompleted:
-		w.field("cycle", e.Cycle)
-		w.field("usage", e.Usage)
-	case EventCostDebited:
-		w.field("cycle", e.Cycle)
-		w.field("amount", e.Amount)
-	case EventToolFinished:
-		w.field("cycle", e.Cycle)
-		w.field("tool", e.Tool)
-		w.field("status", e.Status)
-	case EventRevenueCredited:
-		w.field("cycle", e.Cycle)
-		w.field("amount", e.Amount)
-		w.field("source", e.Source)
-	case EventWarning:
-		w.field("cycle", e.Cycle)
-		w.field("message", e.Message)
-	case EventStopped:
-		w.field("cycle", e.Cycle)
-		w.field("status", e.Status)
-	default:
-		return nil, fmt.Errorf("unknown journal event type %q", e.Type)
-	}
-	return w.close()
-}
 
 // objectWriter writes a JSON object with fields in call order.
 type objectWriter struct {
@@ -165,9 +54,13 @@ func (w *objectWriter) close() ([]byte, error) {
 // appendFile is an append-only JSON-lines file, fsynced after every
 // append. A torn last line is cut off when the file is opened.
 type appendFile struct {
-	f    *os.File
-	path string
-	size int64 // bytes known to be whole lines
+	f     *os.File
+	path  string
+	size  int64 // bytes known to be whole lines
+	dirty bool  // a failed append may have left bytes past size
+	// fault, when set (tests), is asked before every append and fails
+	// it with the error it returns.
+	fault func() error
 }
 
 // openAppend opens (creating with mode 0600) path for appending. A torn
@@ -262,12 +155,29 @@ func lastNewline(f *os.File, size int64) (int64, error) {
 // appendLines writes data (whole lines) in one write and fsyncs. If the
 // write fails the file is cut back so no partial line stays behind.
 func (a *appendFile) appendLines(data []byte) error {
-	if _, err := a.f.Write(data); err != nil {
-		_ = a.f.Truncate(a.size)
+	fail := func(err error) error {
+		// Whatever part of data reached the file must go, or a retry
+		// would append after a partial line; if the cut fails too, the
+		// next append tries it again first.
+		a.dirty = a.f.Truncate(a.size) != nil
 		return supervision.Errorf(supervision.ClassState, "cannot append to %s: %w", a.path, err)
 	}
+	if a.dirty {
+		if err := a.f.Truncate(a.size); err != nil {
+			return supervision.Errorf(supervision.ClassState, "cannot append to %s: %w", a.path, err)
+		}
+		a.dirty = false
+	}
+	if a.fault != nil {
+		if err := a.fault(); err != nil {
+			return fail(err)
+		}
+	}
+	if _, err := a.f.Write(data); err != nil {
+		return fail(err)
+	}
 	if err := a.f.Sync(); err != nil {
-		return supervision.Errorf(supervision.ClassState, "cannot append to %s: %w", a.path, err)
+		return fail(err)
 	}
 	a.size += int64(len(data))
 	return nil
@@ -280,62 +190,260 @@ func (a *appendFile) close() error {
 	return nil
 }
 
-// Journal is a being's activity.jsonl, open for appending. It is not safe
-// for concurrent use: the being actor is its single writer.
+// Journal is a being's activity.jsonl, open for appending: the being's
+// write-ahead log (docs/state.md#the-journal). Events are appended in
+// steps, each one write and one fsync, and numbered by seq. It is not
+// safe for concurrent use: one writer at a time, the being's.
 type Journal struct {
+	mu       sync.Mutex // the writer pool and the actor may meet here
 	file     *appendFile
+	dir      string
 	repaired int64
+	next     uint64  // the seq the next event gets
+	first    uint64  // the seq of this segment's first event (next when empty)
+	events   []Event // what Open read, until Loaded takes it
+	fault    func() error
 }
 
-// OpenJournal opens (creating if needed) the journal at path. A torn last
-// line left by a crash during an append is replaced by a warning event
-// (at, cycle) saying so: repair is never a boot failure.
+// OpenJournal opens (creating if needed) the journal at path and reads
+// it. A torn last line left by a crash during an append is replaced by a
+// warning event (at, cycle) saying so: repair is never a boot failure.
+// The numbering goes on from the last event's seq; events of a
+// reference journal, which carry none, count by position.
 func OpenJournal(path string, at Time, cycle uint64) (*Journal, error) {
-	var encodeErr error
-	warning := func(cut int64) []byte {
-		msg := fmt.Sprintf("activity journal: removed a torn last line of %d bytes", cut)
-		line, err := json.Marshal(Warning(at, cycle, msg))
-		encodeErr = err
-		return append(line, '\n')
-	}
-	file, cut, err := openAppend(path, warning)
+	file, cut, err := openAppend(path, nil)
 	if err != nil {
 		return nil, err
 	}
-	if encodeErr != nil { // unreachable: a warning always encodes
+	events, err := ReadJournal(path)
+	if err != nil {
 		_ = file.close()
-		return nil, supervision.Errorf(supervision.ClassState, "cannot encode journal event: %w", encodeErr)
+		return nil, err
 	}
-	return &Journal{file: file, repaired: cut}, nil
+	j := &Journal{file: file, dir: filepath.Dir(path), repaired: cut, events: events, next: 1}
+	if n := len(events); n > 0 {
+		j.first, j.next = events[0].Seq, events[n-1].Seq+1
+	} else if seq, err := lastSeqBefore(j.dir); err == nil {
+		j.next = seq + 1
+	}
+	if j.first == 0 {
+		j.first = j.next
+	}
+	if cut > 0 {
+		msg := fmt.Sprintf("activity journal: removed a torn last line of %d bytes", cut)
+		step, err := j.AppendStep([]Event{Warning(at, cycle, msg)})
+		if err != nil {
+			_ = file.close()
+			return nil, err
+		}
+		j.events = append(j.events, step...)
+	}
+	return j, nil
 }
 
 // OpenJournal opens the store's activity.jsonl; see OpenJournal.
 func (s *Store) OpenJournal(at Time, cycle uint64) (*Journal, error) {
-	return OpenJournal(s.Path(JournalFile), at, cycle)
+	j, err := OpenJournal(s.Path(JournalFile), at, cycle)
+	if err == nil {
+		j.fault = s.faultFor(JournalFile)
+		j.file.fault = j.fault
+	}
+	return j, err
 }
 
 // Repaired is how many bytes of a torn last line were cut at open (0 if
 // none).
 func (j *Journal) Repaired() int64 { return j.repaired }
 
-// Append writes one event as one line and fsyncs it.
-func (j *Journal) Append(e Event) error {
-	line, err := json.Marshal(e)
-	if err != nil {
-		return supervision.Errorf(supervision.ClassState, "cannot encode journal event: %w", err)
+// Loaded hands over the events Open read from the current segment (once;
+// later calls return nil).
+func (j *Journal) Loaded() []Event {
+	events := j.events
+	j.events = nil
+	return events
+}
+
+// NextSeq is the seq the next appended event will get.
+func (j *Journal) NextSeq() uint64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.next
+}
+
+// Encode numbers the events of one step from the journal's next seq and
+// renders them as the lines AppendEncoded writes; nothing is written and
+// the numbering does not advance until AppendEncoded succeeds.
+func (j *Journal) Encode(step []Event) ([]Event, []byte, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	numbered := make([]Event, len(step))
+	var buf bytes.Buffer
+	for i, e := range step {
+		e.Seq = j.next + uint64(i)
+		line, err := e.MarshalJSON()
+		if err != nil {
+			return nil, nil, supervision.Errorf(supervision.ClassState, "cannot encode journal event: %w", err)
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+		numbered[i] = e
 	}
-	return j.file.appendLines(append(line, '\n'))
+	return numbered, buf.Bytes(), nil
+}
+
+// AppendEncoded writes one step encoded by Encode (n events) with one
+// write and one fsync. On failure nothing of it stays in the file and
+// the numbering is unchanged, so the step can be tried again.
+func (j *Journal) AppendEncoded(lines []byte, n int) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.file.appendLines(lines); err != nil {
+		return err
+	}
+	j.next += uint64(n)
+	return nil
+}
+
+// AppendStep numbers and writes one step (see Encode and AppendEncoded)
+// and returns its events as written.
+func (j *Journal) AppendStep(step []Event) ([]Event, error) {
+	numbered, lines, err := j.Encode(step)
+	if err != nil {
+		return nil, err
+	}
+	if err := j.AppendEncoded(lines, len(step)); err != nil {
+		return nil, err
+	}
+	return numbered, nil
+}
+
+// Append writes one event as a step of its own.
+func (j *Journal) Append(e Event) error {
+	_, err := j.AppendStep([]Event{e})
+	return err
+}
+
+// Size is the current segment's size in bytes.
+func (j *Journal) Size() int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.file.size
+}
+
+// Rotate starts a new segment: the current activity.jsonl becomes
+// activity-<first seq>.jsonl and a fresh activity.jsonl is opened. Call
+// it only right before a checkpoint that includes every event so far, so
+// that loading never needs the old segment (docs/state.md#the-journal).
+func (j *Journal) Rotate() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	path := j.file.path
+	old := filepath.Join(j.dir, segmentName(j.first))
+	if err := j.file.close(); err != nil {
+		return err
+	}
+	if err := os.Rename(path, old); err != nil {
+		return supervision.Errorf(supervision.ClassState, "cannot rotate %s: %w", path, err)
+	}
+	file, _, err := openAppend(path, nil)
+	if err != nil {
+		return err
+	}
+	file.fault = j.fault
+	j.file, j.first = file, j.next
+	return nil
 }
 
 // Close closes the journal file.
-func (j *Journal) Close() error { return j.file.close() }
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.file.close()
+}
+
+// segmentName is the file name of an older journal segment.
+func segmentName(first uint64) string { return fmt.Sprintf("activity-%d.jsonl", first) }
+
+// Segments lists the journal segments of a state directory in order,
+// oldest first, activity.jsonl (when it exists) last.
+func Segments(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, supervision.Errorf(supervision.ClassState, "cannot list %s: %w", dir, err)
+	}
+	type seg struct {
+		first uint64
+		path  string
+	}
+	var segs []seg
+	current := ""
+	for _, e := range entries {
+		var first uint64
+		name := e.Name()
+		if name == JournalFile {
+			current = filepath.Join(dir, name)
+		} else if _, err := fmt.Sscanf(name, "activity-%d.jsonl", &first); err == nil && name == segmentName(first) {
+			segs = append(segs, seg{first, filepath.Join(dir, name)})
+		}
+	}
+	slices.SortFunc(segs, func(a, b seg) int { return cmp.Compare(a.first, b.first) })
+	out := make([]string, 0, len(segs)+1)
+	for _, s := range segs {
+		out = append(out, s.path)
+	}
+	if current != "" {
+		out = append(out, current)
+	}
+	return out, nil
+}
+
+// lastSeqBefore is the last seq of the newest older segment (0 if none),
+// for an empty activity.jsonl right after a rotation.
+func lastSeqBefore(dir string) (uint64, error) {
+	segs, err := Segments(dir)
+	if err != nil {
+		return 0, err
+	}
+	for i := len(segs) - 1; i >= 0; i-- {
+		if filepath.Base(segs[i]) == JournalFile {
+			continue
+		}
+		events, err := ReadJournal(segs[i])
+		if err != nil {
+			return 0, err
+		}
+		if n := len(events); n > 0 {
+			return events[n-1].Seq, nil
+		}
+	}
+	return 0, nil
+}
+
+// ReadAll reads every segment of a state directory's journal, in order:
+// the whole life, for the invariant checks.
+func ReadAll(dir string) ([]Event, error) {
+	segs, err := Segments(dir)
+	if err != nil {
+		return nil, err
+	}
+	var all []Event
+	for _, path := range segs {
+		events, err := ReadJournal(path)
+		if err != nil {
+			return all, err
+		}
+		all = append(all, events...)
+	}
+	return all, nil
+}
 
 // ErrTornLine reports a journal whose last line has no newline: it was
 // not opened (and so not repaired) since a crash.
 var ErrTornLine = errors.New("torn last line")
 
-// ReadJournal loads every event of the journal at path, in order. Every
-// line must be a JSON object; an unrepaired torn last line is reported as
+// ReadJournal loads every event of the journal segment at path, in
+// order; an event without seq (the reference's) gets the one after its
+// predecessor's. Every line must be a JSON object; an unrepaired torn last line is reported as
 // ErrTornLine (open the journal first to repair it).
 func ReadJournal(path string) ([]Event, error) {
 	f, err := os.Open(path)
@@ -354,6 +462,14 @@ func ReadJournal(path string) ([]Event, error) {
 			var e Event
 			if uerr := json.Unmarshal(line, &e); uerr != nil {
 				return events, supervision.Errorf(supervision.ClassState, "journal %s line %d: %w", path, n, uerr)
+			}
+			if e.Seq == 0 {
+				// The reference's events carry no seq: they count by
+				// position.
+				e.Seq = uint64(len(events)) + 1
+				if k := len(events); k > 0 {
+					e.Seq = events[k-1].Seq + 1
+				}
 			}
 			events = append(events, e)
 		}

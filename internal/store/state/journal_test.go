@@ -17,6 +17,18 @@ import (
 
 var at = Time{time.Date(2026, 8, 24, 22, 5, 13, 100000000, time.UTC)}
 
+func withSeq(e Event, seq uint64) Event { e.Seq = seq; return e }
+
+func stamped(e Event) Event { e.At, e.Cycle = at, 4; return e }
+
+func toolStep() Event {
+	e := ToolFinished(at, 4, "most_send_message", "success")
+	e.Chat = &chat.Message{Role: chat.RoleTool, Content: "{}", ToolCallID: "c1", Name: "most_send_message"}
+	e.Action = &Action{Cycle: 4, Tool: "most_send_message", Status: "success", At: at}
+	e.Created = &CreatedResources{MessageIDs: []string{"m1"}}
+	return e
+}
+
 func TestEventShapes(t *testing.T) {
 	const ts = `"at":"2026-08-24T22:05:13.100000Z"`
 	tests := []struct {
@@ -33,9 +45,28 @@ func TestEventShapes(t *testing.T) {
 		{RevenueCredited(at, 3, money.MustParse("2.5"), "finance__sell"), `{"type":"revenue_credited",` + ts + `,"cycle":3,"amount":"2.5","source":"finance__sell"}`},
 		{Warning(at, 3, "maximum tool rounds reached"), `{"type":"warning",` + ts + `,"cycle":3,"message":"maximum tool rounds reached"}`},
 		{Stopped(at, 3, StatusStopped), `{"type":"stopped",` + ts + `,"cycle":3,"status":"stopped"}`},
+		// The write-ahead fields (docs/state.md#the-journal).
+		{withSeq(CycleStarted(at, 4, chat.Message{Role: chat.RoleUser, Content: "Begin autonomous cycle 4."}), 7),
+			`{"type":"cycle_started","seq":7,` + ts + `,"cycle":4,"messages":[{"role":"user","content":"Begin autonomous cycle 4."}]}`},
+		{ModelCompleted(at, 4, chat.Usage{TotalTokens: 5}, chat.Message{Role: chat.RoleAssistant, Content: "hi"}),
+			`{"type":"model_completed",` + ts + `,"cycle":4,"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":5},"message":{"role":"assistant","content":"hi"}}`},
+		{Debited(at, 4, money.MustParse("0.25"), money.MustParse("0.5"), 5),
+			`{"type":"cost_debited",` + ts + `,"cycle":4,"amount":"0.75","api":"0.25","instance":"0.5","tokens":5}`},
+		{toolStep(), `{"type":"tool_finished",` + ts + `,"cycle":4,"tool":"most_send_message","status":"success","message":{"role":"tool","content":"{}","tool_call_id":"c1","name":"most_send_message"},"action":{"cycle":4,"tool":"most_send_message","status":"success","at":"2026-08-24T22:05:13.100000Z"},"created":{"chat_ids":[],"message_ids":["m1"]}}`},
+		{Event{Type: EventWarning, At: at, Cycle: 4, Message: "storage unavailable: disk full", Repeats: 3},
+			`{"type":"warning",` + ts + `,"cycle":4,"message":"storage unavailable: disk full","repeats":3}`},
+		{stamped(MemoryAdded(Memory{ID: "m", Kind: "lead", Text: "bakery", CreatedAt: at})),
+			`{"type":"memory_added",` + ts + `,"cycle":4,"memory":{"id":"m","kind":"lead","text":"bakery","created_at":"2026-08-24T22:05:13.100000Z"}}`},
+		{stamped(PromptSet("be brief")), `{"type":"prompt_set",` + ts + `,"cycle":4,"text":"be brief"}`},
+		{stamped(RuleAdded("be frugal")), `{"type":"rule_added",` + ts + `,"cycle":4,"text":"be frugal"}`},
+		{stamped(LearningAdded("bakeries pay")), `{"type":"learning_added",` + ts + `,"cycle":4,"text":"bakeries pay"}`},
+		{stamped(ModelSwitched("gpt-a")), `{"type":"model_switched",` + ts + `,"cycle":4,"model":"gpt-a"}`},
+		{stamped(ChildAdded(Child{ID: "c", Name: "Bo", Ticker: "BO", StateDir: "/s/children/c", CreatedAt: at, Status: StatusRunning})),
+			`{"type":"child_added",` + ts + `,"cycle":4,"child":{"id":"c","name":"Bo","ticker":"BO","state_dir":"/s/children/c","created_at":"2026-08-24T22:05:13.100000Z","status":"running"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.e.Type, func(t *testing.T) {
+			t.Helper()
 			got, err := json.Marshal(tt.e)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, string(got))

@@ -47,6 +47,10 @@ type Being struct {
 	CreatedResources CreatedResources `json:"created_resources"`
 	StartedAt        Time             `json:"started_at"`
 	UpdatedAt        Time             `json:"updated_at"`
+	// JournalSeq is the seq of the last journal event this checkpoint
+	// includes; nil in a state written by the reference, which covers
+	// its whole journal (docs/state.md#resume-and-recovery).
+	JournalSeq *uint64 `json:"journal_seq,omitempty"`
 
 	// Extra holds unknown top-level fields of a loaded state.json, verbatim.
 	// Keys that name a known field are ignored on save.

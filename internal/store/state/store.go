@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/wisent/singularity/supervision"
 )
@@ -33,15 +34,44 @@ const tempPattern = "." + StateFile + ".*.tmp"
 // Store is one being's state directory. A Store performs no locking:
 // exactly one actor, the being's own, may write through it.
 type Store struct {
-	dir string
+	dir   string
+	fault Fault
+}
+
+// Fault is a test's hook on durable writes: asked before each write with
+// the name of the file written (state.json, activity.jsonl,
+// conversation.jsonl), it fails that write with the error it returns (nil
+// lets it through). Production code sets none.
+type Fault func(file string) error
+
+// SetFault installs f on the store and on the journal and archive opened
+// from it afterwards.
+func (s *Store) SetFault(f Fault) { s.fault = f }
+
+// faultFor is the appendFile hook for one file name.
+func (s *Store) faultFor(name string) func() error {
+	if s.fault == nil {
+		return nil
+	}
+	f := s.fault
+	return func() error { return f(name) }
 }
 
 // Open makes dir (mode 0700, parents included) if it does not exist and
 // removes temporary files left behind by a save that crashed. It never
 // touches state.json.
+//
+// A directory that already exists must be owned by the effective user of
+// the process and is tightened to 0700 (docs/state.md#boot-gates); one
+// owned by anyone else is refused with "state: state directory <dir> is
+// not owned by this user" before anything in it is touched, its mode
+// included.
 func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return nil, supervision.Errorf(supervision.ClassState, "cannot create state directory %s: %w", dir, err)
+	}
+	if err := claimDir(dir); err != nil {
+		return nil, err
 	}
 	s := &Store{dir: dir}
 	stale, _ := filepath.Glob(filepath.Join(dir, tempPattern))
@@ -49,6 +79,31 @@ func Open(dir string) (*Store, error) {
 		_ = os.Remove(p) // best effort: a leftover temp file is harmless
 	}
 	return s, nil
+}
+
+// claimDir checks that the state directory dir belongs to the effective
+// user and restricts it to DirMode. A directory Open has just made passes
+// trivially (it may still lose bits to the umask, which this restores).
+func claimDir(dir string) error {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return supervision.Errorf(supervision.ClassState, "cannot read state directory %s: %w", dir, err)
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return supervision.Errorf(supervision.ClassState, "cannot read the owner of state directory %s", dir)
+	}
+	if int64(st.Uid) != int64(os.Geteuid()) {
+		return supervision.Errorf(supervision.ClassState, "state directory %s is not owned by this user", dir)
+	}
+	const special = fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+	if info.Mode().Perm() == DirMode && info.Mode()&special == 0 {
+		return nil
+	}
+	if err := os.Chmod(dir, DirMode); err != nil {
+		return supervision.Errorf(supervision.ClassState, "cannot restrict state directory %s to mode 0700: %w", dir, err)
+	}
+	return nil
 }
 
 // Dir is the state directory.
@@ -153,6 +208,10 @@ func (s *Store) Save(b *Being) error {
 	return s.writeAtomic(data, false)
 }
 
+// WriteState replaces state.json atomically with data, a state already
+// encoded by Encode (see Save).
+func (s *Store) WriteState(data []byte) error { return s.writeAtomic(data, false) }
+
 // Create writes b as the first state.json of the directory. Unlike Save
 // it refuses to replace an existing state, even one created by a racing
 // process after the boot gates ran.
@@ -166,6 +225,11 @@ func (s *Store) Create(b *Being) error {
 
 func (s *Store) writeAtomic(data []byte, create bool) (err error) {
 	final := s.Path(StateFile)
+	if s.fault != nil {
+		if err := s.fault(StateFile); err != nil {
+			return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+		}
+	}
 	f, err := os.CreateTemp(s.dir, tempPattern)
 	if err != nil {
 		return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)

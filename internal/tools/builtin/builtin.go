@@ -18,8 +18,9 @@ import (
 
 // Limits of docs/tools.md#built-in-tools.
 const (
-	// MaxMemories is how many memories a being keeps; older ones drop off.
-	MaxMemories = 1000
+	// MaxMemories is how many memories a being keeps; older ones drop off
+	// (the state applies the cap when a memory_added is applied).
+	MaxMemories = state.MaxMemories
 	// RecallLimit is how many matches a recall returns.
 	RecallLimit = 50
 	// MaxFileBytes bounds a file read or written by the file tools.
@@ -104,9 +105,9 @@ func Has(name string) bool {
 type Request struct {
 	Name string
 	Args json.RawMessage
-	// Mind is the calling being's mind. The memory and self tools change
-	// it in place and the caller saves it; the file tools never touch it
-	// (nil is fine for them).
+	// Mind is the calling being's mind. The tools only read it (recall
+	// searches it); what they change comes back as Result.Changes. The
+	// file tools never look at it (nil is fine for them).
 	Mind *state.Mind
 	// Advertised is the list of model ids Brama advertises now, asked
 	// just before a switch_model call; nil (no list could be had) lets
@@ -114,10 +115,16 @@ type Request struct {
 	Advertised []string
 }
 
-// Result is what a call produced: its outcome and, for the tools whose
-// effect lies outside the mind, the Effect the being is to carry out.
+// Result is what a call produced: its outcome, the changes it makes to
+// the mind, and, for the tool whose effect lies outside the mind, the
+// Effect the being is to carry out.
 type Result struct {
 	Outcome outcome.Outcome
+	// Changes are the mind changes of the call, as journal events
+	// (state.MemoryAdded, state.ModelSwitched, …) without at and cycle.
+	// The being journals them with the call's outcome and applies them
+	// once that step is durable: nothing changes before.
+	Changes []state.Event
 	// Effect is nil when the outcome is final. Otherwise the being does
 	// what it says; a Spawn's outcome is known only after that (see
 	// Spawn.Finish).
@@ -125,53 +132,47 @@ type Result struct {
 }
 
 // Effect is work a built-in tool leaves to its being: the being owns
-// actors and the model in use, the tools do not. It is one of SwitchModel
-// or Spawn.
+// actors and state directories, the tools do not. Spawn is the only one.
 type Effect interface{ effect() }
-
-// SwitchModel asks the being to use Model for its next completions. The
-// call's outcome (success) is already final.
-type SwitchModel struct{ Model string }
 
 // Spawn asks the being to create the child's state directory and start
 // its actor (or only create it, in once mode); the being then calls
-// Finish with what happened to get the call's outcome.
+// Finish with what happened to get the call's outcome and its change.
 type Spawn struct {
 	Child ChildRequest
 	At    time.Time // when the tool ran: the child's created_at
 }
 
-func (SwitchModel) effect() {}
-func (Spawn) effect()       {}
+func (Spawn) effect() {}
 
 // ErrChildState marks a spawn that failed creating the child's state
 // directory (the outcome child_state); any other spawn error means the
 // actor did not start (child_spawn).
 var ErrChildState = errors.New("child state directory")
 
-// Finish records the spawned child in mind and returns the call's
-// outcome; err is the being's failure to carry out the spawn, nil when
-// started describes the child.
-func (s Spawn) Finish(mind *state.Mind, started ChildStarted, err error) outcome.Outcome {
+// Finish returns the spawn call's result: its outcome and the child
+// record to add to the mind. err is the being's failure to carry out the
+// spawn, nil when started describes the child.
+func (s Spawn) Finish(started ChildStarted, err error) Result {
 	switch {
 	case errors.Is(err, ErrChildState):
-		return outcome.Failure(CodeChildState, "child state directory could not be created")
+		return final(outcome.Failure(CodeChildState, "child state directory could not be created"))
 	case err != nil:
-		return outcome.Failure(CodeChildSpawn, "child being could not be started")
+		return final(outcome.Failure(CodeChildSpawn, "child being could not be started"))
 	}
 	status := started.Status
 	if status == "" {
 		status = state.StatusRunning
 	}
 	req := s.Child
-	mind.Children = append(mind.Children, state.Child{
+	child := state.Child{
 		ID: req.ID, Name: req.Name, Ticker: req.Ticker, StateDir: started.StateDir,
 		CreatedAt: state.Time{Time: s.At.UTC()}, Status: status,
-	})
-	return succeed(struct {
+	}
+	return changed(succeed(struct {
 		ChildID string `json:"child_id"`
 		Actor   string `json:"actor"`
-	}{req.ID, started.Actor})
+	}{req.ID, started.Actor}), state.ChildAdded(child))
 }
 
 // Call runs one built-in tool and returns its result; it never panics on
@@ -181,15 +182,15 @@ func (t *Tools) Call(req Request) Result {
 	mind, args := req.Mind, req.Args
 	switch req.Name {
 	case MemoryRemember:
-		return final(t.remember(mind, args))
+		return t.remember(args)
 	case MemoryRecall:
 		return final(recall(mind, args))
 	case SelfSetPrompt:
-		return final(setPrompt(mind, args))
+		return setPrompt(args)
 	case SelfAddRule:
-		return final(addRule(mind, args))
+		return addRule(args)
 	case SelfAddLearning:
-		return final(addLearning(mind, args))
+		return addLearning(args)
 	case SelfSwitchModel:
 		return switchModel(args, req.Advertised)
 	case SpawnChild:
@@ -204,6 +205,10 @@ func (t *Tools) Call(req Request) Result {
 }
 
 func final(o outcome.Outcome) Result { return Result{Outcome: o} }
+
+func changed(o outcome.Outcome, changes ...state.Event) Result {
+	return Result{Outcome: o, Changes: changes}
+}
 
 // field is one argument of a built-in tool.
 type field struct {
@@ -280,19 +285,15 @@ func succeed(v any) outcome.Outcome {
 	return outcome.Succeeded(b)
 }
 
-func (t *Tools) remember(mind *state.Mind, args json.RawMessage) outcome.Outcome {
+func (t *Tools) remember(args json.RawMessage) Result {
 	v, bad := parseArgs(args, field{key: "kind", max: 64}, field{key: "text", max: 16 << 10})
 	if bad != nil {
-		return *bad
+		return final(*bad)
 	}
 	m := state.Memory{ID: t.env.NewID(), Kind: v[0], Text: v[1], CreatedAt: state.Time{Time: t.env.Now().UTC()}}
-	mind.Memories = append(mind.Memories, m)
-	if over := len(mind.Memories) - MaxMemories; over > 0 {
-		mind.Memories = slices.Delete(mind.Memories, 0, over)
-	}
-	return succeed(struct {
+	return changed(succeed(struct {
 		MemoryID string `json:"memory_id"`
-	}{m.ID})
+	}{m.ID}), state.MemoryAdded(m))
 }
 
 func recall(mind *state.Mind, args json.RawMessage) outcome.Outcome {
@@ -313,37 +314,34 @@ func recall(mind *state.Mind, args json.RawMessage) outcome.Outcome {
 	}{found})
 }
 
-func setPrompt(mind *state.Mind, args json.RawMessage) outcome.Outcome {
+func setPrompt(args json.RawMessage) Result {
 	v, bad := parseArgs(args, field{key: "prompt", max: 64 << 10})
 	if bad != nil {
-		return *bad
+		return final(*bad)
 	}
-	mind.SystemPrompt = v[0]
-	return succeed(struct {
+	return changed(succeed(struct {
 		Updated bool `json:"updated"`
-	}{true})
+	}{true}), state.PromptSet(v[0]))
 }
 
-func addRule(mind *state.Mind, args json.RawMessage) outcome.Outcome {
+func addRule(args json.RawMessage) Result {
 	v, bad := parseArgs(args, field{key: "rule", max: 4 << 10})
 	if bad != nil {
-		return *bad
+		return final(*bad)
 	}
-	mind.Rules = append(mind.Rules, v[0])
-	return succeed(struct {
+	return changed(succeed(struct {
 		Rule string `json:"rule"`
-	}{v[0]})
+	}{v[0]}), state.RuleAdded(v[0]))
 }
 
-func addLearning(mind *state.Mind, args json.RawMessage) outcome.Outcome {
+func addLearning(args json.RawMessage) Result {
 	v, bad := parseArgs(args, field{key: "learning", max: 8 << 10})
 	if bad != nil {
-		return *bad
+		return final(*bad)
 	}
-	mind.Learnings = append(mind.Learnings, v[0])
-	return succeed(struct {
+	return changed(succeed(struct {
 		Learning string `json:"learning"`
-	}{v[0]})
+	}{v[0]}), state.LearningAdded(v[0]))
 }
 
 // IsSelector reports whether model is a Brama selector rather than a model
@@ -368,12 +366,9 @@ func switchModel(args json.RawMessage, advertised []string) Result {
 	if !IsSelector(model) && !slices.Contains(advertised, model) {
 		return final(outcome.Failure(CodeModelUnavailable, "Brama does not advertise that model"))
 	}
-	return Result{
-		Outcome: succeed(struct {
-			Model string `json:"model"`
-		}{model}),
-		Effect: SwitchModel{Model: model},
-	}
+	return changed(succeed(struct {
+		Model string `json:"model"`
+	}{model}), state.ModelSwitched(model))
 }
 
 // spawnChild checks the arguments and leaves the spawn to the being.

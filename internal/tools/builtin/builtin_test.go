@@ -54,10 +54,19 @@ func requireOutcome(t *testing.T, o outcome.Outcome, status, code, content strin
 	}
 }
 
-// call runs one tool and returns its outcome; an effect is not carried
-// out (the tests of SwitchModel and Spawn look at it themselves).
+// call runs one tool, applies the mind changes it returns to mind the
+// way a being does once they are durable, and returns its outcome; an
+// effect is not carried out (TestSpawnChild looks at it itself).
 func call(tools *Tools, mind *state.Mind, name string, a json.RawMessage) outcome.Outcome {
-	return tools.Call(Request{Name: name, Args: a, Mind: mind}).Outcome
+	res := tools.Call(Request{Name: name, Args: a, Mind: mind})
+	if mind != nil {
+		b := state.Being{Mind: *mind}
+		for _, c := range res.Changes {
+			b.Apply(c)
+		}
+		*mind = b.Mind
+	}
+	return res.Outcome
 }
 
 func invalid(key string) string { return `{"message":"` + key + ` is invalid"}` }
@@ -213,11 +222,11 @@ func TestSwitchModel(t *testing.T) {
 			if tc.ok {
 				want := strings.TrimSpace(tc.model)
 				requireOutcome(t, res.Outcome, outcome.Success, "", `{"model":"`+want+`"}`)
-				require.Equal(t, SwitchModel{Model: want}, res.Effect)
+				require.Equal(t, []state.Event{state.ModelSwitched(want)}, res.Changes)
 				return
 			}
 			requireOutcome(t, res.Outcome, outcome.Failed, CodeModelUnavailable, `{"message":"Brama does not advertise that model"}`)
-			require.Nil(t, res.Effect)
+			require.Empty(t, res.Changes)
 		})
 	}
 }
@@ -248,17 +257,18 @@ func TestSpawnChild(t *testing.T) {
 			spawn, ok := res.Effect.(Spawn)
 			require.True(t, ok, "spawn_child leaves the spawn to the being: %#v", res.Effect)
 			require.Equal(t, ChildRequest{ID: "id-1", Name: tc.name, Ticker: "BO", Specialty: "logistics"}, spawn.Child)
-			require.Empty(t, mind.Children, "nothing is recorded before the being spawned")
+			require.Empty(t, res.Changes, "nothing is recorded before the being spawned")
 
-			o := spawn.Finish(mind, tc.started, tc.err)
+			done := spawn.Finish(tc.started, tc.err)
 			if tc.code != "" {
-				requireOutcome(t, o, outcome.Failed, tc.code, tc.content)
-				require.Empty(t, mind.Children)
+				requireOutcome(t, done.Outcome, outcome.Failed, tc.code, tc.content)
+				require.Empty(t, done.Changes)
 				return
 			}
-			requireOutcome(t, o, outcome.Success, "", tc.content)
-			require.Len(t, mind.Children, 1)
-			c := mind.Children[0]
+			requireOutcome(t, done.Outcome, outcome.Success, "", tc.content)
+			require.Len(t, done.Changes, 1)
+			require.Equal(t, state.EventChildAdded, done.Changes[0].Type)
+			c := *done.Changes[0].Child
 			require.Equal(t, "id-1", c.ID)
 			require.Equal(t, tc.name, c.Name)
 			require.Equal(t, "BO", c.Ticker)

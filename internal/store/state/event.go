@@ -1,0 +1,293 @@
+package state
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/wire/chat"
+)
+
+// Journal event types (docs/state.md#the-journal). The first eight are
+// the reference's; the mind events record each change a tool made to the
+// mind, so that the journal alone rebuilds the being.
+const (
+	EventStarted         = "started"
+	EventCycleStarted    = "cycle_started"
+	EventModelCompleted  = "model_completed"
+	EventCostDebited     = "cost_debited"
+	EventToolFinished    = "tool_finished"
+	EventRevenueCredited = "revenue_credited"
+	EventWarning         = "warning"
+	EventStopped         = "stopped"
+
+	EventMemoryAdded   = "memory_added"
+	EventPromptSet     = "prompt_set"
+	EventRuleAdded     = "rule_added"
+	EventLearningAdded = "learning_added"
+	EventModelSwitched = "model_switched"
+	EventChildAdded    = "child_added"
+)
+
+// Event is one line of activity.jsonl. Which fields belong to an event
+// depends on its Type; MarshalJSON writes exactly those, "type" first,
+// then "seq", then the rest in this order:
+//
+//	started          {at}
+//	cycle_started    {at, cycle, messages?}
+//	model_completed  {at, cycle, usage, message}
+//	cost_debited     {at, cycle, amount, api?, instance?, tokens?}
+//	tool_finished    {at, cycle, tool, status, message, action, created?}
+//	revenue_credited {at, cycle, amount, source}
+//	warning          {at, cycle, message, repeats?}
+//	stopped          {at, cycle, status}
+//	memory_added     {at, cycle, memory}
+//	prompt_set       {at, cycle, text}
+//	rule_added       {at, cycle, text}
+//	learning_added   {at, cycle, text}
+//	model_switched   {at, cycle, model}
+//	child_added      {at, cycle, child}
+//
+// The fields after the reference's (seq, messages, message on
+// model_completed and tool_finished, api, instance, tokens, action,
+// created, repeats) are optional on read: a journal written by the
+// reference still loads, its events numbered by their position.
+// Build events with the constructors below.
+type Event struct {
+	Type string
+	// Seq numbers the being's events 1, 2, 3, … with no gaps; the journal
+	// assigns it when a step is appended.
+	Seq   uint64
+	At    Time
+	Cycle uint64
+
+	Usage  chat.Usage
+	Amount money.Amount
+	// API, Instance and Tokens split a debit as the ledger priced it.
+	API, Instance money.Amount
+	Tokens        uint64
+	Source        string
+	Tool          string
+	Status        string
+	// Message is a warning's text.
+	Message string
+	// Repeats counts the attempts a repeated warning stands for (0: one).
+	Repeats int
+	// Messages are the framing (and stimulus) messages of cycle_started.
+	Messages []chat.Message
+	// Chat is the assistant message of model_completed or the tool
+	// message of tool_finished (written as "message").
+	Chat    *chat.Message
+	Action  *Action
+	Created *CreatedResources
+
+	Memory *Memory
+	Text   string // the prompt, rule or learning
+	Model  string
+	Child  *Child
+}
+
+// Started is the event of a being coming alive (fresh or resumed).
+func Started(at Time) Event { return Event{Type: EventStarted, At: at} }
+
+// CycleStarted opens a cycle; msgs are its framing and stimulus messages.
+func CycleStarted(at Time, cycle uint64, msgs ...chat.Message) Event {
+	return Event{Type: EventCycleStarted, At: at, Cycle: cycle, Messages: msgs}
+}
+
+// ModelCompleted records a completion's token usage and, when msg is not
+// nil, the assistant message it appended.
+func ModelCompleted(at Time, cycle uint64, u chat.Usage, msg ...chat.Message) Event {
+	e := Event{Type: EventModelCompleted, At: at, Cycle: cycle, Usage: u}
+	if len(msg) > 0 {
+		e.Chat = &msg[0]
+	}
+	return e
+}
+
+// CostDebited records a debit (possibly 0), all of it API spending.
+func CostDebited(at Time, cycle uint64, amount money.Amount) Event {
+	return Event{Type: EventCostDebited, At: at, Cycle: cycle, Amount: amount, API: amount}
+}
+
+// Debited records a debit as the ledger priced it: api + instance =
+// amount, and the tokens it adds to total_tokens.
+func Debited(at Time, cycle uint64, api, instance money.Amount, tokens uint64) Event {
+	return Event{Type: EventCostDebited, At: at, Cycle: cycle, Amount: api.Add(instance), API: api, Instance: instance, Tokens: tokens}
+}
+
+// ToolFinished records a tool call's outcome status.
+func ToolFinished(at Time, cycle uint64, tool, status string) Event {
+	return Event{Type: EventToolFinished, At: at, Cycle: cycle, Tool: tool, Status: status}
+}
+
+// RevenueCredited records a credit from trusted evidence returned by tool
+// source.
+func RevenueCredited(at Time, cycle uint64, amount money.Amount, source string) Event {
+	return Event{Type: EventRevenueCredited, At: at, Cycle: cycle, Amount: amount, Source: source}
+}
+
+// Warning records a problem the being survived.
+func Warning(at Time, cycle uint64, message string) Event {
+	return Event{Type: EventWarning, At: at, Cycle: cycle, Message: message}
+}
+
+// Stopped records the final status of a being's life in this process.
+func Stopped(at Time, cycle uint64, status string) Event {
+	return Event{Type: EventStopped, At: at, Cycle: cycle, Status: status}
+}
+
+// MemoryAdded records a remembered memory.
+func MemoryAdded(m Memory) Event { return Event{Type: EventMemoryAdded, Memory: &m} }
+
+// PromptSet records a new system prompt.
+func PromptSet(text string) Event { return Event{Type: EventPromptSet, Text: text} }
+
+// RuleAdded records a self-imposed rule.
+func RuleAdded(text string) Event { return Event{Type: EventRuleAdded, Text: text} }
+
+// LearningAdded records a persistent learning.
+func LearningAdded(text string) Event { return Event{Type: EventLearningAdded, Text: text} }
+
+// ModelSwitched records a change of the current model.
+func ModelSwitched(model string) Event { return Event{Type: EventModelSwitched, Model: model} }
+
+// ChildAdded records a spawned child in the mind.
+func ChildAdded(c Child) Event { return Event{Type: EventChildAdded, Child: &c} }
+
+// IsMindChange reports whether the event changes the mind.
+func (e Event) IsMindChange() bool {
+	switch e.Type {
+	case EventMemoryAdded, EventPromptSet, EventRuleAdded, EventLearningAdded, EventModelSwitched, EventChildAdded:
+		return true
+	}
+	return false
+}
+
+// MarshalJSON writes the event's own fields in the order above.
+func (e Event) MarshalJSON() ([]byte, error) {
+	var w objectWriter
+	w.field("type", e.Type)
+	if e.Seq > 0 {
+		w.field("seq", e.Seq)
+	}
+	w.field("at", e.At)
+	if e.Type != EventStarted {
+		w.field("cycle", e.Cycle)
+	}
+	switch e.Type {
+	case EventStarted:
+	case EventCycleStarted:
+		if len(e.Messages) > 0 {
+			w.field("messages", e.Messages)
+		}
+	case EventModelCompleted:
+		w.field("usage", e.Usage)
+		if e.Chat != nil {
+			w.field("message", e.Chat)
+		}
+	case EventCostDebited:
+		w.field("amount", e.Amount)
+		// The split is written unless it is the default a reader assumes
+		// (all of it API, no tokens), so the reference's shape stays.
+		if !e.API.Equal(e.Amount) || e.Instance.Sign() != 0 || e.Tokens != 0 {
+			w.field("api", e.API)
+			w.field("instance", e.Instance)
+			w.field("tokens", e.Tokens)
+		}
+	case EventToolFinished:
+		w.field("tool", e.Tool)
+		w.field("status", e.Status)
+		if e.Chat != nil {
+			w.field("message", e.Chat)
+		}
+		if e.Action != nil {
+			w.field("action", e.Action)
+		}
+		if e.Created != nil {
+			c := CreatedResources{ChatIDs: nonNil(e.Created.ChatIDs), MessageIDs: nonNil(e.Created.MessageIDs)}
+			w.field("created", c)
+		}
+	case EventRevenueCredited:
+		w.field("amount", e.Amount)
+		w.field("source", e.Source)
+	case EventWarning:
+		w.field("message", e.Message)
+		if e.Repeats > 1 {
+			w.field("repeats", e.Repeats)
+		}
+	case EventStopped:
+		w.field("status", e.Status)
+	case EventMemoryAdded:
+		w.field("memory", e.Memory)
+	case EventPromptSet, EventRuleAdded, EventLearningAdded:
+		w.field("text", e.Text)
+	case EventModelSwitched:
+		w.field("model", e.Model)
+	case EventChildAdded:
+		w.field("child", e.Child)
+	default:
+		return nil, fmt.Errorf("unknown journal event type %q", e.Type)
+	}
+	return w.close()
+}
+
+// eventFields is the union of every event's fields as read. Message is
+// raw: a warning's is a string, model_completed's and tool_finished's a
+// chat message.
+type eventFields struct {
+	Type     string            `json:"type"`
+	Seq      uint64            `json:"seq"`
+	At       Time              `json:"at"`
+	Cycle    uint64            `json:"cycle"`
+	Usage    chat.Usage        `json:"usage"`
+	Amount   money.Amount      `json:"amount"`
+	API      *money.Amount     `json:"api"`
+	Instance money.Amount      `json:"instance"`
+	Tokens   uint64            `json:"tokens"`
+	Source   string            `json:"source"`
+	Tool     string            `json:"tool"`
+	Status   string            `json:"status"`
+	Message  json.RawMessage   `json:"message"`
+	Repeats  int               `json:"repeats"`
+	Messages []chat.Message    `json:"messages"`
+	Action   *Action           `json:"action"`
+	Created  *CreatedResources `json:"created"`
+	Memory   *Memory           `json:"memory"`
+	Text     string            `json:"text"`
+	Model    string            `json:"model"`
+	Child    *Child            `json:"child"`
+}
+
+// UnmarshalJSON reads any event, the reference's included. A
+// cost_debited without "api" (the reference's) counts its whole amount as
+// API spending until recovery splits it.
+func (e *Event) UnmarshalJSON(data []byte) error {
+	var f eventFields
+	if err := json.Unmarshal(data, &f); err != nil {
+		return err
+	}
+	*e = Event{
+		Type: f.Type, Seq: f.Seq, At: f.At, Cycle: f.Cycle, Usage: f.Usage, Amount: f.Amount,
+		Instance: f.Instance, Tokens: f.Tokens, Source: f.Source, Tool: f.Tool, Status: f.Status,
+		Repeats: f.Repeats, Messages: f.Messages, Action: f.Action, Created: f.Created,
+		Memory: f.Memory, Text: f.Text, Model: f.Model, Child: f.Child,
+	}
+	if f.API != nil {
+		e.API = *f.API
+	} else {
+		e.API = f.Amount
+	}
+	if len(f.Message) == 0 || string(f.Message) == "null" {
+		return nil
+	}
+	if e.Type == EventWarning {
+		return json.Unmarshal(f.Message, &e.Message)
+	}
+	var m chat.Message
+	if err := json.Unmarshal(f.Message, &m); err != nil {
+		return fmt.Errorf("message: %w", err)
+	}
+	e.Chat = &m
+	return nil
+}
