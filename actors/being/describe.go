@@ -8,6 +8,10 @@ import (
 	"github.com/wisent/singularity/messages"
 )
 
+// StatusStorageUnavailable is a being's debug status while a durable
+// write is held because storage fails.
+const StatusStorageUnavailable = "storage_unavailable"
+
 // describe answers the debug endpoint (docs/debug.md#routes): the being's own
 // figures and its children in display order (ledger, las, then child beings).
 func (b *Being) describe(ctx actor.Context) messages.Description {
@@ -35,13 +39,20 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 	if b.cycle != nil && b.cycle.waiting != waitNothing {
 		d.Figures["waiting_for"] = b.cycle.waiting.String()
 	}
+	if b.storage.failing {
+		// A durable write is held: the being waits for storage
+		// (docs/cycle.md#storage-faults).
+		d.Status = StatusStorageUnavailable
+		d.Figures["storage_attempts"] = b.storage.attempts
+		d.Figures["storage_error"] = b.storage.last
+	}
 	for _, pid := range []*actor.PID{b.ledger, b.las} {
 		if pid != nil {
 			d.Children = append(d.Children, pid)
 		}
 	}
 	for _, ref := range b.children {
-		if ref.pid != nil && !ref.done {
+		if ref.alive() {
 			d.Children = append(d.Children, ref.pid)
 		}
 	}

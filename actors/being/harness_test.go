@@ -103,6 +103,13 @@ func startWith(t testing.TB, srv *bramatest.Server, opts being.Options, st *stat
 	t.Helper()
 	_, _, _, err := state.Boot(opts.StateDir, false, opts.Identity, func() (*state.Being, error) { return st, nil })
 	require.NoError(t, err)
+	return resume(t, srv, opts)
+}
+
+// resume spawns the family on the root's existing state directory, as
+// `--resume` does.
+func resume(t testing.TB, srv *bramatest.Server, opts being.Options) *harness {
+	t.Helper()
 	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: identitypkg.NewSecret([]byte(testSecret)), Timeout: waitLimit})
 	require.NoError(t, err)
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))

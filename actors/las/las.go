@@ -109,11 +109,11 @@ var generations atomic.Uint64
 
 // Las is the actor owning one Las process and its MCP session.
 //
-// Calls made while Las is starting or restarting wait for the session if it
-// is ready within the call's deadline (docs/las.md#supervision, the second
-// option); when the deadline passes first they come back indeterminate with
-// "Las is restarting", never having been sent. Calls in flight when Las fails
-// come back indeterminate and are never replayed.
+// Calls made while Las is starting or restarting wait for the session if
+// it is ready within the call's deadline; when the deadline passes first
+// they come back indeterminate with "Las is restarting", never having
+// been sent. Calls in flight when Las fails come back indeterminate and
+// are never replayed (docs/las.md#calls-in-flight).
 type Las struct {
 	opts Options
 	h    *history

@@ -1,9 +1,9 @@
-// Package las is the Las actor: it owns one being's Las child process and
-// its MCP session (docs/las.md#overview). It spawns the process with a scrubbed
-// environment, runs the handshake and tools/list, forwards tool calls
-// under their deadlines, pings for liveness, and fails (panics with a
-// classified error) when the session breaks so that its supervisor
-// (supervision.ForLas) restarts it with backoff.
+// Package las is the Las actor: it owns one being's Las child process
+// and its MCP session (docs/las.md#overview). It spawns the process with
+// a scrubbed environment, runs the handshake and tools/list, forwards
+// tool calls under their deadlines, pings for liveness, and fails (panics
+// with a classified error) when the session breaks so that its
+// supervisor (supervision.ForLas) restarts it with backoff.
 //
 // I/O never blocks the mailbox: a reader goroutine posts each stdout line
 // to the actor, a writer goroutine drains a bounded queue (256 frames) to
@@ -11,10 +11,10 @@
 // of blocking the actor — a waiter goroutine reports the process's exit,
 // and every deadline is a timer that posts a message to the actor. The
 // only waits inside a handler are the shutdown ladder (in the stopping
-// handler, as the design card asks) and the bounded SIGKILL-and-reap of a
-// process that has already failed.
+// handler, docs/las.md#shutdown-ladder) and the bounded SIGKILL-and-reap
+// of a process that has already failed.
 //
-// Decisions where the spec leaves a choice:
+// Choices this actor makes (each is described in docs/las.md):
 //   - Calls made while Las is (re)starting wait for the new session if it
 //     is ready within the call's deadline; otherwise they come back
 //     indeterminate ("Las is restarting") without ever being sent. A call

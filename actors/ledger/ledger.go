@@ -1,8 +1,9 @@
 // Package ledger is a being's budget: the pure arithmetic of debits and
 // credits (docs/money.md#budget) and the ledger actor that holds one being's
-// budget and answers for it. The ledger writes no files: the being actor is
-// the single writer of state.json and activity.jsonl, and journals and saves
-// after each ledger reply.
+// budget and answers for it. The ledger writes no files and prices
+// without changing anything: the being journals what the ledger priced
+// and, once that step is durable, tells the ledger to apply it
+// (docs/money.md#debit, docs/money.md#credit).
 package ledger
 
 import (
@@ -24,7 +25,8 @@ const (
 //	messages.CreditRequest   → messages.CreditResponse
 //	messages.DescribeRequest → messages.Description
 //
-// Debit and credit replies carry the budget after them.
+// Debit and credit replies only price: the budget changes when the being,
+// its step durable, sends messages.CostDebited or messages.RevenueCredited.
 //
 // Its state lives only in memory; a restarted ledger starts again from
 // the budget it was spawned with, so its parent should not restart it

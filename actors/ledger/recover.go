@@ -7,11 +7,13 @@ import (
 	"github.com/wisent/singularity/supervision"
 )
 
-// Recover brings a budget loaded from state.json up to date with the
-// journal after a crash. The being journals a step's events before it
-// saves the state, so a crash between the two leaves the journal ahead of
-// the state by the money event of the step in flight (a cost_debited, or
-// a revenue_credited). Recover finds the longest journal prefix whose
+// Recover brings a budget loaded from a state.json without journal_seq
+// (the reference's, or one written before the journal was a write-ahead
+// log) up to date with the journal after a crash
+// (docs/state.md#budget-reconciliation). Such a state was saved after its
+// step was journaled, so a crash between the two leaves the journal ahead
+// of the state by the money event of the step in flight (a cost_debited,
+// or a revenue_credited). Recover finds the longest journal prefix whose
 // money events account exactly for the budget (starting − remaining) and
 // applies the events after it, in order:
 //

@@ -1,0 +1,308 @@
+package being_test
+
+import (
+	"fmt"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/actors/family"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
+)
+
+// failing is a storage fault: it fails the k-th write of one file with
+// errno, times times in a row, then lets it through ("space returns").
+// It reports each failed attempt and counts the writes of any file
+// attempted while the failing write is held.
+type failing struct {
+	file  string
+	k     int
+	times int
+	errno error
+
+	mu       sync.Mutex
+	seen     int // writes of file that went through
+	failed   int
+	during   int // other writes attempted while held
+	attempts chan int
+}
+
+func (f *failing) hook(file string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	held := f.failed > 0 && f.failed <= f.times && f.seen < f.k
+	if file != f.file {
+		if held {
+			f.during++
+		}
+		return nil
+	}
+	if f.seen+1 == f.k && f.failed < f.times {
+		f.failed++
+		f.attempts <- f.failed
+		return f.errno
+	}
+	if held && f.seen+1 != f.k {
+		f.during++
+	}
+	f.seen++
+	return nil
+}
+
+func (f *failing) heldWrites() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.during
+}
+
+// scriptedCycle is one cycle of two rounds: two built-in calls, then a
+// reply. Its journal steps are: started (boot), the framing, the first
+// completion, each call, the second completion, stopped; its checkpoints:
+// boot, cycle end, shutdown.
+func scriptedCycle(srv *bramatest.Server) {
+	srv.Enqueue(
+		bramatest.ToolCallsReply(bramatest.Usage(1000, 100),
+			bramatest.Call("a", "singularity_memory_remember", `{"kind":"lead","text":"bakery"}`),
+			bramatest.Call("b", "singularity_memory_recall", `{"query":"bakery"}`)),
+		bramatest.TextReply("done", bramatest.Usage(1200, 20)),
+	)
+}
+
+// assertAnswered checks that every assistant message with tool calls in
+// every request Brama received is followed by a result for each call.
+func assertAnswered(t *testing.T, srv *bramatest.Server) {
+	t.Helper()
+	for i, req := range srv.Completions() {
+		msgs := req.Completion.Messages
+		for j, m := range msgs {
+			if m.Role != chat.RoleAssistant || len(m.ToolCalls) == 0 {
+				continue
+			}
+			answered := map[string]bool{}
+			for _, r := range msgs[j+1:] {
+				if r.Role != chat.RoleTool {
+					break
+				}
+				answered[r.ToolCallID] = true
+			}
+			for _, c := range m.ToolCalls {
+				assert.True(t, answered[c.ID], "request %d: tool call %s is not answered", i, c.ID)
+			}
+		}
+	}
+}
+
+// TestStorageFaultsAtEveryStep fails each durable write of a cycle in
+// turn, with each storage error, three times before it goes through.
+// The being must hold the step (no other write, no tool, no completion
+// while it waits), retry after 1 s, 2 s, 4 s (the injected clock shows
+// the waits asked for), show storage_unavailable, then carry on where it
+// was; afterwards no request ever carried an unanswered tool call, the
+// invariant is exact, and a resume finds the being whole.
+func TestStorageFaultsAtEveryStep(t *testing.T) {
+	errnos := []syscall.Errno{syscall.ENOSPC, syscall.EIO, syscall.EFBIG, syscall.EROFS, syscall.EACCES}
+	type target struct {
+		file  string
+		k     int
+		step  string
+		final bool // written after the cycle report (the shutdown)
+	}
+	targets := []target{
+		{state.JournalFile, 1, "boot", false},
+		{state.JournalFile, 2, "framing", false},
+		{state.JournalFile, 3, "completion", false},
+		{state.JournalFile, 4, "first tool", false},
+		{state.JournalFile, 5, "second tool", false},
+		{state.JournalFile, 6, "last completion", false},
+		{state.JournalFile, 7, "shutdown", true},
+		{state.StateFile, 1, "boot checkpoint", false},
+		{state.StateFile, 2, "cycle-end checkpoint", false},
+		{state.StateFile, 3, "final checkpoint", true},
+	}
+	for _, errno := range errnos {
+		for _, tg := range targets {
+			t.Run(fmt.Sprintf("%s/%s", errno, tg.step), func(t *testing.T) {
+				t.Parallel()
+				srv := newBrama(t)
+				scriptedCycle(srv)
+				fault := &failing{file: tg.file, k: tg.k, times: 3, errno: errno, attempts: make(chan int, 8)}
+				clock := testkit.NewStepClock()
+				opts := options(t, being.Once)
+				opts.StorageFault = fault.hook
+				opts.Clock = clock
+				h := start(t, srv, opts)
+
+				drive := func() {
+					t.Helper()
+					var completions int
+					for i := 1; i <= fault.times; i++ {
+						select {
+						case n := <-fault.attempts:
+							require.Equal(t, i, n)
+						case <-time.After(waitLimit):
+							t.Fatalf("attempt %d of the held write never came", i)
+						}
+						timer := clock.Next(t, waitLimit)
+						assert.Equal(t, time.Second<<(i-1), timer.After, "retry %d waits", i)
+						if i == 1 {
+							completions = len(srv.Completions())
+							assert.Equal(t, being.StatusStorageUnavailable, h.rootStatus())
+						}
+						assert.Equal(t, completions, len(srv.Completions()), "no completion while the step is held")
+						assert.Zero(t, fault.heldWrites(), "no other write while the step is held")
+						timer.Fire()
+					}
+				}
+				if !tg.final {
+					drive()
+				}
+				r := h.report()
+				require.NoError(t, r.Err)
+				assert.Equal(t, being.ReportCompleted, r.Status)
+				assert.Equal(t, []string{"singularity_memory_remember", "singularity_memory_recall"}, r.Actions)
+				h.system.Root.Send(h.family, messages.ShutdownFamily{})
+				if tg.final {
+					drive()
+				}
+				h.stopped()
+				assertAnswered(t, srv)
+
+				st := h.state()
+				events, err := state.ReadAll(opts.StateDir)
+				require.NoError(t, err)
+				require.NoError(t, state.CheckInvariant(st.Budget, events))
+				assert.Equal(t, state.StatusStopped, st.Status)
+				assert.Len(t, st.Mind.Memories, 1, "the memory of the held step exists once")
+				if !tg.final {
+					warned := false
+					for _, e := range events {
+						if e.Type == state.EventWarning && e.Repeats == 3 {
+							warned = true
+							assert.Contains(t, e.Message, "storage unavailable: ")
+							assert.Contains(t, e.Message, errno.Error())
+						}
+					}
+					assert.True(t, warned, "one warning stands for the three failed attempts")
+				}
+
+				// A resume finds the being whole and lives on.
+				srv.Enqueue(bramatest.TextReply("again", bramatest.Usage(10, 1)))
+				opts.StorageFault, opts.Clock = nil, nil
+				again := resume(t, srv, opts)
+				r = again.report()
+				require.NoError(t, r.Err)
+				assert.Equal(t, uint64(2), r.Cycle)
+				again.shutdown()
+				assertAnswered(t, srv)
+				st = again.state()
+				events, err = state.ReadAll(opts.StateDir)
+				require.NoError(t, err)
+				require.NoError(t, state.CheckInvariant(st.Budget, events))
+				for i, e := range events {
+					require.Equal(t, uint64(i+1), e.Seq, "seq has no gaps")
+				}
+			})
+		}
+	}
+}
+
+// rootStatus is the root being's debug status.
+func (h *harness) rootStatus() string {
+	h.t.Helper()
+	root := h.system.NewLocalPID("family/" + family.RootName)
+	res, err := h.system.Root.RequestFuture(root, messages.DescribeRequest{}, waitLimit).Result()
+	require.NoError(h.t, err)
+	d, ok := res.(messages.Description)
+	require.True(h.t, ok, "describe answered %T", res)
+	return d.Status
+}
+
+// TestFailingCyclesBackOff: a gateway that answers 500 thirty times in
+// run. Each failed cycle waits twice as long as the one before, from
+// 1 s up to 5 min; the framing message the model never answered is
+// replaced by the next one, so no request ever carries more than one;
+// the cycle counter still advances and a good answer resets the wait.
+func TestFailingCyclesBackOff(t *testing.T) {
+	t.Parallel()
+	srv := newBrama(t)
+	const failures = 30
+	for range failures {
+		srv.Enqueue(bramatest.ErrorReply(500, "upstream down"))
+	}
+	srv.Enqueue(bramatest.TextReply("back", bramatest.Usage(10, 1)))
+	clock := testkit.NewStepClock()
+	opts := options(t, being.Run)
+	opts.Clock = clock
+	opts.CycleInterval = 0
+	h := start(t, srv, opts)
+
+	want := time.Second
+	for i := 1; i <= failures; i++ {
+		r := h.reportFor(uint64(i))
+		require.Error(t, r.Err, "cycle %d", i)
+		timer := clock.Next(t, waitLimit)
+		assert.Equal(t, want, timer.After, "wait after %d failed cycles", i)
+		want = min(2*want, 5*time.Minute)
+		timer.Fire()
+	}
+	r := h.reportFor(failures + 1)
+	require.NoError(t, r.Err)
+	// The interval is 0, so the next cycle starts at once; the script is
+	// done, so it fails: its wait starts again from 1 s.
+	r = h.reportFor(failures + 2)
+	require.Error(t, r.Err)
+	timer := clock.Next(t, waitLimit)
+	assert.Equal(t, time.Second, timer.After, "a completed cycle reset the wait")
+	h.shutdown()
+
+	for i, req := range srv.Completions() {
+		assert.LessOrEqual(t, unansweredFramings(req.Completion.Messages), 1, "request %d", i)
+	}
+	st := h.state()
+	assert.Equal(t, uint64(failures+2), st.Cycle)
+	assert.LessOrEqual(t, unansweredFramings(st.Conversation), 1)
+	events := h.journal()
+	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	warnings := 0
+	for _, e := range events {
+		if e.Type == state.EventWarning {
+			warnings++
+		}
+	}
+	assert.Equal(t, failures+1, warnings, "one warning per failed cycle (one per backoff step)")
+}
+
+// unansweredFramings counts framing messages no assistant message
+// follows before the next framing (the newest one counts: the model is
+// about to answer it).
+func unansweredFramings(msgs []chat.Message) int {
+	n := 0
+	for j, m := range msgs {
+		if !state.IsFraming(m) {
+			continue
+		}
+		answered := false
+		for _, r := range msgs[j+1:] {
+			if state.IsFraming(r) {
+				break
+			}
+			if r.Role == chat.RoleAssistant {
+				answered = true
+				break
+			}
+		}
+		if !answered {
+			n++
+		}
+	}
+	return n
+}
