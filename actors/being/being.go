@@ -296,7 +296,7 @@ func (b *Being) reconcile(events []state.Event) error {
 }
 
 // closeInterruptedCalls answers every tool call in the conversation that
-// has no result, wherever it stands (docs/las.md#calls-and-deadlines):
+// has no result, wherever it stands (docs/state.md#interrupted-tool-calls):
 // its effect is unknown and it is never replayed, and without an answer
 // every later request would carry a tool call with no result, which
 // OpenAI-compatible servers refuse.

@@ -25,17 +25,18 @@ import (
 const benchRounds = 8
 
 // BenchmarkRound measures the runtime's own cost of one model round: a
-// zero-latency Brama (the in-process test server) answers every request with
-// one built-in memory call and one Las call (the example Las's echo__echo, a
-// real child process), and the being runs them with every durable write of
-// docs/cycle.md#anatomy-of-a-cycle (model_completed, cost_debited and two
-// tool_finished appends, three atomic saves). One op is one round.
-// Allocations are the whole process's: the being, its ledger and Las actors,
-// the gateway and its HTTP client, and the test server.
+// zero-latency Brama (the in-process test server) answers every request
+// with one built-in memory call and one Las call (the example Las's
+// echo__echo, a real child process), and the being runs them with every
+// durable write of docs/state.md#the-journal: one journal step for the
+// completion and one per tool, and per cycle of benchRounds rounds the
+// framing, the round-limit warning and a checkpoint (archive and
+// state.json). One op is one round; writes/round counts the durable
+// writes. Allocations are the whole process's: the being, its ledger and
+// Las actors, the gateway and its HTTP client, and the test server.
 //
-// BenchmarkRound/fsync-floor performs only the durable writes a round
-// needs (four journal appends, three saves of a state the size the
-// round benchmark keeps), for comparison in the same run.
+// BenchmarkRound/fsync-floor performs exactly those writes alone, with
+// steps of the same size, for comparison in the same run.
 func BenchmarkRound(b *testing.B) {
 	b.Run("memory+las", benchmarkRound)
 	b.Run("fsync-floor", benchmarkFloor)
@@ -71,7 +72,9 @@ func benchmarkRound(b *testing.B) {
 		}
 		return bramatest.ToolCallsReply(bramatest.Usage(120, 30), calls(n)...)
 	})
+	writes := &counting{}
 	opts := options(b, being.Run)
+	opts.StorageFault = writes.hook
 	withExampleLas(b, &opts, `{}`)
 	opts.MaxToolRounds = benchRounds
 	opts.ContextMessages = 4*benchRounds + 2
@@ -87,6 +90,9 @@ func benchmarkRound(b *testing.B) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	writes.mu.Lock()
+	writesBefore := writes.writes[state.JournalFile] + writes.writes[state.StateFile] + writes.writes[state.ArchiveFile]
+	writes.mu.Unlock()
 	b.ResetTimer()
 	began := time.Now()
 	close(release)
@@ -100,6 +106,10 @@ func benchmarkRound(b *testing.B) {
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N), "ns/round")
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/float64(b.N), "allocs/round")
+	writes.mu.Lock()
+	writesAfter := writes.writes[state.JournalFile] + writes.writes[state.StateFile] + writes.writes[state.ArchiveFile]
+	writes.mu.Unlock()
+	b.ReportMetric(float64(writesAfter-writesBefore)/float64(b.N), "writes/round")
 	h.shutdown()
 	events := h.journal()
 	st := h.state()
@@ -110,17 +120,22 @@ func benchmarkRound(b *testing.B) {
 	}
 }
 
-// benchmarkFloor is the durable writes of one round alone.
+// benchmarkFloor is the durable writes of the round benchmark alone:
+// per round the completion's step and one step per tool, and per cycle
+// of benchRounds rounds the framing, the warning and a checkpoint, each
+// of the size the round benchmark writes.
 func benchmarkFloor(b *testing.B) {
 	b.ReportAllocs()
 	dir := filepath.Join(b.TempDir(), "state")
 	id := testkit.Identity()
 	st := being.NewState(id, money.MustParse("10"), "test-model", state.Now())
+	framing := chat.Message{Role: chat.RoleUser, Content: "Begin autonomous cycle 1. Balance: 9.99 USD. Earned: 0 USD. Net profit: -0.01 USD. Current model: test-model. Recent actions: echo__echo:success, singularity_memory_recall:success. Inspect opportunities and choose the next useful action. A plain response ends only this cycle; the being continues living while solvent."}
 	// A conversation the size the round benchmark keeps: one cycle of
 	// benchRounds rounds.
-	st.Conversation = append(st.Conversation, chat.Message{Role: chat.RoleUser, Content: "Begin autonomous cycle 1. Balance: 9.99 USD. Earned: 0 USD. Net profit: -0.01 USD. Current model: test-model. Recent actions: echo__echo:success, singularity_memory_recall:success. Inspect opportunities and choose the next useful action. A plain response ends only this cycle; the being continues living while solvent."})
+	st.Conversation = append(st.Conversation, framing)
+	var cycle []chat.Message
 	for i := range benchRounds {
-		st.Conversation = append(st.Conversation,
+		cycle = append(cycle,
 			chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{
 				bramatest.Call(fmt.Sprintf("m%d", i), "singularity_memory_recall", `{"query":"market"}`),
 				bramatest.Call(fmt.Sprintf("e%d", i), "echo__echo", `{"message":"hello"}`),
@@ -129,23 +144,45 @@ func benchmarkFloor(b *testing.B) {
 			chat.Message{Role: chat.RoleTool, ToolCallID: fmt.Sprintf("e%d", i), Name: "echo__echo", Content: `{"chat_id":null,"content":{"content":[{"type":"text","text":"{\"message\":\"hello\"}"}],"structuredContent":{"message":"hello"}},"error_code":null,"message_id":null,"status":"success"}`},
 		)
 	}
+	st.Conversation = append(st.Conversation, cycle...)
 	store, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) { return st, nil })
 	require.NoError(b, err)
 	journal, err := store.OpenJournal(state.Now(), 0)
 	require.NoError(b, err)
 	defer journal.Close()
+	archive, err := store.OpenArchive()
+	require.NoError(b, err)
+	defer archive.Close()
 	data, err := state.Encode(st)
 	require.NoError(b, err)
-	amount := money.MustParse("0.000036")
+	api := money.MustParse("0.000036")
+	at := state.Now()
+	completion := []state.Event{
+		state.ModelCompleted(at, 1, chat.Usage{PromptTokens: 120, CompletionTokens: 30, TotalTokens: 150}, cycle[0]),
+		state.Debited(at, 1, api, money.Zero, 150),
+	}
+	tool := func(m chat.Message) []state.Event {
+		e := state.ToolFinished(at, 1, m.Name, "success")
+		e.Chat = &m
+		e.Action = &state.Action{Cycle: 1, Tool: m.Name, Status: "success", At: at}
+		return []state.Event{e}
+	}
+	step := func(events []state.Event) {
+		_, err := journal.AppendStep(events)
+		require.NoError(b, err)
+	}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		at := state.Now()
-		require.NoError(b, journal.Append(state.ModelCompleted(at, 1, chat.Usage{PromptTokens: 120, CompletionTokens: 30, TotalTokens: 150})))
-		require.NoError(b, journal.Append(state.CostDebited(at, 1, amount)))
-		require.NoError(b, store.Save(st))
-		for range 2 {
-			require.NoError(b, journal.Append(state.ToolFinished(at, 1, "echo__echo", "success")))
-			require.NoError(b, store.Save(st))
+		if i%benchRounds == 0 {
+			step([]state.Event{state.CycleStarted(at, 1, framing)})
+		}
+		step(completion)
+		step(tool(cycle[1]))
+		step(tool(cycle[2]))
+		if i%benchRounds == benchRounds-1 {
+			step([]state.Event{state.Warning(at, 1, "maximum tool rounds reached")})
+			require.NoError(b, archive.Append(cycle...))
+			require.NoError(b, store.WriteState(data))
 		}
 	}
 	b.ReportMetric(float64(len(data)), "state-bytes")

@@ -2,6 +2,7 @@ package being_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,19 +31,29 @@ const longLifeCycles = 1500
 // itself carries as the being ages (the window keeps it near 1 while the
 // journal and archive grow); "remember" adds a memory every cycle, so the
 // mind itself grows to its cap of 1000 memories
-// (docs/tools.md#built-in-tools), which every save carries.
+// (docs/tools.md#built-in-tools), which each checkpoint carries (a memory
+// costs the round only its journal step); "full-mind" starts with 1000
+// memories of 16 KiB and remembers a new one every cycle, so every
+// checkpoint (one per cycle) carries 16 MiB from the first cycle on.
 func BenchmarkLongLife(b *testing.B) {
+	remember := func(n int) string { return fmt.Sprintf(`{"kind":"lead","text":"lead number %d"}`, n) }
 	b.Run("recall", func(b *testing.B) {
-		benchmarkLongLife(b, "singularity_memory_recall", func(int) string { return `{"query":"lead"}` })
+		benchmarkLongLife(b, "singularity_memory_recall", func(int) string { return `{"query":"lead"}` }, nil)
 	})
 	b.Run("remember", func(b *testing.B) {
-		benchmarkLongLife(b, "singularity_memory_remember", func(n int) string {
-			return fmt.Sprintf(`{"kind":"lead","text":"lead number %d"}`, n)
+		benchmarkLongLife(b, "singularity_memory_remember", remember, nil)
+	})
+	b.Run("full-mind", func(b *testing.B) {
+		benchmarkLongLife(b, "singularity_memory_remember", remember, func(st *state.Being) {
+			text := strings.Repeat("x", 16<<10)
+			for i := range state.MaxMemories {
+				st.Mind.Memories = append(st.Mind.Memories, state.Memory{ID: fmt.Sprint("m", i), Kind: "lead", Text: text, CreatedAt: st.StartedAt})
+			}
 		})
 	})
 }
 
-func benchmarkLongLife(b *testing.B, tool string, args func(n int) string) {
+func benchmarkLongLife(b *testing.B, tool string, args func(n int) string, mind func(*state.Being)) {
 	srv := bramatest.Start(b, bramatest.Config{Secret: []byte(testSecret), DiscardRequests: true})
 	const window = 100 // cycles measured at each end
 	var (
@@ -76,14 +87,18 @@ func benchmarkLongLife(b *testing.B, tool string, args func(n int) string) {
 		if served > 0 {
 			continue // one long life per benchmark, however many ops are asked for
 		}
-		h := start(b, srv, opts)
+		st := being.NewState(opts.Identity, opts.StartingBalance, opts.Model, state.Now())
+		if mind != nil {
+			mind(st)
+		}
+		h := startWith(b, srv, opts, st)
 		select {
 		case <-finished:
 		case <-time.After(30 * time.Minute):
 			b.Fatal("the being did not live its cycles")
 		}
 		h.shutdown()
-		st := h.state()
+		st = h.state()
 		require.Equal(b, uint64(longLifeCycles), st.Cycle)
 		require.LessOrEqual(b, len(st.Conversation), opts.ContextMessages+4)
 		require.NoError(b, state.CheckInvariant(st.Budget, h.journal()))

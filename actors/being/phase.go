@@ -9,7 +9,8 @@ package being
 //
 //	phase             what holds                                  next
 //	----------------  ------------------------------------------  ---------------------------------------------
-//	booting           state loaded; Las starting, its catalogue   idle: the boot catalogue is built
+//	booting           state loaded (or a fresh one not yet       idle: the boot catalogue is built and the
+//	                  written); Las starting, its catalogue       boot step (started, a checkpoint) durable
 //	                  asked; no cycle yet                         stoppingChildren: stop, or boot fails
 //	                                                              stopped: boot fails before the state loaded
 //	idle              between cycles: a tick is scheduled (or     cycling: the tick
@@ -33,6 +34,11 @@ package being
 //	stopped           final status durable (unless the boot       — (a later stop is answered again)
 //	                  never completed: then nothing is written),
 //	                  parent told; files closed
+//
+// Beside the phase, b.stop says a stop was asked (or the being ends by
+// itself): a cycle in progress drains, and an idle being does not start
+// the next. b.booted says the boot step is durable: only then does the
+// being write anything.
 //
 // What abandoning a step does depends on waiting (abandonWork,
 // closePendingCalls): a model call is dropped (its cost, if any, is the

@@ -269,6 +269,8 @@ func (b *Being) handleTerminated(ctx actor.Context, msg *actor.Terminated) {
 		b.las = nil
 		if b.phase == phaseIdle || b.phase == phaseCycling {
 			b.lasEnded("")
+		} else if b.link == lasUp || b.link == lasStarting {
+			b.link = lasLost // stopped by the shutdown (or a failed boot)
 		}
 		b.continueShutdown(ctx)
 		return

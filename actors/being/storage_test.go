@@ -306,3 +306,53 @@ func unansweredFramings(msgs []chat.Message) int {
 	}
 	return n
 }
+
+// counting counts the durable writes of each file.
+type counting struct {
+	mu     sync.Mutex
+	writes map[string]int
+}
+
+func (c *counting) hook(file string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.writes == nil {
+		c.writes = map[string]int{}
+	}
+	c.writes[file]++
+	return nil
+}
+
+// TestDurableWritesPerRound counts every durable write of a six-round
+// once with ten tool calls (the one measured at 69 fsyncs before the
+// journal became the write-ahead log): one journal append for the boot,
+// the framing, each completion, each tool and the shutdown, and three
+// checkpoints (boot, cycle end, shutdown) — per round 1 + tools, plus
+// 0.5 checkpoints.
+func TestDurableWritesPerRound(t *testing.T) {
+	t.Parallel()
+	srv := newBrama(t)
+	const rounds, perRound = 6, 2
+	for i := range rounds - 1 {
+		srv.Enqueue(bramatest.ToolCallsReply(bramatest.Usage(100, 10),
+			bramatest.Call(fmt.Sprintf("a%d", i), "singularity_memory_remember", `{"kind":"k","text":"t"}`),
+			bramatest.Call(fmt.Sprintf("b%d", i), "singularity_memory_recall", `{"query":"t"}`)))
+	}
+	srv.Enqueue(bramatest.TextReply("done", bramatest.Usage(100, 10)))
+	writes := &counting{}
+	opts := options(t, being.Once)
+	opts.StorageFault = writes.hook
+	h := start(t, srv, opts)
+	r := h.report()
+	require.NoError(t, r.Err)
+	require.Len(t, r.Actions, (rounds-1)*perRound)
+	h.shutdown()
+
+	tools := (rounds - 1) * perRound
+	assert.Equal(t, map[string]int{
+		state.JournalFile: 1 + 1 + rounds + tools + 1, // boot, framing, completions, tools, shutdown
+		state.StateFile:   3,                          // boot, cycle end, shutdown
+	}, writes.writes)
+	events := h.journal()
+	require.NoError(t, state.CheckInvariant(h.state().Budget, events))
+}

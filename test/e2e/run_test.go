@@ -89,7 +89,7 @@ func TestRunExhausted(t *testing.T) {
 
 // TestRunPermanentBramaError: a permanent Brama error (HTTP 4xx, a
 // contradictory completion) ends the root being and the run: exit 3,
-// status failed, the spec sentence on stderr.
+// status failed, the documented sentence on stderr.
 func TestRunPermanentBramaError(t *testing.T) {
 	t.Parallel()
 	stopWithCalls := bramatest.Completion(bramatest.ReplyMessage{
@@ -224,7 +224,9 @@ func TestRunResumeContinues(t *testing.T) {
 }
 
 // TestBootRequiredSurfaceMissing: a required surface Las does not offer
-// fails boot permanently (exit 3).
+// fails boot permanently (exit 3), and the refused boot writes nothing:
+// a fresh being leaves no state directory, a resumed one its directory
+// byte for byte as it was (docs/state.md#boot-gates).
 func TestBootRequiredSurfaceMissing(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, `{"surfaces":["echo","skarbiec"]}`)
@@ -234,6 +236,17 @@ func TestBootRequiredSurfaceMissing(t *testing.T) {
 	assert.Equal(t, "singularity: mcp: required Las surface unavailable: finance", r.errorLine())
 	assert.Empty(t, r.stdout)
 	assert.Empty(t, w.brama.Requests(), "Brama is never called")
+	assert.Empty(t, testkit.Snapshot(t, w.stateDir), "a refused fresh boot creates nothing")
+
+	// The same refusal on resume leaves the existing state as it was.
+	w.env["SINGULARITY_REQUIRED_SURFACES"] = ""
+	w.brama.Enqueue(bramatest.TextReply("ok", bramatest.Usage(10, 1)))
+	require.Equal(t, 0, w.run("once").code)
+	before := testkit.Snapshot(t, w.stateDir)
+	w.env["SINGULARITY_REQUIRED_SURFACES"] = "finance"
+	r = w.run("once", "--resume")
+	assert.Equal(t, 3, r.code, r.stderr)
+	assert.Equal(t, before, testkit.Snapshot(t, w.stateDir), "a refused resume appends nothing")
 }
 
 // dupLas is a minimal MCP server in POSIX sh (the example Las cannot be
@@ -266,4 +279,5 @@ func TestBootDuplicateTool(t *testing.T) {
 	assert.Equal(t, 5, r.code, r.stderr)
 	assert.Equal(t, "singularity: tool: duplicate tool: singularity_memory_remember", r.errorLine())
 	assert.Empty(t, w.brama.Requests())
+	assert.Empty(t, testkit.Snapshot(t, w.stateDir), "a refused boot creates nothing")
 }
