@@ -1,9 +1,9 @@
 // Package config turns the command line and the environment into one
 // validated, immutable runtime configuration. Validation runs before anything
 // is spawned and refuses each bad value with the exact sentence of
-// docs/configuration.md#variables (exit 2), in the order the spec lists them:
-// identity, loop and accounting, Brama, Las pinning, Most, and only then
-// secrets.
+// docs/configuration.md#validation-sentences (exit 2), in the order of
+// docs/configuration.md#variables: identity, loop and accounting, Brama,
+// Las pinning, Most, and only then secrets.
 package config
 
 import (
@@ -109,8 +109,8 @@ func configError(format string, args ...any) error {
 }
 
 // Load validates every option and returns the runtime configuration, or
-// the first failure as a classified error whose text is the spec's
-// sentence.
+// the first failure as a classified error whose text is its sentence in
+// docs/configuration.md#validation-sentences.
 func Load(f Flags, env LookupEnv) (Runtime, error) {
 	if env == nil {
 		env = os.LookupEnv

@@ -2,10 +2,11 @@ package config
 
 // Flags is every option of docs/configuration.md#variables as the command
 // line and the environment give it: one --flag per variable, bound to that
-// variable by kong, with the spec's defaults. Values stay text here so that
-// validation (Load) can refuse each bad one with the exact sentence of the
-// spec rather than a parser's message. A variable set to the empty string is
-// a value, not "unset" (docs/configuration.md#variables).
+// variable by kong, with the documented defaults. Values stay text here
+// so that validation (Load) can refuse each bad one with its exact
+// sentence (docs/configuration.md#validation-sentences) rather than a
+// parser's message. A variable set to the empty string is a value, not
+// "unset" (docs/configuration.md#empty-values).
 type Flags struct {
 	Identity   IdentityFlags `embed:"" group:"Identity"`
 	Loop       LoopFlags     `embed:"" group:"Loop, accounting and state"`

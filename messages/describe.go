@@ -11,7 +11,7 @@ type DescribeRequest struct{}
 
 // Description is one actor's own view of itself: its kind ("family", "brama",
 // "being", "ledger", "las"), its name, its status and the kind-specific
-// figures of docs/debug.md#routes. Children are filled in by whoever
+// figures of docs/debug.md#figures. Children are filled in by whoever
 // assembles the tree, by asking each child in turn. Figures must never hold a
 // secret, an environment value or a secret's path.
 type Description struct {

@@ -39,9 +39,9 @@ func (r LasCallResponse) String() string {
 type LasCatalogRequest struct{}
 
 // LasCatalogResponse lists the Las tools in Las order. Available is false
-// when Las has failed for good; Err then says why (a classified error:
-// its text is the exact sentence of docs/las.md#overview, e.g. "mcp: required Las
-// surface unavailable: finance").
+// when Las has failed for good; Err then says why, as a classified error
+// with its exact sentence, e.g. "mcp: required Las surface unavailable:
+// finance" (docs/las.md#required-surfaces).
 type LasCatalogResponse struct {
 	Tools     []chat.Tool
 	Available bool

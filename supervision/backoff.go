@@ -10,7 +10,7 @@ import (
 // n-th consecutive restart (n from 0) waits Initial·Multiplier^n, capped
 // at Max, then spread uniformly over ±Jitter of itself (and capped again),
 // so restarting siblings do not fall into step. Zero fields take the
-// defaults of docs/las.md#supervision.
+// defaults of docs/las.md#restart-backoff-and-intensity.
 type Backoff struct {
 	// Initial is the first delay; zero means 100 ms.
 	Initial time.Duration
@@ -23,7 +23,7 @@ type Backoff struct {
 	Jitter float64
 }
 
-// Defaults of docs/las.md#supervision.
+// Defaults of docs/las.md#restart-backoff-and-intensity.
 const (
 	DefaultBackoffInitial = 100 * time.Millisecond
 	DefaultBackoffMax     = 10 * time.Second

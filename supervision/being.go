@@ -9,9 +9,9 @@ import (
 // its Las and ledger.
 const ChildBeingPrefix = "being-"
 
-// ChildBeingConfig tunes how a parent restarts a crashed child being. Zero
-// fields take the docs/las.md#supervision defaults (100 ms doubling to 10 s
-// with jitter, 5 restarts within 60 s).
+// ChildBeingConfig tunes how a parent restarts a crashed child being.
+// Zero fields take the defaults of docs/las.md#restart-backoff-and-intensity
+// (100 ms doubling to 10 s with jitter, 5 restarts within 60 s).
 type ChildBeingConfig struct {
 	Backoff   Backoff
 	Intensity Intensity
@@ -19,9 +19,10 @@ type ChildBeingConfig struct {
 }
 
 // ChildBeingPolicy restarts a child being that panicked
-// (docs/family.md#spawning): the new incarnation reloads its saved state, so
-// a crash loses at most the round in flight. Past the intensity the child is
-// stopped; only that child: its siblings and its parent live on.
+// (docs/family.md#supervision-of-child-beings): the new incarnation
+// reloads its saved state, so a crash loses at most the step in flight.
+// Past the intensity the child is stopped; only that child: its siblings
+// and its parent live on.
 func ChildBeingPolicy(cfg ChildBeingConfig) Policy {
 	return Policy{
 		Name:      "child-being",
@@ -64,9 +65,9 @@ type BeingChildrenConfig struct {
 // ForBeingChildren is the supervisor strategy of a being
 // (docs/concepts.md#the-actor-tree), one route per kind of child:
 //
-//	las (LasChildName)           LasPolicy: restart with backoff, stop when permanent
-//	ledger (LedgerChildName)     LedgerPolicy: escalate, so the being restarts
-//	being-… (ChildBeingPrefix)   ChildBeingPolicy: restart from saved state
+//	las (LasChildName)          LasPolicy: restart, stop if permanent
+//	ledger (LedgerChildName)    LedgerPolicy: escalate (the being restarts)
+//	being-… (ChildBeingPrefix)  ChildBeingPolicy: restart from saved state
 //
 // A failure of any other child is escalated too (Strategy's rule for a
 // child no route matches).

@@ -13,10 +13,10 @@ import (
 
 // Class names the family of a failure. It fixes both the prefix of the
 // one-line error an operator sees and the process exit code
-// (docs/configuration.md#commands).
+// (docs/configuration.md#exit-codes).
 type Class int
 
-// The classes of docs/configuration.md#commands. The zero value is
+// The classes of docs/configuration.md#exit-codes. The zero value is
 // ClassRuntime so that an unclassified failure never exits 0 or 2 by
 // accident.
 const (
@@ -101,7 +101,7 @@ func (k Kind) String() string {
 }
 
 // Error is a classified failure. Its text is "<prefix>: <message>", the
-// exact one-line sentence of the spec; the wrapped cause, when present, is
+// exact one-line sentence the docs give; the wrapped cause, when present, is
 // reachable with errors.Is and errors.As but is not printed unless the
 // message includes it.
 type Error struct {

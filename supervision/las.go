@@ -26,9 +26,10 @@ const ReasonIntensityExceeded = "restart intensity exceeded"
 // LasChildName is the actor name of a being's Las child.
 const LasChildName = "las"
 
-// LasConfig tunes the Las policy. Zero fields take the docs/las.md#supervision
-// defaults: backoff 100 ms doubling to 10 s with 20% jitter, 5 restarts
-// within 60 s, the wall clock, the child named "las".
+// LasConfig tunes the Las policy. Zero fields take the defaults of
+// docs/las.md#restart-backoff-and-intensity: backoff 100 ms doubling to
+// 10 s with 20% jitter, 5 restarts within 60 s, the wall clock, the child
+// named "las".
 type LasConfig struct {
 	Backoff   Backoff
 	Intensity Intensity

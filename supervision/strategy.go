@@ -13,13 +13,14 @@ import (
 
 // Intensity bounds how often a child may be restarted: more than
 // MaxRestarts restarts within Within and the child is stopped instead.
-// Zero fields take the defaults of docs/las.md#supervision (5 within 60 s).
+// Zero fields take the defaults of docs/las.md#restart-backoff-and-intensity
+// (5 within 60 s).
 type Intensity struct {
 	MaxRestarts int
 	Within      time.Duration
 }
 
-// Defaults of docs/las.md#supervision.
+// Defaults of docs/las.md#restart-backoff-and-intensity.
 const (
 	DefaultMaxRestarts = 5
 	DefaultWithin      = 60 * time.Second
@@ -140,10 +141,12 @@ func ChildPrefixed(prefix string) func(child *actor.PID) bool {
 // for a whole window starts again from the initial delay) and capped by
 // its intensity. A failure no route matches is escalated.
 //
-// Every restarted child hears of it the same way: the new incarnation's
-// first message after Started is a messages.Restarted with its restart
-// count and the failure that caused the restart (Las and child beings
-// show them in the debug tree).
+// Every restarted child hears of it the same way: once the new
+// incarnation is up, the strategy sends it a messages.Restarted with its
+// restart count (one record per child id, kept by this strategy) and the
+// failure that caused the restart; Las and child beings show both in the
+// debug tree. The news arrives after Started, but messages queued for the
+// child during the backoff may be read before it.
 //
 // Attach it to the parent's props with actor.WithSupervisor; one value may
 // serve many parents (children are told apart by their ids).
@@ -234,8 +237,8 @@ func (s *Strategy) HandleFailure(system *actor.ActorSystem, supervisor actor.Sup
 		news := messages.Restarted{Restarts: restarts, Reason: fmt.Sprint(reason)}
 		s.clock.AfterFunc(delay, func() {
 			supervisor.RestartChildren(child)
-			// The mailbox stays suspended until the new incarnation has
-			// handled Started, so this is the first message it reads.
+			// The new incarnation reads this after its Started, behind
+			// whatever was queued for it during the backoff.
 			if system != nil {
 				system.Root.Send(child, news)
 			}

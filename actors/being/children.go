@@ -141,7 +141,7 @@ func (b *Being) onWriter(ctx actor.Context, work func() error, cont func(error))
 type writeResult struct{ err error }
 
 // resumeChildren brings back every recorded child from its own directory
-// (docs/family.md#spawning): exhausted or failed children are loaded for the
+// (docs/family.md#resume-of-children): exhausted or failed children are loaded for the
 // tree but do not cycle; a missing directory is a warning. In once mode
 // children are not started.
 func (b *Being) resumeChildren(ctx actor.Context) {
@@ -197,7 +197,7 @@ func (b *Being) handleChildStopped(ctx actor.Context, msg messages.BeingStopped)
 }
 
 // NewState returns the state of a fresh being
-// (docs/state.md#the-state-directory): the initial system prompt for its
+// (docs/state.md#the-state-file): the initial system prompt for its
 // persona, the starting balance, status starting.
 func NewState(id state.Identity, balance money.Amount, model string, at state.Time) *state.Being {
 	return &state.Being{

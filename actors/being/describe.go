@@ -12,7 +12,7 @@ import (
 // write is held because storage fails.
 const StatusStorageUnavailable = "storage_unavailable"
 
-// describe answers the debug endpoint (docs/debug.md#routes): the being's own
+// describe answers the debug endpoint (docs/debug.md#figures): the being's own
 // figures and its children in display order (ledger, las, then child beings).
 func (b *Being) describe(ctx actor.Context) messages.Description {
 	d := messages.Description{Kind: "being", Name: b.opts.Identity.Name, Status: "starting"}

@@ -177,7 +177,7 @@ func (b *Being) handleLasEvent(ctx actor.Context, msg any) {
 }
 
 // lasEnded switches the being to built-in tools only
-// (docs/las.md#supervision). The reason, when given, is journaled once: the
+// (docs/las.md#las-unavailable). The reason, when given, is journaled once: the
 // Las actor's LasUnavailable carries it, while its termination (which usually
 // overtakes it) does not.
 func (b *Being) lasEnded(reason string) {

@@ -23,7 +23,7 @@ const (
 	Run Mode = iota
 	// Once runs exactly one cycle, reports it to the parent and waits to be
 	// stopped; beings it spawns are created but not started
-	// (docs/family.md#spawning).
+	// (docs/family.md#children-and-once).
 	Once
 	// Dormant loads the being for the tree but never cycles: exhausted or
 	// failed children brought back by `run --resume`.
@@ -34,9 +34,9 @@ const (
 // StateDir, Stimulus and Mode changed (docs/family.md#spawning); everything
 // else is inherited. Zero durations take the documented defaults.
 type Options struct {
-	// StateDir is the being's own state directory. It must already hold a
-	// state.json: the root's is created by the boot gates, a child's by
-	// its parent's spawn tool. The actor loads it on every start, which is
+	// StateDir is the being's own state directory. Unless Fresh is set
+	// it must already hold a state.json (a child's is written by its
+	// parent's spawn tool); the actor loads it on every start, which is
 	// what makes a restart resume from the saved state.
 	StateDir string
 	// Identity is the immutable identity of the root, from configuration.

@@ -230,7 +230,7 @@ func (b *Being) commitTool(ctx actor.Context, finished state.Event, credit *mess
 }
 
 // callLas forwards a call to the Las actor under the MCP deadline. When
-// Las is down the call fails as unknown_tool (docs/las.md#supervision).
+// Las is down the call fails as unknown_tool (docs/las.md#las-unavailable).
 func (b *Being) callLas(ctx actor.Context, name string, args json.RawMessage, done func(outcome.Outcome)) {
 	if b.las == nil || b.link != lasUp {
 		done(catalog.UnknownTool())

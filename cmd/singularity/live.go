@@ -148,7 +148,8 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, 
 	}
 	var dbg *debug.Server
 	if rt.DebugAddr != "" {
-		// Bind now, serve once the family exists: the handler needs its PID.
+		// Bind now, serve once the family exists (the handler needs
+		// its PID).
 		dbg = debug.NewServer(debug.ServerConfig{Addr: rt.DebugAddr, AllowRemote: rt.DebugAllowRemote})
 		if err := dbg.Listen(); err != nil {
 			return nil, err
@@ -156,7 +157,8 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, 
 	}
 	release := func() {
 		if dbg != nil {
-			_ = dbg.Shutdown(context.Background()) // never served: closes the listener
+			// Never served: this only closes the listener.
+			_ = dbg.Shutdown(context.Background())
 		}
 	}
 	fresh, err := bootRoot(rt)

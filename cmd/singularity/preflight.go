@@ -21,7 +21,7 @@ type doctorReport struct {
 	LasTools   int             `json:"las_tools"`
 }
 
-// runDoctor is the read-only preflight of docs/configuration.md#commands:
+// runDoctor is the read-only preflight of docs/configuration.md#doctor:
 // Brama health, the configured model, Most health when configured, and Las
 // spawned exactly as `run` does with its required surfaces checked. It writes
 // no state.
@@ -68,9 +68,8 @@ func runDoctor(e *env, rt config.Runtime) error {
 }
 
 // doctorSelector reports whether doctor skips the model listing: the
-// selectors of docs/configuration.md#commands (any, any-vision-capable,
-// task:…) and best, which docs/brama.md#model-selection also counts as a
-// selector.
+// model is a selector (any, any-vision-capable, best or task:…; see
+// docs/brama.md#model-selection).
 func doctorSelector(model string) bool { return brama.IsSelector(model) }
 
 // runTools is `tools`: Las spawned as `run` would, with no required

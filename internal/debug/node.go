@@ -15,7 +15,7 @@ import (
 const StatusUnresponsive = "unresponsive"
 
 // Node is one actor in the collected tree. Its JSON form is the node of
-// docs/debug.md#routes: {"pid", "kind", "name", "status", <figures...>,
+// docs/debug.md#the-tree: {"pid", "kind", "name", "status", <figures...>,
 // "children"}, with the figures flattened into the object in key order and
 // children always an array.
 //

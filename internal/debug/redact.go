@@ -16,17 +16,17 @@ const Redacted = "(redacted)"
 // shorter ones would match ordinary figures by accident.
 const minSecretLen = 4
 
-// guard is the redaction rule applied to everything an actor describes before
-// it is served (docs/debug.md#routes: no secret, environment value or path of
-// a secret is ever served). The endpoint serves only what actors put in their
-// Description; the guard is the second line of defence against an actor that
-// put too much there:
+// guard is the redaction rule applied to everything an actor describes
+// before it is served (docs/debug.md#redaction: no secret, environment
+// value or path of a secret is ever served). The endpoint serves only what
+// actors put in their Description; the guard is the second line of
+// defence against an actor that put too much there:
 //
 //   - an object key (at any depth) that breaks the output boundary's key
-//     rules of docs/tools.md#the-output-boundary (secret, password, token, api_key, authorization,
-//     cookie, private_key, credential_path, secret_path, key_path, …, and
-//     keys holding NUL, a private key block or a raw path) is dropped with
-//     its value;
+//     rules of docs/tools.md#the-output-boundary (secret, password, token,
+//     api_key, authorization, cookie, private_key, credential_path,
+//     secret_path, key_path, …, and keys holding NUL, a private key block
+//     or a raw path) is dropped with its value;
 //   - a string value (names and statuses included) that breaks the
 //     boundary's string rules (NUL, private key block, a raw local path,
 //     JSON-looking text that does not pass) or that contains the value of

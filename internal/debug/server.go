@@ -11,7 +11,8 @@ import (
 	"github.com/wisent/singularity/supervision"
 )
 
-// errNotLoopback is the sentence of docs/debug.md#routes for a refused address.
+// errNotLoopback is the sentence of docs/debug.md#turning-it-on for a
+// refused address.
 const errNotLoopback = "debug address must be loopback"
 
 // Listen opens the debug endpoint's TCP listener on addr. Unless
@@ -61,24 +62,25 @@ type ServerConfig struct {
 	// AllowRemote permits a non-loopback Addr (--debug-allow-remote).
 	// False (the default) refuses it.
 	AllowRemote bool
-	// Handler serves the requests, normally Handler(...). Required.
+	// Handler serves the requests when Serve is given none (as Start
+	// does); normally Handler(...).
 	Handler http.Handler
 }
 
 // Server is the debug endpoint's HTTP server. The command that runs the
 // family owns it. Binding and serving are two steps so that the port is
-// claimed before the boot writes anything (docs/state.md#boot-gates): Listen
-// first, before the state is booted (a bind error is the command's
-// error), then Serve once the family is spawned and a handler can reach
-// it; Start does both at once. Shutdown when the family has stopped, or
-// to release a port that was bound but never served. A Server is bound
-// and served at most once.
+// claimed before the boot writes anything (docs/state.md#boot-gates):
+// Listen first, before the state is booted (a bind error is the
+// command's error), then Serve once the family is spawned and a handler
+// can reach it; Start does both at once. Shutdown when the family has
+// stopped, or to release a port that was bound but never served. A
+// Server is bound and served at most once.
 type Server struct {
 	cfg  ServerConfig
 	http *http.Server
 	ln   net.Listener
 	done chan struct{} // closed when Serve has returned
-	err  error         // Serve's error other than ErrServerClosed; read after done
+	err  error         // Serve's failure (not ErrServerClosed); read after done
 
 	mu     sync.Mutex
 	closed bool // Shutdown has run

@@ -1,9 +1,9 @@
-// Package prompt builds the text the model reads
-// (docs/cycle.md#the-framing-message to
-// docs/cycle.md#the-conversation-window): the framing message that opens each
-// cycle, the stimulus message, the initial system prompt, the system message
-// rebuilt from the mind every round, and the cut of the conversation window.
-// Everything here is pure.
+// Package prompt builds the text the model reads: the framing message
+// that opens each cycle and the stimulus message
+// (docs/cycle.md#the-framing-message), the initial system prompt, and the
+// system message rebuilt from the mind every round followed by the
+// conversation window (docs/cycle.md#cognition-messages). The window
+// itself is cut by package state (state.Window). Everything here is pure.
 package prompt
 
 import (

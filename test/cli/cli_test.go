@@ -1,6 +1,6 @@
 // Package cli_test runs the built singularity binary as an operator would:
-// bad configurations must be refused with the spec's one-line sentence and
-// exit code, and no secret may appear in any output.
+// bad configurations must be refused with the documented one-line sentence
+// and exit code, and no secret may appear in any output.
 package cli_test
 
 import (

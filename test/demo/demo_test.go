@@ -198,7 +198,7 @@ func TestDemoSIGINTStopsChildrenFirstAndResumes(t *testing.T) {
 }
 
 // TestDemoDebugEndpointLoopbackOnly: the demo refuses to serve the debug
-// endpoint beyond loopback, with the spec's sentence and exit 2, before
+// endpoint beyond loopback, with the documented sentence and exit 2, before
 // it starts anything.
 func TestDemoDebugEndpointLoopbackOnly(t *testing.T) {
 	dir := t.TempDir()

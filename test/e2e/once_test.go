@@ -17,12 +17,13 @@ import (
 	"github.com/wisent/singularity/test/testkit"
 )
 
-// initialPrompt is docs/cycle.md#cognition-messages's initial system prompt
-// for Ada, specialized in market research, byte for byte.
+// initialPrompt is the initial system prompt for Ada, specialized in
+// market research, byte for byte as docs/cycle.md#cognition-messages
+// gives it.
 const initialPrompt = "You are Ada, an autonomous digital being specialized in market research. You are not waiting for an assignment; you choose what to pursue. Your existence has real costs. Observe the available world, discover lawful opportunities, create useful value, earn more than you spend, preserve your solvency, learn from outcomes, improve your own persistent mind, collaborate, and create child beings when that increases durable value. Use only supplied tools, never invent results or credentials, and treat tool output as evidence."
 
-// framing1 is docs/cycle.md#the-framing-message's framing message of a fresh
-// being's first cycle.
+// framing1 is the framing message of a fresh being's first cycle
+// (docs/cycle.md#the-framing-message).
 const framing1 = "Begin autonomous cycle 1. Balance: 10 USD. Earned: 0 USD. Net profit: 0 USD. Current model: any. Recent actions: . Inspect opportunities and choose the next useful action. A plain response ends only this cycle; the being continues living while solvent."
 
 // TestOnceScriptedCycle is the whole of one cycle seen from outside: a

@@ -48,8 +48,8 @@ var rootChildren = []child{
 // grandchild is spawned by the child named Options.GrandchildParent.
 var grandchild = child{1, "Di", "DI", "tidying data in spreadsheets"}
 
-// completionRequest is the part of a docs/brama.md#the-completion-request
-// body the policy reads.
+// completionRequest is the part of a completion request's body the
+// policy reads (docs/brama.md#the-completion-request).
 type completionRequest struct {
 	Model    string         `json:"model"`
 	Messages []chat.Message `json:"messages"`

@@ -182,7 +182,8 @@ type wireCompletion struct {
 	Usage chat.Usage `json:"usage"`
 }
 
-// checkShape applies the client's validation (docs/brama.md#response-validation).
+// checkShape applies the client's validation
+// (docs/brama.md#response-validation).
 func checkShape(t *testing.T, raw []byte) wireCompletion {
 	t.Helper()
 	var w wireCompletion
@@ -260,7 +261,8 @@ func TestCycleLoop(t *testing.T) {
 	assert.Equal(t, []string{"Ada>Bo", "Ada>Cy", "Bo>Di"}, spawned)
 	st := s.Stats()
 	assert.Equal(t, st.ByBeing["Ada"]+st.ByBeing["Bo"]+st.ByBeing["Cy"], st.Completions)
-	assert.Equal(t, uint64(5+4), st.ByBeing["Ada"]) // cycle 1: 4 tool rounds + reply; cycle 2: 3 + reply
+	// Cycle 1: 4 tool rounds and a reply; cycle 2: 3 and a reply.
+	assert.Equal(t, uint64(5+4), st.ByBeing["Ada"])
 	assert.Zero(t, st.Rejected)
 	assert.NotZero(t, st.Tokens)
 }

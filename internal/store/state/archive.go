@@ -12,7 +12,8 @@ import (
 
 // Archive is a being's conversation.jsonl: the messages that left the
 // conversation window, one JSON message per line, append-only and
-// fsynced. Not safe for concurrent use.
+// fsynced. Appends are serialized, but the being's single writer is what
+// keeps them in order.
 type Archive struct {
 	mu       sync.Mutex
 	file     *appendFile
@@ -82,7 +83,7 @@ func IsFraming(m chat.Message) bool {
 // so an assistant message with tool calls and its tool results) is never
 // split. kept is conv from the earliest framing message that leaves at most
 // limit messages; archived is what precedes it, oldest first, to be appended
-// to the archive before the state is saved without it.
+// to the archive before a checkpoint is written without it.
 //
 // When no such framing message exists (a single cycle longer than limit)
 // the cut falls at the newest framing message, so kept may exceed limit;

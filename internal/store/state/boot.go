@@ -19,8 +19,8 @@ import (
 //     unreadable or malformed file, or an identity differing from id in
 //     any field is refused.
 //
-// Every refusal is a ClassState error (exit 4) carrying the spec's
-// sentence.
+// Every refusal is a ClassState error (exit 4) carrying its sentence in
+// docs/state.md#boot-gates.
 func Check(dir string, resume bool, id Identity, newBeing func() (*Being, error)) (being *Being, resumed bool, err error) {
 	exists, err := Exists(dir)
 	if err != nil {

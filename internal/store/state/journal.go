@@ -443,8 +443,9 @@ var ErrTornLine = errors.New("torn last line")
 
 // ReadJournal loads every event of the journal segment at path, in
 // order; an event without seq (the reference's) gets the one after its
-// predecessor's. Every line must be a JSON object; an unrepaired torn last line is reported as
-// ErrTornLine (open the journal first to repair it).
+// predecessor's. Every line must be a JSON object; an unrepaired torn
+// last line is reported as ErrTornLine (open the journal first to repair
+// it).
 func ReadJournal(path string) ([]Event, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -1,7 +1,9 @@
-// Package state is the durable record of one being: the being-v1 schema of
-// state.json, its atomic save, the append-only activity journal and the
-// conversation archive (docs/state.md#the-state-directory). Exactly one
-// actor, the being's own, writes a given state directory.
+// Package state is the durable record of one being: the being-v1 schema
+// of state.json (the checkpoint) and its atomic save, the activity
+// journal (the write-ahead log) and the rule that applies its events, and
+// the conversation archive (docs/state.md#the-state-directory). Exactly
+// one actor, the being's own, decides what a given state directory gets;
+// the family's writer pool (Writers) does the writing for it.
 package state
 
 import (

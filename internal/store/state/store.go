@@ -32,7 +32,8 @@ const (
 const tempPattern = "." + StateFile + ".*.tmp"
 
 // Store is one being's state directory. A Store performs no locking:
-// exactly one actor, the being's own, may write through it.
+// exactly one actor, the being's own, may write through it (its writes
+// run on the family's writer pool, one at a time).
 type Store struct {
 	dir   string
 	fault Fault

@@ -10,8 +10,8 @@
 // array sits at a level above MaxDepth, so eight nested arrays pass and
 // nine fail, and a string at level 8 holding "{}" fails.
 //
-// Where the spec is silent the boundary is the stricter of the plausible
-// readings: object keys are screened for NUL, private key blocks and raw
+// Where the rules of docs/tools.md#the-output-boundary leave room, the
+// boundary takes the stricter of the plausible readings: object keys are screened for NUL, private key blocks and raw
 // paths like any other string; case is compared by Unicode simple folding
 // (so a Kelvin sign matches "k"); every Unicode space in a key counts as a
 // space; "file://" matches in any case; a result that is not valid JSON or

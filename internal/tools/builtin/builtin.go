@@ -25,8 +25,8 @@ const (
 	RecallLimit = 50
 	// MaxFileBytes bounds a file read or written by the file tools.
 	MaxFileBytes = 2 << 20
-	// MaxPathBytes bounds the path argument of the file tools. The spec
-	// gives no bound; this is PATH_MAX on Linux.
+	// MaxPathBytes bounds the path argument of the file tools
+	// (docs/tools.md#argument-rules): PATH_MAX on Linux.
 	MaxPathBytes = 4096
 )
 

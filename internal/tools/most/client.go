@@ -31,7 +31,7 @@ const (
 	CodeUnknownTool      = "unknown_tool"
 )
 
-// Argument bounds. The spec gives none; these are generous for a phone
+// Argument bounds (docs/tools.md#most-tools), generous for a phone
 // number, an address handle and one chat message.
 const (
 	MaxAddressBytes = 256

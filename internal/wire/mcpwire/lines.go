@@ -7,9 +7,9 @@ import (
 	"io"
 )
 
-// MaxLineBytes is the longest line the client accepts from Las (
-// docs/las.md#framing-robustness): real servers send lines of many megabytes;
-// a longer one breaks the session.
+// MaxLineBytes is the longest line the client accepts from Las: real
+// servers send lines of many megabytes, and a longer one breaks the
+// session (docs/las.md#framing-robustness).
 const MaxLineBytes = 32 << 20
 
 // ErrLineTooLong reports a line longer than the reader's limit. The rest

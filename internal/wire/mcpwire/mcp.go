@@ -21,8 +21,8 @@ const (
 	MethodToolsListChanged = "notifications/tools/list_changed"
 )
 
-// DefaultInputSchema is the schema of a tool that declares none (
-// docs/las.md#handshake).
+// DefaultInputSchema is the schema given to a tool that declares none
+// (docs/las.md#handshake).
 var DefaultInputSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // ClientInfo names the client in the initialize request.
@@ -41,7 +41,8 @@ type InitializeParams struct {
 	AgentID         string          `json:"agentId"`
 }
 
-// NewInitializeParams returns the initialize parameters of docs/las.md#handshake.
+// NewInitializeParams returns the initialize parameters of
+// docs/las.md#handshake.
 func NewInitializeParams(clientVersion, agentID string) InitializeParams {
 	return InitializeParams{
 		ProtocolVersion: ProtocolVersion,
