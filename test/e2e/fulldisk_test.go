@@ -43,9 +43,8 @@ type diskFault struct {
 	// errno is the error text the held write's failure carries.
 	errno syscall.Errno
 	// inject breaks the file system mounted at mnt (skipping t when this
-	// machine cannot); heal repairs it.
-	inject func(t *testing.T, mnt string)
-	heal   func(t *testing.T, mnt string)
+	// machine cannot) and returns what repairs it.
+	inject func(t *testing.T, mnt string) (heal func())
 }
 
 // TestFullDiskIsSurvived runs the real binary with its state directory
@@ -56,18 +55,19 @@ type diskFault struct {
 // warning for the failed attempts, and leave a state directory whose
 // journal is whole, numbered without gaps and exact in money, which a
 // resume continues. It needs root (it mounts); elsewhere it is skipped.
+// Every fault is one sub-case; one the machine cannot make is skipped.
 func TestFullDiskIsSurvived(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: the full-disk test mounts a size-limited tmpfs and must run as root (e.g. sudo go test -run TestFullDisk ./test/e2e/)")
 	}
 	faults := []diskFault{
-		{name: "ENOSPC", errno: syscall.ENOSPC, inject: fillDisk, heal: emptyDisk},
-		{name: "EROFS", errno: syscall.EROFS, inject: remountRO, heal: remountRW},
+		{name: "ENOSPC", errno: syscall.ENOSPC, inject: fillDisk},
+		{name: "EROFS", errno: syscall.EROFS, inject: remountRO},
 		// Linux refuses the remount above while the being holds its
 		// journal open for writing (always): a read-only bind mount over
 		// the state directory still makes every write by path fail with
 		// a real EROFS (the open journal keeps writing underneath).
-		{name: "EROFS bind", errno: syscall.EROFS, inject: bindRO, heal: unbind},
+		{name: "EROFS bind", errno: syscall.EROFS, inject: bindRO},
 	}
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
@@ -88,7 +88,7 @@ func testDiskFault(t *testing.T, fault diskFault) {
 	p := w.start("run")
 	w.waitJournal(diskWait, "three cycles", cyclesStarted(3))
 
-	fault.inject(t, mnt)
+	heal := fault.inject(t, mnt)
 	injected := time.Now()
 	first := waitStderrCount(t, p, 1, diskWait)
 	failedAt := time.Now()
@@ -112,8 +112,9 @@ func testDiskFault(t *testing.T, fault diskFault) {
 	attempts := strings.Count(p.stderr.String(), storageLine)
 	stderrNow := p.stderr.String()
 	completionsAtEnd := len(w.brama.Completions())
-	t.Logf("%s: first failure %v after the fault; %d attempts in %v (seen at %v); stderr %d bytes (%d during the window); completions %d → %d",
-		fault.name, failedAt.Sub(injected).Round(time.Millisecond), attempts, elapsed.Round(time.Millisecond),
+	t.Logf("%s: first failure %v after the fault: %s", fault.name, failedAt.Sub(injected).Round(time.Millisecond), first)
+	t.Logf("%s: %d attempts in %v (seen at %v); stderr %d bytes (%d during the window); completions %d → %d",
+		fault.name, attempts, elapsed.Round(time.Millisecond),
 		roundAll(seen), len(stderrNow), len(stderrNow)-stderrAtFailure, completionsAtFailure, completionsAtEnd)
 	assert.LessOrEqual(t, float64(attempts), 2+elapsed.Seconds(), "the held write is retried with backoff, not spun")
 	assert.GreaterOrEqual(t, attempts, 2, "the held write is retried")
@@ -125,7 +126,7 @@ func testDiskFault(t *testing.T, fault diskFault) {
 	cyclesHeld := testkit.Count(stillHeld, state.EventCycleStarted)
 
 	// Space returns; the being carries on.
-	fault.heal(t, mnt)
+	heal()
 	healed := time.Now()
 	w.waitJournal(diskWait, "a cycle after the fault", cyclesStarted(cyclesHeld+1))
 	t.Logf("%s: a new cycle %v after the repair", fault.name, time.Since(healed).Round(time.Millisecond))
@@ -265,14 +266,12 @@ func runBounded(name string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// fillerFile is the file that fills the tmpfs, beside the state
-// directory.
-func fillerFile(mnt string) string { return filepath.Join(mnt, "filler") }
-
-// fillDisk writes the filler until the file system is full.
-func fillDisk(t *testing.T, mnt string) {
+// fillDisk writes a filler file beside the state directory until the
+// file system is full; removing it lets space return.
+func fillDisk(t *testing.T, mnt string) (heal func()) {
 	t.Helper()
-	f, err := os.OpenFile(fillerFile(mnt), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	filler := filepath.Join(mnt, "filler")
+	f, err := os.OpenFile(filler, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	require.NoError(t, err)
 	defer f.Close()
 	chunk := make([]byte, 64<<10)
@@ -283,61 +282,54 @@ func fillDisk(t *testing.T, mnt string) {
 		}
 	}
 	require.True(t, errors.Is(err, syscall.ENOSPC), "filling ends with ENOSPC, not %v", err)
-}
-
-func emptyDisk(t *testing.T, mnt string) {
-	t.Helper()
-	require.NoError(t, os.Remove(fillerFile(mnt)))
+	return func() { require.NoError(t, os.Remove(filler)) }
 }
 
 // remountRO turns the tmpfs read-only; it skips t when the kernel
 // refuses (it does while a file on it is open for writing).
-func remountRO(t *testing.T, mnt string) {
+func remountRO(t *testing.T, mnt string) (heal func()) {
 	t.Helper()
 	if out, err := runBounded("mount", "-o", "remount,ro", mnt); err != nil {
 		t.Skipf("skipped: cannot remount %s read-only while the being runs (%v): %s", mnt, err, out)
 	}
-}
-
-func remountRW(t *testing.T, mnt string) {
-	t.Helper()
-	out, err := runBounded("mount", "-o", "remount,rw", mnt)
-	require.NoError(t, err, out)
+	return func() {
+		out, err := runBounded("mount", "-o", "remount,rw", mnt)
+		require.NoError(t, err, out)
+	}
 }
 
 // bindRO mounts the state directory read-only over itself; it skips t
-// when the kernel refuses.
-func bindRO(t *testing.T, mnt string) {
+// when the kernel refuses. Cleanup unmounts it unless heal did.
+func bindRO(t *testing.T, mnt string) (heal func()) {
 	t.Helper()
 	dir := filepath.Join(mnt, testkit.StateDir)
 	if out, err := runBounded("mount", "--bind", dir, dir); err != nil {
 		t.Skipf("skipped: cannot bind-mount %s (%v): %s", dir, err, out)
 	}
 	bound := true
+	unmount := func() (string, error) {
+		out, err := runBounded("umount", dir)
+		if err == nil {
+			bound = false
+		}
+		return out, err
+	}
 	t.Cleanup(func() {
-		if bound {
-			if out, err := runBounded("umount", dir); err != nil {
-				t.Errorf("umount %s: %v: %s", dir, err, out)
-				_, _ = runBounded("umount", "-l", dir)
-			}
+		if !bound {
+			return
+		}
+		if out, err := unmount(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+			_, _ = runBounded("umount", "-l", dir)
 		}
 	})
 	if out, err := runBounded("mount", "-o", "remount,bind,ro", dir); err != nil {
 		t.Skipf("skipped: cannot make the bind mount %s read-only (%v): %s", dir, err, out)
 	}
-	unbinds[mnt] = func() { bound = false }
-}
-
-// unbinds forgets a bind mount that unbind removed, so cleanup does not
-// unmount it again; each sub-case has its own mount point.
-var unbinds = map[string]func(){}
-
-func unbind(t *testing.T, mnt string) {
-	t.Helper()
-	dir := filepath.Join(mnt, testkit.StateDir)
-	out, err := runBounded("umount", dir)
-	require.NoError(t, err, out)
-	unbinds[mnt]()
+	return func() {
+		out, err := unmount()
+		require.NoError(t, err, out)
+	}
 }
 
 func roundAll(ds []time.Duration) []time.Duration {
