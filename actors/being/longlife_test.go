@@ -33,8 +33,8 @@ const longLifeCycles = 1500
 // mind itself grows to its cap of 1000 memories
 // (docs/tools.md#built-in-tools), which each checkpoint carries (a memory
 // costs the round only its journal step); "full-mind" starts with 1000
-// memories of 16 KiB and remembers a new one every cycle, so every
-// checkpoint (one per cycle) carries 16 MiB from the first cycle on.
+// memories of 16 KiB and remembers another of 16 KiB every cycle, so
+// every checkpoint (one per cycle) carries 16 MiB from first to last.
 func BenchmarkLongLife(b *testing.B) {
 	remember := func(n int) string { return fmt.Sprintf(`{"kind":"lead","text":"lead number %d"}`, n) }
 	b.Run("recall", func(b *testing.B) {
@@ -44,7 +44,10 @@ func BenchmarkLongLife(b *testing.B) {
 		benchmarkLongLife(b, "singularity_memory_remember", remember, nil)
 	})
 	b.Run("full-mind", func(b *testing.B) {
-		benchmarkLongLife(b, "singularity_memory_remember", remember, func(st *state.Being) {
+		big := func(n int) string {
+			return fmt.Sprintf(`{"kind":"lead","text":"%d %s"}`, n, strings.Repeat("x", 16<<10-8))
+		}
+		benchmarkLongLife(b, "singularity_memory_remember", big, func(st *state.Being) {
 			text := strings.Repeat("x", 16<<10)
 			for i := range state.MaxMemories {
 				st.Mind.Memories = append(st.Mind.Memories, state.Memory{ID: fmt.Sprint("m", i), Kind: "lead", Text: text, CreatedAt: st.StartedAt})
