@@ -66,6 +66,7 @@ type Being struct {
 	warnings     []state.Event
 	storage      storageFault
 	checkpointed uint64 // the seq the last checkpoint includes
+	encoder      state.EncodeCache
 	// booted is set once the boot step is durable: only then may the
 	// being write (a refused boot leaves its directory as it was).
 	booted bool

@@ -214,5 +214,8 @@ func NewState(id state.Identity, balance money.Amount, model string, at state.Ti
 		},
 		StartedAt: at,
 		UpdatedAt: at,
+		// A fresh being's journal is empty: its checkpoint includes
+		// nothing yet, so every later event is replayed on load.
+		JournalSeq: new(uint64),
 	}
 }

@@ -135,7 +135,7 @@ func (b *Being) writeCheckpoint(ctx actor.Context, then func(ctx actor.Context))
 	snapshot.UpdatedAt = b.opts.now()
 	seq := b.journal.NextSeq() - 1
 	snapshot.JournalSeq = &seq
-	data, err := state.Encode(&snapshot)
+	data, err := b.encoder.Encode(&snapshot)
 	if err != nil {
 		panic(fmt.Errorf("encode state: %w", err))
 	}

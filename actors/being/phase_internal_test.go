@@ -1,6 +1,7 @@
 package being
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -237,4 +238,41 @@ func TestLasLink(t *testing.T) {
 		assert.Equal(t, []string{unavailable.String()}, journalWarnings(beingJournal(t, b)))
 		assert.Equal(t, phaseIdle, b.phase, "the being lives on with built-in tools")
 	}
+}
+
+// TestStopNowGivesUpOnStorage: storage fails for good while a tool's
+// step is held; a stop that does not wait gives the step up, writes
+// nothing more and stops, and the next load closes the call left open.
+func TestStopNowGivesUpOnStorage(t *testing.T) {
+	b := loadedBeing(t)
+	clock := testkit.NewStepClock()
+	b.opts.Clock = clock
+	ctx := &stepContext{}
+	calls := []chat.ToolCall{call("a", "singularity_memory_recall"), call("b", "singularity_memory_recall")}
+	// The completion asking for both calls is durable.
+	b.commit(ctx, []state.Event{state.ModelCompleted(b.opts.now(), 0, chat.Usage{}, chat.Message{Role: chat.RoleAssistant, ToolCalls: calls})}, func(actor.Context) {})
+	b.cycle = &cycleRun{round: 1, calls: calls, next: 1}
+	b.phase = phaseCycling
+	broken := errors.New("no space left on device")
+	b.store.SetFault(func(string) error { return broken })
+	b.journal.SetFault(func() error { return broken })
+	before := testkit.Snapshot(t, b.opts.StateDir)
+
+	finished := state.ToolFinished(b.opts.now(), 0, "singularity_memory_recall", outcome.Success)
+	finished.Chat = &chat.Message{Role: chat.RoleTool, ToolCallID: "a", Name: "singularity_memory_recall", Content: "{}"}
+	b.commitTool(ctx, finished, nil, toolResult{})
+	require.True(t, b.storage.failing, "the step is held")
+	retry := clock.Next(t, time.Second)
+	assert.Equal(t, time.Second, retry.After)
+	assert.Empty(t, resultsFor(b.st.Conversation), "nothing of the held step took effect")
+
+	b.handleStop(ctx, messages.StopBeing{Now: true})
+	assert.Equal(t, phaseStopped, b.phase)
+	assert.False(t, retry.Fire(), "the retry was cancelled")
+	assert.Equal(t, before, testkit.Snapshot(t, b.opts.StateDir), "nothing was written")
+
+	again := New(b.opts)
+	require.NoError(t, again.load())
+	t.Cleanup(again.handleStopping)
+	assert.Equal(t, map[string]int{"a": 1, "b": 1}, resultsFor(again.st.Conversation), "the load closed both open calls")
 }

@@ -60,7 +60,13 @@ func (b *Being) handleStop(ctx actor.Context, msg messages.StopBeing) {
 			b.abandonWork(ctx, "shutdown without waiting")
 		}
 	case phaseAbandoning:
-		// The cycle is abandoned as soon as the ledger has answered.
+		// The cycle is abandoned as soon as the ledger has answered or
+		// the write in flight has landed; a write held because storage
+		// fails is given up by a stop that does not wait.
+		if b.stop.now && b.storage.failing && b.cycle.waiting == waitStorage {
+			b.phase = phaseDraining
+			b.abandonWork(ctx, "shutdown without waiting")
+		}
 	case phaseSaving:
 		// Storage that fails the final save is given up on by a stop
 		// that does not wait.
@@ -109,7 +115,18 @@ func (b *Being) abandonWork(ctx actor.Context, why string) {
 	b.epoch++
 	b.cycle.waiting = waitNothing
 	closing := b.closePendingCalls(waiting)
+	if b.givingUpOnStorage() {
+		// The calls stay open on disk; the next load closes them.
+		b.abandonCycle(ctx)
+		return
+	}
 	b.commit(ctx, closing, b.abandonCycle)
+}
+
+// givingUpOnStorage reports a stop that does not wait while storage
+// fails: the being then writes nothing more (a crash would lose as much).
+func (b *Being) givingUpOnStorage() bool {
+	return b.stop != nil && b.stop.now && b.storage.failing
 }
 
 // closePendingCalls returns the tool_finished events that close the
@@ -217,7 +234,7 @@ func (b *Being) finalSave(ctx actor.Context) {
 		b.st.Status = state.StatusExhausted
 	}
 	b.phase = phaseSaving
-	if !b.booted || b.opts.Mode == Dormant {
+	if !b.booted || b.opts.Mode == Dormant || b.givingUpOnStorage() {
 		b.stopped(ctx)
 		return
 	}

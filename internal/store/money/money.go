@@ -221,7 +221,14 @@ func (a Amount) String() string {
 }
 
 // MarshalJSON writes a as a JSON string holding its plain text.
-func (a Amount) MarshalJSON() ([]byte, error) { return json.Marshal(a.String()) }
+func (a Amount) MarshalJSON() ([]byte, error) {
+	// Plain decimal text: digits, a point and a sign, nothing to escape.
+	text := a.String()
+	out := make([]byte, 0, len(text)+2)
+	out = append(out, '"')
+	out = append(out, text...)
+	return append(out, '"'), nil
+}
 
 // UnmarshalJSON reads a decimal string or a JSON number literal; the
 // number's text is parsed directly, never through float64.

@@ -251,6 +251,14 @@ func (s *Store) OpenJournal(at Time, cycle uint64) (*Journal, error) {
 	return j, err
 }
 
+// SetFault installs a test's write hook (see Fault) on the journal.
+func (j *Journal) SetFault(f func() error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.fault = f
+	j.file.fault = f
+}
+
 // Repaired is how many bytes of a torn last line were cut at open (0 if
 // none).
 func (j *Journal) Repaired() int64 { return j.repaired }

@@ -236,7 +236,11 @@ func Now() Time { return Time{time.Now().UTC()} }
 
 // MarshalJSON writes the instant in UTC with microseconds.
 func (t Time) MarshalJSON() ([]byte, error) {
-	return json.Marshal(t.UTC().Format(TimeLayout))
+	// The layout holds nothing JSON would escape.
+	out := make([]byte, 0, len(TimeLayout)+2)
+	out = append(out, '"')
+	out = t.UTC().AppendFormat(out, TimeLayout)
+	return append(out, '"'), nil
 }
 
 // UnmarshalJSON accepts any RFC 3339 instant.

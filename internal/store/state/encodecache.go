@@ -1,0 +1,80 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// EncodeCache makes the repeated checkpoints of one being cheaper: a
+// memory never changes once made, so its pretty JSON is kept between
+// checkpoints and only new memories are encoded. Its output is exactly
+// Encode's. It is not safe for concurrent use; a being owns one.
+type EncodeCache struct {
+	memories map[string]cachedMemory
+}
+
+type cachedMemory struct {
+	m    Memory
+	json []byte // the memory as Encode indents it inside mind.memories
+}
+
+// The memories array sits in mind, one level below the top: its key at
+// four spaces, its elements at six.
+const (
+	memoriesKey    = "\n    \"memories\": []"
+	memoryIndent   = "      "
+	memoriesOpen   = "\n    \"memories\": [\n"
+	memoriesClose  = "\n    ]"
+	memoriesJoiner = ",\n"
+)
+
+// Encode renders b like Encode, reusing the memories encoded before.
+func (c *EncodeCache) Encode(b *Being) ([]byte, error) {
+	if len(b.Mind.Memories) == 0 {
+		c.memories = nil
+		return Encode(b)
+	}
+	rest := *b
+	rest.Mind.Memories = nil
+	out, err := Encode(&rest)
+	if err != nil {
+		return nil, err
+	}
+	at := bytes.Index(out, []byte(memoriesKey))
+	if at < 0 {
+		return nil, fmt.Errorf("encode: the memories key is missing")
+	}
+	if c.memories == nil {
+		c.memories = map[string]cachedMemory{}
+	}
+	seen := make(map[string]bool, len(b.Mind.Memories))
+	var buf bytes.Buffer
+	buf.Grow(len(out) + 160*len(b.Mind.Memories))
+	buf.Write(out[:at])
+	buf.WriteString(memoriesOpen)
+	for i, m := range b.Mind.Memories {
+		if i > 0 {
+			buf.WriteString(memoriesJoiner)
+		}
+		cached, ok := c.memories[m.ID]
+		if !ok || cached.m != m {
+			data, err := json.MarshalIndent(m, memoryIndent, "  ")
+			if err != nil {
+				return nil, err
+			}
+			cached = cachedMemory{m: m, json: append([]byte(memoryIndent), data...)}
+			c.memories[m.ID] = cached
+		}
+		seen[m.ID] = true
+		buf.Write(cached.json)
+	}
+	buf.WriteString(memoriesClose)
+	buf.Write(out[at+len(memoriesKey):])
+	for id := range c.memories {
+		if !seen[id] {
+			delete(c.memories, id)
+		}
+	}
+	return buf.Bytes(), nil
+}
