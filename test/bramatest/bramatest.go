@@ -380,3 +380,32 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]any{"error": map[string]string{"message": msg}})
 }
+
+// UnansweredToolCalls lists, as "request <i>: <call id>", every tool call
+// of an assistant message in a verified completion request that no tool
+// message right after it answers: what an OpenAI-compatible server
+// refuses with HTTP 400. Empty when every request was well formed.
+func (s *Server) UnansweredToolCalls() []string {
+	var out []string
+	for i, req := range s.Completions() {
+		msgs := req.Completion.Messages
+		for j, m := range msgs {
+			if m.Role != chat.RoleAssistant || len(m.ToolCalls) == 0 {
+				continue
+			}
+			answered := map[string]bool{}
+			for _, r := range msgs[j+1:] {
+				if r.Role != chat.RoleTool {
+					break
+				}
+				answered[r.ToolCallID] = true
+			}
+			for _, c := range m.ToolCalls {
+				if !answered[c.ID] {
+					out = append(out, fmt.Sprintf("request %d: %s", i, c.ID))
+				}
+			}
+		}
+	}
+	return out
+}
