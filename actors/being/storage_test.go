@@ -77,7 +77,6 @@ func scriptedCycle(srv *bramatest.Server) {
 	)
 }
 
-
 // TestStorageFaultsAtEveryStep fails each durable write of a cycle in
 // turn, with each storage error, three times before it goes through.
 // The being must hold the step (no other write, no tool, no completion

@@ -193,7 +193,6 @@ func rememberThenReply() func(*bramatest.Request) bramatest.Reply {
 	}
 }
 
-
 // waitStderrCount polls the process's stderr until storageLine appeared
 // n times and returns the n-th line.
 func waitStderrCount(t *testing.T, p *process, n int, limit time.Duration) string {
