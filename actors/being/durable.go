@@ -106,6 +106,7 @@ func (b *Being) commitAs(ctx actor.Context, events []state.Event, held waitFor, 
 			b.st.Apply(e)
 		}
 		if b.eventsSinceCheckpoint() > b.checkpointEvents() && b.phase.inCycle() {
+			b.cycle.held = waitNothing // the checkpoint answers no call
 			b.writeCheckpoint(ctx, then)
 			return
 		}

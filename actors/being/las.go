@@ -69,13 +69,14 @@ func (b *Being) afterLasReady(ctx actor.Context) {
 		b.resumeChildren(ctx)
 		return
 	}
-	b.st.Status = state.StatusRunning // durable with the boot checkpoint
 	if b.journal != nil {
 		b.commitBoot(ctx)
 		return
 	}
-	// A fresh being: its directory and first state.json come now.
-	fresh, fault := b.st, b.opts.StorageFault
+	// A fresh being: its directory and first state.json come now, from
+	// a copy (the writer encodes it while the actor goes on).
+	snapshot := *b.st
+	fresh, fault := &snapshot, b.opts.StorageFault
 	var opened *openedState
 	b.onWriter(ctx, func() error {
 		var err error
@@ -95,6 +96,7 @@ func (b *Being) afterLasReady(ctx actor.Context) {
 // a checkpoint; then the being lives.
 func (b *Being) commitBoot(ctx actor.Context) {
 	b.commit(ctx, []state.Event{state.Started(b.opts.now())}, func(ctx actor.Context) {
+		b.st.Status = state.StatusRunning // durable with the boot checkpoint
 		b.writeCheckpoint(ctx, func(ctx actor.Context) {
 			b.booted = true
 			if b.phase != phaseBooting {

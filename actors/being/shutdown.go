@@ -74,6 +74,12 @@ func (b *Being) handleStop(ctx actor.Context, msg messages.StopBeing) {
 			b.stopped(ctx)
 		}
 	default:
+		// Outside a cycle a write held for storage (the boot step, a
+		// checkpoint, warnings) is given up by a stop that does not
+		// wait: none of it took effect.
+		if b.stop.now {
+			b.dropHeldWrite()
+		}
 		b.continueShutdown(ctx)
 	}
 }
@@ -224,27 +230,35 @@ func (b *Being) continueShutdown(ctx actor.Context) {
 // refused boot leaves its directory as it was and a dormant being keeps
 // its status.
 func (b *Being) finalSave(ctx actor.Context) {
+	status := b.st.Status
 	switch {
 	case b.opts.Mode == Dormant:
 	case b.stop.err != nil:
-		b.st.Status = state.StatusFailed
+		status = state.StatusFailed
 	case b.solvent():
-		b.st.Status = state.StatusStopped
+		status = state.StatusStopped
 	default:
-		b.st.Status = state.StatusExhausted
+		status = state.StatusExhausted
 	}
 	b.phase = phaseSaving
 	if !b.booted || b.opts.Mode == Dormant || b.givingUpOnStorage() {
+		b.st.Status = status // nothing to write: only the parent hears it
 		b.stopped(ctx)
 		return
 	}
-	b.commit(ctx, []state.Event{state.Stopped(b.opts.now(), b.st.Cycle, b.st.Status)}, func(ctx actor.Context) {
-		b.writeCheckpoint(ctx, b.stopped)
+	// Applying stopped sets the status, once it is durable.
+	b.commit(ctx, []state.Event{state.Stopped(b.opts.now(), b.st.Cycle, status)}, func(ctx actor.Context) {
+		b.commitCheckpoint(ctx, b.stopped)
 	})
 }
 
-// stopped ends the being: files closed, the parent told.
+// stopped ends the being: files closed, the parent told. Warnings still
+// queued (storage came back during the final save) are journaled first.
 func (b *Being) stopped(ctx actor.Context) {
+	if len(b.warnings) > 0 && b.booted && b.write == nil && b.journal != nil && !b.givingUpOnStorage() {
+		b.commit(ctx, nil, b.stopped)
+		return
+	}
 	if b.stop.graceTimer != nil {
 		b.stop.graceTimer.Stop()
 	}

@@ -203,6 +203,7 @@ type Journal struct {
 	first    uint64  // the seq of this segment's first event (next when empty)
 	events   []Event // what Open read, until Loaded takes it
 	fault    func() error
+	rotating bool // a Rotate closed the segment and has not finished
 }
 
 // OpenJournal opens (creating if needed) the journal at path and reads
@@ -342,23 +343,31 @@ func (j *Journal) Size() int64 {
 // activity-<first seq>.jsonl and a fresh activity.jsonl is opened. Call
 // it only right before a checkpoint that includes every event so far, so
 // that loading never needs the old segment (docs/state.md#the-journal).
+//
+// A rotation that fails partway (no space for the new file, a read-only
+// disk) goes on where it stopped when it is called again.
 func (j *Journal) Rotate() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	path := j.file.path
 	old := filepath.Join(j.dir, segmentName(j.first))
-	if err := j.file.close(); err != nil {
-		return err
+	if !j.rotating {
+		// Every line is fsynced already; a failed close loses nothing,
+		// and the descriptor is released either way.
+		_ = j.file.close()
+		j.rotating = true
 	}
-	if err := os.Rename(path, old); err != nil {
-		return supervision.Errorf(supervision.ClassState, "cannot rotate %s: %w", path, err)
+	if _, err := os.Lstat(path); err == nil { // not renamed yet
+		if err := os.Rename(path, old); err != nil {
+			return supervision.Errorf(supervision.ClassState, "cannot rotate %s: %w", path, err)
+		}
 	}
 	file, _, err := openAppend(path, nil)
 	if err != nil {
 		return err
 	}
 	file.fault = j.fault
-	j.file, j.first = file, j.next
+	j.file, j.first, j.rotating = file, j.next, false
 	return nil
 }
 

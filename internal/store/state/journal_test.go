@@ -202,3 +202,36 @@ func TestArchive(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, data, after)
 }
+
+// TestRotateGoesOnAfterAFailure: a rotation that fails (here the old
+// segment's name is taken by a directory) is finished by the next call,
+// and the journal then reads whole and in order across both segments.
+func TestRotateGoesOnAfterAFailure(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, JournalFile)
+	j, err := OpenJournal(path, at, 0)
+	require.NoError(t, err)
+	defer j.Close()
+	_, err = j.AppendStep([]Event{Started(at), CycleStarted(at, 1)})
+	require.NoError(t, err)
+
+	blocker := filepath.Join(dir, segmentName(1))
+	require.NoError(t, os.Mkdir(blocker, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(blocker, "x"), []byte("x"), 0o600))
+	require.Error(t, j.Rotate(), "the old segment's name is taken")
+	require.NoError(t, os.RemoveAll(blocker))
+	require.NoError(t, j.Rotate(), "the second call finishes the rotation")
+
+	_, err = j.AppendStep([]Event{Stopped(at, 1, StatusStopped)})
+	require.NoError(t, err)
+	segs, err := Segments(dir)
+	require.NoError(t, err)
+	require.Equal(t, []string{blocker, path}, segs)
+	all, err := ReadAll(dir)
+	require.NoError(t, err)
+	var seqs []uint64
+	for _, e := range all {
+		seqs = append(seqs, e.Seq)
+	}
+	require.Equal(t, []uint64{1, 2, 3}, seqs)
+}
