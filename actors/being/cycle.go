@@ -279,7 +279,8 @@ func nextWait(interval time.Duration, failed int) time.Duration {
 		}
 		wait *= 2
 	}
-	return min(wait, failedCycleMax)
+	// Never shorter than the interval itself, however long that is.
+	return min(wait, max(failedCycleMax, interval))
 }
 
 // scheduleTick sleeps, then starts the next cycle; a stop request

@@ -253,6 +253,26 @@ func (b *Being) holdWrite(ctx actor.Context, w *write) {
 	}
 	self, system, epoch, id := ctx.Self(), ctx.ActorSystem(), b.epoch, w.id
 	b.storage.cancel = b.opts.clockAfter(delay, func() { system.Root.Send(self, writeRetry{epoch: epoch, id: id}) })
+	if b.givingUpOnStorage() {
+		// A stop that does not wait came while this attempt ran.
+		b.giveUpHeld(ctx)
+	}
+}
+
+// giveUpHeld drops the held write for a stop that does not wait and
+// goes on with the shutdown from where the being is.
+func (b *Being) giveUpHeld(ctx actor.Context) {
+	switch b.phase {
+	case phaseCycling, phaseDraining, phaseAbandoning:
+		b.phase = phaseDraining
+		b.abandonWork(ctx, "shutdown without waiting")
+	case phaseSaving:
+		b.dropHeldWrite()
+		b.stopped(ctx)
+	default:
+		b.dropHeldWrite()
+		b.continueShutdown(ctx)
+	}
 }
 
 // handleWriteRetry runs the next attempt of the held write.

@@ -276,3 +276,29 @@ func TestStopNowGivesUpOnStorage(t *testing.T) {
 	t.Cleanup(again.handleStopping)
 	assert.Equal(t, map[string]int{"a": 1, "b": 1}, resultsFor(again.st.Conversation), "the load closed both open calls")
 }
+
+// TestNextWait: the sleep before the next cycle after n failing cycles
+// in a row doubles from the interval (at least 1 s) up to 5 min, and is
+// never shorter than the interval itself.
+func TestNextWait(t *testing.T) {
+	tests := []struct {
+		interval time.Duration
+		failed   int
+		want     time.Duration
+	}{
+		{0, 0, 0},
+		{5 * time.Second, 0, 5 * time.Second},
+		{0, 1, time.Second},
+		{0, 2, 2 * time.Second},
+		{0, 9, 256 * time.Second},
+		{0, 10, 5 * time.Minute},
+		{0, 1000, 5 * time.Minute},
+		{3 * time.Second, 1, 3 * time.Second},
+		{3 * time.Second, 3, 12 * time.Second},
+		{10 * time.Minute, 1, 10 * time.Minute},
+		{10 * time.Minute, 4, 10 * time.Minute},
+	}
+	for _, tc := range tests {
+		assert.Equal(t, tc.want, nextWait(tc.interval, tc.failed), "interval %v, %d failed", tc.interval, tc.failed)
+	}
+}

@@ -19,6 +19,9 @@ type stopping struct {
 	// abandonWhy is why the cycle is abandoned at its next step, in
 	// phase abandoning.
 	abandonWhy string
+	// giveUp is set once a write held for storage was given up: the
+	// being writes nothing more while storage fails.
+	giveUp bool
 }
 
 // graceExpired is sent to self when the shutdown grace has passed.
@@ -106,6 +109,7 @@ func (b *Being) abandonWork(ctx actor.Context, why string) {
 			return
 		}
 		b.warn("abandoned a step held for storage: " + why)
+		b.stop.giveUp = true
 		waiting = b.cycle.held
 	case waitLedger:
 		// A debit of a completion already paid for, or the credit of a
@@ -132,7 +136,7 @@ func (b *Being) abandonWork(ctx actor.Context, why string) {
 // givingUpOnStorage reports a stop that does not wait while storage
 // fails: the being then writes nothing more (a crash would lose as much).
 func (b *Being) givingUpOnStorage() bool {
-	return b.stop != nil && b.stop.now && b.storage.failing
+	return b.stop != nil && (b.stop.now || b.stop.giveUp) && b.storage.failing
 }
 
 // closePendingCalls returns the tool_finished events that close the
