@@ -454,6 +454,9 @@ func ReadAll(dir string) ([]Event, error) {
 	return all, nil
 }
 
+// errNotObject reports a journal line that is not a JSON object.
+var errNotObject = errors.New("not a JSON object")
+
 // ErrTornLine reports a journal whose last line has no newline: it was
 // not opened (and so not repaired) since a crash.
 var ErrTornLine = errors.New("torn last line")
@@ -477,6 +480,11 @@ func ReadJournal(path string) ([]Event, error) {
 			return events, supervision.Errorf(supervision.ClassState, "journal %s line %d: %w", path, n, ErrTornLine)
 		}
 		if len(line) > 0 {
+			if t := bytes.TrimLeft(line, " \t\r"); len(t) > 0 && t[0] != '{' {
+				// null, a list or a scalar would decode without error
+				// into an empty event: a journal line is an object.
+				return events, supervision.Errorf(supervision.ClassState, "journal %s line %d: %w", path, n, errNotObject)
+			}
 			var e Event
 			if uerr := json.Unmarshal(line, &e); uerr != nil {
 				return events, supervision.Errorf(supervision.ClassState, "journal %s line %d: %w", path, n, uerr)

@@ -235,3 +235,17 @@ func TestRotateGoesOnAfterAFailure(t *testing.T) {
 	}
 	require.Equal(t, []uint64{1, 2, 3}, seqs)
 }
+
+// TestReadJournalRefusesLinesThatAreNotObjects: null, a list or a
+// string would decode into an empty event; the journal refuses them.
+func TestReadJournalRefusesLinesThatAreNotObjects(t *testing.T) {
+	for _, line := range []string{"null", "[]", `"started"`, "1"} {
+		path := filepath.Join(t.TempDir(), JournalFile)
+		good := `{"type":"started","at":"2026-08-24T22:05:12.573198Z"}`
+		require.NoError(t, os.WriteFile(path, []byte(good+"\n"+line+"\n"), 0o600))
+		events, err := ReadJournal(path)
+		require.Error(t, err, line)
+		assert.Contains(t, err.Error(), "line 2: not a JSON object")
+		assert.Len(t, events, 1, "the events before it are returned")
+	}
+}
