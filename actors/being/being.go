@@ -212,8 +212,7 @@ func (b *Being) failStart(ctx actor.Context, err error) {
 // load reads the being's state: the checkpoint, then the journal
 // events after it (docs/state.md#resume-and-recovery). A fresh being
 // (Options.Fresh) has no files yet and reads nothing; its first durable
-// write is the boot step. Loading writes nothing but the repair of a
-// torn journal line.
+// write is the boot step. Loading writes nothing.
 func (b *Being) load() error {
 	if b.opts.Fresh != nil {
 		st := *b.opts.Fresh
@@ -229,10 +228,14 @@ func (b *Being) load() error {
 	if err != nil {
 		return err
 	}
-	at := b.opts.now()
-	journal, err := store.OpenJournal(at, st.Cycle)
+	// Nothing is written before the boot step: a torn last line is cut
+	// by the first append, and its warning goes with that step.
+	journal, err := store.ReopenJournal()
 	if err != nil {
 		return err
+	}
+	if cut := journal.Repaired(); cut > 0 {
+		b.warn(fmt.Sprintf("activity journal: removed a torn last line of %d bytes", cut))
 	}
 	archive, err := store.OpenArchive()
 	if err != nil {

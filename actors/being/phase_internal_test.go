@@ -2,6 +2,8 @@ package being
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -301,4 +303,38 @@ func TestNextWait(t *testing.T) {
 	for _, tc := range tests {
 		assert.Equal(t, tc.want, nextWait(tc.interval, tc.failed), "interval %v, %d failed", tc.interval, tc.failed)
 	}
+}
+
+// TestTornJournalRepairedOnlyByTheBootStep: a journal whose last line a
+// crash tore is read without writing; a boot refused after the load
+// leaves it byte for byte as it was, and the boot step of a boot that
+// passes cuts the torn bytes and journals the repair with itself.
+func TestTornJournalRepairedOnlyByTheBootStep(t *testing.T) {
+	b := loadedBeing(t)
+	ctx := &stepContext{}
+	b.commit(ctx, []state.Event{state.Started(b.opts.now())}, func(actor.Context) {})
+	b.handleStopping()
+	path := filepath.Join(b.opts.StateDir, state.JournalFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`{"type":"cycle_sta`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	before := testkit.Snapshot(t, b.opts.StateDir)
+
+	refused := New(b.opts)
+	refused.inline = true
+	require.NoError(t, refused.load())
+	refused.handleStopping() // the boot is refused after the load
+	assert.Equal(t, before, testkit.Snapshot(t, b.opts.StateDir), "loading wrote nothing")
+
+	booted := New(b.opts)
+	booted.inline = true
+	require.NoError(t, booted.load())
+	t.Cleanup(booted.handleStopping)
+	booted.commitBoot(ctx)
+	events, err := state.ReadJournal(path)
+	require.NoError(t, err, "the torn bytes are gone")
+	assert.Equal(t, []string{"started", "warning", "started"}, testkit.Types(events))
+	assert.Equal(t, "activity journal: removed a torn last line of 18 bytes", events[1].Message)
 }

@@ -20,10 +20,11 @@ type Archive struct {
 	repaired int64
 }
 
-// OpenArchive opens (creating if needed) the archive at path, cutting a
-// torn last line left by a crash; Repaired reports how many bytes.
+// OpenArchive opens (creating if needed) the archive at path. A torn
+// last line left by a crash is cut by the first append (nothing is
+// written before); Repaired reports how many bytes.
 func OpenArchive(path string) (*Archive, error) {
-	file, cut, err := openAppend(path, nil)
+	file, cut, err := openAppend(path, true)
 	if err != nil {
 		return nil, err
 	}

@@ -64,12 +64,11 @@ type appendFile struct {
 }
 
 // openAppend opens (creating with mode 0600) path for appending. A torn
-// last line (one without its newline) is cut off; when replace is not nil
-// the torn bytes are overwritten in place by the line replace(cut) returns
-// and the file is then cut after it, so the repair and its record land
-// together: a crash in between leaves a torn tail that the next open
-// repairs again. It returns how many torn bytes were removed.
-func openAppend(path string, replace func(cut int64) []byte) (*appendFile, int64, error) {
+// last line (one without its newline) is cut off: at once, or, when lazy,
+// by the first append (nothing is written before), which lets a caller
+// open a journal while its boot may still be refused. It returns how
+// many torn bytes there are.
+func openAppend(path string, lazy bool) (*appendFile, int64, error) {
 	_, statErr := os.Lstat(path)
 	created := errors.Is(statErr, fs.ErrNotExist)
 	fail := func(what string, err error) (*appendFile, int64, error) {
@@ -94,29 +93,14 @@ func openAppend(path string, replace func(cut int64) []byte) (*appendFile, int64
 		return fail("read", err)
 	}
 	cut := info.Size() - whole
-	end := whole
-	if cut > 0 {
-		if replace != nil {
-			line := replace(cut)
-			if _, err := f.WriteAt(line, whole); err != nil {
-				_ = f.Close()
-				return fail("repair", err)
-			}
-			if err := f.Sync(); err != nil {
-				_ = f.Close()
-				return fail("repair", err)
-			}
-			end += int64(len(line))
+	if cut > 0 && !lazy {
+		if err := f.Truncate(whole); err != nil {
+			_ = f.Close()
+			return fail("repair", err)
 		}
-		if end < info.Size() {
-			if err := f.Truncate(end); err != nil {
-				_ = f.Close()
-				return fail("repair", err)
-			}
-			if err := f.Sync(); err != nil {
-				_ = f.Close()
-				return fail("repair", err)
-			}
+		if err := f.Sync(); err != nil {
+			_ = f.Close()
+			return fail("repair", err)
 		}
 	}
 	if err := f.Close(); err != nil {
@@ -131,7 +115,7 @@ func openAppend(path string, replace func(cut int64) []byte) (*appendFile, int64
 	if err != nil {
 		return fail("open", err)
 	}
-	return &appendFile{f: f, path: path, size: end}, cut, nil
+	return &appendFile{f: f, path: path, size: whole, dirty: cut > 0 && lazy}, cut, nil
 }
 
 // lastNewline returns the length of the file's prefix that ends with its
@@ -212,12 +196,31 @@ type Journal struct {
 // The numbering goes on from the last event's seq; events of a
 // reference journal, which carry none, count by position.
 func OpenJournal(path string, at Time, cycle uint64) (*Journal, error) {
-	file, cut, err := openAppend(path, nil)
+	j, err := openJournal(path, false)
+	if err != nil {
+		return nil, err
+	}
+	if cut := j.repaired; cut > 0 {
+		msg := fmt.Sprintf("activity journal: removed a torn last line of %d bytes", cut)
+		step, err := j.AppendStep([]Event{Warning(at, cycle, msg)})
+		if err != nil {
+			_ = j.file.close()
+			return nil, err
+		}
+		j.events = append(j.events, step...)
+	}
+	return j, nil
+}
+
+// openJournal opens and reads the journal at path (see openAppend for
+// lazy).
+func openJournal(path string, lazy bool) (*Journal, error) {
+	file, cut, err := openAppend(path, lazy)
 	if err != nil {
 		return nil, err
 	}
 	events, err := ReadJournal(path)
-	if err != nil {
+	if err != nil && !(cut > 0 && errors.Is(err, ErrTornLine)) {
 		_ = file.close()
 		return nil, err
 	}
@@ -230,16 +233,19 @@ func OpenJournal(path string, at Time, cycle uint64) (*Journal, error) {
 	if j.first == 0 {
 		j.first = j.next
 	}
-	if cut > 0 {
-		msg := fmt.Sprintf("activity journal: removed a torn last line of %d bytes", cut)
-		step, err := j.AppendStep([]Event{Warning(at, cycle, msg)})
-		if err != nil {
-			_ = file.close()
-			return nil, err
-		}
-		j.events = append(j.events, step...)
-	}
 	return j, nil
+}
+
+// ReopenJournal opens the store's activity.jsonl for a being that may
+// still be refused at boot: it writes nothing. A torn last line is cut by
+// the first append; Repaired says how long it was, for the caller to
+// journal with that first step.
+func (s *Store) ReopenJournal() (*Journal, error) {
+	j, err := openJournal(s.Path(JournalFile), true)
+	if err == nil {
+		j.SetFault(s.faultFor(JournalFile))
+	}
+	return j, err
 }
 
 // OpenJournal opens the store's activity.jsonl; see OpenJournal.
@@ -362,7 +368,7 @@ func (j *Journal) Rotate() error {
 			return supervision.Errorf(supervision.ClassState, "cannot rotate %s: %w", path, err)
 		}
 	}
-	file, _, err := openAppend(path, nil)
+	file, _, err := openAppend(path, false)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -192,15 +193,22 @@ func TestArchive(t *testing.T) {
 		assert.Equal(t, msgs[i], m)
 	}
 
-	// A torn archive line is cut on open.
-	require.NoError(t, os.WriteFile(path, append(data, `{"role":"us`...), FileMode))
+	// A torn archive line is left alone by the open (nothing is written
+	// before a being's boot step) and cut by the first append.
+	torn := append(bytes.Clone(data), `{"role":"us`...)
+	require.NoError(t, os.WriteFile(path, torn, FileMode))
 	a, err = OpenArchive(path)
 	require.NoError(t, err)
 	assert.Equal(t, int64(11), a.Repaired())
-	require.NoError(t, a.Close())
 	after, err := os.ReadFile(path)
 	require.NoError(t, err)
-	assert.Equal(t, data, after)
+	assert.Equal(t, torn, after, "the open wrote nothing")
+	next := chat.Message{Role: chat.RoleUser, Content: "later"}
+	require.NoError(t, a.Append(next))
+	require.NoError(t, a.Close())
+	after, err = os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, string(data)+`{"role":"user","content":"later"}`+"\n", string(after))
 }
 
 // TestRotateGoesOnAfterAFailure: a rotation that fails (here the old
