@@ -332,3 +332,38 @@ func TestDurableWritesPerRound(t *testing.T) {
 	events := h.journal()
 	require.NoError(t, state.CheckInvariant(h.state().Budget, events))
 }
+
+// TestJournalSegments: with a tiny segment size every checkpoint starts
+// a new segment; a resume reads only what lies past its checkpoint, and
+// the whole life, read across every segment, is numbered without gaps
+// and balances.
+func TestJournalSegments(t *testing.T) {
+	t.Parallel()
+	srv := newBrama(t)
+	scriptedCycle(srv)
+	opts := options(t, being.Once)
+	opts.SegmentBytes = 1
+	h := start(t, srv, opts)
+	require.NoError(t, h.report().Err)
+	h.shutdown()
+
+	srv.Enqueue(bramatest.TextReply("again", bramatest.Usage(10, 1)))
+	again := resume(t, srv, opts)
+	r := again.report()
+	require.NoError(t, r.Err)
+	assert.Equal(t, uint64(2), r.Cycle)
+	again.shutdown()
+
+	segs, err := state.Segments(opts.StateDir)
+	require.NoError(t, err)
+	assert.Greater(t, len(segs), 3, "each checkpoint began a segment")
+	events, err := state.ReadAll(opts.StateDir)
+	require.NoError(t, err)
+	for i, e := range events {
+		require.Equal(t, uint64(i+1), e.Seq, "seq runs on across segments")
+	}
+	st := again.state()
+	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	assert.Equal(t, st.Seq(), events[len(events)-1].Seq, "the last checkpoint includes every event")
+	assert.Len(t, st.Mind.Memories, 1)
+}
