@@ -3,6 +3,7 @@ package supervision
 import (
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,25 +13,25 @@ import (
 	"github.com/wisent/singularity/messages"
 )
 
-// crashOnce is a supervised child that panics with its reason on every
-// "crash" and reports each messages.Restarted it reads, with how many
-// Started preceded it in this incarnation.
+// crashOnce is a supervised child that panics with the error it is sent
+// and reports each messages.Restarted it reads, with how many Started
+// all its incarnations have handled by then (shared across them).
 type crashOnce struct {
 	news    chan<- restartNews
-	started int
+	started *atomic.Int32
 }
 
 type restartNews struct {
 	messages.Restarted
-	startedBefore int
+	startedBefore int32
 }
 
 func (c *crashOnce) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		c.started++
+		c.started.Add(1)
 	case messages.Restarted:
-		c.news <- restartNews{m, c.started}
+		c.news <- restartNews{m, c.started.Load()}
 	case error:
 		panic(m)
 	}
@@ -39,14 +40,15 @@ func (c *crashOnce) Receive(ctx actor.Context) {
 // parentOf spawns child under a parent supervising with
 // ForBeingChildren, the strategy every being applies.
 type parentOf struct {
-	name string
-	news chan<- restartNews
-	pid  chan<- *actor.PID
+	name    string
+	news    chan<- restartNews
+	pid     chan<- *actor.PID
+	started *atomic.Int32
 }
 
 func (p *parentOf) Receive(ctx actor.Context) {
 	if _, ok := ctx.Message().(*actor.Started); ok {
-		child, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &crashOnce{news: p.news} }), p.name)
+		child, err := ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &crashOnce{news: p.news, started: p.started} }), p.name)
 		if err != nil {
 			panic(err)
 		}
@@ -65,11 +67,12 @@ func TestRestartNewsReachesEveryRestartedChild(t *testing.T) {
 			defer system.Shutdown()
 			news := make(chan restartNews, 4)
 			pids := make(chan *actor.PID, 1)
+			var started atomic.Int32
 			strategy := ForBeingChildren(BeingChildrenConfig{
 				Las:   LasConfig{Backoff: fast},
 				Child: ChildBeingConfig{Backoff: fast},
 			})
-			props := actor.PropsFromProducer(func() actor.Actor { return &parentOf{name: name, news: news, pid: pids} }, actor.WithSupervisor(strategy))
+			props := actor.PropsFromProducer(func() actor.Actor { return &parentOf{name: name, news: news, pid: pids, started: &started} }, actor.WithSupervisor(strategy))
 			parent := system.Root.Spawn(props)
 			defer system.Root.Stop(parent)
 			var child *actor.PID
@@ -84,7 +87,7 @@ func TestRestartNewsReachesEveryRestartedChild(t *testing.T) {
 				select {
 				case got := <-news:
 					require.Equal(t, messages.Restarted{Restarts: n + 1, Reason: reason}, got.Restarted)
-					require.Equal(t, 1, got.startedBefore, "the new incarnation reads the news after its Started")
+					require.Equal(t, int32(n+2), got.startedBefore, "the news of restart %d comes after that incarnation's Started", n+1)
 				case <-time.After(10 * time.Second):
 					t.Fatalf("no restart news after %q", reason)
 				}
