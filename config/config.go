@@ -51,6 +51,15 @@ type Runtime struct {
 	// CheckpointEvents is how many journal events may lie past the last
 	// checkpoint before a new one is written (docs/state.md#the-journal).
 	CheckpointEvents int
+	// MintChildren is SINGULARITY_CHILD_FUNDING=mint: children get the
+	// starting balance from nothing (docs/money.md#funded-children).
+	MintChildren bool
+	// MinCompletionTokens is the smallest max_tokens worth a call.
+	MinCompletionTokens int
+	// SpendLimit and FamilySpendLimit are USD per rolling hour; nil
+	// means no limit (docs/money.md#spend-limits).
+	SpendLimit       *money.Amount
+	FamilySpendLimit *money.Amount
 
 	Brama Brama
 	Las   Las
@@ -269,7 +278,39 @@ func loadLoop(rt *Runtime, f LoopFlags) error {
 		return configError("checkpoint events must be a positive integer")
 	}
 	rt.CheckpointEvents = int(events)
+	switch strings.TrimSpace(f.ChildFunding) {
+	case "transfer":
+	case "mint":
+		rt.MintChildren = true
+	default:
+		return configError("child funding must be transfer or mint")
+	}
+	tokens, err := strconv.ParseUint(strings.TrimSpace(f.MinCompletion), 10, 31)
+	if err != nil || tokens == 0 {
+		return configError("min completion tokens must be a positive integer")
+	}
+	rt.MinCompletionTokens = int(tokens)
+	if rt.SpendLimit, err = spendLimit("spend limit", f.SpendLimit); err != nil {
+		return err
+	}
+	if rt.FamilySpendLimit, err = spendLimit("family spend limit", f.FamilySpendLimit); err != nil {
+		return err
+	}
 	return nil
+}
+
+// spendLimit parses an optional limit in USD per hour: unset (or blank)
+// means none, else a decimal above zero.
+func spendLimit(label, s string) (*money.Amount, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	v, err := money.Parse(s)
+	if err != nil || v.Sign() <= 0 {
+		return nil, configError(label + " must be a decimal above zero")
+	}
+	return &v, nil
 }
 
 // seconds parses a non-negative whole or fractional number of seconds.

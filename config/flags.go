@@ -53,6 +53,10 @@ type LoopFlags struct {
 	ShutdownGrace    string `name:"shutdown-grace-secs" env:"SINGULARITY_SHUTDOWN_GRACE_SECS" default:"10" help:"Grace in seconds before the Las child is killed."`
 	ContextMessages  string `name:"context-messages" env:"SINGULARITY_CONTEXT_MESSAGES" default:"200" help:"Conversation window in messages."`
 	CheckpointEvents string `name:"checkpoint-events" env:"SINGULARITY_CHECKPOINT_EVENTS" default:"256" help:"Journal events past the last checkpoint that trigger a new one."`
+	ChildFunding     string `name:"child-funding" env:"SINGULARITY_CHILD_FUNDING" default:"transfer" help:"Where children's money comes from: transfer (from the parent) or mint."`
+	MinCompletion    string `name:"min-completion-tokens" env:"SINGULARITY_MIN_COMPLETION_TOKENS" default:"256" help:"Smallest max_tokens worth a completion; below it the being is exhausted."`
+	SpendLimit       string `name:"spend-limit-usd-per-hour" env:"SINGULARITY_SPEND_LIMIT_USD_PER_HOUR" help:"Each being's spending limit in USD per rolling hour (unset: none)."`
+	FamilySpendLimit string `name:"family-spend-limit-usd-per-hour" env:"SINGULARITY_FAMILY_SPEND_LIMIT_USD_PER_HOUR" help:"The whole family's spending limit in USD per rolling hour (unset: none)."`
 }
 
 // BramaFlags locate and authenticate the model gateway.

@@ -24,6 +24,12 @@ type BeingStopped struct {
 	Name   string
 	Status string
 	Err    error
+	// Held and Earned are what the stopped being and its stopped
+	// descendants account for of the family's money (remaining + spent +
+	// in transit, and earned): the parent keeps showing them in the
+	// family ledger (docs/money.md#the-family-ledger).
+	Held   money.Amount
+	Earned money.Amount
 }
 
 func (s BeingStopped) String() string {

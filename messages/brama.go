@@ -18,6 +18,10 @@ type CompletionRequest struct {
 	Model    string         // an exact model id or a selector (docs/brama.md#model-selection)
 	Messages []chat.Message // the cognition messages of this round
 	Tools    []chat.Tool    // the full catalogue the model may call
+	// MaxTokens is the completion's max_tokens, as the being's
+	// reservation decided it (docs/money.md#no-overdraft); zero means the
+	// gateway's configured value.
+	MaxTokens int
 }
 
 func (r CompletionRequest) String() string {

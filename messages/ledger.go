@@ -68,3 +68,10 @@ type CreditResponse struct {
 type RevenueCredited struct {
 	Amount money.Amount
 }
+
+// EndowmentGranted tells the ledger that an endowment moved to a child is
+// durable in the journal (docs/money.md#funded-children): remaining −=
+// Amount, granted += Amount.
+type EndowmentGranted struct {
+	Amount money.Amount
+}

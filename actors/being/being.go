@@ -16,6 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/wisent/singularity/actors/ledger"
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/builtin"
 	"github.com/wisent/singularity/internal/tools/outcome"
@@ -76,6 +77,19 @@ type Being struct {
 
 	restarts    int
 	lastFailure string
+
+	// lastReservation is the reservation of the last completion, the
+	// estimate of the next one's; throttled is set while a spend limit
+	// makes the being wait, admitAgain is what its retry timer resumes.
+	lastReservation money.Amount
+	throttled       bool
+	// departedHeld and departedEarned add up the money of children that
+	// stopped (BeingStopped), which the family ledger still counts.
+	departedHeld, departedEarned money.Amount
+	// exhausted is set once the balance could not pay for the smallest
+	// completion: the being is exhausted even with remaining above zero.
+	exhausted  bool
+	admitAgain func(ctx actor.Context)
 
 	// inline makes durable writes run on the caller's goroutine and
 	// continue at once: tests that drive the handlers one by one set it.
@@ -161,6 +175,8 @@ func (b *Being) Receive(ctx actor.Context) {
 		b.handleWriteDone(ctx, msg)
 	case writeRetry:
 		b.handleWriteRetry(ctx, msg)
+	case admitRetry:
+		b.handleAdmitRetry(ctx, msg)
 	case messages.Restarted:
 		b.restarts, b.lastFailure = msg.Restarts, msg.Reason
 	case messages.InjectPanic:
@@ -189,6 +205,7 @@ func (b *Being) handleStarted(ctx actor.Context) {
 	tools, err := builtin.New(builtin.Env{
 		Workspace: b.opts.Workspace,
 		Now:       b.opts.clock,
+		Funding:   b.opts.Funding,
 	})
 	if err != nil {
 		b.failStart(ctx, supervision.Errorf(supervision.ClassConfiguration, "%w", err))

@@ -329,30 +329,32 @@ func TestShutdownGraceAbandonsLasCall(t *testing.T) {
 	assert.Len(t, srv.Completions(), 1)
 }
 
-// TestOnceExhaustedMidCycle: a round's cost leaves the being insolvent,
-// so the next round does not start: the report says budget_exhausted and
+// TestOnceExhaustedMidCycle: a round's cost leaves the being unable to
+// pay for the smallest completion, so the next round does not start: the report says budget_exhausted and
 // the being ends exhausted.
 func TestOnceExhaustedMidCycle(t *testing.T) {
 	t.Parallel()
 	srv := newBrama(t)
-	srv.Enqueue(bramatest.ToolCallsReply(bramatest.Usage(2000, 0),
+	srv.Enqueue(bramatest.ToolCallsReply(bramatest.Usage(0, 2000),
 		bramatest.Call("m", "singularity_memory_remember", `{"kind":"k","text":"t"}`)))
 	opts := options(t, being.Once)
-	opts.StartingBalance = money.MustParse("0.001")
-	opts.Pricing.InputPerMillion = money.MustParse("1") // 0.002 for the round
+	// The round reserves 2048 output tokens (0.002048) and costs 0.002;
+	// the 0.0002 left pays for 200 tokens, below the 256 worth a call.
+	opts.StartingBalance = money.MustParse("0.0022")
+	opts.Pricing.OutputPerMillion = money.MustParse("1")
 	h := start(t, srv, opts)
 	r := h.report()
 	require.NoError(t, r.Err)
 	assert.Equal(t, being.ReportBudgetExhausted, r.Status)
 	assert.Nil(t, r.FinalContent)
 	assert.Equal(t, []string{"singularity_memory_remember"}, r.Actions)
-	assert.Equal(t, "-0.001", r.Balance.String())
+	assert.Equal(t, "0.0002", r.Balance.String())
 	assert.Equal(t, "-0.002", r.NetProfit.String())
 	assert.Equal(t, state.StatusExhausted, h.shutdown().Status)
 
 	st := h.state()
 	assert.Equal(t, state.StatusExhausted, st.Status)
-	assert.Equal(t, "-0.001", st.Budget.Remaining.String())
+	assert.Equal(t, "0.0002", st.Budget.Remaining.String())
 	assert.Len(t, srv.Completions(), 1)
 	events := h.journal()
 	assert.Equal(t, []string{"started", "cycle_started", "model_completed", "cost_debited", "tool_finished", "memory_added", "stopped"}, testkit.Types(events))

@@ -6,7 +6,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/prompt"
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
@@ -31,6 +33,10 @@ type cycleRun struct {
 	// storage would leave in flight if it were given up.
 	waiting waitFor
 	held    waitFor
+	// reservation is the round's (docs/money.md#no-overdraft); ticket is
+	// the spend limiter's admission of it (0 without limits).
+	reservation ledger.Reservation
+	ticket      uint64
 }
 
 // startCycle runs step 1 and 2 of docs/cycle.md#anatomy-of-a-cycle: the
@@ -53,9 +59,10 @@ func (b *Being) startCycle(ctx actor.Context) {
 	b.frame(ctx)
 }
 
-// solvent is the solvency gate: remaining above zero. The being's copy
+// solvent is the solvency gate: remaining above zero, and the last
+// reservation affordable (docs/money.md#no-overdraft). The being's copy
 // of the budget is the ledger's last answer, so no ask is needed.
-func (b *Being) solvent() bool { return b.st.Budget.Remaining.Sign() > 0 }
+func (b *Being) solvent() bool { return b.st.Budget.Remaining.Sign() > 0 && !b.exhausted }
 
 // frame journals the next cycle's cycle_started with its framing message
 // (and the stimulus on cycle 1) as one step, then starts the first round.
@@ -96,13 +103,40 @@ func (b *Being) startRound(ctx actor.Context) {
 		b.endCycle(ctx, b.report(ReportBudgetExhausted, nil, b.cycle.actions), nil)
 		return
 	}
-	b.cycle.round++
-	req := messages.CompletionRequest{
-		AgentID:  b.st.Identity.AgentID,
-		Model:    b.st.Mind.CurrentModel,
-		Messages: prompt.Cognition(&b.st.Mind, b.window()),
-		Tools:    b.catalog.tools,
+	msgs := prompt.Cognition(&b.st.Mind, b.window())
+	reservation, ok := b.reserve(msgs)
+	if !ok {
+		// Not even the smallest completion is affordable: the being is
+		// exhausted with remaining ≥ 0 (docs/money.md#no-overdraft).
+		b.exhausted = true
+		b.endCycle(ctx, b.report(ReportBudgetExhausted, nil, b.cycle.actions), nil)
+		return
 	}
+	if reservation.Lowered {
+		b.log.Info("max_tokens lowered to what the balance pays for", "max_tokens", reservation.MaxTokens, "remaining", b.st.Budget.Remaining.String())
+	}
+	b.cycle.round++
+	b.lastReservation = reservation.Bound
+	b.cycle.reservation = reservation
+	req := messages.CompletionRequest{
+		AgentID:   b.st.Identity.AgentID,
+		Model:     b.st.Mind.CurrentModel,
+		Messages:  msgs,
+		Tools:     b.catalog.tools,
+		MaxTokens: reservation.MaxTokens,
+	}
+	if !b.limited() {
+		b.requestCompletion(ctx, req)
+		return
+	}
+	b.admit(ctx, reservation.Bound, func(ctx actor.Context, ticket uint64) {
+		b.cycle.ticket = ticket
+		b.requestCompletion(ctx, req)
+	})
+}
+
+// requestCompletion asks the gateway for the round's completion.
+func (b *Being) requestCompletion(ctx actor.Context, req messages.CompletionRequest) {
 	b.cycle.waiting = waitModel
 	b.ask(ctx, b.opts.Gateway, req, b.modelTimeout(), func(res any, err error) {
 		resp, ok := res.(messages.CompletionResponse)
@@ -127,6 +161,7 @@ func (b *Being) modelTimeout() time.Duration {
 func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResponse) {
 	b.cycle.waiting = waitNothing
 	if resp.Err != nil {
+		b.settle(ctx, b.cycle.ticket, money.Zero)
 		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), resp.Err)
 		return
 	}
@@ -153,6 +188,10 @@ func (b *Being) commitCompletion(ctx actor.Context, resp messages.CompletionResp
 	if resp.Truncated {
 		b.warn("completion truncated at max tokens")
 	}
+	if debit.Amount.Cmp(b.cycle.reservation.Bound) > 0 {
+		b.warn(ExceededReservation)
+	}
+	b.settle(ctx, b.cycle.ticket, debit.Amount)
 	msg := resp.Message
 	msg.Role = chat.RoleAssistant
 	step := []state.Event{
@@ -310,6 +349,7 @@ func (b *Being) abandonCycle(ctx actor.Context) {
 // goes on with the shutdown asked meanwhile.
 func (b *Being) closeCycle() {
 	b.cycle = nil
+	b.throttled = false
 	b.phase = phaseIdle
 }
 

@@ -5,6 +5,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/wisent/singularity/internal/store/accounts"
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/messages"
 )
 
@@ -29,7 +31,11 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 	d.Figures = map[string]any{
 		"cycle":         b.st.Cycle,
 		"balance":       b.st.Budget.Remaining.String(),
+		"starting":      b.st.Budget.Starting.String(),
+		"spent":         b.st.Budget.APISpent.Add(b.st.Budget.InstanceSpent).String(),
 		"earned":        b.st.Budget.Earned.String(),
+		"granted":       b.st.Budget.Granted.String(),
+		"remaining":     b.st.Budget.Remaining.String(),
 		"current_model": b.st.Mind.CurrentModel,
 		"last_action":   last,
 		"tools":         b.toolCount(),
@@ -38,6 +44,16 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 	}
 	if b.cycle != nil && b.cycle.waiting != waitNothing {
 		d.Figures["waiting_for"] = b.cycle.waiting.String()
+	}
+	if t := b.inTransit(); t.Sign() != 0 {
+		d.Figures["in_transit"] = t.String()
+	}
+	if b.departedHeld.Sign() != 0 || b.departedEarned.Sign() != 0 {
+		d.Figures["departed_held"] = b.departedHeld.String()
+		d.Figures["departed_earned"] = b.departedEarned.String()
+	}
+	if b.throttled {
+		d.Status = StatusThrottled
 	}
 	if b.storage.failing {
 		// A durable write is held: the being waits for storage
@@ -67,3 +83,17 @@ func (b *Being) toolCount() int {
 }
 
 func baseName(dir string) string { return filepath.Base(dir) }
+
+// inTransit is what this being granted to children not recorded yet.
+func (b *Being) inTransit() money.Amount {
+	sum := money.Zero
+	for _, g := range b.st.Grants {
+		sum = sum.Add(g.Amount)
+	}
+	return sum
+}
+
+// entry is the being's line in the family ledger.
+func (b *Being) entry() accounts.Entry {
+	return accounts.Entry{Budget: b.st.Budget, InTransit: b.inTransit()}
+}

@@ -116,11 +116,12 @@ func (b *Being) commitAs(ctx actor.Context, events []state.Event, held waitFor, 
 
 // flushWarnings journals the pending warnings as a step of their own
 // when no write is in flight; otherwise they go with the next step.
-// A running cycle's warnings always wait for its next step, and a being
-// whose boot step is not durable writes nothing.
+// A running cycle's warnings always wait for its next step, a booting
+// being's go with its boot steps, and a being whose boot step is not
+// durable writes nothing.
 func (b *Being) flushWarnings(ctx actor.Context) {
 	if len(b.warnings) == 0 || b.write != nil || !b.booted || b.phase.inCycle() ||
-		b.phase == phaseSaving || b.phase == phaseStopped {
+		b.phase == phaseBooting || b.phase == phaseSaving || b.phase == phaseStopped {
 		return
 	}
 	b.commit(ctx, nil, func(actor.Context) {})

@@ -102,10 +102,28 @@ func (b *Being) commitBoot(ctx actor.Context) {
 			if b.phase != phaseBooting {
 				return // stopped meanwhile: the shutdown goes on
 			}
-			b.phase = phaseIdle
-			b.resumeChildren(ctx)
-			ctx.Send(ctx.Self(), tick{b.epoch})
+			b.repairFamily(ctx, func(ctx actor.Context) {
+				if b.phase != phaseBooting {
+					return // stopped meanwhile: the shutdown goes on
+				}
+				b.phase = phaseIdle
+				b.resumeChildren(ctx)
+				ctx.Send(ctx.Self(), tick{b.epoch})
+			})
 		})
+	})
+}
+
+// repairFamily finishes what a crash left between a grant and its
+// child (completeGrants, removeUngranted) before the children resume.
+func (b *Being) repairFamily(ctx actor.Context, then func(ctx actor.Context)) {
+	if len(b.st.Grants) == 0 && b.opts.Fresh != nil {
+		then(ctx)
+		return
+	}
+	pending := append([]state.Grant(nil), b.st.Grants...)
+	b.removeUngranted(ctx, func(ctx actor.Context) {
+		b.completeGrants(ctx, pending, then)
 	})
 }
 

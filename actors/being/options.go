@@ -10,6 +10,7 @@ import (
 	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/builtin"
 	"github.com/wisent/singularity/internal/tools/most"
 	"github.com/wisent/singularity/supervision"
 )
@@ -57,6 +58,24 @@ type Options struct {
 	// counter reaches it (the demo's --cycles); it still answers and stops
 	// when asked.
 	MaxCycles uint64
+
+	// MaxTokens is the max_tokens of a completion the balance pays for
+	// in full (BRAMA_MAX_TOKENS); zero means 2048.
+	MaxTokens int
+	// MinCompletionTokens is the smallest max_tokens worth a call
+	// (SINGULARITY_MIN_COMPLETION_TOKENS); zero means 256.
+	MinCompletionTokens int
+	// HTTPTimeout is the gateway's HTTP timeout, the instance-time part
+	// of a reservation; zero means 120 s.
+	HTTPTimeout time.Duration
+	// Funding is where spawned children's money comes from
+	// (SINGULARITY_CHILD_FUNDING).
+	Funding builtin.Funding
+	// SpendLimiter is the family's spend limiter; nil when no spend
+	// limit is set. SpendLimit is this being's own limit per rolling
+	// hour (nil for none); both are inherited by children.
+	SpendLimiter *actor.PID
+	SpendLimit   *money.Amount
 
 	// ModelTimeout bounds the wait for one completion (the HTTP timeout
 	// plus a margin); past it the call is indeterminate.

@@ -89,9 +89,10 @@ const (
 	waitFile                   // a file tool on a worker goroutine
 	waitChild                  // a spawned child's state directory being written
 	waitStorage                // a durable write (in flight, or held while storage fails)
+	waitLimit                  // the spend limiter's admission of a reservation
 )
 
-var waitNames = [...]string{"", "model", "ledger", "las", "most", "models", "file", "child", "storage"}
+var waitNames = [...]string{"", "model", "ledger", "las", "most", "models", "file", "child", "storage", "spend_limit"}
 
 // String is the debug endpoint's waiting_for figure.
 func (w waitFor) String() string {

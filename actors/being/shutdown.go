@@ -52,7 +52,8 @@ func (b *Being) handleStop(ctx actor.Context, msg messages.StopBeing) {
 	switch b.phase {
 	case phaseCycling:
 		b.phase = phaseDraining
-		if b.stop.now {
+		if b.stop.now || b.cycle.waiting == waitLimit {
+			// A wait for the spend limit is a round boundary.
 			b.abandonWork(ctx, "shutdown without waiting")
 			return
 		}
@@ -118,7 +119,7 @@ func (b *Being) abandonWork(ctx actor.Context, why string) {
 		b.phase = phaseAbandoning
 		b.stop.abandonWhy = why
 		return
-	case waitNothing:
+	case waitNothing, waitLimit:
 	default:
 		b.warn("abandoned " + waiting.String() + " call in flight: " + why)
 	}
@@ -147,7 +148,7 @@ func (b *Being) closePendingCalls(waiting waitFor) []state.Event {
 	switch waiting {
 	case waitLas, waitMost, waitModels, waitFile, waitChild:
 		inFlight = b.cycle.next - 1
-	case waitNothing, waitModel, waitLedger, waitStorage:
+	case waitNothing, waitModel, waitLedger, waitStorage, waitLimit:
 		// No tool call has started that has not finished.
 	}
 	var closing []state.Event
@@ -279,6 +280,8 @@ func (b *Being) stoppedMessage() messages.BeingStopped {
 	if b.st != nil {
 		msg.Name = b.st.Identity.Name
 		msg.Status = b.st.Status
+		msg.Held = b.entry().Held().Add(b.departedHeld)
+		msg.Earned = b.st.Budget.Earned.Add(b.departedEarned)
 	}
 	if b.stop != nil {
 		msg.Err = b.stop.err

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/outcome"
@@ -118,7 +119,7 @@ func TestStopNowWhileDebiting(t *testing.T) {
 	b := loadedBeing(t)
 	ctx := &stepContext{}
 	prev := []chat.ToolCall{call("r1", "singularity_memory_recall")}
-	b.cycle = &cycleRun{round: 2, calls: prev, next: 1, waiting: waitLedger}
+	b.cycle = &cycleRun{round: 2, calls: prev, next: 1, waiting: waitLedger, reservation: ledger.Reservation{Bound: money.MustParse("0.01")}}
 	b.phase = phaseCycling
 	say(b,
 		chat.Message{Role: chat.RoleAssistant, ToolCalls: prev},

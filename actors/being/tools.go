@@ -35,6 +35,7 @@ func fileErrorCode(name string) string {
 type catalogView struct {
 	cat   *catalog.Catalog
 	tools []chat.Tool
+	bytes int // the tools' JSON size, for the reservation's body bound
 }
 
 // rebuildCatalog merges Las tools, built-ins and Most tools
@@ -50,7 +51,12 @@ func (b *Being) rebuildCatalog() error {
 	if err != nil {
 		return err
 	}
-	b.catalog = &catalogView{cat: cat, tools: cat.Tools()}
+	tools := cat.Tools()
+	encoded, err := json.Marshal(tools)
+	if err != nil {
+		return err
+	}
+	b.catalog = &catalogView{cat: cat, tools: tools, bytes: len(encoded)}
 	return nil
 }
 
@@ -136,7 +142,7 @@ func (b *Being) callBuiltin(ctx actor.Context, name string, args json.RawMessage
 			done(toolResult{outcome: o})
 		})
 	default:
-		b.runBuiltin(ctx, builtin.Request{Name: name, Args: args, Mind: &b.st.Mind}, done)
+		b.runBuiltin(ctx, builtin.Request{Name: name, Args: args, Mind: &b.st.Mind, Available: b.available()}, done)
 	}
 }
 

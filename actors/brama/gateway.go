@@ -135,6 +135,9 @@ func (g *Gateway) handleCompletion(ctx actor.Context, req messages.CompletionReq
 		MaxTokens:   g.cfg.MaxTokens,
 		Temperature: g.cfg.Temperature,
 	}
+	if req.MaxTokens > 0 && req.MaxTokens < p.MaxTokens {
+		p.MaxTokens = req.MaxTokens // lowered to what the being can pay for
+	}
 	g.state.inFlight.Add(1)
 	go g.complete(ctx.ActorSystem(), sender, p)
 }

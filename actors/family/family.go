@@ -7,11 +7,14 @@ package family
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/actors/brama"
+	"github.com/wisent/singularity/actors/limits"
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
@@ -29,6 +32,14 @@ type Options struct {
 	// or drained; the family never blocks on it for long.
 	Events chan<- any
 	Logger *slog.Logger
+	// SpendLimits starts the family's spend limiter, which admits every
+	// being's completion reservations (docs/money.md#spend-limits);
+	// FamilySpendLimit is the family's limit per rolling hour (nil for
+	// none; a being's own limit is in its options). Now is the
+	// limiter's clock; nil means time.Now.
+	SpendLimits      bool
+	FamilySpendLimit *money.Amount
+	Now              func() time.Time
 }
 
 // Family is the root actor.
@@ -36,6 +47,7 @@ type Family struct {
 	opts    Options
 	log     *slog.Logger
 	gateway *actor.PID
+	limits  *actor.PID
 	root    *actor.PID
 	// stopping is set once the root being was asked to stop.
 	stopping bool
@@ -93,6 +105,15 @@ func (f *Family) handleStarted(ctx actor.Context) {
 	f.gateway = gw
 	rootOpts := f.opts.Root
 	rootOpts.Gateway = gw
+	if f.opts.SpendLimits {
+		pid, err := ctx.SpawnNamed(limits.Props(f.opts.FamilySpendLimit, f.opts.Now), limits.Name)
+		if err != nil {
+			f.finish(ctx, messages.FamilyStopped{Status: "failed", Err: supervision.Errorf(supervision.ClassRuntime, "spawn spend limiter: %w", err)})
+			return
+		}
+		f.limits = pid
+		rootOpts.SpendLimiter = pid
+	}
 	root, err := ctx.SpawnNamed(being.Props(rootOpts), RootName)
 	if err != nil {
 		f.finish(ctx, messages.FamilyStopped{Status: "failed", Err: supervision.Errorf(supervision.ClassRuntime, "spawn root being: %w", err)})
@@ -170,7 +191,7 @@ func (f *Family) describe() messages.Description {
 		status = "stopping"
 	}
 	d := messages.Description{Kind: "family", Name: "family", Status: status}
-	for _, pid := range []*actor.PID{f.gateway, f.root} {
+	for _, pid := range []*actor.PID{f.gateway, f.limits, f.root} {
 		if pid != nil {
 			d.Children = append(d.Children, pid)
 		}

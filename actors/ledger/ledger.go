@@ -26,7 +26,8 @@ const (
 //	messages.DescribeRequest → messages.Description
 //
 // Debit and credit replies only price: the budget changes when the being,
-// its step durable, sends messages.CostDebited or messages.RevenueCredited.
+// its step durable, sends messages.CostDebited, messages.RevenueCredited
+// or messages.EndowmentGranted.
 //
 // Its state lives only in memory; a restarted ledger starts again from
 // the budget it was spawned with, so its parent should not restart it
@@ -63,6 +64,8 @@ func (l *Ledger) Receive(ctx actor.Context) {
 		l.budget = l.budget.Debit(msg.API, msg.Instance, msg.Tokens)
 	case messages.RevenueCredited:
 		l.budget = l.budget.Credit(msg.Amount)
+	case messages.EndowmentGranted:
+		l.budget = l.budget.Grant(msg.Amount)
 	case messages.DescribeRequest:
 		ctx.Respond(l.handleDescribe())
 	}
@@ -100,9 +103,11 @@ func (l *Ledger) handleDescribe() messages.Description {
 		Name:   l.name,
 		Status: status,
 		Figures: map[string]any{
+			"starting":  l.budget.Starting.String(),
 			"remaining": l.budget.Remaining.String(),
 			"spent":     l.budget.APISpent.Add(l.budget.InstanceSpent).String(),
 			"earned":    l.budget.Earned.String(),
+			"granted":   l.budget.Granted.String(),
 		},
 	}
 }

@@ -75,7 +75,7 @@ func TestLedgerActor(t *testing.T) {
 
 	desc = ask[messages.Description](t, system, pid, messages.DescribeRequest{})
 	assert.Equal(t, messages.Description{Kind: "ledger", Name: "ledger", Status: StatusSolvent, Figures: map[string]any{
-		"remaining": "0.504865722222", "spent": "0.005134277778", "earned": "0.5",
+		"remaining": "0.504865722222", "spent": "0.005134277778", "earned": "0.5", "starting": "0.01", "granted": "0",
 	}}, desc)
 	b := state.Budget{Starting: m("0.01"), Remaining: m("0.01")}.Debit(deb.API, deb.Instance, deb.Tokens).Credit(cr.Amount)
 	assert.NoError(t, state.CheckInvariant(b, []state.Event{

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
@@ -212,6 +213,7 @@ func (d *demoCmd) configuration(sandbox, bramaURL string, secret []byte) (config
 			CycleInterval: d.Interval, MaxToolRounds: "8", StateDir: stateDir, Workspace: workspace, Resume: resume,
 			Stimulus:    "A simulated market opened nearby; local businesses want price surveys.",
 			HTTPTimeout: "30", MCPTimeout: "30", ShutdownGrace: "5", ContextMessages: "200", CheckpointEvents: "256",
+			ChildFunding: "transfer", MinCompletion: "256",
 		},
 		Brama: config.BramaFlags{BaseURL: bramaURL, Model: "any", SecretFile: filepath.Join(sandbox, "brama.secret"), MaxTokens: "2048", Temperature: "0.2"},
 		Las: config.LasFlags{
@@ -226,28 +228,25 @@ func (d *demoCmd) configuration(sandbox, bramaURL string, secret []byte) (config
 	return config.Load(f, func(string) (string, bool) { return "", false })
 }
 
-// writeSummary prints each being of the family from its own state file:
-// cycles, balance, earned and net profit.
+// writeSummary prints each being of the family from its own state
+// directory: cycles, starting balance, what it granted its children,
+// balance, earned and net profit; then the family ledger
+// (docs/money.md#the-family-ledger).
 func writeSummary(w io.Writer, rootDir string) error {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "being\tstatus\tcycles\tbalance\tearned\tnet\t")
-	var walk func(dir string, depth int) error
-	walk = func(dir string, depth int) error {
-		b, err := state.Load(dir)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(tw, "%s%s\t%s\t%d\t%s\t%s\t%s\t\n", strings.Repeat("  ", depth), b.Identity.Name, b.Status, b.Cycle,
-			b.Budget.Remaining, b.Budget.Earned, b.Budget.NetProfit())
-		for _, c := range b.Mind.Children {
-			if err := walk(filepath.Join(dir, "children", c.ID), depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := walk(rootDir, 0); err != nil {
+	fam, err := accounts.Read(rootDir)
+	if err != nil {
 		return err
 	}
-	return tw.Flush()
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "being\tstatus\tcycles\tstarting\tgranted\tbalance\tearned\tnet\t")
+	for _, b := range fam.Beings {
+		st := b.State
+		fmt.Fprintf(tw, "%s%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", strings.Repeat("  ", b.Depth), st.Identity.Name, st.Status, st.Cycle,
+			st.Budget.Starting, st.Budget.Granted, st.Budget.Remaining, st.Budget.Earned, st.Budget.NetProfit())
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, "family ledger: "+fam.Totals.Verdict())
+	return err
 }

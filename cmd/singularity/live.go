@@ -22,6 +22,7 @@ import (
 	"github.com/wisent/singularity/internal/debug"
 	"github.com/wisent/singularity/internal/logging"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/builtin"
 	"github.com/wisent/singularity/internal/tools/most"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
@@ -80,6 +81,14 @@ func rootOptions(rt config.Runtime, mode being.Mode, log *slog.Logger) (being.Op
 		ShutdownGrace:    rt.ShutdownGrace,
 		Las:              lasOptions(rt, log),
 		Logger:           log,
+
+		MaxTokens:           rt.Brama.MaxTokens,
+		MinCompletionTokens: rt.MinCompletionTokens,
+		HTTPTimeout:         rt.HTTPTimeout,
+		SpendLimit:          rt.SpendLimit,
+	}
+	if rt.MintChildren {
+		opts.Funding = builtin.Mint
 	}
 	if rt.Most.Enabled() {
 		opts.Most = mostClient(rt)
@@ -183,6 +192,10 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, 
 		Root:   rootOpts,
 		Events: events,
 		Logger: e.log,
+		// One limiter admits every being's reservations when any
+		// spend limit is set (docs/money.md#spend-limits).
+		SpendLimits:      rt.SpendLimit != nil || rt.FamilySpendLimit != nil,
+		FamilySpendLimit: rt.FamilySpendLimit,
 	}
 	pid, err := system.Root.SpawnNamed(family.Props(opts), "family")
 	if err != nil {

@@ -29,6 +29,7 @@ type cli struct {
 	Doctor doctorCmd `cmd:"" help:"Read-only preflight of Brama, Most and Las; writes no state."`
 	Tools  toolsCmd  `cmd:"" help:"Print the tool catalogue the model would see."`
 	Demo   demoCmd   `cmd:"" help:"Run the embedded demo world: a simulated Brama, the example Las, a whole family (a simulation)."`
+	Status statusCmd `cmd:"" help:"Print the family's tree and ledger from its state directories; read-only, safe while run runs."`
 
 	ExampleLas exampleLasCmd `cmd:"" name:"example-las" hidden:"" help:"Serve the example Las over stdio (used by demo)."`
 }

@@ -69,6 +69,7 @@ func serveActors(w http.ResponseWriter, r *http.Request, cfg HandlerConfig) {
 		return
 	}
 	tree := Collect(r.Context(), cfg.Root, cfg.PID, cfg.Deadline)
+	AddFamilyLedger(&tree)
 	var body bytes.Buffer
 	if format == "text" {
 		_ = tree.WriteText(&body)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 )
@@ -117,9 +118,9 @@ func walk(root string) ([]member, []string) {
 // journaled before the state reflecting it is written. The prefix found
 // is confirmed with state.CheckInvariant.
 func explainedByPrefix(b state.Budget, events []state.Event) error {
-	var debited, credited money.Amount
+	var debited, credited, granted money.Amount
 	cuts := []int{0}
-	match := func() bool { return b.Starting.Sub(debited).Add(credited).Equal(b.Remaining) }
+	match := func() bool { return b.Starting.Sub(debited).Add(credited).Sub(granted).Equal(b.Remaining) }
 	found := -1
 	if match() {
 		found = 0
@@ -130,6 +131,8 @@ func explainedByPrefix(b state.Budget, events []state.Event) error {
 			debited = debited.Add(e.Amount)
 		case state.EventRevenueCredited:
 			credited = credited.Add(e.Amount)
+		case state.EventEndowmentGranted:
+			granted = granted.Add(e.Amount)
 		default:
 			continue
 		}
@@ -139,8 +142,8 @@ func explainedByPrefix(b state.Budget, events []state.Event) error {
 		}
 	}
 	if found < 0 {
-		return fmt.Errorf("no prefix of the journal's %d money events accounts for remaining %s (starting %s, whole journal: debited %s, credited %s)",
-			len(cuts)-1, b.Remaining, b.Starting, debited, credited)
+		return fmt.Errorf("no prefix of the journal's %d money events accounts for remaining %s (starting %s, whole journal: debited %s, credited %s, granted %s)",
+			len(cuts)-1, b.Remaining, b.Starting, debited, credited, granted)
 	}
 	return state.CheckInvariant(b, events[:found])
 }
@@ -170,4 +173,66 @@ func duplicateNames(members []member) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// familyProblems checks the family's money after a graceful resume
+// (docs/money.md#funded-children): the family ledger is exact, no grant
+// is left pending, every grant has exactly one child (recorded, with the
+// grant as its starting balance) and no child directory exists without
+// a grant.
+func familyProblems(root string, members []member) []string {
+	var problems []string
+	fam, err := accounts.Read(root)
+	if err != nil {
+		return []string{"family ledger: " + err.Error()}
+	}
+	if !fam.Totals.Exact() {
+		problems = append(problems, "family ledger: "+fam.Totals.Verdict())
+	}
+	for _, err := range fam.Unreadable {
+		problems = append(problems, "family ledger: "+err.Error())
+	}
+	grants := map[string][]money.Amount{} // child id → amounts granted
+	for _, m := range members {
+		if m.being == nil {
+			continue
+		}
+		if m.reachable && len(m.being.Grants) > 0 {
+			problems = append(problems, fmt.Sprintf("%s: %d grant(s) still pending after a graceful resume", m.where(), len(m.being.Grants)))
+		}
+		for _, e := range m.events {
+			if e.Type == state.EventEndowmentGranted && e.Child != nil {
+				grants[e.Child.ID] = append(grants[e.Child.ID], e.Amount)
+			}
+		}
+	}
+	children := map[string]member{}
+	for _, m := range members {
+		if m.parent == "" {
+			continue
+		}
+		id := filepath.Base(m.dir)
+		children[id] = m
+		amounts, ok := grants[id]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("%s: a child directory without a grant", m.dir))
+		case m.being == nil:
+			problems = append(problems, fmt.Sprintf("%s: a grant's child without state.json", m.dir))
+		case !m.reachable:
+			problems = append(problems, fmt.Sprintf("%s: a grant's child its parent does not record", m.where()))
+		case !m.being.Budget.Starting.Equal(amounts[0]):
+			problems = append(problems, fmt.Sprintf("%s: starting %s, but granted %s", m.where(), m.being.Budget.Starting, amounts[0]))
+		}
+	}
+	for id, amounts := range grants {
+		if len(amounts) != 1 {
+			problems = append(problems, fmt.Sprintf("child %s granted %d times", id, len(amounts)))
+		}
+		if _, ok := children[id]; !ok {
+			problems = append(problems, fmt.Sprintf("a grant to child %s, which does not exist", id))
+		}
+	}
+	sort.Strings(problems)
+	return problems
 }

@@ -36,7 +36,7 @@ import (
 //	CRASH_SEED          the seed of the random kill moments (default: from the clock)
 //	CRASH_DIR           keep every family under this directory (default: a temporary one)
 const (
-	defaultKills       = 200
+	defaultKills       = 300
 	defaultResumeEvery = 5
 	// suiteBudget bounds the default run on a busy machine: once this
 	// long has passed since the test began (builds included) no new kill
@@ -72,6 +72,7 @@ type tally struct {
 	bootKills, timedKills, eventKills int
 	beingsChecked, tornSeen, injected int
 	deliveries, orphans, livedOrphans int
+	grants, grantsCompleted, removed  int // grants seen; repaired at a start: completed, directories removed
 	maxFamily                         int // most beings in one family
 	earned                            money.Amount
 	failures                          int
@@ -182,9 +183,10 @@ func TestCrashSpawningEarningFamily(t *testing.T) {
 	n.earned = n.earned.Add(c.earned)
 	t.Logf("%d kills (%d at boot, %d at a random time, %d after a random completion) and %d resumes over %d families in %s: "+
 		"%d beings checked (largest family %d), %d torn last lines seen (%d injected), %d deliveries checked, "+
-		"%d unrecorded child directories (%d of them with a journal), earned %s; %d failures",
+		"%d unrecorded child directories (%d of them with a journal), %d grants (%d completed at a start after a kill, %d child directories without a grant removed), earned %s; %d failures",
 		n.kills, n.bootKills, n.timedKills, n.eventKills, n.resumes, n.families, elapsed,
-		n.beingsChecked, n.maxFamily, n.tornSeen, n.injected, n.deliveries, n.orphans, n.livedOrphans, n.earned, n.failures)
+		n.beingsChecked, n.maxFamily, n.tornSeen, n.injected, n.deliveries, n.orphans, n.livedOrphans,
+		n.grants, n.grantsCompleted, n.removed, n.earned, n.failures)
 	t.Logf("time: kills %s (%s each), resumes %s (%s each), checks %s of them",
 		n.killTime.Round(time.Millisecond), (n.killTime / time.Duration(max(n.kills, 1))).Round(time.Millisecond),
 		n.resumeTime.Round(time.Millisecond), (n.resumeTime / time.Duration(max(n.resumes, 1))).Round(time.Millisecond),
@@ -215,6 +217,7 @@ type crasher struct {
 	log     *deliveryLog
 	seen    map[string]string // delivery key → where it was first seen
 	orphans map[string]bool   // unrecorded child directories seen
+	counted map[string]bool   // journal events counted in the tally (dir#seq)
 	earned  money.Amount      // the current family's, at its last check
 	n       tally
 }
@@ -226,12 +229,37 @@ func (c *crasher) newFamily(dir string) {
 	c.log = newDeliveryLog(c.fam.recordDir)
 	c.seen = map[string]string{}
 	c.orphans = map[string]bool{}
+	c.counted = map[string]bool{}
 	c.n.families++
 }
 
 func (c *crasher) start() *process {
 	c.run++
 	return c.fam.start(c.t, c.bin, c.proxy, c.run)
+}
+
+// countRepairs counts, once each, the grants in the family's journals and
+// the start-up repairs of grants interrupted by a kill.
+func (c *crasher) countRepairs(members []member) {
+	for _, m := range members {
+		for _, e := range m.events {
+			key := fmt.Sprintf("%s#%d", m.dir, e.Seq)
+			if c.counted[key] {
+				continue
+			}
+			switch {
+			case e.Type == state.EventEndowmentGranted:
+				c.n.grants++
+			case e.Type == state.EventWarning && strings.HasPrefix(e.Message, "completed the grant of child"):
+				c.n.grantsCompleted++
+			case e.Type == state.EventWarning && strings.HasPrefix(e.Message, "removed child directory"):
+				c.n.removed++
+			default:
+				continue
+			}
+			c.counted[key] = true
+		}
+	}
 }
 
 // fail reports problems of one check; it returns false when there were
@@ -510,6 +538,8 @@ func (c *crasher) check(what string, p *process, graceful bool) bool {
 		c.seen[k] = where
 	}
 	if graceful {
+		problems = append(problems, familyProblems(c.fam.stateDir, members)...)
+		c.countRepairs(members)
 		finance := 0
 		for k := range c.seen {
 			if strings.HasPrefix(k, "finance__") {

@@ -4,4 +4,4 @@ package crash
 
 // minSuiteKills is how many kills the default run makes whatever its
 // time budget says.
-const minSuiteKills = 100
+const minSuiteKills = defaultKills

@@ -56,10 +56,11 @@ type row struct {
 	depth                   int
 	name, status            string
 	cycles                  string
+	starting, granted       money.Amount
 	balance, earned, netPNL money.Amount
 }
 
-var rowRE = regexp.MustCompile(`^( *)(\S+)\s+(\S+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$`)
+var rowRE = regexp.MustCompile(`^( *)(\S+)\s+(\S+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$`)
 
 // summary parses the table printed after "Summary (simulated money):".
 func summary(t *testing.T, stdout string) map[string]row {
@@ -67,9 +68,10 @@ func summary(t *testing.T, stdout string) map[string]row {
 	_, table, ok := strings.Cut(stdout, "Summary (simulated money):\n")
 	require.True(t, ok, "no summary in:\n%s", stdout)
 	lines := strings.Split(strings.TrimRight(table, "\n"), "\n")
-	require.Regexp(t, `^being\s+status\s+cycles\s+balance\s+earned\s+net\s*$`, lines[0])
+	require.Regexp(t, `^being\s+status\s+cycles\s+starting\s+granted\s+balance\s+earned\s+net\s*$`, lines[0])
+	require.Equal(t, "family ledger: exact", lines[len(lines)-1], "the family's money is conserved")
 	rows := map[string]row{}
-	for _, line := range lines[1:] {
+	for _, line := range lines[1 : len(lines)-1] {
 		m := rowRE.FindStringSubmatch(line)
 		require.NotNil(t, m, "summary row %q", line)
 		parse := func(s string) money.Amount {
@@ -78,7 +80,7 @@ func summary(t *testing.T, stdout string) map[string]row {
 			return a
 		}
 		rows[m[2]] = row{depth: len(m[1]) / 2, name: m[2], status: m[3], cycles: m[4],
-			balance: parse(m[5]), earned: parse(m[6]), netPNL: parse(m[7])}
+			starting: parse(m[5]), granted: parse(m[6]), balance: parse(m[7]), earned: parse(m[8]), netPNL: parse(m[9])}
 	}
 	return rows
 }
@@ -110,19 +112,21 @@ func TestDemoRunsThreeCycles(t *testing.T) {
 	assert.Equal(t, 0, rows["Ada"].depth)
 	assert.Equal(t, 1, rows["Bo"].depth)
 	assert.Equal(t, 1, rows["Cy"].depth)
-	one := money.MustParse("1")
 	for name, r := range rows {
 		b := family[name]
 		require.NotNil(t, b.st, "%s is on disk", name)
 		assert.Equal(t, state.StatusStopped, r.status)
 		assert.True(t, r.balance.Equal(b.st.Budget.Remaining), "%s balance", name)
-		assert.True(t, r.netPNL.Equal(r.balance.Sub(one)), "%s: net = balance − starting", name)
+		assert.True(t, r.netPNL.Equal(r.balance.Sub(r.starting).Add(r.granted)), "%s: net = balance − starting + granted", name)
+		assert.True(t, r.starting.Equal(b.st.Budget.Starting) && r.granted.Equal(b.st.Budget.Granted), "%s starting and granted", name)
 		if sold(b.events) {
 			assert.Positive(t, r.earned.Sign(), "%s sold in the simulated market, so it earned", name)
 		}
 	}
 	assert.True(t, sold(family["Ada"].events), "Ada sold in the simulated market")
 	assert.Positive(t, rows["Ada"].earned.Sign())
+	assert.Positive(t, rows["Ada"].granted.Sign(), "Ada endowed her children")
+	assert.True(t, rows["Bo"].starting.Add(rows["Cy"].starting).Equal(rows["Ada"].granted), "Ada's grants are Bo's and Cy's starting balances")
 }
 
 // TestDemoSIGINTStopsChildrenFirstAndResumes interrupts a demo that runs

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -63,27 +64,122 @@ func testRunStopsOn(t *testing.T, sig os.Signal) {
 	require.NoError(t, state.CheckInvariant(st.Budget, events))
 }
 
-// TestRunExhausted: with a tiny balance and large prices the being runs
-// its budget down and stops by itself: status exhausted, exit 0.
-func TestRunExhausted(t *testing.T) {
-	t.Parallel()
+// overdraftWorld prices one full completion at about 0.0027 USD against
+// a starting balance of 0.004 (docs/money.md#no-overdraft): 1000 prompt
+// tokens at 0.01 USD and up to 2600 completion tokens at 1 USD per
+// million. The gateway answers within max_tokens unless ignoreMax.
+func overdraftWorld(t *testing.T, ignoreMax bool, calls func(n int) []chat.ToolCall) *world {
 	w := newWorld(t, `{}`)
-	w.env["SINGULARITY_STARTING_BALANCE_USD"] = "0.0025"
-	w.env["BRAMA_INPUT_PRICE_USD_PER_MILLION"] = "1"
-	w.brama.SetHandler(textReplies(1000, 0)) // 0.001 per completion
+	w.env["SINGULARITY_STARTING_BALANCE_USD"] = "0.004"
+	w.env["BRAMA_INPUT_PRICE_USD_PER_MILLION"] = "0.01"
+	w.env["BRAMA_OUTPUT_PRICE_USD_PER_MILLION"] = "1"
+	w.env["BRAMA_MAX_TOKENS"] = "4096"
+	var mu sync.Mutex
+	n := 0
+	w.brama.SetHandler(func(r *bramatest.Request) bramatest.Reply {
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		completion := uint64(2600)
+		if !ignoreMax {
+			completion = min(completion, uint64(r.Completion.MaxTokens))
+		}
+		usage := bramatest.Usage(1000, completion)
+		if calls != nil {
+			if c := calls(k); len(c) > 0 {
+				return bramatest.ToolCallsReply(usage, c...)
+			}
+		}
+		return bramatest.TextReply("nothing to do", usage)
+	})
+	return w
+}
+
+// requireNeverNegative replays the journal's money events from the
+// starting balance: no step leaves the balance below zero.
+func requireNeverNegative(t *testing.T, starting money.Amount, events []state.Event) {
+	t.Helper()
+	balance := starting
+	for _, e := range events {
+		switch e.Type {
+		case state.EventCostDebited:
+			balance = balance.Sub(e.Amount)
+		case state.EventRevenueCredited:
+			balance = balance.Add(e.Amount)
+		case state.EventEndowmentGranted:
+			balance = balance.Sub(e.Amount)
+		}
+		require.GreaterOrEqual(t, balance.Sign(), 0, "event %d (%s) leaves the balance at %s", e.Seq, e.Type, balance)
+	}
+}
+
+// TestRunNeverOverdraws: with 0.004 USD and completions of about 0.0027,
+// run reserves each completion's worst case first: the first call's
+// max_tokens is lowered from 4096 to what 0.004 pays for, the second
+// (0.0014 left) is lowered again and still made, and then the being is
+// exhausted with a balance that never went below zero.
+func TestRunNeverOverdraws(t *testing.T) {
+	t.Parallel()
+	w := overdraftWorld(t, false, nil)
 	r := w.start("run").wait(waitLimit)
 	require.Equal(t, 0, r.code, r.stderr)
 
 	st := w.loadState()
 	assert.Equal(t, state.StatusExhausted, st.Status)
-	assert.Equal(t, "-0.0005", st.Budget.Remaining.String())
-	assert.Equal(t, uint64(3), st.Cycle)
+	assert.GreaterOrEqual(t, st.Budget.Remaining.Sign(), 0, "remaining %s", st.Budget.Remaining)
 	events := w.journal()
-	assert.Equal(t, 3, testkit.Count(events, state.EventCostDebited))
-	end := last(events)
-	assert.Equal(t, state.EventStopped, end.Type)
-	assert.Equal(t, state.StatusExhausted, end.Status)
-	assert.Len(t, w.brama.Completions(), 3, "no model call once insolvent")
+	requireNeverNegative(t, money.MustParse("0.004"), events)
+	assert.Zero(t, testkit.CountWhere(events, func(e state.Event) bool {
+		return e.Type == state.EventWarning && e.Message == "completion cost exceeded its reservation"
+	}))
+	calls := w.brama.Completions()
+	require.Len(t, calls, 2, "a second, smaller call fits; a third does not")
+	first, second := calls[0].Completion.MaxTokens, calls[1].Completion.MaxTokens
+	assert.Less(t, first, 4096, "the first call is lowered to what 0.004 pays for")
+	assert.Greater(t, first, 2600)
+	assert.Less(t, second, 1400, "the second is lowered to what is left")
+	assert.GreaterOrEqual(t, second, 256, "but not below SINGULARITY_MIN_COMPLETION_TOKENS")
+	assert.Equal(t, 2, testkit.Count(events, state.EventCostDebited))
+	require.NoError(t, state.CheckInvariant(st.Budget, events))
+}
+
+// TestOnceNeverOverdraws: the same in once, where the rounds of one cycle
+// run the balance down: the cycle ends budget_exhausted before a round it
+// could not pay for.
+func TestOnceNeverOverdraws(t *testing.T) {
+	t.Parallel()
+	w := overdraftWorld(t, false, func(n int) []chat.ToolCall {
+		return []chat.ToolCall{bramatest.Call(fmt.Sprintf("c%d", n), "singularity_self_add_rule", `{"rule":"spend less"}`)}
+	})
+	r := w.run("once")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"status": "budget_exhausted"`)
+	st := w.loadState()
+	assert.Equal(t, state.StatusExhausted, st.Status)
+	events := w.journal()
+	requireNeverNegative(t, money.MustParse("0.004"), events)
+	assert.Len(t, w.brama.Completions(), 2)
+	require.NoError(t, state.CheckInvariant(st.Budget, events))
+}
+
+// TestOverdraftOnlyPastMaxTokens: a gateway that ignores max_tokens bills
+// more than the reservation: the cost is debited in full, the warning is
+// journaled, and only then can remaining go below zero.
+func TestOverdraftOnlyPastMaxTokens(t *testing.T) {
+	t.Parallel()
+	w := overdraftWorld(t, true, nil)
+	w.env["BRAMA_MAX_TOKENS"] = "1024"
+	w.env["SINGULARITY_STARTING_BALANCE_USD"] = "0.002"
+	r := w.start("run").wait(waitLimit)
+	require.Equal(t, 0, r.code, r.stderr)
+	st := w.loadState()
+	assert.Equal(t, state.StatusExhausted, st.Status)
+	assert.Negative(t, st.Budget.Remaining.Sign(), "2600 tokens billed against a reservation of 1024")
+	events := w.journal()
+	assert.Equal(t, 1, testkit.CountWhere(events, func(e state.Event) bool {
+		return e.Type == state.EventWarning && e.Message == "completion cost exceeded its reservation"
+	}))
 	require.NoError(t, state.CheckInvariant(st.Budget, events))
 }
 

@@ -258,6 +258,12 @@ func checkTree(t *testing.T, w *world) {
 	require.Equal(t, wantShape, shape(n))
 	assert.Equal(t, "family", n.Name)
 	assert.Equal(t, "running", n.Status)
+	// The family's money, added up from the live tree
+	// (docs/money.md#the-family-ledger): every child was endowed by its
+	// parent, so the family holds the root's 1 USD plus what it earned.
+	assert.Equal(t, "exact", n.text("family_ledger"), "family figures %v", n.Figures)
+	assert.Equal(t, "1", n.text("family_starting"))
+	assert.Positive(t, money.MustParse(n.text("family_granted")).Sign())
 	br, _ := n.child("brama")
 	assert.Equal(t, "brama", br.Name)
 	assert.Positive(t, br.number("completed"), "the gateway counts completions")
@@ -271,7 +277,7 @@ func checkTree(t *testing.T, w *world) {
 		case "being":
 			assert.Equal(t, state.StatusRunning, n.Status, n.Name)
 			assert.Positive(t, n.number("cycle"), "%s cycle", n.Name)
-			for _, key := range []string{"balance", "earned", "current_model", "last_action", "restarts", "last_failure"} {
+			for _, key := range []string{"balance", "starting", "spent", "earned", "granted", "remaining", "current_model", "last_action", "restarts", "last_failure"} {
 				assert.Contains(t, n.Figures, key, "%s figures", n.Name)
 			}
 			_, err := money.Parse(n.text("balance"))

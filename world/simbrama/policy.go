@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
@@ -67,6 +68,7 @@ type reply struct {
 type situation struct {
 	name    string // from the system prompt; "" when it is not the initial form
 	cycle   int    // from the last framing message; 0 when there is none
+	balance string // the framing's "Balance: <x> USD"; "" when there is none
 	rounds  int    // assistant messages with tool calls since the framing
 	results []string
 }
@@ -85,6 +87,7 @@ func read(msgs []chat.Message) situation {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if n, ok := cycleFrom(msgs[i]); ok {
 			s.cycle, framing = n, i
+			s.balance = balanceFrom(msgs[i].Content)
 			break
 		}
 	}
@@ -114,6 +117,35 @@ func nameFrom(prompt string) string {
 		return ""
 	}
 	return name
+}
+
+// balanceFrom returns <x> of the framing's "Balance: <x> USD", or "".
+func balanceFrom(text string) string {
+	_, rest, ok := strings.Cut(text, ". Balance: ")
+	if !ok {
+		return ""
+	}
+	x, _, ok := strings.Cut(rest, " USD.")
+	if !ok {
+		return ""
+	}
+	return x
+}
+
+// endowment is what the policy endows a child with: a fifth of the
+// balance the framing shows, in whole cents; "" when that is nothing.
+func endowment(balance string) string {
+	v, err := money.Parse(balance)
+	if err != nil || v.Sign() <= 0 {
+		return ""
+	}
+	cents := v.Mul(money.FromInt(20)).String() // balance × 100 / 5, in cents
+	whole, _, _ := strings.Cut(cents, ".")
+	n, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || n <= 0 {
+		return ""
+	}
+	return money.FromInt(n).QuoDown(money.FromInt(100)).String()
 }
 
 // cycleFrom returns <n> of a framing message "Begin autonomous cycle <n>. …".
@@ -233,9 +265,11 @@ func planCycle(s situation, tools []chat.Tool, opts Options) [][]call {
 		}})
 	}
 	if c, ok := childFor(s, opts); ok && has[toolSpawn] {
-		second = append(second, call{toolSpawn, map[string]string{
-			"name": c.name, "ticker": c.ticker, "specialty": c.specialty,
-		}})
+		if amount := endowment(s.balance); amount != "" {
+			second = append(second, call{toolSpawn, map[string]string{
+				"name": c.name, "ticker": c.ticker, "specialty": c.specialty, "endowment_usd": amount,
+			}})
+		}
 	}
 	add(second...)
 	if finance != nil {

@@ -148,11 +148,11 @@ func TestDecideArguments(t *testing.T) {
 		args(being("Ada", all, framing(1))))
 	assert.Equal(t, []string{
 		`{"rule":"Spend less on cognition than the cycle earns; prefer actions with evidence of value."}`,
-		`{"name":"Bo","specialty":"bookkeeping for small online shops","ticker":"BO"}`,
+		`{"endowment_usd":"1.99","name":"Bo","specialty":"bookkeeping for small online shops","ticker":"BO"}`,
 	}, args(being("Ada", all, concat([]chat.Message{framing(1)}, doneRounds(1))...)))
-	assert.Equal(t, []string{`{"name":"Cy","specialty":"customer research summaries","ticker":"CY"}`},
+	assert.Equal(t, []string{`{"endowment_usd":"1.99","name":"Cy","specialty":"customer research summaries","ticker":"CY"}`},
 		args(being("Ada", all, concat([]chat.Message{framing(2)}, doneRounds(1))...)))
-	assert.Equal(t, []string{`{"name":"Di","specialty":"tidying data in spreadsheets","ticker":"DI"}`},
+	assert.Equal(t, []string{`{"endowment_usd":"1.99","name":"Di","specialty":"tidying data in spreadsheets","ticker":"DI"}`},
 		args(being("Bo", all, concat([]chat.Message{framing(1)}, doneRounds(1))...))[1:])
 	assert.Equal(t, []string{`{"amount_usd":"1.00","description":"simulated description from Ada, cycle 3","mode":"quote","quantity":1,"urgent":true}`},
 		args(being("Ada", all, concat([]chat.Message{framing(3)}, doneRounds(1))...)))
@@ -246,5 +246,13 @@ func BenchmarkDecide(b *testing.B) {
 			b.Fatal(err)
 		}
 		_ = complete(r, body, demoOpts)
+	}
+}
+
+func TestEndowment(t *testing.T) {
+	for balance, want := range map[string]string{
+		"10": "2", "9.99": "1.99", "1": "0.2", "0.05": "0.01", "0.04": "", "0": "", "-1": "", "x": "",
+	} {
+		assert.Equal(t, want, endowment(balance), "balance %s", balance)
 	}
 }

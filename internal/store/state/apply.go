@@ -35,6 +35,13 @@ func (b Budget) Credit(v money.Amount) Budget {
 	return b
 }
 
+// Grant moves an endowment out of b: remaining −= v, granted += v.
+func (b Budget) Grant(v money.Amount) Budget {
+	b.Remaining = b.Remaining.Sub(v)
+	b.Granted = b.Granted.Add(v)
+	return b
+}
+
 // AddSaturating is a + b, or the largest uint64 when that overflows.
 func AddSaturating(a, b uint64) uint64 {
 	if a > math.MaxUint64-b {
@@ -98,6 +105,12 @@ func (b *Being) Apply(e Event) {
 	case EventChildAdded:
 		if e.Child != nil {
 			b.Mind.Children = append(b.Mind.Children, *e.Child)
+			b.Grants = slices.DeleteFunc(b.Grants, func(g Grant) bool { return g.Child.ID == e.Child.ID })
+		}
+	case EventEndowmentGranted:
+		if e.Child != nil {
+			b.Budget = b.Budget.Grant(e.Amount)
+			b.Grants = append(b.Grants, Grant{Child: *e.Child, Amount: e.Amount})
 		}
 	}
 	if e.Seq > b.Seq() {
@@ -179,4 +192,25 @@ func CloseUnanswered(conv []chat.Message, make func(chat.ToolCall) chat.Message)
 		return conv, 0
 	}
 	return out, closed
+}
+
+// Ungranted returns the names among dirs (the entries of children/)
+// that neither a grant nor a child record of b accounts for: directories
+// a spawn left before its step was durable, where no child ever lived
+// (docs/money.md#funded-children).
+func (b *Being) Ungranted(dirs []string) []string {
+	known := make(map[string]bool, len(b.Mind.Children)+len(b.Grants))
+	for _, c := range b.Mind.Children {
+		known[c.ID] = true
+	}
+	for _, g := range b.Grants {
+		known[g.Child.ID] = true
+	}
+	var out []string
+	for _, d := range dirs {
+		if !known[d] {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -27,6 +27,10 @@ const (
 	EventLearningAdded = "learning_added"
 	EventModelSwitched = "model_switched"
 	EventChildAdded    = "child_added"
+	// EventEndowmentGranted moves money to a child being
+	// (docs/money.md#funded-children): a step of its own, before the
+	// child's state exists.
+	EventEndowmentGranted = "endowment_granted"
 )
 
 // Event is one line of activity.jsonl. Which fields belong to an event
@@ -47,6 +51,7 @@ const (
 //	learning_added   {at, cycle, text}
 //	model_switched   {at, cycle, model}
 //	child_added      {at, cycle, child}
+//	endowment_granted {at, cycle, child_id, amount, child}
 //
 // The fields after the reference's (seq, messages, message on
 // model_completed and tool_finished, api, instance, tokens, action,
@@ -155,6 +160,12 @@ func ModelSwitched(model string) Event { return Event{Type: EventModelSwitched, 
 // ChildAdded records a spawned child in the mind.
 func ChildAdded(c Child) Event { return Event{Type: EventChildAdded, Child: &c} }
 
+// EndowmentGranted records an endowment of amount moved to child c,
+// whose state is created once this is durable.
+func EndowmentGranted(c Child, amount money.Amount) Event {
+	return Event{Type: EventEndowmentGranted, Amount: amount, Child: &c}
+}
+
 // IsMindChange reports whether the event changes the mind.
 func (e Event) IsMindChange() bool {
 	switch e.Type {
@@ -225,6 +236,14 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	case EventModelSwitched:
 		w.field("model", e.Model)
 	case EventChildAdded:
+		w.field("child", e.Child)
+	case EventEndowmentGranted:
+		id := ""
+		if e.Child != nil {
+			id = e.Child.ID
+		}
+		w.field("child_id", id)
+		w.field("amount", e.Amount)
 		w.field("child", e.Child)
 	default:
 		return nil, fmt.Errorf("unknown journal event type %q", e.Type)

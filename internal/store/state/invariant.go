@@ -8,39 +8,64 @@ import (
 // JournalTotals sums the journal's money events: every cost_debited amount
 // and every revenue_credited amount.
 func JournalTotals(events []Event) (debited, credited money.Amount) {
+	t := Totals(events)
+	return t.Debited, t.Credited
+}
+
+// MoneyTotals are the sums of a journal's money events.
+type MoneyTotals struct {
+	Debited, Credited, Granted money.Amount
+}
+
+// Totals sums every cost_debited, revenue_credited and endowment_granted
+// amount of events.
+func Totals(events []Event) MoneyTotals {
+	var t MoneyTotals
 	for _, e := range events {
 		switch e.Type {
 		case EventCostDebited:
-			debited = debited.Add(e.Amount)
+			t.Debited = t.Debited.Add(e.Amount)
 		case EventRevenueCredited:
-			credited = credited.Add(e.Amount)
+			t.Credited = t.Credited.Add(e.Amount)
+		case EventEndowmentGranted:
+			t.Granted = t.Granted.Add(e.Amount)
 		}
 	}
-	return debited, credited
+	return t
 }
 
 // CheckInvariant verifies the ledger invariant of docs/money.md#the-invariant
 // between a budget and the being's whole journal, exactly:
 //
-//	remaining = starting − Σ cost_debited + Σ revenue_credited
+//	remaining = starting − Σ cost_debited + Σ revenue_credited − Σ endowment_granted
 //
-// and the budget's own consistency, remaining − starting = earned −
-// api_spent − instance_spent (net profit), with no amount negative except
-// remaining.
+// and the budget's own consistency, remaining = starting − api_spent −
+// instance_spent + earned − granted, with granted equal to the journal's
+// grants and no amount negative except remaining.
 func CheckInvariant(b Budget, events []Event) error {
 	if err := b.check(); err != nil {
 		return supervision.Errorf(supervision.ClassState, "ledger invariant violated: %w", err)
 	}
-	debited, credited := JournalTotals(events)
-	want := b.Starting.Sub(debited).Add(credited)
+	t := Totals(events)
+	want := b.Starting.Sub(t.Debited).Add(t.Credited).Sub(t.Granted)
 	if !b.Remaining.Equal(want) {
 		return supervision.Errorf(supervision.ClassState,
-			"ledger invariant violated: remaining %s, but starting %s − debited %s + credited %s = %s",
-			b.Remaining, b.Starting, debited, credited, want)
+			"ledger invariant violated: remaining %s, but starting %s − debited %s + credited %s − granted %s = %s",
+			b.Remaining, b.Starting, t.Debited, t.Credited, t.Granted, want)
 	}
-	if net := b.Remaining.Sub(b.Starting); !net.Equal(b.NetProfit()) {
+	if !b.Granted.Equal(t.Granted) {
 		return supervision.Errorf(supervision.ClassState,
-			"ledger invariant violated: remaining − starting = %s, but net profit = %s", net, b.NetProfit())
+			"ledger invariant violated: granted %s, but the journal's grants sum to %s", b.Granted, t.Granted)
+	}
+	if want := b.Expected(); !b.Remaining.Equal(want) {
+		return supervision.Errorf(supervision.ClassState,
+			"ledger invariant violated: remaining %s, but starting − spent + earned − granted = %s", b.Remaining, want)
 	}
 	return nil
+}
+
+// Expected is what remaining must be by the budget's own figures:
+// starting − api_spent − instance_spent + earned − granted.
+func (b Budget) Expected() money.Amount {
+	return b.Starting.Sub(b.APISpent).Sub(b.InstanceSpent).Add(b.Earned).Sub(b.Granted)
 }

@@ -53,6 +53,10 @@ type Being struct {
 	// includes; nil in a state written by the reference, which covers
 	// its whole journal (docs/state.md#resume-and-recovery).
 	JournalSeq *uint64 `json:"journal_seq,omitempty"`
+	// Grants are the endowments this being granted whose child is not
+	// recorded yet (docs/money.md#funded-children): the boot completes
+	// each one, exactly once. A child_added for the grant's child ends it.
+	Grants []Grant `json:"pending_grants,omitempty"`
 
 	// Extra holds unknown top-level fields of a loaded state.json, verbatim.
 	// Keys that name a known field are ignored on save.
@@ -194,6 +198,19 @@ type Child struct {
 	StateDir  string `json:"state_dir"`
 	CreatedAt Time   `json:"created_at"`
 	Status    string `json:"status"`
+	// Specialty is the child's specialty (absent in the reference's
+	// records); a grant carries it so the child can be created from it.
+	Specialty string `json:"specialty,omitempty"`
+	// Endowment is what the child was granted; absent for a child whose
+	// balance was minted (docs/money.md#funded-children).
+	Endowment *money.Amount `json:"endowment,omitempty"`
+}
+
+// Grant is an endowment moved to a child: the child it created (or is
+// to create) and the amount, which becomes the child's starting balance.
+type Grant struct {
+	Child  Child        `json:"child"`
+	Amount money.Amount `json:"amount"`
 }
 
 // Budget is the ledger as persisted; money fields are decimal strings.
@@ -204,6 +221,9 @@ type Budget struct {
 	InstanceSpent money.Amount `json:"instance_spent"`
 	TotalTokens   uint64       `json:"total_tokens"`
 	Earned        money.Amount `json:"earned"`
+	// Granted is what this being endowed its children with
+	// (docs/money.md#funded-children); absent in the reference's state.
+	Granted money.Amount `json:"granted,omitzero"`
 }
 
 // NetProfit is earned − api_spent − instance_spent.

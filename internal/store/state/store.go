@@ -174,7 +174,7 @@ func (b Budget) check() error {
 	for _, f := range []struct {
 		name string
 		v    interface{ Sign() int }
-	}{{"starting", b.Starting}, {"api_spent", b.APISpent}, {"instance_spent", b.InstanceSpent}, {"earned", b.Earned}} {
+	}{{"starting", b.Starting}, {"api_spent", b.APISpent}, {"instance_spent", b.InstanceSpent}, {"earned", b.Earned}, {"granted", b.Granted}} {
 		if f.v.Sign() < 0 {
 			return fmt.Errorf("budget %s is negative", f.name)
 		}
@@ -286,3 +286,7 @@ func syncDir(dir string) error {
 	}
 	return err
 }
+
+// SyncDir makes the entries of dir durable (after a rename or a removal
+// in it).
+func SyncDir(dir string) error { return syncDir(dir) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/outcome"
 )
@@ -41,7 +42,24 @@ const (
 	CodeFileWrite         = "file_write"
 	CodeChildState        = "child_state"
 	CodeChildSpawn        = "child_spawn"
+	CodeInsufficientFunds = "insufficient_funds"
 )
+
+// Funding says where a spawned child's money comes from
+// (docs/money.md#funded-children).
+type Funding int
+
+const (
+	// Transfer moves the child's endowment_usd from the parent (the
+	// default): the family's money is conserved.
+	Transfer Funding = iota
+	// Mint gives every child the configured starting balance out of
+	// nothing, as the reference does; endowment_usd is ignored.
+	Mint
+)
+
+// MaxEndowmentScale is how many fractional digits endowment_usd may have.
+const MaxEndowmentScale = 12
 
 // ChildRequest asks the being to create and start one child.
 type ChildRequest struct {
@@ -49,6 +67,9 @@ type ChildRequest struct {
 	Name      string
 	Ticker    string
 	Specialty string
+	// Endowment is the amount moved from the parent (Transfer); zero
+	// when the child's balance is minted.
+	Endowment money.Amount
 }
 
 // ChildStarted is what the being reports about a child it started.
@@ -69,6 +90,8 @@ type Env struct {
 	// NewID returns a fresh unique id for memories and children; nil means
 	// a random UUID.
 	NewID func() string
+	// Funding is where children's money comes from.
+	Funding Funding
 }
 
 // Tools runs the built-in tools of one being.
@@ -113,6 +136,10 @@ type Request struct {
 	// just before a switch_model call; nil (no list could be had) lets
 	// switch_model accept only selectors.
 	Advertised []string
+	// Available is the most a spawn may endow its child with now: the
+	// being's remaining balance less the reservation of its own next
+	// completion (docs/money.md#funded-children).
+	Available money.Amount
 }
 
 // Result is what a call produced: its outcome, the changes it makes to
@@ -145,6 +172,21 @@ type Spawn struct {
 
 func (Spawn) effect() {}
 
+// Record is the mind's record of the child, living in dir; its status
+// is left to the caller. A funded child's record carries its endowment.
+func (s Spawn) Record(dir string) state.Child {
+	req := s.Child
+	c := state.Child{
+		ID: req.ID, Name: req.Name, Ticker: req.Ticker, StateDir: dir,
+		CreatedAt: state.Time{Time: s.At.UTC()}, Specialty: req.Specialty,
+	}
+	if req.Endowment.Sign() > 0 {
+		amount := req.Endowment
+		c.Endowment = &amount
+	}
+	return c
+}
+
 // ErrChildState marks a spawn that failed creating the child's state
 // directory (the outcome child_state); any other spawn error means the
 // actor did not start (child_spawn).
@@ -165,10 +207,8 @@ func (s Spawn) Finish(started ChildStarted, err error) Result {
 		status = state.StatusRunning
 	}
 	req := s.Child
-	child := state.Child{
-		ID: req.ID, Name: req.Name, Ticker: req.Ticker, StateDir: started.StateDir,
-		CreatedAt: state.Time{Time: s.At.UTC()}, Status: status,
-	}
+	child := s.Record(started.StateDir)
+	child.Status = status
 	return changed(succeed(struct {
 		ChildID string `json:"child_id"`
 		Actor   string `json:"actor"`
@@ -194,7 +234,7 @@ func (t *Tools) Call(req Request) Result {
 	case SelfSwitchModel:
 		return switchModel(args, req.Advertised)
 	case SpawnChild:
-		return t.spawnChild(args)
+		return t.spawnChild(args, req.Available)
 	case FileRead:
 		return final(t.readFile(args))
 	case FileWrite:
@@ -371,12 +411,57 @@ func switchModel(args json.RawMessage, advertised []string) Result {
 	}{model}), state.ModelSwitched(model))
 }
 
-// spawnChild checks the arguments and leaves the spawn to the being.
-func (t *Tools) spawnChild(args json.RawMessage) Result {
-	v, bad := parseArgs(args, field{key: "name", max: 128}, field{key: "ticker", max: 32}, field{key: "specialty", max: 256})
+// spawnChild checks the arguments and the endowment, and leaves the
+// spawn to the being. With Transfer funding endowment_usd is required: a
+// decimal (a JSON string, or a number read from its literal text) above
+// zero with at most 12 fractional digits, no more than available. With
+// Mint it is optional and ignored.
+func (t *Tools) spawnChild(args json.RawMessage, available money.Amount) Result {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
+		return final(outcome.Failure(CodeInvalidArguments, "arguments must be a JSON object"))
+	}
+	raw, given := obj["endowment_usd"]
+	delete(obj, "endowment_usd")
+	rest, _ := json.Marshal(obj)
+	v, bad := parseArgs(rest, field{key: "name", max: 128}, field{key: "ticker", max: 32}, field{key: "specialty", max: 256})
 	if bad != nil {
 		return final(*bad)
 	}
-	req := ChildRequest{ID: t.env.NewID(), Name: v[0], Ticker: v[1], Specialty: v[2]}
+	req := ChildRequest{ID: "", Name: v[0], Ticker: v[1], Specialty: v[2]}
+	if t.env.Funding == Transfer {
+		amount, ok := parseEndowment(raw, given)
+		if !ok {
+			return final(outcome.Failure(CodeInvalidArguments, "endowment_usd is invalid"))
+		}
+		if amount.Cmp(available) > 0 {
+			return final(outcome.Failure(CodeInsufficientFunds, "endowment exceeds the available balance"))
+		}
+		req.Endowment = amount
+	}
+	req.ID = t.env.NewID()
 	return Result{Effect: Spawn{Child: req, At: t.env.Now()}}
+}
+
+// parseEndowment reads endowment_usd: a decimal string or number, above
+// zero, with at most MaxEndowmentScale fractional digits.
+func parseEndowment(raw json.RawMessage, given bool) (money.Amount, bool) {
+	if !given {
+		return money.Zero, false
+	}
+	text := strings.TrimSpace(string(raw))
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		text = strings.TrimSpace(s)
+	} else if !json.Valid(raw) || strings.HasPrefix(text, "{") || strings.HasPrefix(text, "[") || strings.HasPrefix(text, "\"") {
+		return money.Zero, false
+	}
+	if text == "" || len(text) > 64 {
+		return money.Zero, false
+	}
+	amount, err := money.Parse(text)
+	if err != nil || amount.Sign() <= 0 || !amount.RoundDown().Equal(amount) {
+		return money.Zero, false
+	}
+	return amount, true
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/outcome"
 )
@@ -253,10 +254,13 @@ func TestSpawnChild(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tools := testTools(t, Env{})
 			mind := &state.Mind{}
-			res := tools.Call(Request{Name: SpawnChild, Args: args("name", tc.name, "ticker", " BO ", "specialty", "logistics"), Mind: mind})
+			res := tools.Call(Request{Name: SpawnChild, Args: args("name", tc.name, "ticker", " BO ", "specialty", "logistics", "endowment_usd", "0.25"),
+				Mind: mind, Available: money.MustParse("0.25")})
 			spawn, ok := res.Effect.(Spawn)
 			require.True(t, ok, "spawn_child leaves the spawn to the being: %#v", res.Effect)
-			require.Equal(t, ChildRequest{ID: "id-1", Name: tc.name, Ticker: "BO", Specialty: "logistics"}, spawn.Child)
+			require.Equal(t, "0.25", spawn.Child.Endowment.String())
+			spawn.Child.Endowment = money.Zero
+			require.Equal(t, ChildRequest{ID: "id-1", Name: tc.name, Ticker: "BO", Specialty: "logistics", Endowment: money.Zero}, spawn.Child)
 			require.Empty(t, res.Changes, "nothing is recorded before the being spawned")
 
 			done := spawn.Finish(tc.started, tc.err)
@@ -275,6 +279,7 @@ func TestSpawnChild(t *testing.T) {
 			require.Equal(t, tc.status, c.Status)
 			require.Equal(t, "/s/children/id-1", c.StateDir)
 			require.Equal(t, epoch.Add(time.Second), c.CreatedAt.Time)
+			require.Equal(t, "logistics", c.Specialty)
 		})
 	}
 
@@ -282,6 +287,64 @@ func TestSpawnChild(t *testing.T) {
 	res := testTools(t, Env{}).Call(Request{Name: SpawnChild, Args: args("name", "n", "ticker", "T"), Mind: &state.Mind{}})
 	requireOutcome(t, res.Outcome, outcome.Failed, CodeInvalidArguments, invalid("specialty"))
 	require.Nil(t, res.Effect)
+}
+
+func TestSpawnChildEndowment(t *testing.T) {
+	tests := []struct {
+		name      string
+		funding   Funding
+		endowment string // raw JSON; "" leaves the key out
+		available string
+		want      string // the endowment, or the failure code
+	}{
+		{"string", Transfer, `"0.5"`, "1", "0.5"},
+		{"all of it", Transfer, `"1"`, "1", "1"},
+		{"spaces", Transfer, `" 0.000000000001 "`, "1", "0.000000000001"},
+		{"number literal", Transfer, `0.25`, "1", "0.25"},
+		{"exponent", Transfer, `"2.5e-1"`, "1", "0.25"},
+		{"too much", Transfer, `"1.000000000001"`, "1", CodeInsufficientFunds},
+		{"nothing available", Transfer, `"0.01"`, "0", CodeInsufficientFunds},
+		{"missing", Transfer, "", "1", CodeInvalidArguments},
+		{"zero", Transfer, `"0"`, "1", CodeInvalidArguments},
+		{"negative", Transfer, `"-0.5"`, "1", CodeInvalidArguments},
+		{"thirteen places", Transfer, `"0.0000000000001"`, "1", CodeInvalidArguments},
+		{"not a number", Transfer, `"ten"`, "1", CodeInvalidArguments},
+		{"empty", Transfer, `""`, "1", CodeInvalidArguments},
+		{"null", Transfer, `null`, "1", CodeInvalidArguments},
+		{"object", Transfer, `{"usd":"1"}`, "1", CodeInvalidArguments},
+		{"nan", Transfer, `"NaN"`, "1", CodeInvalidArguments},
+		{"mint ignores it", Mint, `"5"`, "1", "0"},
+		{"mint without it", Mint, "", "1", "0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			raw := `{"name":"Bo","ticker":"BO","specialty":"logistics"`
+			if tc.endowment != "" {
+				raw += `,"endowment_usd":` + tc.endowment
+			}
+			raw += "}"
+			res := testTools(t, Env{Funding: tc.funding}).Call(Request{Name: SpawnChild, Args: json.RawMessage(raw),
+				Mind: &state.Mind{}, Available: money.MustParse(tc.available)})
+			spawn, ok := res.Effect.(Spawn)
+			if _, err := money.Parse(tc.want); err != nil {
+				require.False(t, ok, "no spawn after a refusal")
+				msg := invalid("endowment_usd")
+				if tc.want == CodeInsufficientFunds {
+					msg = `{"message":"endowment exceeds the available balance"}`
+				}
+				requireOutcome(t, res.Outcome, outcome.Failed, tc.want, msg)
+				return
+			}
+			require.True(t, ok, "outcome %s", res.Outcome.Content)
+			require.Equal(t, tc.want, spawn.Child.Endowment.String())
+			rec := spawn.Record("/d")
+			if tc.funding == Mint {
+				require.Nil(t, rec.Endowment, "a minted child's record has no endowment")
+			} else {
+				require.Equal(t, tc.want, rec.Endowment.String())
+			}
+		})
+	}
 }
 
 func BenchmarkRemember(b *testing.B) {

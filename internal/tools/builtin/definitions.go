@@ -39,7 +39,7 @@ var specs = []spec{
 	{SelfAddRule, "Add a persistent self-imposed rule", []string{"rule"}},
 	{SelfAddLearning, "Record a persistent learning that changes future decisions", []string{"learning"}},
 	{SelfSwitchModel, "Switch future cognition calls to another available Brama model", []string{"model"}},
-	{SpawnChild, "Create and start a child digital being with separate state", []string{"name", "ticker", "specialty"}},
+	{SpawnChild, "Create and start a child digital being with separate state", []string{"name", "ticker", "specialty", "endowment_usd"}},
 	{FileRead, "Read one UTF-8 file inside the configured workspace", []string{"path"}},
 	{FileWrite, "Atomically create or replace one UTF-8 file inside the configured workspace", []string{"path", "content"}},
 }

@@ -17,7 +17,7 @@ func TestDefinitions(t *testing.T) {
 		{"singularity_self_add_rule", "Add a persistent self-imposed rule", `{"type":"object","properties":{"rule":{"type":"string"}},"required":["rule"],"additionalProperties":false}`},
 		{"singularity_self_add_learning", "Record a persistent learning that changes future decisions", `{"type":"object","properties":{"learning":{"type":"string"}},"required":["learning"],"additionalProperties":false}`},
 		{"singularity_self_switch_model", "Switch future cognition calls to another available Brama model", `{"type":"object","properties":{"model":{"type":"string"}},"required":["model"],"additionalProperties":false}`},
-		{"singularity_spawn_child", "Create and start a child digital being with separate state", `{"type":"object","properties":{"name":{"type":"string"},"ticker":{"type":"string"},"specialty":{"type":"string"}},"required":["name","ticker","specialty"],"additionalProperties":false}`},
+		{"singularity_spawn_child", "Create and start a child digital being with separate state", `{"type":"object","properties":{"name":{"type":"string"},"ticker":{"type":"string"},"specialty":{"type":"string"},"endowment_usd":{"type":"string"}},"required":["name","ticker","specialty","endowment_usd"],"additionalProperties":false}`},
 		{"singularity_file_read", "Read one UTF-8 file inside the configured workspace", `{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`},
 		{"singularity_file_write", "Atomically create or replace one UTF-8 file inside the configured workspace", `{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"],"additionalProperties":false}`},
 	}

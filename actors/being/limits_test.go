@@ -1,0 +1,145 @@
+package being_test
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/actors/brama"
+	"github.com/wisent/singularity/actors/limits"
+	identitypkg "github.com/wisent/singularity/internal/identity"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
+)
+
+// TestFamilySpendLimit: ten beings cycle against a zero-latency gateway
+// under a family limit of 0.01 USD per rolling hour, for twelve simulated
+// hours (docs/money.md#spend-limits). One limiter admits every
+// reservation, so the debits of all ten in any 60-minute window never
+// exceed the limit plus one reservation; the beings that had to wait
+// journaled it, and spending went on in every hour.
+func TestFamilySpendLimit(t *testing.T) {
+	t.Parallel()
+	const beings = 10
+	// The FastClock runs every wait at once, so waits of several beings
+	// at one instant add up: the span is long enough for many hours of
+	// spending whatever the interleaving.
+	const span = 12 * time.Hour
+	limit := money.MustParse("0.01")
+	srv := newBrama(t)
+	srv.SetHandler(func(*bramatest.Request) bramatest.Reply {
+		return bramatest.TextReply("nothing to do", bramatest.Usage(1000, 0)) // 0.001 each
+	})
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	clock := testkit.NewFastClock(start)
+
+	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: identitypkg.NewSecret([]byte(testSecret)), Timeout: waitLimit})
+	require.NoError(t, err)
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	t.Cleanup(system.Shutdown)
+	gateway, err := system.Root.SpawnNamed(brama.Props(brama.GatewayConfig{Client: client, Temperature: 0.2, ShutdownGrace: time.Second, Logger: quiet}), "brama")
+	require.NoError(t, err)
+	limiter, err := system.Root.SpawnNamed(limits.Props(&limit, clock.Now), limits.Name)
+	require.NoError(t, err)
+
+	stopped := make(chan messages.BeingStopped, beings)
+	var dirs []string
+	parent := actor.PropsFromFunc(func(ctx actor.Context) {
+		switch msg := ctx.Message().(type) {
+		case *actor.Started:
+			for i := range beings {
+				opts := options(t, being.Run)
+				opts.Identity.Name = fmt.Sprintf("B%d", i)
+				opts.Gateway = gateway
+				opts.SpendLimiter = limiter
+				opts.Pricing.InputPerMillion = money.MustParse("1")
+				opts.CycleInterval = time.Minute
+				opts.Now, opts.Clock = clock.Now, clock
+				_, _, _, err := state.Boot(opts.StateDir, false, opts.Identity, func() (*state.Being, error) {
+					return being.NewState(opts.Identity, opts.StartingBalance, opts.Model, state.Time{Time: start}), nil
+				})
+				require.NoError(t, err)
+				dirs = append(dirs, opts.StateDir)
+				_, err = ctx.SpawnNamed(being.Props(opts), opts.Identity.Name)
+				require.NoError(t, err)
+			}
+		case messages.StopBeing:
+			for _, pid := range ctx.Children() {
+				ctx.Send(pid, msg)
+			}
+		case messages.BeingStopped:
+			stopped <- msg
+		}
+	})
+	pid, err := system.Root.SpawnNamed(parent, "family")
+	require.NoError(t, err)
+
+	select {
+	case <-clock.Reached(start.Add(span)):
+	case <-time.After(waitLimit):
+		t.Fatalf("%v simulated did not pass (clock at %v)", span, clock.Now())
+	}
+	system.Root.Send(pid, messages.StopBeing{})
+	for range beings {
+		select {
+		case <-stopped:
+		case <-time.After(waitLimit):
+			t.Fatal("the beings did not stop in time")
+		}
+	}
+
+	type debit struct {
+		at     time.Time
+		amount money.Amount
+	}
+	var debits []debit
+	waits := 0
+	for _, dir := range dirs {
+		events, err := state.ReadAll(dir)
+		require.NoError(t, err)
+		st, err := state.Load(dir)
+		require.NoError(t, err)
+		require.NoError(t, state.CheckInvariant(st.Budget, events))
+		for _, e := range events {
+			switch {
+			case e.Type == state.EventCostDebited:
+				debits = append(debits, debit{e.At.Time, e.Amount})
+			case e.Type == state.EventWarning && len(e.Message) > 20 && e.Message[:20] == "spend limit reached;":
+				waits++
+			}
+		}
+	}
+	slices.SortFunc(debits, func(a, b debit) int { return a.at.Compare(b.at) })
+	// A reservation here is at most the request body in bytes at 1 USD
+	// per million, with the body bound's allowance.
+	largest := 0
+	for _, r := range srv.Completions() {
+		largest = max(largest, len(r.Body))
+	}
+	reservation := money.FromInt(int64(largest + 4096)).QuoUp(money.FromInt(1_000_000))
+	most := money.Zero
+	for i := range debits {
+		sum := money.Zero
+		for j := i; j >= 0 && debits[j].at.After(debits[i].at.Add(-time.Hour)); j-- {
+			sum = sum.Add(debits[j].amount)
+		}
+		if sum.Cmp(most) > 0 {
+			most = sum
+		}
+	}
+	t.Logf("%d debits over %v simulated by %d beings; the most debited in one hour %s (limit %s, a reservation at most %s); %d waits journaled",
+		len(debits), clock.Now().Sub(start).Round(time.Minute), beings, most, limit, reservation, waits)
+	require.LessOrEqual(t, most.Cmp(limit.Add(reservation)), 0, "the family limit held in every 60-minute window")
+	require.Positive(t, waits, "beings waited for the limit")
+	require.Greater(t, len(debits), 10, "more than one hour's worth of the limit was spent: spending went on")
+	require.Greater(t, debits[len(debits)-1].at.Sub(debits[0].at), 3*time.Hour, "spending went on hour after hour")
+}

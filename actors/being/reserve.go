@@ -1,0 +1,151 @@
+package being
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/wisent/singularity/actors/ledger"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/messages"
+)
+
+// The money side of a round (docs/money.md#no-overdraft,
+// docs/money.md#spend-limits): before each completion the being reserves
+// its worst-case cost, lowering max_tokens to what the balance pays for,
+// and, when spend limits are set, has the family's spend limiter admit
+// the reservation. The reservation lives only in memory: it holds nothing
+// durable, and after a crash the next round reserves again.
+
+// Defaults of the reservation.
+const (
+	defaultMaxTokens           = 2048
+	defaultMinCompletionTokens = 256
+	defaultHTTPTimeout         = 120 * time.Second
+	// requestOverhead bounds the request body's fields besides the
+	// messages and the tools: model, max_tokens (under either name),
+	// temperature, braces and keys.
+	requestOverhead = 160
+)
+
+// StatusThrottled is a being's debug status while a spend limit makes
+// it wait (docs/money.md#spend-limits).
+const StatusThrottled = "throttled"
+
+// ExceededReservation is the warning journaled when a completion cost
+// more than its reservation (a gateway that ignored max_tokens).
+const ExceededReservation = "completion cost exceeded its reservation"
+
+func (o Options) maxTokens() int {
+	if o.MaxTokens > 0 {
+		return o.MaxTokens
+	}
+	return defaultMaxTokens
+}
+
+func (o Options) minCompletionTokens() int {
+	if o.MinCompletionTokens > 0 {
+		return o.MinCompletionTokens
+	}
+	return defaultMinCompletionTokens
+}
+
+func (o Options) httpTimeout() time.Duration {
+	if o.HTTPTimeout > 0 {
+		return o.HTTPTimeout
+	}
+	return defaultHTTPTimeout
+}
+
+// bodyBound is an upper bound of the request body's bytes for msgs and
+// the catalogue.
+func (b *Being) bodyBound(msgs []chat.Message) int {
+	return chat.SizeBound(msgs) + b.catalog.bytes + chat.QuotedLen(b.st.Mind.CurrentModel) + requestOverhead
+}
+
+// reserve decides the round's completion: its max_tokens and its
+// reservation, or false when the balance cannot pay for the smallest
+// completion allowed (the being is exhausted).
+func (b *Being) reserve(msgs []chat.Message) (ledger.Reservation, bool) {
+	return b.opts.Pricing.Reserve(b.bodyBound(msgs), b.opts.maxTokens(), b.opts.minCompletionTokens(),
+		b.opts.httpTimeout(), b.st.Budget.Remaining)
+}
+
+// available is what the being may endow a child with now: its remaining
+// balance less the reservation of its next completion, estimated by the
+// last one (docs/money.md#funded-children).
+func (b *Being) available() money.Amount {
+	return b.st.Budget.Remaining.Sub(b.lastReservation)
+}
+
+// limited reports whether spend limits apply to this being.
+func (b *Being) limited() bool { return b.opts.SpendLimiter != nil }
+
+// admit has the family's spend limiter admit a reservation, then goes
+// on with the round. A refusal makes the being wait (status throttled)
+// until the limiter says the reservation fits, journaling the wait once;
+// a limiter that does not answer in time is asked again after a second.
+func (b *Being) admit(ctx actor.Context, bound money.Amount, then func(ctx actor.Context, ticket uint64)) {
+	req := messages.AdmitSpend{Being: b.opts.StateDir, Amount: bound, BeingLimit: b.opts.SpendLimit}
+	b.cycle.waiting = waitLimit
+	b.ask(ctx, b.opts.SpendLimiter, req, askTimeout, func(res any, err error) {
+		if b.phase != phaseCycling {
+			// Draining: this is the round boundary a stop waits for.
+			b.cycle.waiting = waitNothing
+			b.abandonCycle(ctx)
+			return
+		}
+		reply, ok := res.(messages.SpendAdmitted)
+		if err == nil && ok && reply.Admitted {
+			b.cycle.waiting = waitNothing
+			b.throttled = false
+			then(ctx, reply.Ticket)
+			return
+		}
+		wait := time.Second
+		if ok && err == nil {
+			wait = max(reply.RetryAt.Sub(b.opts.clock()), time.Millisecond)
+		}
+		if !b.throttled {
+			b.throttled = true
+			b.warn(fmt.Sprintf("spend limit reached; waiting %d s", int64((wait+time.Second-1)/time.Second)))
+			b.commit(ctx, nil, func(ctx actor.Context) { b.retryAdmit(ctx, wait, bound, then) })
+			return
+		}
+		b.retryAdmit(ctx, wait, bound, then)
+	})
+}
+
+// retryAdmit asks the limiter again after wait.
+func (b *Being) retryAdmit(ctx actor.Context, wait time.Duration, bound money.Amount, then func(ctx actor.Context, ticket uint64)) {
+	b.cycle.waiting = waitLimit
+	self, system, epoch := ctx.Self(), ctx.ActorSystem(), b.epoch
+	b.stopTick = b.opts.clockAfter(wait, func() { system.Root.Send(self, admitRetry{epoch: epoch}) })
+	b.admitAgain = func(ctx actor.Context) { b.admit(ctx, bound, then) }
+}
+
+// admitRetry is the timer's word to ask the limiter again.
+type admitRetry struct{ epoch uint64 }
+
+func (b *Being) handleAdmitRetry(ctx actor.Context, msg admitRetry) {
+	if msg.epoch != b.epoch || b.admitAgain == nil {
+		return
+	}
+	again := b.admitAgain
+	b.admitAgain = nil
+	if b.phase != phaseCycling {
+		b.cycle.waiting = waitNothing
+		b.abandonCycle(ctx)
+		return
+	}
+	again(ctx)
+}
+
+// settle tells the limiter what the admitted completion actually cost.
+func (b *Being) settle(ctx actor.Context, ticket uint64, cost money.Amount) {
+	if b.limited() && ticket != 0 {
+		ctx.Send(b.opts.SpendLimiter, messages.SpendSettled{Ticket: ticket, Amount: cost})
+	}
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/wisent/singularity/internal/store/accounts"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/supervision"
+)
+
+// statusCmd prints a family's tree and ledger from its state directories
+// (docs/money.md#singularity-status). It reads and never writes, so it is
+// safe while `run` runs.
+type statusCmd struct {
+	StateDir string `name:"state-dir" env:"SINGULARITY_STATE_DIR" default:".singularity" help:"The root being's state directory."`
+	Format   string `name:"format" default:"table" enum:"table,json" help:"Output format: table or json."`
+}
+
+func (s *statusCmd) Run(e *env) error {
+	fam, err := accounts.Read(s.StateDir)
+	if err != nil {
+		return supervision.Errorf(supervision.ClassState, "%w", err)
+	}
+	if s.Format == "json" {
+		err = writeStatusJSON(e.stdout, fam)
+	} else {
+		err = writeStatusTable(e.stdout, fam)
+	}
+	if err != nil {
+		return supervision.Errorf(supervision.ClassRuntime, "status: %w", err)
+	}
+	if len(fam.Unreadable) > 0 {
+		return supervision.Errorf(supervision.ClassState, "%w", fam.Unreadable[0])
+	}
+	return nil
+}
+
+func spent(b accounts.Being) money.Amount {
+	return b.State.Budget.APISpent.Add(b.State.Budget.InstanceSpent)
+}
+
+func lastAction(b accounts.Being) string {
+	acts := b.State.RecentActions
+	if len(acts) == 0 {
+		return "-"
+	}
+	a := acts[len(acts)-1]
+	return a.Tool + ":" + a.Status
+}
+
+// ledgerWord is a being's own ledger: exact, or off by how much (against
+// its journal, or against its own figures).
+func ledgerWord(b accounts.Being) string {
+	if off := b.JournalOff; off.Sign() != 0 {
+		return "off by " + off.String()
+	}
+	if off := b.Entry.Off(); off.Sign() != 0 {
+		return "off by " + off.String()
+	}
+	return "exact"
+}
+
+func writeStatusTable(w io.Writer, fam *accounts.Family) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATUS\tCYCLE\tREMAINING\tSPENT\tEARNED\tGRANTED\tLEDGER\tLAST ACTION\tUPDATED")
+	for _, b := range fam.Beings {
+		st := b.State
+		fmt.Fprintf(tw, "%s%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			strings.Repeat("  ", b.Depth), b.Name, st.Status, st.Cycle, st.Budget.Remaining, spent(b),
+			st.Budget.Earned, st.Budget.Granted, ledgerWord(b), lastAction(b), st.UpdatedAt.UTC().Format("2006-01-02 15:04:05Z"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	t := fam.Totals
+	fmt.Fprintf(w, "\nfamily: %d beings, starting %s, granted %s, spent %s, earned %s, remaining %s",
+		t.Beings, t.Starting, t.Granted, t.Spent, t.Earned, t.Remaining)
+	if t.InTransit.Sign() != 0 {
+		fmt.Fprintf(w, ", in transit %s", t.InTransit)
+	}
+	fmt.Fprintln(w)
+	_, err := fmt.Fprintln(w, "family ledger: "+t.Verdict())
+	return err
+}
+
+// statusBeing is one being in the JSON form; money is exact decimal text.
+type statusBeing struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Depth      int    `json:"depth"`
+	StateDir   string `json:"state_dir"`
+	Status     string `json:"status"`
+	Cycle      uint64 `json:"cycle"`
+	Starting   string `json:"starting"`
+	Remaining  string `json:"remaining"`
+	Spent      string `json:"spent"`
+	Earned     string `json:"earned"`
+	Granted    string `json:"granted"`
+	InTransit  string `json:"in_transit"`
+	Ledger     string `json:"ledger"`
+	LastAction string `json:"last_action"`
+	Updated    string `json:"updated"`
+}
+
+type statusTotals struct {
+	Beings    int    `json:"beings"`
+	Starting  string `json:"starting"`
+	Granted   string `json:"granted"`
+	Spent     string `json:"spent"`
+	Earned    string `json:"earned"`
+	Remaining string `json:"remaining"`
+	InTransit string `json:"in_transit"`
+	Off       string `json:"off"`
+}
+
+func writeStatusJSON(w io.Writer, fam *accounts.Family) error {
+	out := struct {
+		Beings       []statusBeing `json:"beings"`
+		Totals       statusTotals  `json:"totals"`
+		FamilyLedger string        `json:"family_ledger"`
+		Unreadable   []string      `json:"unreadable"`
+	}{Beings: []statusBeing{}, Unreadable: []string{}}
+	for _, b := range fam.Beings {
+		st := b.State
+		last := lastAction(b)
+		if last == "-" {
+			last = ""
+		}
+		out.Beings = append(out.Beings, statusBeing{
+			ID: b.ID, Name: b.Name, Depth: b.Depth, StateDir: b.StateDir, Status: st.Status, Cycle: st.Cycle,
+			Starting: st.Budget.Starting.String(), Remaining: st.Budget.Remaining.String(), Spent: spent(b).String(),
+			Earned: st.Budget.Earned.String(), Granted: st.Budget.Granted.String(), InTransit: b.Entry.InTransit.String(),
+			Ledger: ledgerWord(b), LastAction: last, Updated: st.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000000Z"),
+		})
+	}
+	t := fam.Totals
+	out.Totals = statusTotals{Beings: t.Beings, Starting: t.Starting.String(), Granted: t.Granted.String(), Spent: t.Spent.String(),
+		Earned: t.Earned.String(), Remaining: t.Remaining.String(), InTransit: t.InTransit.String(), Off: t.Off.String()}
+	out.FamilyLedger = t.Verdict()
+	for _, err := range fam.Unreadable {
+		out.Unreadable = append(out.Unreadable, err.Error())
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}

@@ -1,0 +1,47 @@
+package messages
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/wisent/singularity/internal/store/money"
+)
+
+// AdmitSpend asks the family's spend limiter whether a being may start a
+// completion whose reservation is Amount (docs/money.md#spend-limits).
+// Being names the being (its state directory); BeingLimit is its own
+// limit per rolling hour, nil for none. Answered with SpendAdmitted.
+type AdmitSpend struct {
+	Being      string
+	Amount     money.Amount
+	BeingLimit *money.Amount
+}
+
+func (a AdmitSpend) String() string { return fmt.Sprintf("AdmitSpend{%s %s}", a.Being, a.Amount) }
+
+// SpendAdmitted answers AdmitSpend. When Admitted, the reservation counts
+// against the limits under Ticket until SpendSettled replaces it with the
+// actual cost; otherwise RetryAt is the earliest instant at which it can
+// fit.
+type SpendAdmitted struct {
+	Admitted bool
+	Ticket   uint64
+	RetryAt  time.Time
+}
+
+func (a SpendAdmitted) String() string {
+	if a.Admitted {
+		return fmt.Sprintf("SpendAdmitted{ticket=%d}", a.Ticket)
+	}
+	return "SpendAdmitted{retry at " + a.RetryAt.Format(time.RFC3339) + "}"
+}
+
+// SpendSettled tells the limiter what an admitted completion cost (zero
+// when it was never billed): the reservation of Ticket is replaced by
+// Amount, counted from now.
+type SpendSettled struct {
+	Ticket uint64
+	Amount money.Amount
+}
+
+func (s SpendSettled) String() string { return fmt.Sprintf("SpendSettled{%d %s}", s.Ticket, s.Amount) }
