@@ -21,19 +21,19 @@ func (a AdmitSpend) String() string { return fmt.Sprintf("AdmitSpend{%s %s}", a.
 
 // SpendAdmitted answers AdmitSpend. When Admitted, the reservation counts
 // against the limits under Ticket until SpendSettled replaces it with the
-// actual cost; otherwise RetryAt is the earliest instant at which it can
-// fit.
+// actual cost; otherwise RetryAfter is how long until it can fit (on the
+// limiter's clock, so the being needs no clock of its own for it).
 type SpendAdmitted struct {
-	Admitted bool
-	Ticket   uint64
-	RetryAt  time.Time
+	Admitted   bool
+	Ticket     uint64
+	RetryAfter time.Duration
 }
 
 func (a SpendAdmitted) String() string {
 	if a.Admitted {
 		return fmt.Sprintf("SpendAdmitted{ticket=%d}", a.Ticket)
 	}
-	return "SpendAdmitted{retry at " + a.RetryAt.Format(time.RFC3339) + "}"
+	return "SpendAdmitted{retry after " + a.RetryAfter.String() + "}"
 }
 
 // SpendSettled tells the limiter what an admitted completion cost (zero

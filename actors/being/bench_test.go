@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
@@ -40,6 +42,28 @@ const benchRounds = 8
 func BenchmarkRound(b *testing.B) {
 	b.Run("memory+las", benchmarkRound)
 	b.Run("fsync-floor", benchmarkFloor)
+	b.Run("reservation", benchmarkReservation)
+}
+
+// benchmarkReservation is the part of a round that docs/money.md#no-overdraft
+// adds, alone: bounding the request body of a window the size the round
+// benchmark keeps (plus the system message) and reserving the worst case
+// at the benchmark's prices.
+func benchmarkReservation(b *testing.B) {
+	msgs := []chat.Message{{Role: chat.RoleSystem, Content: strings.Repeat("You are Ada, an autonomous digital being. ", 12)}}
+	for i := range 4*benchRounds + 2 {
+		msgs = append(msgs, chat.Message{Role: chat.RoleTool, ToolCallID: fmt.Sprintf("e%d", i), Name: "echo__echo",
+			Content: `{"chat_id":null,"content":{"content":[{"type":"text","text":"{\"message\":\"hello\"}"}]},"error_code":null,"message_id":null,"status":"success"}`})
+	}
+	p := ledger.Pricing{InputPerMillion: money.MustParse("0.15"), OutputPerMillion: money.MustParse("0.6")}
+	remaining := money.MustParse("9.87")
+	b.ReportAllocs()
+	for b.Loop() {
+		bound := chat.SizeBound(msgs) + 6000
+		if _, ok := p.Reserve(bound, 2048, 256, 120*time.Second, remaining); !ok {
+			b.Fatal("not affordable")
+		}
+	}
 }
 
 func benchmarkRound(b *testing.B) {

@@ -14,6 +14,7 @@ import (
 	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/builtin"
 	"github.com/wisent/singularity/test/bramatest"
 	"github.com/wisent/singularity/test/testkit"
 )
@@ -132,4 +133,33 @@ func indexOf(list []string, s string) int {
 
 func countMessage(events []state.Event, msg string) int {
 	return testkit.CountWhere(events, func(e state.Event) bool { return e.Type == state.EventWarning && e.Message == msg })
+}
+
+// TestMintedChild: with SINGULARITY_CHILD_FUNDING=mint the child gets the
+// configured starting balance out of nothing, as the reference does; no
+// grant is journaled and the parent keeps its money (the family's money
+// is then not conserved, docs/money.md#funded-children).
+func TestMintedChild(t *testing.T) {
+	t.Parallel()
+	srv := newBrama(t)
+	srv.Enqueue(bramatest.ToolCallsReply(bramatest.Usage(10, 5),
+		bramatest.Call("s1", "singularity_spawn_child", `{"name":"Bo","ticker":"BO","specialty":"books"}`)))
+	srv.Enqueue(bramatest.TextReply("done", bramatest.Usage(10, 5)))
+	opts := options(t, being.Once)
+	opts.Funding = builtin.Mint
+	h := start(t, srv, opts)
+	require.NoError(t, h.report().Err)
+	h.shutdown()
+	st := h.state()
+	assert.Equal(t, "10", st.Budget.Remaining.String())
+	assert.True(t, st.Budget.Granted.IsZero())
+	require.Len(t, st.Mind.Children, 1)
+	assert.Nil(t, st.Mind.Children[0].Endowment)
+	assert.Zero(t, testkit.Count(h.journal(), state.EventEndowmentGranted))
+	child, err := state.Load(filepath.Join(opts.StateDir, "children", st.Mind.Children[0].ID))
+	require.NoError(t, err)
+	assert.Equal(t, "10", child.Budget.Starting.String(), "the configured starting balance")
+	fam, err := accounts.Read(opts.StateDir)
+	require.NoError(t, err)
+	assert.Equal(t, "off by 10", fam.Totals.Verdict(), "minted money shows in the family ledger")
 }

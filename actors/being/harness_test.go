@@ -92,34 +92,38 @@ func newBrama(t testing.TB) *bramatest.Server {
 
 // start boots the root's state directory with a fresh being and spawns
 // the family.
-func start(t testing.TB, srv *bramatest.Server, opts being.Options) *harness {
+func start(t testing.TB, srv *bramatest.Server, opts being.Options, mods ...func(*family.Options)) *harness {
 	t.Helper()
-	return startWith(t, srv, opts, being.NewState(opts.Identity, opts.StartingBalance, opts.Model, state.Now()))
+	return startWith(t, srv, opts, being.NewState(opts.Identity, opts.StartingBalance, opts.Model, state.Now()), mods...)
 }
 
 // startWith boots the root's state directory with st (as a crashed or
 // earlier life left it) and spawns the family.
-func startWith(t testing.TB, srv *bramatest.Server, opts being.Options, st *state.Being) *harness {
+func startWith(t testing.TB, srv *bramatest.Server, opts being.Options, st *state.Being, mods ...func(*family.Options)) *harness {
 	t.Helper()
 	_, _, _, err := state.Boot(opts.StateDir, false, opts.Identity, func() (*state.Being, error) { return st, nil })
 	require.NoError(t, err)
-	return resume(t, srv, opts)
+	return resume(t, srv, opts, mods...)
 }
 
 // resume spawns the family on the root's existing state directory, as
 // `--resume` does.
-func resume(t testing.TB, srv *bramatest.Server, opts being.Options) *harness {
+func resume(t testing.TB, srv *bramatest.Server, opts being.Options, mods ...func(*family.Options)) *harness {
 	t.Helper()
 	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: identitypkg.NewSecret([]byte(testSecret)), Timeout: waitLimit})
 	require.NoError(t, err)
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	events := make(chan any, 1024)
-	pid, err := system.Root.SpawnNamed(family.Props(family.Options{
+	fo := family.Options{
 		Gateway: brama.GatewayConfig{Client: client, Temperature: 0.2, ShutdownGrace: time.Second, Logger: quiet},
 		Root:    opts,
 		Events:  events,
 		Logger:  quiet,
-	}), "family")
+	}
+	for _, mod := range mods {
+		mod(&fo)
+	}
+	pid, err := system.Root.SpawnNamed(family.Props(fo), "family")
 	require.NoError(t, err)
 	h := &harness{t: t, opts: opts, brama: srv, system: system, family: pid, events: events}
 	t.Cleanup(system.Shutdown)

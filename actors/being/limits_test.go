@@ -4,14 +4,18 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/actors/brama"
+	"github.com/wisent/singularity/actors/family"
 	"github.com/wisent/singularity/actors/limits"
 	identitypkg "github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/store/money"
@@ -142,4 +146,57 @@ func TestFamilySpendLimit(t *testing.T) {
 	require.Positive(t, waits, "beings waited for the limit")
 	require.Greater(t, len(debits), 10, "more than one hour's worth of the limit was spent: spending went on")
 	require.Greater(t, debits[len(debits)-1].at.Sub(debits[0].at), 3*time.Hour, "spending went on hour after hour")
+}
+
+// TestThrottledBeing: a being over its own spend limit waits for the
+// window to make room (docs/money.md#spend-limits): its debug status is
+// throttled, the wait is journaled once however often the limiter is
+// asked again, and once the hour has passed the round goes on.
+func TestThrottledBeing(t *testing.T) {
+	t.Parallel()
+	srv := newBrama(t)
+	srv.SetHandler(func(*bramatest.Request) bramatest.Reply {
+		return bramatest.TextReply("resting", bramatest.Usage(1000, 0)) // 0.001
+	})
+	clock := testkit.NewStepClock()
+	var mu sync.Mutex
+	limiterNow := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return limiterNow }
+	opts := options(t, being.Run)
+	opts.Clock = clock
+	opts.Pricing.InputPerMillion = money.MustParse("1")
+	own := money.MustParse("0.002") // below one reservation: one completion an hour
+	opts.SpendLimit = &own
+	h := start(t, srv, opts, func(fo *family.Options) { fo.SpendLimits, fo.Now = true, now })
+
+	require.NoError(t, h.reportFor(1).Err, "the first completion fits an empty window")
+	// The second cycle's reservation does not fit: a retry timer.
+	retry := clock.Next(t, waitLimit)
+	assert.Equal(t, time.Hour, retry.After.Round(time.Minute), "room comes when the first cost leaves the window")
+	root := h.system.NewLocalPID("family/" + family.RootName)
+	describe := func() messages.Description {
+		res, err := h.system.Root.RequestFuture(root, messages.DescribeRequest{}, waitLimit).Result()
+		require.NoError(t, err)
+		return res.(messages.Description)
+	}
+	assert.Equal(t, being.StatusThrottled, describe().Status)
+	// Asked again too early (the limiter's clock has not moved): still
+	// throttled, no second warning.
+	retry.Fire()
+	retry = clock.Next(t, waitLimit)
+	assert.Equal(t, being.StatusThrottled, describe().Status)
+	mu.Lock()
+	limiterNow = limiterNow.Add(time.Hour + time.Second)
+	mu.Unlock()
+	retry.Fire()
+	require.NoError(t, h.reportFor(2).Err, "the second completion once the hour passed")
+	assert.NotEqual(t, being.StatusThrottled, describe().Status)
+	h.shutdown()
+
+	events := h.journal()
+	assert.Equal(t, 1, testkit.CountWhere(events, func(e state.Event) bool {
+		return e.Type == state.EventWarning && strings.HasPrefix(e.Message, "spend limit reached; waiting ")
+	}), "the wait is journaled once: %v", warnings(events))
+	assert.Contains(t, warnings(events), "spend limit reached; waiting 3600 s")
+	assert.Len(t, srv.Completions(), 2)
 }

@@ -106,7 +106,7 @@ func (b *Being) admit(ctx actor.Context, bound money.Amount, then func(ctx actor
 		}
 		wait := time.Second
 		if ok && err == nil {
-			wait = max(reply.RetryAt.Sub(b.opts.clock()), time.Millisecond)
+			wait = max(reply.RetryAfter, time.Millisecond)
 		}
 		if !b.throttled {
 			b.throttled = true

@@ -53,10 +53,11 @@ func (l *Limiter) Receive(ctx actor.Context) {
 }
 
 func (l *Limiter) handleAdmit(msg messages.AdmitSpend) messages.SpendAdmitted {
-	ticket, retryAt, ok := l.window.Admit(msg.Being, msg.Amount, msg.BeingLimit, l.now())
+	now := l.now()
+	ticket, retryAt, ok := l.window.Admit(msg.Being, msg.Amount, msg.BeingLimit, now)
 	if !ok {
 		l.refused++
-		return messages.SpendAdmitted{RetryAt: retryAt}
+		return messages.SpendAdmitted{RetryAfter: retryAt.Sub(now)}
 	}
 	return messages.SpendAdmitted{Admitted: true, Ticket: ticket}
 }

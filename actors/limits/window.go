@@ -16,13 +16,19 @@ import (
 const Span = time.Hour
 
 // Window is the spending of the last hour: every admitted reservation
-// (until settled) and every settled cost, with when it counts from. It is
-// not safe for concurrent use.
+// (until settled) and every settled cost, with the instant it counts
+// from. It keeps running sums, so an admission costs the same however
+// many entries the hour holds. It is not safe for concurrent use.
 type Window struct {
 	// Family is the family's limit per Span; nil for none.
 	Family *money.Amount
 
-	entries []entry // in order of at
+	entries []*entry // in order of at; settled reservations are dead
+	first   int      // entries before it have left the window
+	open    map[uint64]*entry
+	total   money.Amount
+	count   int // live entries
+	beings  map[string]*sum
 	next    uint64
 }
 
@@ -31,6 +37,12 @@ type entry struct {
 	being  string
 	amount money.Amount
 	at     time.Time
+	dead   bool
+}
+
+type sum struct {
+	amount money.Amount
+	count  int
 }
 
 // Admit admits a reservation of amount for being at now when it fits
@@ -41,13 +53,25 @@ type entry struct {
 // else counts against that limit, so a being is never stopped for good.
 func (w *Window) Admit(being string, amount money.Amount, beingLimit *money.Amount, now time.Time) (ticket uint64, retryAt time.Time, ok bool) {
 	w.expire(now)
-	familyAt, familyOK := w.fits(amount, w.Family, func(entry) bool { return true })
-	beingAt, beingOK := w.fits(amount, beingLimit, func(e entry) bool { return e.being == being })
+	own := w.beings[being]
+	familyOK := w.fits(w.total, w.count, amount, w.Family)
+	beingOK := own == nil || w.fits(own.amount, own.count, amount, beingLimit)
 	if !familyOK || !beingOK {
-		return 0, maxTime(familyAt, beingAt), false
+		var at time.Time
+		if !familyOK {
+			at = w.retryAt(amount, w.Family, func(*entry) bool { return true })
+		}
+		if !beingOK {
+			at = maxTime(at, w.retryAt(amount, beingLimit, func(e *entry) bool { return e.being == being }))
+		}
+		return 0, at, false
 	}
 	w.next++
-	w.entries = append(w.entries, entry{ticket: w.next, being: being, amount: amount, at: now})
+	w.add(&entry{ticket: w.next, being: being, amount: amount, at: now})
+	if w.open == nil {
+		w.open = map[uint64]*entry{}
+	}
+	w.open[w.next] = w.entries[len(w.entries)-1]
 	return w.next, time.Time{}, true
 }
 
@@ -55,74 +79,105 @@ func (w *Window) Admit(being string, amount money.Amount, beingLimit *money.Amou
 // from now (a later instant than the reservation, so the window never
 // forgets a cost sooner than its debit's own hour).
 func (w *Window) Settle(ticket uint64, cost money.Amount, now time.Time) {
-	i := slices.IndexFunc(w.entries, func(e entry) bool { return e.ticket == ticket })
-	if i < 0 {
+	e, ok := w.open[ticket]
+	if !ok {
 		return
 	}
-	e := w.entries[i]
-	w.entries = slices.Delete(w.entries, i, i+1)
-	if cost.Sign() <= 0 {
-		return
+	delete(w.open, ticket)
+	w.remove(e)
+	if cost.Sign() > 0 {
+		w.add(&entry{ticket: ticket, being: e.being, amount: cost, at: now})
 	}
-	e.amount, e.at = cost, now
-	j, _ := slices.BinarySearchFunc(w.entries, now, func(e entry, t time.Time) int { return e.at.Compare(t) })
-	for j < len(w.entries) && !w.entries[j].at.After(now) {
-		j++
-	}
-	w.entries = slices.Insert(w.entries, j, e)
 }
 
 // Spent is what counts against the family limit now (settled costs and
 // open reservations of the last Span).
 func (w *Window) Spent(now time.Time) money.Amount {
 	w.expire(now)
-	sum := money.Zero
-	for _, e := range w.entries {
-		sum = sum.Add(e.amount)
-	}
-	return sum
+	return w.total
 }
 
-// expire drops what no longer counts: entries older than Span.
+// add puts e in the window, in order of at.
+func (w *Window) add(e *entry) {
+	i := len(w.entries)
+	for i > w.first && w.entries[i-1].at.After(e.at) {
+		i-- // a clock that went back: rare, so a short walk
+	}
+	w.entries = slices.Insert(w.entries, i, e)
+	w.total = w.total.Add(e.amount)
+	w.count++
+	if w.beings == nil {
+		w.beings = map[string]*sum{}
+	}
+	s := w.beings[e.being]
+	if s == nil {
+		s = &sum{}
+		w.beings[e.being] = s
+	}
+	s.amount = s.amount.Add(e.amount)
+	s.count++
+}
+
+// remove takes e's amount out of the sums; the entry stays, dead, until
+// it leaves the window.
+func (w *Window) remove(e *entry) {
+	if e.dead {
+		return
+	}
+	e.dead = true
+	w.total = w.total.Sub(e.amount)
+	w.count--
+	s := w.beings[e.being]
+	s.amount = s.amount.Sub(e.amount)
+	if s.count--; s.count == 0 {
+		delete(w.beings, e.being)
+	}
+}
+
+// expire drops what no longer counts: entries at or before now − Span.
 func (w *Window) expire(now time.Time) {
-	cut := 0
-	for cut < len(w.entries) && !w.entries[cut].at.After(now.Add(-Span)) {
-		cut++
+	cut := now.Add(-Span)
+	for w.first < len(w.entries) && !w.entries[w.first].at.After(cut) {
+		e := w.entries[w.first]
+		w.remove(e)
+		delete(w.open, e.ticket)
+		w.entries[w.first] = nil
+		w.first++
 	}
-	w.entries = slices.Delete(w.entries, 0, cut)
+	if w.first > 1024 && w.first*2 > len(w.entries) {
+		w.entries = append(w.entries[:0], w.entries[w.first:]...)
+		w.first = 0
+	}
 }
 
-// fits reports whether amount fits under limit beside the entries that
-// match; when it does not, at is the earliest instant it will (when
-// enough of them leave the window).
-func (w *Window) fits(amount money.Amount, limit *money.Amount, match func(entry) bool) (at time.Time, ok bool) {
-	if limit == nil {
-		return time.Time{}, true
-	}
-	sum := money.Zero
-	count := 0
-	for _, e := range w.entries {
-		if match(e) {
-			sum = sum.Add(e.amount)
+// fits reports whether amount fits under limit beside spent (count
+// entries).
+func (w *Window) fits(spent money.Amount, count int, amount money.Amount, limit *money.Amount) bool {
+	return limit == nil || count == 0 || spent.Add(amount).Cmp(*limit) <= 0
+}
+
+// retryAt is the earliest instant at which amount fits under limit
+// beside the live entries that match: when enough of them have left
+// the window (or all have).
+func (w *Window) retryAt(amount money.Amount, limit *money.Amount, match func(*entry) bool) time.Time {
+	spent, count := money.Zero, 0
+	for _, e := range w.entries[w.first:] {
+		if !e.dead && match(e) {
+			spent = spent.Add(e.amount)
 			count++
 		}
 	}
-	if count == 0 || sum.Add(amount).Cmp(*limit) <= 0 {
-		return time.Time{}, true
-	}
-	// Entries leave in order of at: find the first whose leaving makes
-	// room (or empties the window).
-	for _, e := range w.entries {
-		if !match(e) {
+	for _, e := range w.entries[w.first:] {
+		if e.dead || !match(e) {
 			continue
 		}
-		sum = sum.Sub(e.amount)
+		spent = spent.Sub(e.amount)
 		count--
-		if count == 0 || sum.Add(amount).Cmp(*limit) <= 0 {
-			return e.at.Add(Span), false
+		if count == 0 || spent.Add(amount).Cmp(*limit) <= 0 {
+			return e.at.Add(Span)
 		}
 	}
-	return time.Time{}, false // not reached: the last entry empties the window
+	return time.Time{}
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -1,0 +1,70 @@
+package limits
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/messages"
+)
+
+func newSystem(tb testing.TB) *actor.ActorSystem {
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	tb.Cleanup(system.Shutdown)
+	return system
+}
+
+func admit(tb testing.TB, system *actor.ActorSystem, pid *actor.PID, req messages.AdmitSpend) messages.SpendAdmitted {
+	tb.Helper()
+	res, err := system.Root.RequestFuture(pid, req, 5*time.Second).Result()
+	require.NoError(tb, err)
+	return res.(messages.SpendAdmitted)
+}
+
+func TestLimiterActor(t *testing.T) {
+	system := newSystem(t)
+	now := t0
+	limit := money.MustParse("0.01")
+	pid := system.Root.Spawn(Props(&limit, func() time.Time { return now }))
+	m := money.MustParse
+
+	a := admit(t, system, pid, messages.AdmitSpend{Being: "a", Amount: m("0.006")})
+	require.True(t, a.Admitted)
+	refused := admit(t, system, pid, messages.AdmitSpend{Being: "b", Amount: m("0.006")})
+	require.False(t, refused.Admitted)
+	require.Equal(t, time.Hour, refused.RetryAfter, "measured on the limiter's clock")
+
+	system.Root.Send(pid, messages.SpendSettled{Ticket: a.Ticket, Amount: m("0.001")})
+	now = now.Add(time.Minute)
+	require.True(t, admit(t, system, pid, messages.AdmitSpend{Being: "b", Amount: m("0.006")}).Admitted, "the settled cost left room")
+
+	res, err := system.Root.RequestFuture(pid, messages.DescribeRequest{}, 5*time.Second).Result()
+	require.NoError(t, err)
+	d := res.(messages.Description)
+	require.Equal(t, "limits", d.Kind)
+	require.Equal(t, "0.007", d.Figures["spent_last_hour"])
+	require.Equal(t, "0.01", d.Figures["family_limit_per_hour"])
+	require.EqualValues(t, 1, d.Figures["refused"])
+}
+
+// BenchmarkAdmit is the family limiter's admission latency: one
+// AdmitSpend asked and answered, then settled, as a being does for every
+// completion when a spend limit is set.
+func BenchmarkAdmit(b *testing.B) {
+	system := newSystem(b)
+	limit := money.MustParse("1000000")
+	pid := system.Root.Spawn(Props(&limit, nil))
+	req := messages.AdmitSpend{Being: "a", Amount: money.MustParse("0.004")}
+	cost := money.MustParse("0.001")
+	for b.Loop() {
+		res, err := system.Root.RequestFuture(pid, req, 5*time.Second).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		system.Root.Send(pid, messages.SpendSettled{Ticket: res.(messages.SpendAdmitted).Ticket, Amount: cost})
+	}
+}
