@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/test/bramatest"
 )
@@ -94,7 +95,7 @@ func BenchmarkPrepareAndParse(b *testing.B) {
 			b.Fatal(err)
 		}
 		_ = signature(key, p.AgentID, 1700000000, bodyDigest(body))
-		if _, err := parseCompletion(reply); err != nil {
+		if _, err := parseCompletion(reply, false, chat.Usage{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -216,7 +216,7 @@ func TestGatewayModelsAndHealth(t *testing.T) {
 
 	res, err := system.Root.RequestFuture(pid, messages.ModelsRequest{}, testWait).Result()
 	require.NoError(t, err)
-	require.Equal(t, messages.ModelsResponse{IDs: []string{"m-1", "m-2"}}, res)
+	require.Equal(t, messages.ModelsResponse{IDs: []string{"m-1", "m-2"}, Selectors: true}, res)
 
 	res, err = system.Root.RequestFuture(pid, &messages.HealthRequest{}, testWait).Result()
 	require.NoError(t, err)
