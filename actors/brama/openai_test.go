@@ -200,7 +200,9 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 func TestRetriesAreBounded(t *testing.T) {
 	clock := testkit.NewStepClock()
 	srv, c := newGateway(t, AuthNone, func(cfg *ClientConfig) { cfg.Retries = 2; cfg.Clock = clock })
-	srv.SetHandler(func(*bramatest.Request) bramatest.Reply { return bramatest.ErrorReply(http.StatusServiceUnavailable, "overloaded") })
+	srv.SetHandler(func(*bramatest.Request) bramatest.Reply {
+		return bramatest.ErrorReply(http.StatusServiceUnavailable, "overloaded")
+	})
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.Complete(testContext(t), sampleParams())

@@ -51,7 +51,7 @@ func TestLookup(t *testing.T) {
 		want                Pair
 		ok                  bool
 	}{
-		{"large", "small", pair("2.5", "10"), true},       // the response's model wins
+		{"large", "small", pair("2.5", "10"), true},        // the response's model wins
 		{"large-2026", "small", pair("0.15", "0.6"), true}, // unlisted response: the requested model
 		{"", "large", pair("2.5", "10"), true},
 		{"other", "other", Pair{}, false}, // neither: the two variables

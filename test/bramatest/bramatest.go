@@ -93,8 +93,8 @@ type CompletionBody struct {
 	Messages            []chat.Message `json:"messages"`
 	MaxTokens           int            `json:"max_tokens"`
 	MaxCompletionTokens int            `json:"max_completion_tokens"`
-	Temperature json.Number    `json:"temperature"`
-	Tools       []chat.Tool    `json:"tools"`
+	Temperature         json.Number    `json:"temperature"`
+	Tools               []chat.Tool    `json:"tools"`
 }
 
 // Reply is one scripted answer to a completion request.
