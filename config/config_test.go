@@ -188,7 +188,12 @@ func TestLoadGateways(t *testing.T) {
 	badPrices := filepath.Join(f.dir, "bad-prices.json")
 	require.NoError(t, os.WriteFile(badPrices, []byte(`{"gpt-small":{"input_usd_per_million":"-1","output_usd_per_million":"0.6"}}`), 0o600))
 
-	bearer := func(c *Flags) { c.Brama.Auth = "bearer"; c.Brama.APIKeyFile = key; c.Brama.Model = "gpt-small"; c.Brama.SecretFile = "" }
+	bearer := func(c *Flags) {
+		c.Brama.Auth = "bearer"
+		c.Brama.APIKeyFile = key
+		c.Brama.Model = "gpt-small"
+		c.Brama.SecretFile = ""
+	}
 	rt, err := Load(withFlags(f.flags(), bearer), noEnv)
 	require.NoError(t, err)
 	assert.Equal(t, AuthBearer, rt.Brama.Auth)
