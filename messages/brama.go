@@ -21,7 +21,7 @@ type CompletionRequest struct {
 	Tools    []chat.Tool    // the full catalogue the model may call
 	// MaxTokens, when positive, replaces the gateway's configured max
 	// tokens for this request (a reservation that lowered it,
-	// docs/money.md#no-overdraft). Zero means the configured value.
+	// docs/brama.md#charging-without-usage). Zero means the configured value.
 	MaxTokens int
 }
 
@@ -46,7 +46,7 @@ func (r CompletionRequest) String() string {
 // (docs/brama.md#per-model-prices); nil means the configured two prices.
 // Billed, with Err, means the refused completion carried a well-formed usage
 // block (Usage): it is debited before the error is handled
-// (docs/money.md#billed-rejections). NoUsage means the gateway reported no
+// (docs/brama.md#billed-rejections). NoUsage means the gateway reported no
 // usage and Usage is the reservation's token bound (brama.ReservationUsage).
 type CompletionResponse struct {
 	Message      chat.Message

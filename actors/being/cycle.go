@@ -150,7 +150,7 @@ func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResp
 }
 
 // commitBilledRejection debits a completion refused as malformed that
-// carried a well-formed usage block (docs/money.md#billed-rejections):
+// carried a well-formed usage block (docs/brama.md#billed-rejections):
 // model_completed without a message and cost_debited, durable before the
 // error is handled as any other refusal.
 func (b *Being) commitBilledRejection(ctx actor.Context, resp messages.CompletionResponse, debit messages.DebitResponse) {

@@ -172,7 +172,7 @@ func (c *Client) Auth() Auth { return c.auth }
 // gateway answered 429 or 5xx), indeterminate when it left and no complete
 // response came back. Elapsed is set on both paths; a malformed answer that
 // carried a well-formed usage block comes back with that Usage and Billed
-// set (docs/money.md#billed-rejections).
+// set (docs/brama.md#billed-rejections).
 func (c *Client) Complete(ctx context.Context, p Params) (Completion, error) {
 	body, err := c.encode(p)
 	if err != nil {
@@ -230,7 +230,7 @@ func (c *Client) completeOnce(ctx context.Context, agentID string, body []byte) 
 
 // Health checks the gateway: for Brama, that /health answers
 // {"status":"ok"}; for any other gateway, which has no /health, that the
-// model list answers a list (docs/brama.md#doctor).
+// model list answers a list (docs/configuration.md#doctor).
 func (c *Client) Health(ctx context.Context) error {
 	if !c.auth.Brama() {
 		_, err := c.Models(ctx)

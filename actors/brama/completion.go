@@ -60,7 +60,7 @@ type Completion struct {
 	NoUsage bool
 	// Billed is set with an error: the refused completion carried a
 	// well-formed usage block, which Usage holds, and the gateway billed
-	// it (docs/money.md#billed-rejections). The caller debits it before
+	// it (docs/brama.md#billed-rejections). The caller debits it before
 	// handling the error.
 	Billed bool
 	// Truncated reports a "length" finish: the caller journals the
@@ -114,7 +114,7 @@ func permanent(format string, args ...any) error {
 }
 
 // ReservationUsage is the token count a completion is charged when a
-// gateway reports no usage (docs/money.md#no-overdraft): every request byte
+// gateway reports no usage (docs/brama.md#charging-without-usage): every request byte
 // as a prompt token (a tokenizer never yields more tokens than the bytes it
 // reads) and max tokens as completion tokens. Priced by the ledger like any
 // usage, it is max tokens at the output price plus the request bytes at the

@@ -310,7 +310,7 @@ func TestLenientValidation(t *testing.T) {
 	}
 }
 
-// TestBilledRejection is docs/money.md#billed-rejections: a completion
+// TestBilledRejection is docs/brama.md#billed-rejections: a completion
 // refused as malformed but carrying a well-formed usage block comes back
 // with that usage and Billed, so the being can debit what the gateway
 // billed; without a well-formed block nothing is billed.

@@ -60,7 +60,7 @@ func FuzzParseCompletion(f *testing.F) {
 					body, err, supervision.ClassOf(err), supervision.KindOf(err))
 			}
 			// A refusal returns nothing, or the billed usage alone
-			// (docs/money.md#billed-rejections), which adds up.
+			// (docs/brama.md#billed-rejections), which adds up.
 			billed := Completion{Usage: c.Usage, Billed: true, Model: c.Model}
 			if !reflect.DeepEqual(c, Completion{}) && (!reflect.DeepEqual(c, billed) || !saturated(c.Usage) && c.Usage.TotalTokens != c.Usage.PromptTokens+c.Usage.CompletionTokens) {
 				t.Fatalf("parseCompletion(%q) failed but returned %+v", body, c)

@@ -114,7 +114,7 @@ func (t Table) Lookup(responseModel, requestedModel string) (Pair, bool) {
 }
 
 // Reservation is the price a reservation of a completion of requested
-// assumes before the answer names a model (docs/money.md#no-overdraft):
+// assumes before the answer names a model (docs/brama.md#charging-without-usage):
 // the requested model's prices when listed; for a model the table does not
 // list (a selector, or an id absent from the file) the highest input and
 // the highest output price of the table and of fallback, each on its own,

@@ -263,7 +263,7 @@ func TestPerModelPrices(t *testing.T) {
 // TestBilledRejection: Brama's strict validation refuses a completion that
 // stops with tool calls, but its usage block is well formed, so the cost is
 // debited (model_completed and cost_debited) before once fails with the
-// error (docs/money.md#billed-rejections).
+// error (docs/brama.md#billed-rejections).
 func TestBilledRejection(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, `{}`)
