@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision"
 	"github.com/wisent/singularity/test/bramatest"
@@ -345,4 +347,14 @@ func TestBilledRejection(t *testing.T) {
 func TestReservationUsage(t *testing.T) {
 	require.Equal(t, chat.Usage{PromptTokens: 1200, CompletionTokens: 2048, TotalTokens: 3248}, ReservationUsage(1200, 2048))
 	require.Equal(t, chat.Usage{}, ReservationUsage(-1, -5))
+}
+
+func TestReservationTokenCost(t *testing.T) {
+	p := prices.Pair{Input: money.MustParse("0.15"), Output: money.MustParse("0.6")}
+	// 1200×0.15/1e6 + 2048×0.6/1e6 = 0.00018 + 0.0012288
+	require.Equal(t, "0.0014088", ReservationTokenCost(p, 1200, 2048).String())
+	// Each part rounds up on its own: 1×1e-7/1e6 is 1e-13, charged 1e-12.
+	tiny := prices.Pair{Input: money.MustParse("0.0000001"), Output: money.MustParse("0.0000001")}
+	require.Equal(t, "0.000000000002", ReservationTokenCost(tiny, 1, 1).String())
+	require.Equal(t, "0", ReservationTokenCost(prices.Pair{}, 1200, 2048).String())
 }
