@@ -138,14 +138,22 @@ func parseCompletion(body []byte, lenient bool, reservation chat.Usage) (Complet
 	}
 	comp, err := validate(&r, lenient, reservation)
 	if err != nil {
-		if r.Usage != nil {
-			if u, uerr := checkUsage(*r.Usage); uerr == nil {
-				return Completion{Usage: u, Billed: true, Model: r.Model}, err
-			}
-		}
-		return Completion{}, err
+		return billedUsage(r.Model, r.Usage), err
 	}
 	return comp, nil
+}
+
+// billedUsage is the Completion of a refusal: its usage with Billed when
+// the block is well formed, else nothing.
+func billedUsage(model string, usage *chat.Usage) Completion {
+	if usage == nil {
+		return Completion{}
+	}
+	u, err := checkUsage(*usage)
+	if err != nil {
+		return Completion{}
+	}
+	return Completion{Usage: u, Billed: true, Model: model}
 }
 
 // billed is the usage block of a body that did not decode as a whole
@@ -155,14 +163,10 @@ func billed(body []byte) Completion {
 		Model string      `json:"model"`
 		Usage *chat.Usage `json:"usage"`
 	}
-	if json.Unmarshal(body, &r) != nil || r.Usage == nil {
+	if json.Unmarshal(body, &r) != nil {
 		return Completion{}
 	}
-	u, err := checkUsage(*r.Usage)
-	if err != nil {
-		return Completion{}
-	}
-	return Completion{Usage: u, Billed: true, Model: r.Model}
+	return billedUsage(r.Model, r.Usage)
 }
 
 // validate applies docs/brama.md#response-validation to a decoded body.

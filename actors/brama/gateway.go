@@ -153,6 +153,14 @@ func (g *Gateway) handleCompletion(ctx actor.Context, req messages.CompletionReq
 // answer sees them already counted.
 func (g *Gateway) complete(system *actor.ActorSystem, sender *actor.PID, p Params) {
 	comp, err := g.cfg.Client.Complete(g.state.base, p)
+	g.answer(system, sender, &p, &comp, err)
+}
+
+// answer counts, logs and sends the outcome of one completion. It is apart
+// from complete so that the worker goroutine's frame stays small while the
+// HTTP exchange and the JSON work run beneath it: a larger frame there
+// makes every new worker grow (copy) its stack once more.
+func (g *Gateway) answer(system *actor.ActorSystem, sender *actor.PID, p *Params, comp *Completion, err error) {
 	if err != nil && g.state.base.Err() != nil {
 		err = supervision.Upstream(supervision.ClassBrama, supervision.Indeterminate, "completion abandoned at shutdown")
 		g.log.Warn("completion abandoned at shutdown", "agent_id", p.AgentID, "elapsed", comp.Elapsed)
@@ -171,7 +179,7 @@ func (g *Gateway) complete(system *actor.ActorSystem, sender *actor.PID, p Param
 
 // response is the answer to one completion, priced by model when the
 // prices file lists the response's or the requested model.
-func (g *Gateway) response(p Params, comp Completion, err error) messages.CompletionResponse {
+func (g *Gateway) response(p *Params, comp *Completion, err error) messages.CompletionResponse {
 	resp := messages.CompletionResponse{
 		Message:      comp.Message,
 		FinishReason: comp.FinishReason,
