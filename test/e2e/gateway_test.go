@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -140,17 +141,38 @@ func testOtherGateway(t *testing.T, auth string) {
 	got := debits(events)
 	assert.Equal(t, want.String(), got[len(got)-1])
 
-	// run: lives on until SIGTERM.
-	w.brama.SetHandler(textReplies(100, 10))
+	// run: every answer is a quirk, in turn, and the being lives on
+	// until SIGTERM.
+	var mu sync.Mutex
+	turn := 0
+	quirks := []func() bramatest.Reply{
+		func() bramatest.Reply { return bramatest.NoUsageReply("quiet") },
+		func() bramatest.Reply { return bramatest.ContentFilterReply("hm", bramatest.Usage(100, 10)) },
+		func() bramatest.Reply { return bramatest.UsageMismatchReply("odd", 100, 10, 90) },
+	}
+	w.brama.SetHandler(func(*bramatest.Request) bramatest.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		turn++
+		return quirks[turn%len(quirks)]()
+	})
 	p := w.start("run", "--resume")
-	w.waitJournal(waitLimit, "two more cycles", cyclesStarted(5))
+	w.waitJournal(waitLimit, "four more cycles", cyclesStarted(7))
 	p.signal(syscall.SIGTERM)
 	r = record(p.wait(waitLimit))
 	require.Equal(t, 0, r.code, r.stderr)
 	st := w.loadState()
-	assert.Equal(t, state.StatusStopped, st.Status)
+	assert.Equal(t, state.StatusStopped, st.Status, "the quirks never failed the being")
 	events = w.journal()
 	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	assert.GreaterOrEqual(t, len(warnings(events)), 4+3)
+	for _, msg := range warnings(events)[4:] {
+		assert.Contains(t, []string{
+			"completion stopped by the provider's content filter",
+			"usage total does not match prompt plus completion",
+			"completion reported no usage; charged its reservation",
+		}, msg)
+	}
 
 	// Every request was authorized as the mode says, and only under /v1.
 	for _, req := range w.brama.Requests() {
