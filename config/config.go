@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/wisent/singularity/internal/identity"
+	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/supervision"
@@ -69,14 +70,33 @@ type Runtime struct {
 	DebugAllowRemote bool
 }
 
-// Brama is how to reach and authenticate with the model gateway.
+// Brama is how to reach and authenticate with the model gateway
+// (docs/brama.md#other-openai-compatible-gateways).
 type Brama struct {
-	BaseURL     *url.URL
-	Model       string
+	BaseURL *url.URL
+	Model   string
+	// Auth is AuthHMAC, AuthBearer or AuthNone.
+	Auth string
+	// Secret is the HMAC key (hmac only); APIKey the bearer key (bearer
+	// only). The other is unset.
 	Secret      identity.Secret
+	APIKey      identity.Secret
 	MaxTokens   int
 	Temperature float64
+	// MaxTokensField is "max_tokens" or "max_completion_tokens".
+	MaxTokensField string
+	// Retries is BRAMA_RETRIES.
+	Retries int
+	// Prices is BRAMA_PRICES_FILE's table; nil when unset.
+	Prices prices.Table
 }
+
+// The values of BRAMA_AUTH.
+const (
+	AuthHMAC   = "hmac"
+	AuthBearer = "bearer"
+	AuthNone   = "none"
+)
 
 // Las is how to start and pin the skill process.
 type Las struct {
@@ -126,6 +146,9 @@ func Load(f Flags, env LookupEnv) (Runtime, error) {
 	}
 	var rt Runtime
 	var err error
+	if err = required(requiredIdentity(f.Identity), env); err != nil {
+		return Runtime{}, err
+	}
 	if rt.Identity, err = loadIdentity(f.Identity); err != nil {
 		return Runtime{}, err
 	}
@@ -133,6 +156,9 @@ func Load(f Flags, env LookupEnv) (Runtime, error) {
 		return Runtime{}, err
 	}
 	if rt.Brama, err = loadBrama(f.Brama); err != nil {
+		return Runtime{}, err
+	}
+	if err = required(requiredLas(f.Las), env); err != nil {
 		return Runtime{}, err
 	}
 	if rt.Las, err = LoadLas(f.Las); err != nil {
@@ -145,7 +171,7 @@ func Load(f Flags, env LookupEnv) (Runtime, error) {
 		return Runtime{}, err
 	}
 	rt.DebugAllowRemote = f.DebugAllow
-	if rt.Brama.Secret, err = bramaSecret(f.Brama.SecretFile, env); err != nil {
+	if err = bramaCredentials(&rt.Brama, f.Brama, env); err != nil {
 		return Runtime{}, err
 	}
 	if f.Most.TokenFile != "" {
@@ -154,6 +180,52 @@ func Load(f Flags, env LookupEnv) (Runtime, error) {
 		}
 	}
 	return rt, nil
+}
+
+// setting is one variable's value as the flags give it.
+type setting struct{ name, value string }
+
+// required refuses the first variable of vars that is not set at all
+// (docs/configuration.md#validation-sentences): empty and absent from the
+// environment. A variable set to the empty string is a value and meets the
+// sentence of its rule instead.
+func required(vars []setting, env LookupEnv) error {
+	for _, v := range vars {
+		if v.value != "" {
+			continue
+		}
+		if _, set := env(v.name); !set {
+			return configError("%s is required", v.name)
+		}
+	}
+	return nil
+}
+
+// requiredIdentity lists the identity variables without a default, in
+// the order of docs/configuration.md#variables.
+func requiredIdentity(f IdentityFlags) []setting {
+	return []setting{
+		{"SINGULARITY_AGENT_ID", f.AgentID},
+		{"SINGULARITY_ROLE", f.Role},
+		{"SINGULARITY_ENVIRONMENT", f.Environment},
+		{"SINGULARITY_HOST", f.Host},
+		{"SINGULARITY_WORKLOAD_ID", f.WorkloadID},
+		{"SINGULARITY_WORKLOAD_PUBLIC_KEY", f.WorkloadPublicKey},
+		{"SINGULARITY_EXECUTABLE_SHA256", f.ExecutableSHA256},
+		{"SINGULARITY_CODE_SHA256", f.CodeSHA256},
+		{"SINGULARITY_POLICY_SHA256", f.PolicySHA256},
+		{"SINGULARITY_POLICY_SEQUENCE", f.PolicySequence},
+	}
+}
+
+// requiredLas lists the Las pinning variables without a default.
+func requiredLas(f LasFlags) []setting {
+	return []setting{
+		{"LAS_RELEASE_MANIFEST_FILE", f.Manifest},
+		{"LAS_RELEASE_MANIFEST_SIGNATURE_FILE", f.ManifestSig},
+		{"LAS_RELEASE_TRUST_STORE_FILE", f.TrustStore},
+		{"LAS_RELEASE_WATERMARK_FILE", f.Watermark},
+	}
 }
 
 func loadIdentity(f IdentityFlags) (state.Identity, error) {
@@ -367,18 +439,77 @@ func loadBrama(f BramaFlags) (Brama, error) {
 	if err != nil {
 		return Brama{}, err
 	}
+	auth := f.Auth
+	if auth == "" {
+		auth = AuthHMAC
+	}
+	if auth != AuthHMAC && auth != AuthBearer && auth != AuthNone {
+		return Brama{}, configError("BRAMA_AUTH must be hmac, bearer or none")
+	}
 	if strings.TrimSpace(f.Model) == "" {
 		return Brama{}, configError("model must not be empty")
+	}
+	if auth != AuthHMAC && isSelector(f.Model) {
+		return Brama{}, configError("BRAMA_MODEL must name a model when BRAMA_AUTH is not hmac")
 	}
 	maxTokens, err := strconv.ParseUint(f.MaxTokens, 10, 31)
 	if err != nil || maxTokens == 0 {
 		return Brama{}, configError("max tokens must be positive")
 	}
+	field := f.MaxField
+	if field == "" {
+		field = "max_tokens"
+	}
+	if field != "max_tokens" && field != "max_completion_tokens" {
+		return Brama{}, configError("BRAMA_MAX_TOKENS_FIELD must be max_tokens or max_completion_tokens")
+	}
 	temp, err := strconv.ParseFloat(f.Temperature, 64)
 	if err != nil || math.IsNaN(temp) || math.IsInf(temp, 0) || temp < 0 || temp > 2 {
 		return Brama{}, configError("temperature must be finite and between zero and two")
 	}
-	return Brama{BaseURL: base, Model: f.Model, MaxTokens: int(maxTokens), Temperature: temp}, nil
+	retries := uint64(2)
+	if f.Retries != "" {
+		if retries, err = strconv.ParseUint(strings.TrimSpace(f.Retries), 10, 8); err != nil {
+			return Brama{}, configError("BRAMA_RETRIES must be an unsigned integer")
+		}
+	}
+	table, err := loadPrices(f.PricesFile)
+	if err != nil {
+		return Brama{}, err
+	}
+	return Brama{
+		BaseURL: base, Model: f.Model, Auth: auth, MaxTokens: int(maxTokens), Temperature: temp,
+		MaxTokensField: field, Retries: int(retries), Prices: table,
+	}, nil
+}
+
+// isSelector reports whether model is one of Brama's selectors
+// (docs/brama.md#model-selection): "any", "any-vision-capable", "best", or
+// a "task:" prefix. It is the same rule as brama.IsSelector, which config
+// does not import.
+func isSelector(model string) bool {
+	switch model {
+	case "any", "any-vision-capable", "best":
+		return true
+	}
+	return strings.HasPrefix(model, "task:")
+}
+
+// loadPrices reads BRAMA_PRICES_FILE (docs/brama.md#per-model-prices); an
+// empty path is no table.
+func loadPrices(path string) (prices.Table, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, configError("BRAMA_PRICES_FILE: %s: %w", path, osError{err})
+	}
+	table, err := prices.Parse(data)
+	if err != nil {
+		return nil, configError("BRAMA_PRICES_FILE: %w", err)
+	}
+	return table, nil
 }
 
 func parseServiceURL(name, text string) (*url.URL, error) {
@@ -466,6 +597,23 @@ func debugAddress(addr string, allowRemote bool) (string, error) {
 	return "", configError("debug address must be loopback")
 }
 
+// bramaCredentials reads the credential the authentication mode needs: the
+// HMAC secret for hmac, the bearer key for bearer, none for none. The
+// other credential is not read at all.
+func bramaCredentials(b *Brama, f BramaFlags, env LookupEnv) error {
+	var err error
+	switch b.Auth {
+	case AuthHMAC:
+		b.Secret, err = bramaSecret(f.SecretFile, env)
+	case AuthBearer:
+		if f.APIKeyFile == "" {
+			return supervision.New(supervision.ClassSecret, "BRAMA_API_KEY_FILE is required when BRAMA_AUTH is bearer")
+		}
+		b.APIKey, err = ReadSecretFile(f.APIKeyFile)
+	}
+	return err
+}
+
 func bramaSecret(file string, env LookupEnv) (identity.Secret, error) {
 	if file != "" {
 		return ReadSecretFile(file)
@@ -504,5 +652,5 @@ func ReadSecretFile(path string) (identity.Secret, error) {
 
 // String summarises the configuration for logs; it holds no secret.
 func (rt Runtime) String() string {
-	return fmt.Sprintf("agent %s, state %s, brama %s model %s", rt.Identity.AgentID, rt.StateDir, rt.Brama.BaseURL, rt.Brama.Model)
+	return fmt.Sprintf("agent %s, state %s, brama %s model %s auth %s", rt.Identity.AgentID, rt.StateDir, rt.Brama.BaseURL, rt.Brama.Model, rt.Brama.Auth)
 }

@@ -65,6 +65,10 @@ func (f fixture) flags() Flags {
 
 func noEnv(string) (string, bool) { return "", false }
 
+// setEmpty is an environment in which every variable is set, to the empty
+// string: what the flags hold empty was given empty, not left unset.
+func setEmpty(string) (string, bool) { return "", true }
+
 func TestLoadValid(t *testing.T) {
 	f := newFixture(t)
 	rt, err := Load(f.flags(), noEnv)
@@ -136,12 +140,120 @@ func TestLoadRefusals(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			flags := f.flags()
 			c.mutate(&flags)
-			_, err := Load(flags, noEnv)
+			_, err := Load(flags, setEmpty)
 			require.Error(t, err)
 			assert.Equal(t, c.want, err.Error())
 			assert.Equal(t, 2, supervision.ExitCode(err))
 		})
 	}
+}
+
+// TestLoadRequired: a required variable that is not set at all is named
+// (docs/configuration.md#validation-sentences); set but empty it meets its
+// rule's sentence (TestLoadRefusals).
+func TestLoadRequired(t *testing.T) {
+	f := newFixture(t)
+	cases := []struct {
+		mutate func(*Flags)
+		want   string
+	}{
+		{func(c *Flags) { c.Identity.AgentID = "" }, "configuration: SINGULARITY_AGENT_ID is required"},
+		{func(c *Flags) { c.Identity.Role = "" }, "configuration: SINGULARITY_ROLE is required"},
+		{func(c *Flags) { c.Identity.Environment = "" }, "configuration: SINGULARITY_ENVIRONMENT is required"},
+		{func(c *Flags) { c.Identity.Host = "" }, "configuration: SINGULARITY_HOST is required"},
+		{func(c *Flags) { c.Identity.WorkloadID = "" }, "configuration: SINGULARITY_WORKLOAD_ID is required"},
+		{func(c *Flags) { c.Identity.WorkloadPublicKey = "" }, "configuration: SINGULARITY_WORKLOAD_PUBLIC_KEY is required"},
+		{func(c *Flags) { c.Identity.ExecutableSHA256 = "" }, "configuration: SINGULARITY_EXECUTABLE_SHA256 is required"},
+		{func(c *Flags) { c.Identity.CodeSHA256 = "" }, "configuration: SINGULARITY_CODE_SHA256 is required"},
+		{func(c *Flags) { c.Identity.PolicySHA256 = "" }, "configuration: SINGULARITY_POLICY_SHA256 is required"},
+		{func(c *Flags) { c.Identity.PolicySequence = "" }, "configuration: SINGULARITY_POLICY_SEQUENCE is required"},
+		{func(c *Flags) { c.Las.Manifest = "" }, "configuration: LAS_RELEASE_MANIFEST_FILE is required"},
+		{func(c *Flags) { c.Las.ManifestSig = "" }, "configuration: LAS_RELEASE_MANIFEST_SIGNATURE_FILE is required"},
+		{func(c *Flags) { c.Las.TrustStore = "" }, "configuration: LAS_RELEASE_TRUST_STORE_FILE is required"},
+		{func(c *Flags) { c.Las.Watermark = "" }, "configuration: LAS_RELEASE_WATERMARK_FILE is required"},
+		// Nothing set at all: the first required variable is named.
+		{func(c *Flags) { c.Identity = IdentityFlags{}; c.Las.Manifest = "" }, "configuration: SINGULARITY_AGENT_ID is required"},
+	}
+	for _, c := range cases {
+		flags := f.flags()
+		c.mutate(&flags)
+		_, err := Load(flags, noEnv)
+		require.Error(t, err, c.want)
+		assert.Equal(t, c.want, err.Error())
+		assert.Equal(t, 2, supervision.ExitCode(err))
+	}
+}
+
+// TestLoadGateways covers the stage-2 Brama variables
+// (docs/brama.md#other-openai-compatible-gateways).
+func TestLoadGateways(t *testing.T) {
+	f := newFixture(t)
+	key := filepath.Join(f.dir, "api.key")
+	require.NoError(t, os.WriteFile(key, []byte("sk-live-123\n"), 0o600))
+	pricesFile := filepath.Join(f.dir, "prices.json")
+	require.NoError(t, os.WriteFile(pricesFile, []byte(`{"gpt-small":{"input_usd_per_million":"0.15","output_usd_per_million":"0.6"}}`), 0o600))
+	badPrices := filepath.Join(f.dir, "bad-prices.json")
+	require.NoError(t, os.WriteFile(badPrices, []byte(`{"gpt-small":{"input_usd_per_million":"-1","output_usd_per_million":"0.6"}}`), 0o600))
+
+	bearer := func(c *Flags) {
+		c.Brama.Auth = "bearer"
+		c.Brama.APIKeyFile = key
+		c.Brama.Model = "gpt-small"
+		c.Brama.SecretFile = ""
+	}
+	rt, err := Load(withFlags(f.flags(), bearer), noEnv)
+	require.NoError(t, err)
+	assert.Equal(t, AuthBearer, rt.Brama.Auth)
+	assert.Equal(t, "sk-live-123", string(rt.Brama.APIKey.Reveal()))
+	assert.False(t, rt.Brama.Secret.IsSet(), "no HMAC secret is needed or read")
+	assert.Equal(t, 2, rt.Brama.Retries)
+	assert.Equal(t, "max_tokens", rt.Brama.MaxTokensField)
+	assert.NotContains(t, fmt.Sprintf("%v %+v %#v", rt, rt, rt), "sk-live-123")
+
+	none := func(c *Flags) {
+		c.Brama.Auth = "none"
+		c.Brama.Model = "llama-3"
+		c.Brama.SecretFile = ""
+		c.Brama.MaxField = "max_completion_tokens"
+		c.Brama.Retries = "0"
+		c.Brama.PricesFile = pricesFile
+	}
+	rt, err = Load(withFlags(f.flags(), none), noEnv)
+	require.NoError(t, err)
+	assert.Equal(t, AuthNone, rt.Brama.Auth)
+	assert.False(t, rt.Brama.APIKey.IsSet())
+	assert.Equal(t, "max_completion_tokens", rt.Brama.MaxTokensField)
+	assert.Equal(t, 0, rt.Brama.Retries)
+	assert.Equal(t, "0.6", rt.Brama.Prices["gpt-small"].Output.String())
+
+	refusals := []struct {
+		mutate func(*Flags)
+		want   string
+	}{
+		{func(c *Flags) { c.Brama.Auth = "oauth" }, "configuration: BRAMA_AUTH must be hmac, bearer or none"},
+		{func(c *Flags) { bearer(c); c.Brama.Model = "any" }, "configuration: BRAMA_MODEL must name a model when BRAMA_AUTH is not hmac"},
+		{func(c *Flags) { none(c); c.Brama.Model = "task:code" }, "configuration: BRAMA_MODEL must name a model when BRAMA_AUTH is not hmac"},
+		{func(c *Flags) { none(c); c.Brama.Model = "best" }, "configuration: BRAMA_MODEL must name a model when BRAMA_AUTH is not hmac"},
+		{func(c *Flags) { bearer(c); c.Brama.APIKeyFile = "" }, "secret file: BRAMA_API_KEY_FILE is required when BRAMA_AUTH is bearer"},
+		{func(c *Flags) { bearer(c); c.Brama.APIKeyFile = f.entry }, "secret file: " + f.entry + " must not be group/world accessible"},
+		{func(c *Flags) { c.Brama.MaxField = "max_output_tokens" }, "configuration: BRAMA_MAX_TOKENS_FIELD must be max_tokens or max_completion_tokens"},
+		{func(c *Flags) { c.Brama.Retries = "-1" }, "configuration: BRAMA_RETRIES must be an unsigned integer"},
+		{func(c *Flags) { c.Brama.PricesFile = filepath.Join(f.dir, "none.json") }, "configuration: BRAMA_PRICES_FILE: " + filepath.Join(f.dir, "none.json") + ": no such file or directory"},
+		{func(c *Flags) { c.Brama.PricesFile = badPrices }, `configuration: BRAMA_PRICES_FILE: model "gpt-small": input_usd_per_million cannot be negative`},
+		{func(c *Flags) { c.Brama.PricesFile = f.signature }, `configuration: BRAMA_PRICES_FILE: must be a JSON object of model prices`},
+	}
+	for _, c := range refusals {
+		_, err := Load(withFlags(f.flags(), c.mutate), noEnv)
+		require.Error(t, err, c.want)
+		assert.Equal(t, c.want, err.Error())
+		assert.Equal(t, 2, supervision.ExitCode(err))
+		assert.NotContains(t, err.Error(), "sk-live-123")
+	}
+}
+
+func withFlags(f Flags, mutate func(*Flags)) Flags {
+	mutate(&f)
+	return f
 }
 
 func TestLoadOrderIdentityBeforeSecrets(t *testing.T) {
@@ -150,10 +262,10 @@ func TestLoadOrderIdentityBeforeSecrets(t *testing.T) {
 	flags.Brama.SecretFile = ""
 	flags.Identity.AgentID = ""
 	flags.Las.Manifest = "relative"
-	_, err := Load(flags, noEnv)
+	_, err := Load(flags, setEmpty)
 	assert.EqualError(t, err, "configuration: agent id is not a valid immutable identifier")
 	flags.Identity.AgentID = "ok"
-	_, err = Load(flags, noEnv)
+	_, err = Load(flags, setEmpty)
 	assert.EqualError(t, err, "configuration: LAS release manifest must be an absolute regular file")
 }
 

@@ -66,6 +66,11 @@ type BramaFlags struct {
 	SecretFile  string `name:"brama-hmac-secret-file" env:"BRAMA_HMAC_SECRET_FILE" help:"File holding the HMAC secret (else WISENT_APP_AGENT_AUTH_SECRET)."`
 	MaxTokens   string `name:"brama-max-tokens" env:"BRAMA_MAX_TOKENS" default:"2048" help:"max_tokens of each completion."`
 	Temperature string `name:"brama-temperature" env:"BRAMA_TEMPERATURE" default:"0.2" help:"Sampling temperature, 0 to 2."`
+	Auth        string `name:"brama-auth" env:"BRAMA_AUTH" default:"hmac" help:"How to authenticate: hmac (Brama), bearer (BRAMA_API_KEY_FILE) or none."`
+	APIKeyFile  string `name:"brama-api-key-file" env:"BRAMA_API_KEY_FILE" help:"File holding the bearer key (required with --brama-auth bearer)."`
+	MaxField    string `name:"brama-max-tokens-field" env:"BRAMA_MAX_TOKENS_FIELD" default:"max_tokens" help:"Request field of max tokens: max_tokens or max_completion_tokens."`
+	Retries     string `name:"brama-retries" env:"BRAMA_RETRIES" default:"2" help:"Retries of a 429, 502, 503, 504 or refused connection within a round."`
+	PricesFile  string `name:"brama-prices-file" env:"BRAMA_PRICES_FILE" help:"JSON file of per-model prices (else the two price variables)."`
 }
 
 // LasFlags select and pin the skill process. The default of LAS_ONLY is

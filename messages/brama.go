@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
@@ -18,9 +19,10 @@ type CompletionRequest struct {
 	Model    string         // an exact model id or a selector (docs/brama.md#model-selection)
 	Messages []chat.Message // the cognition messages of this round
 	Tools    []chat.Tool    // the full catalogue the model may call
-	// MaxTokens is the completion's max_tokens, as the being's
-	// reservation decided it (docs/money.md#no-overdraft); zero means the
-	// gateway's configured value.
+	// MaxTokens, when positive, is the completion's max_tokens as the
+	// being's reservation decided it (docs/money.md#no-overdraft); the
+	// gateway never sends more than its configured value. Zero means the
+	// configured value.
 	MaxTokens int
 }
 
@@ -34,15 +36,30 @@ func (r CompletionRequest) String() string {
 // docs/brama.md#response-validation: Message is the assistant message
 // (content "" when the model sent none), Usage.TotalTokens equals prompt plus
 // completion, and Truncated reports a "length" finish, which the caller
-// journals as `completion truncated at max tokens`. Elapsed is the duration
-// of the HTTP call, charged as instance time; it is set on errors too. Err is
-// a supervision error of class ClassBrama whose kind (permanent, transient,
-// indeterminate) decides what the being does.
+// journals as `completion truncated at max tokens`; Warnings are the
+// lenient-validation warnings of a gateway other than Brama, which the caller
+// journals in order. Elapsed is the duration of the HTTP call, charged as
+// instance time; it is set on errors too. Err is a supervision error of class
+// ClassBrama whose kind (permanent, transient, indeterminate) decides what the
+// being does.
+//
+// Prices, when set, is the per-model price of this completion
+// (docs/brama.md#per-model-prices); nil means the configured two prices.
+// Billed, with Err, means the refused completion carried a well-formed usage
+// block (Usage): it is debited before the error is handled
+// (docs/brama.md#billed-rejections). NoUsage means the gateway reported no
+// usage and Usage is the reservation's token bound (brama.ReservationUsage).
 type CompletionResponse struct {
 	Message      chat.Message
 	FinishReason string
+	Model        string // the model the response names; "" when none
 	Usage        chat.Usage
+	Prices       *prices.Pair
 	Truncated    bool
+	Warnings     []string
+	NoUsage      bool
+	Billed       bool
+	RequestBytes int
 	Elapsed      time.Duration
 	Err          error
 }
@@ -62,11 +79,15 @@ type ModelsRequest struct{}
 
 func (ModelsRequest) String() string { return "ModelsRequest{}" }
 
-// ModelsResponse lists the model ids Brama advertises, in its order, or
-// the classified error that prevented the listing.
+// ModelsResponse lists the model ids the gateway advertises, in its order,
+// or the classified error that prevented the listing. Selectors reports
+// whether the gateway is Brama, whose selectors (any, best, task:…) a being
+// may switch to; any other gateway accepts only listed ids
+// (docs/brama.md#model-selection).
 type ModelsResponse struct {
-	IDs []string
-	Err error
+	IDs       []string
+	Selectors bool
+	Err       error
 }
 
 func (r ModelsResponse) String() string {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
 )
@@ -28,6 +29,10 @@ type Budget struct {
 type DebitRequest struct {
 	Usage   chat.Usage
 	Elapsed time.Duration
+	// Prices, when set, replaces the ledger's configured prices per
+	// million tokens for this debit (the completion's per-model price,
+	// docs/brama.md#per-model-prices).
+	Prices *prices.Pair
 }
 
 // DebitResponse is the priced completion: the API part and the instance

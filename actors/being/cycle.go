@@ -160,13 +160,13 @@ func (b *Being) modelTimeout() time.Duration {
 // conversation and any tool run.
 func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResponse) {
 	b.cycle.waiting = waitNothing
-	if resp.Err != nil {
+	if resp.Err != nil && !resp.Billed {
 		b.settle(ctx, b.cycle.ticket, money.Zero)
 		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), resp.Err)
 		return
 	}
 	b.cycle.waiting = waitLedger
-	b.ask(ctx, b.ledger, messages.DebitRequest{Usage: resp.Usage, Elapsed: resp.Elapsed}, askTimeout, func(res any, err error) {
+	b.ask(ctx, b.ledger, messages.DebitRequest{Usage: resp.Usage, Elapsed: resp.Elapsed, Prices: resp.Prices}, askTimeout, func(res any, err error) {
 		b.cycle.waiting = waitNothing
 		debit, ok := res.(messages.DebitResponse)
 		if err == nil && !ok {
@@ -176,13 +176,37 @@ func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResp
 			b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), supervision.Errorf(supervision.ClassState, "debit: %w", err))
 			return
 		}
+		if resp.Err != nil {
+			b.commitBilledRejection(ctx, resp, debit)
+			return
+		}
 		b.commitCompletion(ctx, resp, debit)
+	})
+}
+
+// commitBilledRejection debits a completion refused as malformed that
+// carried a well-formed usage block (docs/brama.md#billed-rejections):
+// model_completed without a message and cost_debited, durable before the
+// error is handled as any other refusal.
+func (b *Being) commitBilledRejection(ctx actor.Context, resp messages.CompletionResponse, debit messages.DebitResponse) {
+	at := b.opts.now()
+	if debit.Amount.Cmp(b.cycle.reservation.Bound) > 0 {
+		b.warn(ExceededReservation)
+	}
+	b.settle(ctx, b.cycle.ticket, debit.Amount)
+	step := []state.Event{
+		state.ModelCompleted(at, b.st.Cycle, resp.Usage),
+		state.Debited(at, b.st.Cycle, debit.API, debit.Instance, debit.Tokens),
+	}
+	b.commit(ctx, step, func(ctx actor.Context) {
+		ctx.Send(b.ledger, messages.CostDebited{API: debit.API, Instance: debit.Instance, Tokens: debit.Tokens})
+		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), resp.Err)
 	})
 }
 
 // commitCompletion is the completion's step: model_completed with the
 // assistant message, cost_debited with the priced split, and the
-// truncation warning when there is one.
+// truncation and lenient-validation warnings when there are any.
 func (b *Being) commitCompletion(ctx actor.Context, resp messages.CompletionResponse, debit messages.DebitResponse) {
 	at := b.opts.now()
 	if resp.Truncated {
@@ -192,6 +216,9 @@ func (b *Being) commitCompletion(ctx actor.Context, resp messages.CompletionResp
 		b.warn(ExceededReservation)
 	}
 	b.settle(ctx, b.cycle.ticket, debit.Amount)
+	for _, w := range resp.Warnings {
+		b.warn(w)
+	}
 	msg := resp.Message
 	msg.Role = chat.RoleAssistant
 	step := []state.Event{

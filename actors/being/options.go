@@ -8,6 +8,7 @@ import (
 
 	"github.com/wisent/singularity/actors/las"
 	"github.com/wisent/singularity/actors/ledger"
+	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/builtin"
@@ -68,6 +69,10 @@ type Options struct {
 	// HTTPTimeout is the gateway's HTTP timeout, the instance-time part
 	// of a reservation; zero means 120 s.
 	HTTPTimeout time.Duration
+	// Prices are BRAMA_PRICES_FILE's per-model prices, which the
+	// reservation of a completion assumes for the current model; nil
+	// means Pricing alone.
+	Prices prices.Table
 	// Funding is where spawned children's money comes from
 	// (SINGULARITY_CHILD_FUNDING).
 	Funding builtin.Funding

@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/wisent/singularity/actors/ledger"
+	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
@@ -69,8 +70,22 @@ func (b *Being) bodyBound(msgs []chat.Message) int {
 // reservation, or false when the balance cannot pay for the smallest
 // completion allowed (the being is exhausted).
 func (b *Being) reserve(msgs []chat.Message) (ledger.Reservation, bool) {
-	return b.opts.Pricing.Reserve(b.bodyBound(msgs), b.opts.maxTokens(), b.opts.minCompletionTokens(),
+	return b.reservePricing().Reserve(b.bodyBound(msgs), b.opts.maxTokens(), b.opts.minCompletionTokens(),
 		b.opts.httpTimeout(), b.st.Budget.Remaining)
+}
+
+// reservePricing is what the next completion is reserved at: the
+// configured prices, or the prices file's for the current model (for a
+// model the file does not list, the highest of each price, so the bound
+// holds whichever model answers; docs/brama.md#per-model-prices).
+func (b *Being) reservePricing() ledger.Pricing {
+	p := b.opts.Pricing
+	if len(b.opts.Prices) == 0 {
+		return p
+	}
+	pair := b.opts.Prices.Reservation(b.st.Mind.CurrentModel, prices.Pair{Input: p.InputPerMillion, Output: p.OutputPerMillion})
+	p.InputPerMillion, p.OutputPerMillion = pair.Input, pair.Output
+	return p
 }
 
 // available is what the being may endow a child with now: its remaining

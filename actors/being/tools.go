@@ -126,8 +126,8 @@ func (b *Being) callBuiltin(ctx actor.Context, name string, args json.RawMessage
 	switch name {
 	case builtin.SelfSwitchModel:
 		b.cycle.waiting = waitModels
-		b.withModels(ctx, func(advertised []string) {
-			b.runBuiltin(ctx, builtin.Request{Name: name, Args: args, Mind: &b.st.Mind, Advertised: advertised}, done)
+		b.withModels(ctx, func(advertised []string, selectors bool) {
+			b.runBuiltin(ctx, builtin.Request{Name: name, Args: args, Mind: &b.st.Mind, Advertised: advertised, NoSelectors: !selectors}, done)
 		})
 	case builtin.FileRead, builtin.FileWrite:
 		b.cycle.waiting = waitFile
@@ -278,17 +278,22 @@ func (b *Being) callMost(ctx actor.Context, name string, args json.RawMessage, d
 }
 
 // withModels asks the gateway which models Brama advertises (for
-// singularity_self_switch_model) without blocking the mailbox. A listing
-// that failed or did not come in time continues with nil: no model id can
-// be confirmed.
-func (b *Being) withModels(ctx actor.Context, cont func(advertised []string)) {
+// singularity_self_switch_model) without blocking the mailbox, and whether
+// it is Brama, whose selectors may be switched to. A listing that failed
+// continues with nil: no model id can be confirmed; one that did not come
+// in time also refuses selectors, since the gateway is unknown.
+func (b *Being) withModels(ctx actor.Context, cont func(advertised []string, selectors bool)) {
 	b.ask(ctx, b.opts.Gateway, messages.ModelsRequest{}, b.modelTimeout(), func(res any, err error) {
 		resp, ok := res.(messages.ModelsResponse)
-		if err != nil || !ok || resp.Err != nil {
-			cont(nil)
+		if err != nil || !ok {
+			cont(nil, false)
 			return
 		}
-		cont(resp.IDs)
+		if resp.Err != nil {
+			cont(nil, resp.Selectors)
+			return
+		}
+		cont(resp.IDs, resp.Selectors)
 	})
 }
 

@@ -7,6 +7,10 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/wisent/singularity/internal/identity"
+	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/test/bramatest"
 )
@@ -94,7 +98,7 @@ func BenchmarkPrepareAndParse(b *testing.B) {
 			b.Fatal(err)
 		}
 		_ = signature(key, p.AgentID, 1700000000, bodyDigest(body))
-		if _, err := parseCompletion(reply); err != nil {
+		if _, err := parseCompletion(reply, false, chat.Usage{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -118,12 +122,53 @@ func (m memoryTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-func memoryClient(b *testing.B) *Client {
+func memoryClient(b *testing.B, mods ...func(*ClientConfig)) *Client {
 	body, err := json.Marshal(bramatest.TextReply("ok", bramatest.Usage(100, 10)).JSON)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return newClient(b, "http://brama.invalid", func(cfg *ClientConfig) { cfg.Transport = memoryTransport{body: body} })
+	return newClient(b, "http://brama.invalid", append([]func(*ClientConfig){func(cfg *ClientConfig) { cfg.Transport = memoryTransport{body: body} }}, mods...)...)
+}
+
+// bearerClient is memoryClient for a provider with a bearer key and
+// lenient validation, with retries on (none is taken).
+func bearerClient(cfg *ClientConfig) {
+	cfg.Auth, cfg.APIKey, cfg.Secret, cfg.Retries = AuthBearer, identity.NewSecret([]byte(testAPIKey)), identity.Secret{}, 2
+}
+
+// BenchmarkClientCompleteInMemoryBearer is BenchmarkClientCompleteInMemory
+// against another gateway: a bearer key instead of the HMAC signature,
+// lenient validation, retries armed.
+func BenchmarkClientCompleteInMemoryBearer(b *testing.B) {
+	c := memoryClient(b, bearerClient)
+	ctx := testContext(b)
+	p := sampleParams()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Complete(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGatewayCompleteInMemoryBearer is the gateway in front of it,
+// with a prices file of two models to look the price up in.
+func BenchmarkGatewayCompleteInMemoryBearer(b *testing.B) {
+	system, pid := startGateway(b, memoryClient(b, bearerClient), func(cfg *GatewayConfig) {
+		cfg.Prices = prices.Table{"test-model": {Input: money.MustParse("0.15"), Output: money.MustParse("0.6")}, "other": {}}
+	})
+	req := completionRequest("agent-1")
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := system.Root.RequestFuture(pid, req, testWait).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp := res.(messages.CompletionResponse)
+		if resp.Err != nil || resp.Prices == nil {
+			b.Fatal(resp.Err, resp.Prices)
+		}
+	}
 }
 
 // BenchmarkClientCompleteInMemory is the bare client without a network.

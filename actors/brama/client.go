@@ -10,8 +10,9 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strconv"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -34,29 +35,52 @@ const errorTextLimit = 800
 // ClientConfig configures a Client. Zero fields take the documented
 // defaults.
 type ClientConfig struct {
-	// BaseURL is Brama's base URL, http or https. The endpoint paths are
-	// joined beneath it, so a path prefix ("https://host/brama") is kept.
+	// BaseURL is the gateway's base URL, http or https. The endpoint paths
+	// are joined beneath it, so a path prefix ("https://host/brama") is
+	// kept; a base whose path ends in /v1 gets "models" and
+	// "chat/completions" (docs/brama.md#endpoints).
 	BaseURL string
-	// Secret is the family's HMAC key. It is revealed only to sign a
-	// request and never appears in an error.
+	// Auth is how requests are authenticated. Zero means AuthHMAC.
+	Auth Auth
+	// Secret is the family's HMAC key (AuthHMAC). It is revealed only to
+	// sign a request and never appears in an error.
 	Secret identity.Secret
-	// Timeout bounds one whole exchange, from dialing to the last byte of
-	// the response. Zero means DefaultTimeout.
+	// APIKey is the bearer key (AuthBearer), revealed only to build the
+	// Authorization header of each request.
+	APIKey identity.Secret
+	// MaxTokensField names the request field that carries MaxTokens:
+	// FieldMaxTokens (the zero value "" means it) or
+	// FieldMaxCompletionTokens.
+	MaxTokensField string
+	// Retries is how many times one completion is sent again after a
+	// retryable failure (docs/brama.md#retries). Zero means none.
+	Retries int
+	// Timeout bounds one whole completion, from dialing to the last byte of
+	// the response, retries and their waits included; and each read-only
+	// request. Zero means DefaultTimeout.
 	Timeout time.Duration
 	// Transport carries the requests. Nil means a transport of the
 	// client's own whose keep-alive pool suits a family of beings.
 	Transport http.RoundTripper
 	// Now is the clock for the signed timestamp. Nil means time.Now.
 	Now func() time.Time
+	// Clock times the waits between retries. Nil means the wall clock.
+	Clock supervision.Clock
 }
 
-// Client calls one Brama service. It is safe for concurrent use; the
-// gateway shares one Client among all in-flight completions.
+// Client calls one OpenAI-compatible gateway: Brama with HMAC signatures,
+// or any other with a bearer key or none. It is safe for concurrent use;
+// the gateway shares one Client among all in-flight completions.
 type Client struct {
+	auth        Auth
 	secret      identity.Secret
+	apiKey      identity.Secret
+	maxField    string
+	retries     int
 	timeout     time.Duration
 	timedOut    error // the cause recorded when timeout fires
 	now         func() time.Time
+	clock       supervision.Clock
 	http        *http.Client
 	healthURL   string
 	modelsURL   string
@@ -74,19 +98,31 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, supervision.New(supervision.ClassConfiguration, "BRAMA_BASE_URL must use http or https")
 	}
 	c := &Client{
-		secret:      cfg.Secret,
-		timeout:     cfg.Timeout,
-		now:         cfg.Now,
-		healthURL:   base.JoinPath("health").String(),
-		modelsURL:   base.JoinPath("v1", "models").String(),
-		completeURL: base.JoinPath("v1", "chat", "completions").String(),
+		auth:     cfg.Auth,
+		secret:   cfg.Secret,
+		apiKey:   cfg.APIKey,
+		maxField: cfg.MaxTokensField,
+		retries:  max(cfg.Retries, 0),
+		timeout:  cfg.Timeout,
+		now:      cfg.Now,
+		clock:    cfg.Clock,
 	}
+	if c.auth == "" {
+		c.auth = AuthHMAC
+	}
+	if c.maxField == "" {
+		c.maxField = FieldMaxTokens
+	}
+	c.healthURL, c.modelsURL, c.completeURL = endpoints(base)
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
 	}
 	c.timedOut = fmt.Errorf("timed out after %s", c.timeout)
 	if c.now == nil {
 		c.now = time.Now
+	}
+	if c.clock == nil {
+		c.clock = supervision.WallClock{}
 	}
 	transport := cfg.Transport
 	if transport == nil {
@@ -96,66 +132,110 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	c.http = &http.Client{
 		Transport: transport,
-		// A signed body is never replayed to another address: a
-		// redirect is answered as the non-2xx status it is.
+		// A signed body (or a bearer key) is never replayed to another
+		// address: a redirect is answered as the non-2xx status it is.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return c, nil
 }
 
+// endpoints joins the three paths beneath base (docs/brama.md#endpoints). A
+// base whose path ends in /v1 is the providers' convention: the API paths
+// go straight beneath it, and Brama's /health beside it.
+func endpoints(base *url.URL) (health, models, complete string) {
+	if strings.HasSuffix(strings.TrimRight(base.Path, "/"), "/v1") {
+		root := *base
+		root.Path = strings.TrimSuffix(strings.TrimRight(base.Path, "/"), "/v1")
+		root.RawPath = ""
+		return root.JoinPath("health").String(), base.JoinPath("models").String(), base.JoinPath("chat", "completions").String()
+	}
+	return base.JoinPath("health").String(), base.JoinPath("v1", "models").String(), base.JoinPath("v1", "chat", "completions").String()
+}
+
 // CloseIdleConnections closes kept-alive connections that are not in use.
 func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 
-// Timeout is the bound on one exchange.
+// Timeout is the bound on one completion, retries included.
 func (c *Client) Timeout() time.Duration { return c.timeout }
 
-// Complete asks Brama for one completion and validates it
-// (docs/brama.md#the-completion-request, docs/brama.md#response-validation).
-// The body is serialized once; those bytes are hashed, signed and sent.
+// Auth is the client's authentication mode.
+func (c *Client) Auth() Auth { return c.auth }
+
+// Complete asks the gateway for one completion and validates it
+// (docs/brama.md#the-completion-request, docs/brama.md#response-validation):
+// strictly for Brama, leniently for other gateways, whose quirks come back
+// as Completion.Warnings. The body is serialized once; those bytes are
+// hashed, signed (Brama) and sent, on every attempt. A retryable failure is
+// retried up to Retries times within Timeout (docs/brama.md#retries).
 // Errors are supervision errors of class ClassBrama: permanent for a refused
-// or malformed exchange, transient when the request never left (or Brama
-// answered 429 or 5xx), indeterminate when it left and no complete response
-// came back. Elapsed is set on both paths.
+// or malformed exchange, transient when the request never left (or the
+// gateway answered 429 or 5xx), indeterminate when it left and no complete
+// response came back. Elapsed is set on both paths; a malformed answer that
+// carried a well-formed usage block comes back with that Usage and Billed
+// set (docs/brama.md#billed-rejections).
 func (c *Client) Complete(ctx context.Context, p Params) (Completion, error) {
-	body, err := json.Marshal(requestBody{
-		Model:       p.Model,
-		Messages:    p.Messages,
-		MaxTokens:   p.MaxTokens,
-		Temperature: p.Temperature,
-		Tools:       p.Tools,
-	})
+	body, err := c.encode(p)
 	if err != nil {
 		return Completion{}, permanent("encode completion request: %w", err)
 	}
-	digest := bodyDigest(body)
-	unix := c.now().Unix()
-	key := c.secret.Reveal()
-	sig := signature(key, p.AgentID, unix, digest)
-	clear(key)
-
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.completeURL, bytes.NewReader(body))
-	if err != nil {
-		return Completion{}, permanent("build completion request: %w", err)
-	}
-	req.Header["Content-Type"] = []string{"application/json"}
-	req.Header[headerAgentID] = []string{p.AgentID}
-	req.Header[headerTimestamp] = []string{strconv.FormatInt(unix, 10)}
-	req.Header[headerBodySHA256] = []string{digest}
-	req.Header[headerSignature] = []string{sig}
-
+	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, c.timedOut)
+	defer cancel()
 	start := time.Now()
-	respBody, err := c.exchange(req, true)
-	elapsed := time.Since(start)
-	if err != nil {
-		return Completion{Elapsed: elapsed}, err
+	var respBody []byte
+	attempts := 0
+	for {
+		var a attempt
+		respBody, a, err = c.completeOnce(ctx, p.AgentID, body)
+		attempts++
+		if err == nil {
+			break
+		}
+		if attempts > c.retries || !a.retryable() || !c.wait(ctx, retryDelay(a, attempts-1, c.now())) {
+			return Completion{Elapsed: time.Since(start), Attempts: attempts, RequestBytes: len(body)}, err
+		}
 	}
-	comp, err := parseCompletion(respBody)
-	comp.Elapsed = elapsed
+	elapsed := time.Since(start)
+	comp, err := parseCompletion(respBody, !c.auth.Brama(), ReservationUsage(len(body), p.MaxTokens))
+	comp.Elapsed, comp.Attempts, comp.RequestBytes = elapsed, attempts, len(body)
 	return comp, err
 }
 
-// Health checks that Brama's /health answers {"status":"ok"}.
+// encode is the completion body, with max tokens under the configured
+// field name.
+func (c *Client) encode(p Params) ([]byte, error) {
+	rb := requestBody{
+		Model:       p.Model,
+		Messages:    p.Messages,
+		Temperature: p.Temperature,
+		Tools:       p.Tools,
+	}
+	if c.maxField == FieldMaxCompletionTokens {
+		rb.MaxCompletionTokens = p.MaxTokens
+	} else {
+		rb.MaxTokens = p.MaxTokens
+	}
+	return json.Marshal(rb)
+}
+
+// completeOnce sends the completion body once.
+func (c *Client) completeOnce(ctx context.Context, agentID string, body []byte) ([]byte, attempt, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.completeURL, bytes.NewReader(body))
+	if err != nil {
+		return nil, attempt{}, permanent("build completion request: %w", err)
+	}
+	req.Header["Content-Type"] = []string{"application/json"}
+	c.authorize(req.Header, agentID, body, true)
+	return c.exchange(ctx, req, true)
+}
+
+// Health checks the gateway: for Brama, that /health answers
+// {"status":"ok"}; for any other gateway, which has no /health, that the
+// model list answers a list (docs/configuration.md#doctor).
 func (c *Client) Health(ctx context.Context) error {
+	if !c.auth.Brama() {
+		_, err := c.Models(ctx)
+		return err
+	}
 	body, err := c.get(ctx, c.healthURL)
 	if err != nil {
 		return err
@@ -175,8 +255,8 @@ func (c *Client) Health(ctx context.Context) error {
 	return nil
 }
 
-// Models lists the model ids Brama advertises on /v1/models, in its
-// order.
+// Models lists the model ids the gateway advertises on its model list, in
+// its order.
 func (c *Client) Models(ctx context.Context) ([]string, error) {
 	body, err := c.get(ctx, c.modelsURL)
 	if err != nil {
@@ -200,22 +280,26 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// get fetches one of the unsigned read-only endpoints.
+// get fetches one of the read-only endpoints, unsigned (a bearer key is
+// still sent) and within the client's timeout.
 func (c *Client) get(ctx context.Context, u string) ([]byte, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, c.timedOut)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, permanent("build request: %w", err)
 	}
-	return c.exchange(req, false)
+	c.authorize(req.Header, "", nil, false)
+	body, _, err := c.exchange(ctx, req, false)
+	return body, err
 }
 
-// exchange sends req within the client's timeout and returns the body of
-// a 2xx response. hasEffect marks a request whose loss after sending
-// leaves its remote effect unknown (a completion is paid for): such a
-// failure is indeterminate; for a read-only request it is transient.
-func (c *Client) exchange(req *http.Request, hasEffect bool) ([]byte, error) {
-	ctx, cancel := context.WithTimeoutCause(req.Context(), c.timeout, c.timedOut)
-	defer cancel()
+// exchange sends req (whose context is ctx, which bounds it) and returns the
+// body of a 2xx response, or the classified error and what the retry
+// decision needs. hasEffect marks a request whose loss after sending leaves
+// its remote effect unknown (a completion is paid for): such a failure is
+// indeterminate; for a read-only request it is transient.
+func (c *Client) exchange(ctx context.Context, req *http.Request, hasEffect bool) ([]byte, attempt, error) {
 	var sent atomic.Bool
 	trace := &httptrace.ClientTrace{
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
@@ -228,7 +312,8 @@ func (c *Client) exchange(req *http.Request, hasEffect bool) ([]byte, error) {
 
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, transportError(ctx, err, sent.Load(), hasEffect)
+		a := attempt{refused: !sent.Load() && errors.Is(err, syscall.ECONNREFUSED)}
+		return nil, a, transportError(ctx, err, sent.Load(), hasEffect)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
@@ -236,15 +321,36 @@ func (c *Client) exchange(req *http.Request, hasEffect bool) ([]byte, error) {
 	if !ok {
 		// The status alone classifies the failure; a body cut short
 		// only shortens the message.
-		return nil, statusError(resp.StatusCode, body)
+		a := attempt{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}
+		return nil, a, statusError(resp.StatusCode, c.redact(body))
 	}
 	if err != nil {
-		return nil, transportError(ctx, err, true, hasEffect)
+		return nil, attempt{}, transportError(ctx, err, true, hasEffect)
 	}
 	if len(body) > maxResponseBytes {
-		return nil, permanent("response body exceeds %d bytes", maxResponseBytes)
+		return nil, attempt{}, permanent("response body exceeds %d bytes", maxResponseBytes)
 	}
-	return body, nil
+	return body, attempt{}, nil
+}
+
+// redacted replaces a credential that a gateway echoes in an error body.
+const redacted = "[redacted]"
+
+// redact removes the client's credentials from an error body before any of
+// it becomes an error sentence: a gateway that echoes the key it refused
+// must not put it into a log or the journal.
+func (c *Client) redact(body []byte) []byte {
+	for _, s := range []identity.Secret{c.apiKey, c.secret} {
+		if !s.IsSet() {
+			continue
+		}
+		key := s.Reveal()
+		if len(key) > 0 && bytes.Contains(body, key) {
+			body = bytes.ReplaceAll(body, key, []byte(redacted))
+		}
+		clear(key)
+	}
+	return body
 }
 
 // transportError classifies a failure without a complete response.

@@ -9,15 +9,25 @@ import (
 	"github.com/wisent/singularity/supervision"
 )
 
-// Finish reasons Brama may report.
+// Finish reasons a gateway may report.
 const (
-	FinishStop      = "stop"
-	FinishToolCalls = "tool_calls"
-	FinishLength    = "length"
+	FinishStop          = "stop"
+	FinishToolCalls     = "tool_calls"
+	FinishLength        = "length"
+	FinishContentFilter = "content_filter"
 )
 
-// Params is one completion to ask for. AgentID is signed into the request;
-// MaxTokens and Temperature come from configuration.
+// The warnings of lenient validation (docs/brama.md#lenient-validation),
+// journaled by the being, byte for byte.
+const (
+	WarnStopWithTools  = "completion finished with stop but asked for tools"
+	WarnContentFilter  = "completion stopped by the provider's content filter"
+	WarnUsageMismatch  = "usage total does not match prompt plus completion"
+	WarnNoUsageCharged = "completion reported no usage; charged its reservation"
+)
+
+// Params is one completion to ask for. AgentID is signed into the request
+// (Brama); MaxTokens and Temperature come from configuration.
 type Params struct {
 	AgentID     string
 	Model       string
@@ -28,39 +38,66 @@ type Params struct {
 }
 
 // Completion is a completion that passed every check of
-// docs/brama.md#response-validation.
+// docs/brama.md#response-validation (strict for Brama, lenient for other
+// gateways).
 type Completion struct {
-	// Message is the assistant message; Content is "" when Brama sent
-	// none or null.
+	// Message is the assistant message; Content is "" when the gateway
+	// sent none or null, or when a content filter stopped it.
 	Message chat.Message
-	// FinishReason is "stop", "tool_calls" or "length".
+	// FinishReason is "stop", "tool_calls" or "length" (and, leniently,
+	// "content_filter").
 	FinishReason string
-	// Usage always satisfies Total = Prompt + Completion: a zero total
-	// from Brama is recomputed.
+	// Model is the model the response names ("" when it names none): it
+	// picks the per-model price (docs/brama.md#per-model-prices).
+	Model string
+	// Usage always satisfies Total = Prompt + Completion: a zero total is
+	// recomputed. Leniently, a total that differs from the sum has its
+	// excess counted as completion tokens (the larger count is debited),
+	// and a missing block is ReservationUsage (NoUsage).
 	Usage chat.Usage
+	// NoUsage reports a lenient completion without a usage block: Usage is
+	// the reservation's token bound, not the gateway's count.
+	NoUsage bool
+	// Billed is set with an error: the refused completion carried a
+	// well-formed usage block, which Usage holds, and the gateway billed
+	// it (docs/brama.md#billed-rejections). The caller debits it before
+	// handling the error.
+	Billed bool
 	// Truncated reports a "length" finish: the caller journals the
 	// warning `completion truncated at max tokens` and runs the calls,
 	// whose truncated arguments fail on their own.
 	Truncated bool
-	// Elapsed is how long the HTTP exchange took, from sending the
-	// request to reading the whole response.
+	// Warnings are the lenient-validation warnings, in the order of
+	// docs/brama.md#lenient-validation, for the caller to journal.
+	Warnings []string
+	// Elapsed is how long the exchange took, from sending the first
+	// attempt to reading the whole response (retry waits included).
 	Elapsed time.Duration
+	// Attempts is how many times the request was sent (1 without
+	// retries); set on errors too.
+	Attempts int
+	// RequestBytes is the size of the request body.
+	RequestBytes int
 }
 
 // requestBody is the completion body of docs/brama.md#the-completion-request,
-// in its field order. Tools are omitted when there are none, since
-// OpenAI-compatible servers reject an empty tools array.
+// in its field order; max tokens sits under one of two names
+// (BRAMA_MAX_TOKENS_FIELD), the other is left out. Tools are omitted when
+// there are none, since OpenAI-compatible servers reject an empty tools
+// array.
 type requestBody struct {
-	Model       string         `json:"model"`
-	Messages    []chat.Message `json:"messages"`
-	MaxTokens   int            `json:"max_tokens"`
-	Temperature float64        `json:"temperature"`
-	Tools       []chat.Tool    `json:"tools,omitempty"`
+	Model               string         `json:"model"`
+	Messages            []chat.Message `json:"messages"`
+	MaxTokens           int            `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+	Temperature         float64        `json:"temperature"`
+	Tools               []chat.Tool    `json:"tools,omitempty"`
 }
 
 // responseBody is the part of an OpenAI-compatible completion the runtime
 // reads. Pointers tell an absent or null field from a zero one.
 type responseBody struct {
+	Model   string `json:"model"`
 	Choices []struct {
 		Message struct {
 			Content   *string         `json:"content"`
@@ -76,14 +113,64 @@ func permanent(format string, args ...any) error {
 	return supervision.Upstream(supervision.ClassBrama, supervision.Permanent, format, args...)
 }
 
+// ReservationUsage is the token count a completion is charged when a
+// gateway reports no usage (docs/brama.md#charging-without-usage): every request byte
+// as a prompt token (a tokenizer never yields more tokens than the bytes it
+// reads) and max tokens as completion tokens. Priced by the ledger like any
+// usage, it is max tokens at the output price plus the request bytes at the
+// input price: the token part of the reservation, which the reservation
+// code can price the same way.
+func ReservationUsage(requestBytes, maxTokens int) chat.Usage {
+	p, c := uint64(max(requestBytes, 0)), uint64(max(maxTokens, 0))
+	return chat.Usage{PromptTokens: p, CompletionTokens: c, TotalTokens: p + c}
+}
+
 // parseCompletion decodes and validates a 2xx completion body
 // (docs/brama.md#response-validation). Every failure is permanent: retrying
-// would get the same answer.
-func parseCompletion(body []byte) (Completion, error) {
+// would get the same answer. lenient applies the rules for gateways other
+// than Brama; reservation is what a lenient completion without usage is
+// charged. A failure whose body still holds a well-formed usage block
+// returns it with Billed set.
+func parseCompletion(body []byte, lenient bool, reservation chat.Usage) (Completion, error) {
 	var r responseBody
 	if err := json.Unmarshal(body, &r); err != nil {
-		return Completion{}, permanent("invalid completion response: %w", err)
+		return billed(body), permanent("invalid completion response: %w", err)
 	}
+	comp, err := validate(&r, lenient, reservation)
+	if err != nil {
+		return billedUsage(r.Model, r.Usage), err
+	}
+	return comp, nil
+}
+
+// billedUsage is the Completion of a refusal: its usage with Billed when
+// the block is well formed, else nothing.
+func billedUsage(model string, usage *chat.Usage) Completion {
+	if usage == nil {
+		return Completion{}
+	}
+	u, err := checkUsage(*usage)
+	if err != nil {
+		return Completion{}
+	}
+	return Completion{Usage: u, Billed: true, Model: model}
+}
+
+// billed is the usage block of a body that did not decode as a whole
+// (a choice of the wrong shape), when the block itself is well formed.
+func billed(body []byte) Completion {
+	var r struct {
+		Model string      `json:"model"`
+		Usage *chat.Usage `json:"usage"`
+	}
+	if json.Unmarshal(body, &r) != nil {
+		return Completion{}
+	}
+	return billedUsage(r.Model, r.Usage)
+}
+
+// validate applies docs/brama.md#response-validation to a decoded body.
+func validate(r *responseBody, lenient bool, reservation chat.Usage) (Completion, error) {
 	if len(r.Choices) != 1 {
 		return Completion{}, permanent("response must contain exactly one choice")
 	}
@@ -91,7 +178,9 @@ func parseCompletion(body []byte) (Completion, error) {
 	if choice.FinishReason == nil {
 		return Completion{}, permanent("invalid completion response: missing finish_reason")
 	}
+	var warnings []string
 	calls := choice.Message.ToolCalls
+	content := choice.Message.Content
 	reason := *choice.FinishReason
 	switch reason {
 	case FinishToolCalls:
@@ -100,28 +189,53 @@ func parseCompletion(body []byte) (Completion, error) {
 		}
 	case FinishStop:
 		if len(calls) != 0 {
-			return Completion{}, permanent("stop finish reason with tool calls")
+			if !lenient {
+				return Completion{}, permanent("stop finish reason with tool calls")
+			}
+			warnings = append(warnings, WarnStopWithTools)
 		}
 	case FinishLength:
+	case FinishContentFilter:
+		if !lenient {
+			return Completion{}, permanent("unsupported finish reason: %s", reason)
+		}
+		// Whatever came before the filter cut in is withheld: the
+		// reply is empty and ends the cycle.
+		warnings = append(warnings, WarnContentFilter)
+		calls, content = nil, nil
 	default:
 		return Completion{}, permanent("unsupported finish reason: %s", reason)
 	}
-	if r.Usage == nil {
+	var usage chat.Usage
+	noUsage := false
+	switch {
+	case r.Usage == nil && lenient:
+		usage, noUsage = reservation, true
+		warnings = append(warnings, WarnNoUsageCharged)
+	case r.Usage == nil:
 		return Completion{}, permanent("invalid completion response: missing usage")
-	}
-	usage, err := checkUsage(*r.Usage)
-	if err != nil {
-		return Completion{}, err
+	default:
+		var err error
+		if usage, err = checkUsage(*r.Usage); err != nil {
+			if !lenient {
+				return Completion{}, err
+			}
+			usage = largerUsage(*r.Usage)
+			warnings = append(warnings, WarnUsageMismatch)
+		}
 	}
 	msg := chat.Message{Role: chat.RoleAssistant, ToolCalls: calls}
-	if choice.Message.Content != nil {
-		msg.Content = *choice.Message.Content
+	if content != nil {
+		msg.Content = *content
 	}
 	return Completion{
 		Message:      msg,
 		FinishReason: reason,
+		Model:        r.Model,
 		Usage:        usage,
+		NoUsage:      noUsage,
 		Truncated:    reason == FinishLength,
+		Warnings:     warnings,
 	}, nil
 }
 
@@ -140,4 +254,21 @@ func checkUsage(u chat.Usage) (chat.Usage, error) {
 		return chat.Usage{}, permanent("usage total does not match prompt plus completion")
 	}
 	return u, nil
+}
+
+// largerUsage settles a total that differs from prompt plus completion by
+// the larger count (docs/brama.md#lenient-validation): a larger total's
+// excess is counted as completion tokens, so it is priced and never lost;
+// a smaller total is replaced by the sum. The result is consistent.
+func largerUsage(u chat.Usage) chat.Usage {
+	sum := u.PromptTokens + u.CompletionTokens
+	if sum < u.PromptTokens {
+		sum = math.MaxUint64
+	}
+	if u.TotalTokens > sum {
+		u.CompletionTokens += u.TotalTokens - sum
+		sum = u.TotalTokens
+	}
+	u.TotalTokens = sum
+	return u
 }

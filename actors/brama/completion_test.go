@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision"
 	"github.com/wisent/singularity/test/bramatest"
@@ -158,7 +160,9 @@ func TestResponseValidation(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Positive(t, got.Elapsed)
-			got.Elapsed = 0
+			require.Equal(t, 1, got.Attempts)
+			require.Positive(t, got.RequestBytes)
+			got.Elapsed, got.Attempts, got.RequestBytes = 0, 0, 0
 			require.Equal(t, tt.want, got)
 		})
 	}
@@ -215,4 +219,142 @@ func TestIsSelector(t *testing.T) {
 	require.True(t, Advertised(nil, "any"))
 	require.True(t, Advertised([]string{"a", "b"}, "b"))
 	require.False(t, Advertised([]string{"a", "b"}, "c"))
+}
+
+// TestLenientValidation is docs/brama.md#lenient-validation: with a gateway
+// other than Brama each quirk passes with its warning, and everything else
+// is refused as Brama would.
+func TestLenientValidation(t *testing.T) {
+	call := `{"id":"c1","type":"function","function":{"name":"echo","arguments":"{}"}}`
+	echo := bramatest.Call("c1", "echo", `{}`)
+	reservation := ReservationUsage(300, 64)
+	tests := []struct {
+		name string
+		body string
+		want Completion
+		err  string
+	}{
+		{
+			name: "stop with calls runs the calls",
+			body: `{"model":"m-1","choices":[{"message":{"content":"x","tool_calls":[` + call + `]},"finish_reason":"stop"}],` + okUsage + `}`,
+			want: Completion{
+				Message:      chat.Message{Role: chat.RoleAssistant, Content: "x", ToolCalls: []chat.ToolCall{echo}},
+				FinishReason: FinishStop, Model: "m-1", Usage: bramatest.Usage(10, 5),
+				Warnings: []string{"completion finished with stop but asked for tools"},
+			},
+		},
+		{
+			name: "content filter is an empty reply",
+			body: `{"choices":[{"message":{"content":"half a senten","tool_calls":[` + call + `]},"finish_reason":"content_filter"}],` + okUsage + `}`,
+			want: Completion{
+				Message:      chat.Message{Role: chat.RoleAssistant},
+				FinishReason: FinishContentFilter, Usage: bramatest.Usage(10, 5),
+				Warnings: []string{"completion stopped by the provider's content filter"},
+			},
+		},
+		{
+			name: "a larger total is debited",
+			body: `{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":19}}`,
+			want: Completion{
+				Message:      chat.Message{Role: chat.RoleAssistant, Content: "x"},
+				FinishReason: FinishStop, Usage: chat.Usage{PromptTokens: 10, CompletionTokens: 9, TotalTokens: 19},
+				Warnings: []string{"usage total does not match prompt plus completion"},
+			},
+		},
+		{
+			name: "a smaller total gives way to the sum",
+			body: `{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":12}}`,
+			want: Completion{
+				Message:      chat.Message{Role: chat.RoleAssistant, Content: "x"},
+				FinishReason: FinishStop, Usage: bramatest.Usage(10, 5),
+				Warnings: []string{"usage total does not match prompt plus completion"},
+			},
+		},
+		{
+			name: "no usage is charged the reservation",
+			body: `{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}]}`,
+			want: Completion{
+				Message:      chat.Message{Role: chat.RoleAssistant, Content: "x"},
+				FinishReason: FinishStop, Usage: bramatest.Usage(300, 64), NoUsage: true,
+				Warnings: []string{"completion reported no usage; charged its reservation"},
+			},
+		},
+		{
+			name: "quirks together keep their order",
+			body: `{"choices":[{"message":{"content":"x","tool_calls":[` + call + `]},"finish_reason":"stop"}]}`,
+			want: Completion{
+				Message:      chat.Message{Role: chat.RoleAssistant, Content: "x", ToolCalls: []chat.ToolCall{echo}},
+				FinishReason: FinishStop, Usage: bramatest.Usage(300, 64), NoUsage: true,
+				Warnings: []string{"completion finished with stop but asked for tools", "completion reported no usage; charged its reservation"},
+			},
+		},
+		{
+			name: "other finish reasons are still refused",
+			body: `{"choices":[{"message":{"content":"x"},"finish_reason":"function_call"}],` + okUsage + `}`,
+			err:  "brama: unsupported finish reason: function_call",
+		},
+		{
+			name: "two choices are still refused",
+			body: `{"choices":[{"message":{"content":"a"},"finish_reason":"stop"},{"message":{"content":"b"},"finish_reason":"stop"}]}`,
+			err:  "brama: response must contain exactly one choice",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseCompletion([]byte(tt.body), true, reservation)
+			if tt.err != "" {
+				requireBramaError(t, err, supervision.Permanent, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestBilledRejection is docs/brama.md#billed-rejections: a completion
+// refused as malformed but carrying a well-formed usage block comes back
+// with that usage and Billed, so the being can debit what the gateway
+// billed; without a well-formed block nothing is billed.
+func TestBilledRejection(t *testing.T) {
+	tests := []struct {
+		name   string
+		body   string
+		billed bool
+	}{
+		{"stop with calls", `{"model":"m","choices":[{"message":{"tool_calls":[{"id":"c","type":"function","function":{"name":"e","arguments":"{}"}}]},"finish_reason":"stop"}],` + okUsage + `}`, true},
+		{"no choice", `{"choices":[],` + okUsage + `}`, true},
+		{"choices of the wrong shape", `{"choices":{},` + okUsage + `}`, true},
+		{"usage inconsistent", `{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":16}}`, false},
+		{"usage of the wrong shape", `{"choices":[],"usage":{"prompt_tokens":"ten"}}`, false},
+		{"no usage", `{"choices":[]}`, false},
+		{"not JSON", `<html>`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseCompletion([]byte(tt.body), false, chat.Usage{})
+			requireBramaKind(t, err, supervision.Permanent)
+			if !tt.billed {
+				require.Equal(t, Completion{}, got)
+				return
+			}
+			require.True(t, got.Billed)
+			require.Equal(t, bramatest.Usage(10, 5), got.Usage)
+		})
+	}
+}
+
+func TestReservationUsage(t *testing.T) {
+	require.Equal(t, chat.Usage{PromptTokens: 1200, CompletionTokens: 2048, TotalTokens: 3248}, ReservationUsage(1200, 2048))
+	require.Equal(t, chat.Usage{}, ReservationUsage(-1, -5))
+}
+
+func TestReservationTokenCost(t *testing.T) {
+	p := prices.Pair{Input: money.MustParse("0.15"), Output: money.MustParse("0.6")}
+	// 1200×0.15/1e6 + 2048×0.6/1e6 = 0.00018 + 0.0012288
+	require.Equal(t, "0.0014088", ReservationTokenCost(p, 1200, 2048).String())
+	// Each part rounds up on its own: 1×1e-7/1e6 is 1e-13, charged 1e-12.
+	tiny := prices.Pair{Input: money.MustParse("0.0000001"), Output: money.MustParse("0.0000001")}
+	require.Equal(t, "0.000000000002", ReservationTokenCost(tiny, 1, 1).String())
+	require.Equal(t, "0", ReservationTokenCost(prices.Pair{}, 1200, 2048).String())
 }

@@ -48,14 +48,21 @@ func FuzzParseCompletion(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		c, err := parseCompletion(body)
+		c, err := parseCompletion(body, false, chat.Usage{})
+		lc, lerr := parseCompletion(body, true, ReservationUsage(len(body), 64))
+		if err == nil && (lerr != nil || !reflect.DeepEqual(c, lc)) {
+			t.Fatalf("lenient validation of %q differs from strict: %+v %v, was %+v", body, lc, lerr, c)
+		}
 		if err != nil {
 			if supervision.ClassOf(err) != supervision.ClassBrama || supervision.KindOf(err) != supervision.Permanent ||
 				!strings.HasPrefix(err.Error(), "brama: ") {
 				t.Fatalf("parseCompletion(%q): %v is not a permanent brama error (class %v, kind %v)",
 					body, err, supervision.ClassOf(err), supervision.KindOf(err))
 			}
-			if !reflect.DeepEqual(c, Completion{}) {
+			// A refusal returns nothing, or the billed usage alone
+			// (docs/brama.md#billed-rejections), which adds up.
+			billed := Completion{Usage: c.Usage, Billed: true, Model: c.Model}
+			if !reflect.DeepEqual(c, Completion{}) && (!reflect.DeepEqual(c, billed) || !saturated(c.Usage) && c.Usage.TotalTokens != c.Usage.PromptTokens+c.Usage.CompletionTokens) {
 				t.Fatalf("parseCompletion(%q) failed but returned %+v", body, c)
 			}
 			return
@@ -75,11 +82,12 @@ func FuzzParseCompletion(f *testing.F) {
 				"finish_reason": c.FinishReason,
 			}},
 			"usage": c.Usage,
+			"model": c.Model,
 		})
 		if err != nil {
 			t.Fatalf("re-encode %+v: %v", c, err)
 		}
-		c2, err := parseCompletion(again)
+		c2, err := parseCompletion(again, false, chat.Usage{})
 		if err != nil {
 			t.Fatalf("re-encoding %s of accepted %q refused: %v", again, body, err)
 		}

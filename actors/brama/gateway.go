@@ -10,6 +10,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
 )
@@ -35,6 +36,10 @@ type GatewayConfig struct {
 	// gateway stops may take to finish before they are cancelled and
 	// answered as indeterminate. Zero means DefaultShutdownGrace.
 	ShutdownGrace time.Duration
+	// Prices are the per-model prices of BRAMA_PRICES_FILE
+	// (docs/brama.md#per-model-prices). Nil lists no model: every
+	// completion is priced by the ledger's configured two prices.
+	Prices prices.Table
 	// Logger receives the gateway's log lines. Nil discards them.
 	Logger *slog.Logger
 }
@@ -67,6 +72,7 @@ type gatewayState struct {
 
 	inFlight      atomic.Int64
 	completed     atomic.Uint64
+	retried       atomic.Uint64
 	permanent     atomic.Uint64
 	transient     atomic.Uint64
 	indeterminate atomic.Uint64
@@ -147,23 +153,50 @@ func (g *Gateway) handleCompletion(ctx actor.Context, req messages.CompletionReq
 // answer sees them already counted.
 func (g *Gateway) complete(system *actor.ActorSystem, sender *actor.PID, p Params) {
 	comp, err := g.cfg.Client.Complete(g.state.base, p)
+	g.answer(system, sender, &p, &comp, err)
+}
+
+// answer counts, logs and sends the outcome of one completion. It is apart
+// from complete so that the worker goroutine's frame stays small while the
+// HTTP exchange and the JSON work run beneath it: a larger frame there
+// makes every new worker grow (copy) its stack once more.
+func (g *Gateway) answer(system *actor.ActorSystem, sender *actor.PID, p *Params, comp *Completion, err error) {
 	if err != nil && g.state.base.Err() != nil {
 		err = supervision.Upstream(supervision.ClassBrama, supervision.Indeterminate, "completion abandoned at shutdown")
 		g.log.Warn("completion abandoned at shutdown", "agent_id", p.AgentID, "elapsed", comp.Elapsed)
 	}
 	g.state.record(err)
+	if comp.Attempts > 1 {
+		g.state.retried.Add(uint64(comp.Attempts - 1))
+		g.log.Info("completion retried", "agent_id", p.AgentID, "attempts", comp.Attempts)
+	}
 	g.state.finished()
 	if err != nil {
 		g.log.Debug("completion failed", "agent_id", p.AgentID, "kind", supervision.KindOf(err).String(), "error", err)
 	}
-	system.Root.Send(sender, messages.CompletionResponse{
+	system.Root.Send(sender, g.response(p, comp, err))
+}
+
+// response is the answer to one completion, priced by model when the
+// prices file lists the response's or the requested model.
+func (g *Gateway) response(p *Params, comp *Completion, err error) messages.CompletionResponse {
+	resp := messages.CompletionResponse{
 		Message:      comp.Message,
 		FinishReason: comp.FinishReason,
+		Model:        comp.Model,
 		Usage:        comp.Usage,
 		Truncated:    comp.Truncated,
+		Warnings:     comp.Warnings,
+		NoUsage:      comp.NoUsage,
+		Billed:       comp.Billed,
+		RequestBytes: comp.RequestBytes,
 		Elapsed:      comp.Elapsed,
 		Err:          err,
-	})
+	}
+	if pair, ok := g.cfg.Prices.Lookup(comp.Model, p.Model); ok {
+		resp.Prices = &pair
+	}
+	return resp
 }
 
 // handleModels lists Brama's models on a worker goroutine.
@@ -175,7 +208,7 @@ func (g *Gateway) handleModels(ctx actor.Context) {
 	system := ctx.ActorSystem()
 	go func() {
 		ids, err := g.cfg.Client.Models(g.state.base)
-		system.Root.Send(sender, messages.ModelsResponse{IDs: ids, Err: err})
+		system.Root.Send(sender, messages.ModelsResponse{IDs: ids, Selectors: g.cfg.Client.Auth().Brama(), Err: err})
 	}()
 }
 
@@ -217,6 +250,7 @@ func (g *Gateway) describe() messages.Description {
 		Figures: map[string]any{
 			"in_flight": s.inFlight.Load(),
 			"completed": s.completed.Load(),
+			"retried":   s.retried.Load(),
 			"errors": map[string]uint64{
 				"permanent":     s.permanent.Load(),
 				"transient":     s.transient.Load(),

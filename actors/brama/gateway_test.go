@@ -10,6 +10,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
@@ -87,6 +89,46 @@ func TestGatewayAnswersWithValidatedCompletion(t *testing.T) {
 	require.Equal(t, "agent-ada", got[0].Header.Get("X-Agent-Id"))
 	require.Equal(t, 99, got[0].Completion.MaxTokens)
 	require.Equal(t, "0.2", got[0].Completion.Temperature.String())
+}
+
+// TestGatewayPricesAndLowersMaxTokens: the answer carries the per-model
+// price of the response's model (else the requested one's, else none), a
+// request's own max tokens replaces the configured one, and a billed
+// rejection carries its usage.
+func TestGatewayPricesAndLowersMaxTokens(t *testing.T) {
+	srv := newServer(t)
+	table := prices.Table{
+		"test-model": {Input: money.MustParse("1"), Output: money.MustParse("2")},
+		"answerer":   {Input: money.MustParse("3"), Output: money.MustParse("4")},
+	}
+	system, pid := startGateway(t, newClient(t, srv.URL), func(cfg *GatewayConfig) { cfg.MaxTokens = 99; cfg.Prices = table })
+
+	srv.Enqueue(bramatest.ModelReply("answerer", bramatest.TextReply("a", bramatest.Usage(1, 1))))
+	req := completionRequest("agent-ada")
+	req.MaxTokens = 40
+	resp := askCompletion(t, system, pid, req)
+	require.NoError(t, resp.Err)
+	require.Equal(t, "answerer", resp.Model)
+	require.Equal(t, "3/4", resp.Prices.Input.String()+"/"+resp.Prices.Output.String())
+	require.Equal(t, 40, srv.Completions()[0].Completion.MaxTokens)
+
+	srv.Enqueue(bramatest.ModelReply("unlisted", bramatest.TextReply("b", bramatest.Usage(1, 1))))
+	resp = askCompletion(t, system, pid, completionRequest("agent-ada"))
+	require.Equal(t, "1/2", resp.Prices.Input.String()+"/"+resp.Prices.Output.String())
+	require.Equal(t, 99, srv.Completions()[1].Completion.MaxTokens)
+
+	other := completionRequest("agent-ada")
+	other.Model = "elsewhere"
+	srv.Enqueue(bramatest.ModelReply("unlisted", bramatest.TextReply("c", bramatest.Usage(1, 1))))
+	resp = askCompletion(t, system, pid, other)
+	require.Nil(t, resp.Prices, "neither listed: the ledger's two prices")
+
+	srv.Enqueue(bramatest.StopWithToolsReply(bramatest.Usage(8, 2), bramatest.Call("c1", "echo", `{}`)))
+	resp = askCompletion(t, system, pid, completionRequest("agent-ada"))
+	requireBramaError(t, resp.Err, supervision.Permanent, "brama: stop finish reason with tool calls")
+	require.True(t, resp.Billed)
+	require.Equal(t, bramatest.Usage(8, 2), resp.Usage)
+	require.NotNil(t, resp.Prices)
 }
 
 // TestGatewayRunsCompletionsConcurrently holds every request at the
@@ -216,7 +258,7 @@ func TestGatewayModelsAndHealth(t *testing.T) {
 
 	res, err := system.Root.RequestFuture(pid, messages.ModelsRequest{}, testWait).Result()
 	require.NoError(t, err)
-	require.Equal(t, messages.ModelsResponse{IDs: []string{"m-1", "m-2"}}, res)
+	require.Equal(t, messages.ModelsResponse{IDs: []string{"m-1", "m-2"}, Selectors: true}, res)
 
 	res, err = system.Root.RequestFuture(pid, &messages.HealthRequest{}, testWait).Result()
 	require.NoError(t, err)

@@ -24,16 +24,17 @@ func Advertised(ids []string, model string) bool {
 	return IsSelector(model) || slices.Contains(ids, model)
 }
 
-// Available reports whether model may be used now: a selector always may;
-// an exact id only when /v1/models currently lists it. The error is the
-// classified failure to ask Brama.
+// Available reports whether model may be used now: a selector always may
+// with Brama; an exact id only when the model list currently holds it. Any
+// other gateway knows no selectors (docs/brama.md#model-selection). The
+// error is the classified failure to ask the gateway.
 func (c *Client) Available(ctx context.Context, model string) (bool, error) {
-	if IsSelector(model) {
+	if c.auth.Brama() && IsSelector(model) {
 		return true, nil
 	}
 	ids, err := c.Models(ctx)
 	if err != nil {
 		return false, err
 	}
-	return Advertised(ids, model), nil
+	return slices.Contains(ids, model), nil
 }

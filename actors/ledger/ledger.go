@@ -74,7 +74,11 @@ func (l *Ledger) Receive(ctx actor.Context) {
 // handleDebit prices a completion; the budget changes only when the
 // being reports the debit durable (CostDebited).
 func (l *Ledger) handleDebit(msg messages.DebitRequest) messages.DebitResponse {
-	d := ComputeDebit(l.pricing, msg.Usage, msg.Elapsed)
+	p := l.pricing
+	if msg.Prices != nil {
+		p.InputPerMillion, p.OutputPerMillion = msg.Prices.Input, msg.Prices.Output
+	}
+	d := ComputeDebit(p, msg.Usage, msg.Elapsed)
 	return messages.DebitResponse{API: d.API, Instance: d.Instance, Amount: d.Amount, Tokens: d.Tokens}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
@@ -55,6 +56,16 @@ func TestLedgerActor(t *testing.T) {
 	assert.Equal(t, "0.000034277778", deb.Instance.String())
 	assert.Equal(t, "0.005134277778", deb.Amount.String())
 	assert.Equal(t, uint64(1300), deb.Tokens)
+	// A per-model price (docs/brama.md#per-model-prices) replaces the
+	// configured token prices for that debit only; instance time is priced
+	// as configured.
+	perModel := ask[messages.DebitResponse](t, system, pid, messages.DebitRequest{
+		Usage:   chat.Usage{PromptTokens: 1200, CompletionTokens: 100, TotalTokens: 1300},
+		Elapsed: 123400 * time.Microsecond,
+		Prices:  &prices.Pair{Input: m("10"), Output: m("1")},
+	})
+	assert.Equal(t, "0.0121", perModel.API.String())
+	assert.Equal(t, "0.000034277778", perModel.Instance.String())
 	remaining := func() string {
 		return ask[messages.Description](t, system, pid, messages.DescribeRequest{}).Figures["remaining"].(string)
 	}

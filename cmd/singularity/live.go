@@ -86,6 +86,7 @@ func rootOptions(rt config.Runtime, mode being.Mode, log *slog.Logger) (being.Op
 		MinCompletionTokens: rt.MinCompletionTokens,
 		HTTPTimeout:         rt.HTTPTimeout,
 		SpendLimit:          rt.SpendLimit,
+		Prices:              rt.Brama.Prices,
 	}
 	if rt.MintChildren {
 		opts.Funding = builtin.Mint
@@ -101,10 +102,19 @@ func mostClient(rt config.Runtime) *most.Client {
 	return most.New(rt.Most.BaseURL.String(), rt.Most.Token, &http.Client{Timeout: rt.HTTPTimeout})
 }
 
-// bramaClient builds the signed Brama client.
+// bramaClient builds the gateway client: signed for Brama, with a bearer
+// key or none for any other OpenAI-compatible gateway.
 func bramaClient(rt config.Runtime) (*brama.Client, error) {
 	// NewClient's only failure is already a configuration error.
-	return brama.NewClient(brama.ClientConfig{BaseURL: rt.Brama.BaseURL.String(), Secret: rt.Brama.Secret, Timeout: rt.HTTPTimeout})
+	return brama.NewClient(brama.ClientConfig{
+		BaseURL:        rt.Brama.BaseURL.String(),
+		Auth:           brama.Auth(rt.Brama.Auth),
+		Secret:         rt.Brama.Secret,
+		APIKey:         rt.Brama.APIKey,
+		MaxTokensField: rt.Brama.MaxTokensField,
+		Retries:        rt.Brama.Retries,
+		Timeout:        rt.HTTPTimeout,
+	})
 }
 
 // bootRoot applies the boot gates of docs/state.md#boot-gates to the
@@ -187,6 +197,7 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, 
 			MaxTokens:     rt.Brama.MaxTokens,
 			Temperature:   rt.Brama.Temperature,
 			ShutdownGrace: rt.ShutdownGrace,
+			Prices:        rt.Brama.Prices,
 			Logger:        e.log,
 		},
 		Root:   rootOpts,

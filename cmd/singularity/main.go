@@ -22,7 +22,8 @@ import (
 // config.Flags so its --help lists every variable of
 // docs/configuration.md#variables.
 type cli struct {
-	Log config.LogFlags `embed:""`
+	Log     config.LogFlags  `embed:""`
+	Version kong.VersionFlag `name:"version" help:"Print the version and the VCS revision, then exit."`
 
 	Run    runCmd    `cmd:"" help:"Boot the family and live until Ctrl-C or SIGTERM."`
 	Once   onceCmd   `cmd:"" help:"Run exactly one cycle of the root being and print its report."`
@@ -59,7 +60,7 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		kong.Description("Runtime for autonomous digital beings: a protoactor supervisor tree of beings, their ledgers, their Las skill processes and the Brama gateway."),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(exitRequest{code}) }),
-		kong.Vars{"las_only": las.DefaultOnly},
+		kong.Vars{"las_only": las.DefaultOnly, "version": version()},
 	)
 	if err != nil {
 		fmt.Fprintln(stderr, supervision.Line(supervision.Errorf(supervision.ClassRuntime, "command line: %w", err)))

@@ -22,9 +22,9 @@ type doctorReport struct {
 }
 
 // runDoctor is the read-only preflight of docs/configuration.md#doctor:
-// Brama health, the configured model, Most health when configured, and Las
-// spawned exactly as `run` does with its required surfaces checked. It writes
-// no state.
+// Brama health (for another gateway, its model list), the configured model,
+// Most health when configured, and Las spawned exactly as `run` does with
+// its required surfaces checked. It writes no state.
 func runDoctor(e *env, rt config.Runtime) error {
 	ctx, cancel := context.WithTimeout(e.ctx, rt.HTTPTimeout*2+rt.MCPTimeout*2)
 	defer cancel()
@@ -36,13 +36,13 @@ func runDoctor(e *env, rt config.Runtime) error {
 	if err := client.Health(ctx); err != nil {
 		return err
 	}
-	if !doctorSelector(rt.Brama.Model) {
+	if !doctorSelector(client.Auth(), rt.Brama.Model) {
 		ok, err := client.Available(ctx, rt.Brama.Model)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return supervision.Upstream(supervision.ClassBrama, supervision.Permanent, "configured model is not advertised: %s", rt.Brama.Model)
+			return supervision.Errorf(supervision.ClassConfiguration, "configured Brama model is unavailable: %s", rt.Brama.Model)
 		}
 	}
 	mostStatus := json.RawMessage("null")
@@ -68,9 +68,12 @@ func runDoctor(e *env, rt config.Runtime) error {
 }
 
 // doctorSelector reports whether doctor skips the model listing: the
-// model is a selector (any, any-vision-capable, best or task:…; see
-// docs/brama.md#model-selection).
-func doctorSelector(model string) bool { return brama.IsSelector(model) }
+// gateway is Brama and the model is a selector (any, any-vision-capable,
+// best or task:…; see docs/brama.md#model-selection). Configuration has
+// already refused selectors for any other gateway.
+func doctorSelector(auth brama.Auth, model string) bool {
+	return auth.Brama() && brama.IsSelector(model)
+}
 
 // runTools is `tools`: Las spawned as `run` would, with no required
 // surfaces and the fixed 120 s deadline, merged with the built-ins

@@ -5,6 +5,13 @@
 // handler function — while recording every request it receives for later
 // assertions.
 //
+// With Config.Auth "bearer" or "none" it is instead any other
+// OpenAI-compatible gateway (docs/brama.md#other-openai-compatible-gateways):
+// it checks Authorization: Bearer against its own copy of the key (or that
+// no credentials came at all), serves only /v1/models and
+// /v1/chat/completions under a /v1 base (URL ends in /v1; there is no
+// /health), and answers with whatever quirks the script holds (replies.go).
+//
 // It deliberately shares no code with the runtime's client, so a test
 // against it checks the client's signing rather than agreeing with it.
 package bramatest
@@ -30,8 +37,17 @@ import (
 
 // Config configures a Server. Zero fields take the documented defaults.
 type Config struct {
-	// Secret is the server's own copy of the HMAC key. Required.
+	// Auth is "hmac" (the zero value: Brama), "bearer" or "none" (any
+	// other OpenAI-compatible gateway, without /health, under /v1).
+	Auth string
+	// Secret is the server's own copy of the HMAC key. Required with
+	// hmac.
 	Secret []byte
+	// APIKey is the server's own copy of the bearer key. Required with
+	// bearer: every request must carry Authorization: Bearer <APIKey>,
+	// else 401. With none, a request carrying any Authorization header is
+	// refused (400), so a test sees credentials that should not be sent.
+	APIKey []byte
 	// Prefix is a path prefix all routes live under ("/brama"); empty
 	// means the routes sit at the root. URL includes it.
 	Prefix string
@@ -61,7 +77,9 @@ type Request struct {
 	Header http.Header // as received
 	Body   []byte      // the raw bytes
 	// Verified reports whether the signature headers matched the body and
-	// the secret (always false for the unsigned GET endpoints).
+	// the secret (always false for the unsigned GET endpoints); with
+	// bearer, whether the key matched; with none, that no credentials
+	// came.
 	Verified bool
 	// Completion is Body decoded, for POST /v1/chat/completions with a
 	// JSON body.
@@ -71,17 +89,20 @@ type Request struct {
 // CompletionBody is a decoded completion request. Temperature keeps its
 // exact JSON text.
 type CompletionBody struct {
-	Model       string         `json:"model"`
-	Messages    []chat.Message `json:"messages"`
-	MaxTokens   int            `json:"max_tokens"`
-	Temperature json.Number    `json:"temperature"`
-	Tools       []chat.Tool    `json:"tools"`
+	Model               string         `json:"model"`
+	Messages            []chat.Message `json:"messages"`
+	MaxTokens           int            `json:"max_tokens"`
+	MaxCompletionTokens int            `json:"max_completion_tokens"`
+	Temperature         json.Number    `json:"temperature"`
+	Tools               []chat.Tool    `json:"tools"`
 }
 
 // Reply is one scripted answer to a completion request.
 type Reply struct {
 	// Status is the HTTP status. Zero means 200.
 	Status int
+	// Header is added to the response's headers (Retry-After).
+	Header http.Header
 	// Body is sent as is when non-nil; otherwise JSON is marshalled.
 	Body []byte
 	// JSON is the value to marshal as the body (e.g. a Response).
@@ -140,8 +161,18 @@ type Server struct {
 // Start runs a Server for the life of tb; it is closed at cleanup.
 func Start(tb testing.TB, cfg Config) *Server {
 	tb.Helper()
-	if len(cfg.Secret) == 0 {
-		tb.Fatal("bramatest: Config.Secret is required")
+	switch cfg.Auth {
+	case "", "hmac":
+		if len(cfg.Secret) == 0 {
+			tb.Fatal("bramatest: Config.Secret is required")
+		}
+	case "bearer":
+		if len(cfg.APIKey) == 0 {
+			tb.Fatal("bramatest: Config.APIKey is required with bearer")
+		}
+	case "none":
+	default:
+		tb.Fatalf("bramatest: unknown Config.Auth %q", cfg.Auth)
 	}
 	s := New(cfg)
 	tb.Cleanup(s.Close)
@@ -163,6 +194,9 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, models: cfg.Models, handler: cfg.Handler}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL + cfg.Prefix
+	if s.openAI() {
+		s.URL += "/v1"
+	}
 	return s
 }
 
@@ -226,8 +260,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := Request{Method: r.Method, Path: path, Header: r.Header.Clone(), Body: body}
+	if s.openAI() {
+		if msg, status := s.checkKey(r.Header); msg != "" {
+			s.record(rec)
+			writeError(w, status, msg)
+			return
+		}
+		rec.Verified = true
+	}
 	switch {
-	case r.Method == http.MethodGet && path == "/health":
+	case r.Method == http.MethodGet && path == "/health" && !s.openAI():
 		s.record(rec)
 		writeJSON(w, http.StatusOK, map[string]string{"status": s.cfg.HealthStatus})
 	case r.Method == http.MethodGet && path == "/v1/models":
@@ -252,12 +294,14 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, rec Req
 	if json.Unmarshal(rec.Body, &cb) == nil {
 		rec.Completion = &cb
 	}
-	if msg := s.verify(r.Header, rec.Body); msg != "" {
-		s.record(rec)
-		writeError(w, http.StatusUnauthorized, msg)
-		return
+	if !s.openAI() {
+		if msg := s.verify(r.Header, rec.Body); msg != "" {
+			s.record(rec)
+			writeError(w, http.StatusUnauthorized, msg)
+			return
+		}
+		rec.Verified = true
 	}
-	rec.Verified = true
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 		s.record(rec)
 		writeError(w, http.StatusBadRequest, "content-type must be application/json")
@@ -282,9 +326,32 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, rec Req
 	if status == 0 {
 		status = http.StatusOK
 	}
+	for k, v := range reply.Header {
+		w.Header()[k] = v
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(reply.body())
+}
+
+// openAI reports whether the server plays a gateway other than Brama.
+func (s *Server) openAI() bool { return s.cfg.Auth == "bearer" || s.cfg.Auth == "none" }
+
+// checkKey checks the credentials of a non-Brama request and returns the
+// refusal message and status, or "" when they hold.
+func (s *Server) checkKey(h http.Header) (string, int) {
+	got, present := h["Authorization"]
+	if s.cfg.Auth == "none" {
+		if present {
+			return "this server takes no credentials", http.StatusBadRequest
+		}
+		return "", 0
+	}
+	want := "Bearer " + string(s.cfg.APIKey)
+	if len(got) != 1 || !hmac.Equal([]byte(got[0]), []byte(want)) {
+		return "invalid api key", http.StatusUnauthorized
+	}
+	return "", 0
 }
 
 // verify checks the signature headers against body and the secret and

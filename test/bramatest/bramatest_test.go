@@ -163,3 +163,54 @@ func TestContentTypeRequired(t *testing.T) {
 	require.Equal(t, 400, status)
 	require.JSONEq(t, `{"error":{"message":"content-type must be application/json"}}`, got)
 }
+
+// TestOpenAICompatibleMode: with bearer the server checks the key on every
+// route, serves only /v1/models and /v1/chat/completions under its /v1 base
+// and has no /health; with none it refuses any Authorization header.
+func TestOpenAICompatibleMode(t *testing.T) {
+	s := Start(t, Config{Auth: "bearer", APIKey: []byte("sk-k"), Models: []string{"m"}})
+	require.True(t, len(s.URL) > 3 && s.URL[len(s.URL)-3:] == "/v1", s.URL)
+	root := s.URL[:len(s.URL)-3]
+	s.Enqueue(Reply{Status: 429, Header: http.Header{"Retry-After": []string{"1"}}, JSON: map[string]any{}}, TextReply("ok", Usage(1, 1)))
+	request := func(method, url, auth, body string) *http.Response {
+		req, err := http.NewRequest(method, url, bytes.NewReader([]byte(body)))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+		return resp
+	}
+	tests := []struct {
+		method, url, auth string
+		status            int
+	}{
+		{http.MethodGet, s.URL + "/models", "Bearer sk-k", 200},
+		{http.MethodGet, s.URL + "/models", "", 401},
+		{http.MethodGet, s.URL + "/models", "Bearer sk-x", 401},
+		{http.MethodGet, s.URL + "/models", "sk-k", 401},
+		{http.MethodGet, root + "/health", "Bearer sk-k", 404},
+		{http.MethodGet, s.URL + "/health", "Bearer sk-k", 404},
+		{http.MethodGet, root + "/models", "Bearer sk-k", 404},
+		{http.MethodPost, s.URL + "/chat/completions", "", 401},
+		{http.MethodPost, s.URL + "/chat/completions", "Bearer sk-k", 429},
+		{http.MethodPost, s.URL + "/chat/completions", "Bearer sk-k", 200},
+	}
+	for _, tt := range tests {
+		resp := request(tt.method, tt.url, tt.auth, body)
+		require.Equal(t, tt.status, resp.StatusCode, "%s %s %q", tt.method, tt.url, tt.auth)
+		if tt.status == 429 {
+			require.Equal(t, "1", resp.Header.Get("Retry-After"))
+		}
+	}
+	require.Len(t, s.Completions(), 2, "the two completions that passed the key check")
+
+	none := Start(t, Config{Auth: "none"})
+	require.Equal(t, 400, request(http.MethodGet, none.URL+"/models", "Bearer anything", "").StatusCode)
+	require.Equal(t, 200, request(http.MethodGet, none.URL+"/models", "", "").StatusCode)
+}

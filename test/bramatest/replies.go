@@ -3,6 +3,7 @@ package bramatest
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 
 	"github.com/wisent/singularity/internal/wire/chat"
 )
@@ -64,4 +65,48 @@ func Arguments(v any) string {
 		panic(fmt.Sprintf("bramatest: arguments: %v", err))
 	}
 	return string(b)
+}
+
+// The quirks of real OpenAI-compatible providers that the runtime accepts
+// leniently from a gateway other than Brama
+// (docs/brama.md#lenient-validation), one reply each.
+
+// StopWithToolsReply asks for tools but reports finish reason "stop".
+func StopWithToolsReply(usage chat.Usage, calls ...chat.ToolCall) Reply {
+	return JSONReply(Completion(ReplyMessage{ToolCalls: calls}, "stop", usage))
+}
+
+// ContentFilterReply is cut off by the provider's content filter, with
+// the part of a reply written before the filter cut in.
+func ContentFilterReply(partial string, usage chat.Usage) Reply {
+	return JSONReply(Completion(ReplyMessage{Content: &partial}, "content_filter", usage))
+}
+
+// UsageMismatchReply is a plain reply whose usage total is not prompt plus
+// completion.
+func UsageMismatchReply(content string, prompt, completion, total uint64) Reply {
+	return TextReply(content, chat.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: total})
+}
+
+// NoUsageReply is a plain reply without a usage block.
+func NoUsageReply(content string) Reply {
+	r := Completion(ReplyMessage{Content: &content}, "stop", chat.Usage{})
+	r.Usage = nil
+	return JSONReply(r)
+}
+
+// ModelReply is reply answered as model: the response's "model" field.
+func ModelReply(model string, reply Reply) Reply {
+	if r, ok := reply.JSON.(Response); ok {
+		r.Model = model
+		reply.JSON = r
+	}
+	return reply
+}
+
+// RetryAfterReply is status with a Retry-After header of seconds.
+func RetryAfterReply(status int, seconds string) Reply {
+	r := ErrorReply(status, "slow down")
+	r.Header = http.Header{"Retry-After": []string{seconds}}
+	return r
 }

@@ -67,7 +67,17 @@ func TestBadConfigurationsExit2(t *testing.T) {
 		args  []string
 		want  string
 	}{
-		{"missing agent id", nil, []string{"SINGULARITY_AGENT_ID"}, nil, "configuration: agent id is not a valid immutable identifier"},
+		{"missing agent id", nil, []string{"SINGULARITY_AGENT_ID"}, nil, "configuration: SINGULARITY_AGENT_ID is required"},
+		{"empty agent id", map[string]string{"SINGULARITY_AGENT_ID": ""}, nil, nil, "configuration: agent id is not a valid immutable identifier"},
+		{"missing policy sequence", nil, []string{"SINGULARITY_POLICY_SEQUENCE"}, nil, "configuration: SINGULARITY_POLICY_SEQUENCE is required"},
+		{"missing manifest", nil, []string{"LAS_RELEASE_MANIFEST_FILE"}, nil, "configuration: LAS_RELEASE_MANIFEST_FILE is required"},
+		{"bearer without key", map[string]string{"BRAMA_AUTH": "bearer", "BRAMA_MODEL": "gpt-x"}, nil, nil, "secret file: BRAMA_API_KEY_FILE is required when BRAMA_AUTH is bearer"},
+		{"bearer with a selector", map[string]string{"BRAMA_AUTH": "bearer"}, nil, nil, "configuration: BRAMA_MODEL must name a model when BRAMA_AUTH is not hmac"},
+		{"keyless with a selector", map[string]string{"BRAMA_AUTH": "none", "BRAMA_MODEL": "task:code"}, nil, nil, "configuration: BRAMA_MODEL must name a model when BRAMA_AUTH is not hmac"},
+		{"unknown auth", map[string]string{"BRAMA_AUTH": "basic"}, nil, nil, "configuration: BRAMA_AUTH must be hmac, bearer or none"},
+		{"max tokens field", map[string]string{"BRAMA_MAX_TOKENS_FIELD": "max_new_tokens"}, nil, nil, "configuration: BRAMA_MAX_TOKENS_FIELD must be max_tokens or max_completion_tokens"},
+		{"retries", map[string]string{"BRAMA_RETRIES": "two"}, nil, nil, "configuration: BRAMA_RETRIES must be an unsigned integer"},
+		{"prices file missing", map[string]string{"BRAMA_PRICES_FILE": "/nonexistent/prices.json"}, nil, nil, "configuration: BRAMA_PRICES_FILE: /nonexistent/prices.json: no such file or directory"},
 		{"bad digest", map[string]string{"SINGULARITY_CODE_SHA256": "XYZ"}, nil, nil, "configuration: code digest must be 64 lowercase hexadecimal characters"},
 		{"negative price", map[string]string{"BRAMA_INPUT_PRICE_USD_PER_MILLION": "-1"}, nil, nil, "configuration: prices and balance cannot be negative"},
 		{"zero rounds flag", nil, nil, []string{"--max-tool-rounds=0"}, "configuration: max tool rounds must be positive"},
@@ -101,6 +111,27 @@ func TestBadConfigurationsExit2(t *testing.T) {
 	}
 }
 
+// TestNothingSetNamesTheFirstRequiredVariable is a new user's first run:
+// no variable at all.
+func TestNothingSetNamesTheFirstRequiredVariable(t *testing.T) {
+	for _, command := range []string{"once", "run", "doctor"} {
+		r := run(t, map[string]string{"PATH": os.Getenv("PATH")}, command)
+		assert.Equal(t, 2, r.code, command)
+		assert.Equal(t, "singularity: configuration: SINGULARITY_AGENT_ID is required\n", r.stderr, command)
+		assert.Empty(t, r.stdout)
+	}
+}
+
+// TestVersion: --version prints one line with the version and the VCS
+// revision the toolchain stamped (or says it has none), and exits 0
+// without any configuration.
+func TestVersion(t *testing.T) {
+	r := run(t, map[string]string{"PATH": os.Getenv("PATH")}, "--version")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Regexp(t, `^singularity \S+ \((revision [0-9a-f]{7,}(, modified)?(, \S+)?|revision unknown)\)\n$`, r.stdout)
+	assert.Empty(t, r.stderr)
+}
+
 func TestSecretFromEnvironmentNeverPrinted(t *testing.T) {
 	w := newWorld(t)
 	env := w.env()
@@ -130,6 +161,7 @@ func TestOnceHelpListsEveryVariable(t *testing.T) {
 		"LAS_COMMAND", "LAS_MCP_ENTRYPOINT", "LAS_ONLY", "LAS_SKIP", "LAS_RELEASE_MANIFEST_FILE",
 		"LAS_RELEASE_MANIFEST_SIGNATURE_FILE", "LAS_RELEASE_TRUST_STORE_FILE", "LAS_RELEASE_WATERMARK_FILE",
 		"SINGULARITY_REQUIRED_SURFACES", "MOST_BASE_URL", "MOST_SERVICE_TOKEN_FILE", "SINGULARITY_LOG_LEVEL",
+		"BRAMA_AUTH", "BRAMA_API_KEY_FILE", "BRAMA_MAX_TOKENS_FIELD", "BRAMA_RETRIES", "BRAMA_PRICES_FILE",
 	}
 	for _, v := range vars {
 		assert.Contains(t, r.stdout, v)

@@ -78,7 +78,7 @@ func TestDoctorRefusals(t *testing.T) {
 		stderr string
 	}{
 		{"brama unhealthy", sick, "{}", nil, 3, `singularity: brama: health status is "degraded", not "ok"`},
-		{"model not advertised", healthy, "{}", map[string]string{"BRAMA_MODEL": "model-z"}, 3, "singularity: brama: configured model is not advertised: model-z"},
+		{"model not advertised", healthy, "{}", map[string]string{"BRAMA_MODEL": "model-z"}, 2, "singularity: configuration: configured Brama model is unavailable: model-z"},
 		{"required surface missing", healthy, `{"surfaces":["echo","skarbiec"]}`, nil, 3, "singularity: mcp: required Las surface unavailable: finance"},
 		{"most without backend", healthy, "{}", map[string]string{"MOST_BASE_URL": most.URL, "MOST_SERVICE_TOKEN_FILE": token}, 3, "singularity: most: no send-capable backend"},
 	}
@@ -95,4 +95,58 @@ func TestDoctorRefusals(t *testing.T) {
 			stateUntouched(t, env)
 		})
 	}
+}
+
+// TestDoctorAgainstOtherGateways: with a bearer key or none, doctor's health
+// check is the model list under a /v1 base (the server has no /health), and
+// a model the gateway does not list is refused with the reference's
+// sentence (exit 2).
+func TestDoctorAgainstOtherGateways(t *testing.T) {
+	const apiKey = "sk-doctor-key-never-printed"
+	w := newWorld(t)
+	keyFile := filepath.Join(w.dir, "api.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(apiKey+"\n"), 0o600))
+	for _, auth := range []string{"bearer", "none"} {
+		t.Run(auth, func(t *testing.T) {
+			cfg := bramatest.Config{Auth: auth, Models: []string{"gpt-small", "gpt-large"}}
+			if auth == "bearer" {
+				cfg.APIKey = []byte(apiKey)
+			}
+			srv := bramatest.Start(t, cfg)
+			env := doctorEnv(t, w, srv, "{}")
+			delete(env, "BRAMA_HMAC_SECRET_FILE")
+			env["BRAMA_AUTH"] = auth
+			env["BRAMA_MODEL"] = "gpt-large"
+			if auth == "bearer" {
+				env["BRAMA_API_KEY_FILE"] = keyFile
+			}
+			r := run(t, env, "doctor")
+			require.Equal(t, 0, r.code, r.stderr)
+			var report map[string]any
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &report))
+			assert.Equal(t, true, report["ok"])
+			assert.Equal(t, "gpt-large", report["brama_model"])
+			stateUntouched(t, env)
+			for _, req := range srv.Requests() {
+				assert.Equal(t, "/v1/models", req.Path)
+				assert.True(t, req.Verified)
+			}
+
+			env["BRAMA_MODEL"] = "gpt-huge"
+			r = run(t, env, "doctor")
+			assert.Equal(t, 2, r.code, r.stderr)
+			assert.Equal(t, "singularity: configuration: configured Brama model is unavailable: gpt-huge\n", testkit.LastLine(r.stderr))
+			assert.Empty(t, r.stdout)
+			assert.NotContains(t, r.stdout+r.stderr, apiKey)
+			stateUntouched(t, env)
+		})
+	}
+	// A wrong key: the gateway's refusal, exit 3, and the key unprinted.
+	srv := bramatest.Start(t, bramatest.Config{Auth: "bearer", APIKey: []byte("sk-another-key"), Models: []string{"gpt-small"}})
+	env := doctorEnv(t, w, srv, "{}")
+	env["BRAMA_AUTH"], env["BRAMA_MODEL"], env["BRAMA_API_KEY_FILE"] = "bearer", "gpt-small", keyFile
+	r := run(t, env, "doctor")
+	assert.Equal(t, 3, r.code, r.stderr)
+	assert.Equal(t, "singularity: brama: HTTP 401: invalid api key\n", testkit.LastLine(r.stderr))
+	assert.NotContains(t, r.stdout+r.stderr, apiKey)
 }

@@ -252,10 +252,12 @@ func TestRunSecondSignalSkipsWaiting(t *testing.T) {
 }
 
 // TestRunTransientBramaError: a 503 is journaled as a warning and the
-// being lives on.
+// being lives on. Retries are off, so the 503 reaches the cycle
+// (TestRetriedWithinTheRound has them on).
 func TestRunTransientBramaError(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, `{}`)
+	w.env["BRAMA_RETRIES"] = "0"
 	w.brama.Enqueue(bramatest.ErrorReply(http.StatusServiceUnavailable, "overloaded"))
 	w.brama.SetHandler(textReplies(100, 10))
 	p := w.start("run")

@@ -140,6 +140,10 @@ type Request struct {
 	// being's remaining balance less the reservation of its own next
 	// completion (docs/money.md#funded-children).
 	Available money.Amount
+	// NoSelectors refuses Brama's selectors in switch_model: the gateway
+	// is another OpenAI-compatible one, which knows only listed ids
+	// (docs/brama.md#model-selection).
+	NoSelectors bool
 }
 
 // Result is what a call produced: its outcome, the changes it makes to
@@ -232,7 +236,7 @@ func (t *Tools) Call(req Request) Result {
 	case SelfAddLearning:
 		return addLearning(args)
 	case SelfSwitchModel:
-		return switchModel(args, req.Advertised)
+		return switchModel(args, req.Advertised, !req.NoSelectors)
 	case SpawnChild:
 		return t.spawnChild(args, req.Available)
 	case FileRead:
@@ -394,16 +398,16 @@ func IsSelector(model string) bool {
 	return strings.HasPrefix(model, "task:")
 }
 
-// switchModel accepts a selector or a model in advertised. A listing
-// that failed (nil) counts as not advertised: the model cannot be
-// confirmed.
-func switchModel(args json.RawMessage, advertised []string) Result {
+// switchModel accepts a selector (when selectors is set) or a model in
+// advertised. A listing that failed (nil) counts as not advertised: the
+// model cannot be confirmed.
+func switchModel(args json.RawMessage, advertised []string, selectors bool) Result {
 	v, bad := parseArgs(args, field{key: "model", max: 256})
 	if bad != nil {
 		return final(*bad)
 	}
 	model := v[0]
-	if !IsSelector(model) && !slices.Contains(advertised, model) {
+	if !(selectors && IsSelector(model)) && !slices.Contains(advertised, model) {
 		return final(outcome.Failure(CodeModelUnavailable, "Brama does not advertise that model"))
 	}
 	return changed(succeed(struct {

@@ -232,6 +232,31 @@ func TestSwitchModel(t *testing.T) {
 	}
 }
 
+// TestSwitchModelElsewhere: with a gateway other than Brama, selectors
+// are refused and only listed ids accepted (docs/brama.md#model-selection).
+func TestSwitchModelElsewhere(t *testing.T) {
+	tests := []struct {
+		model  string
+		listed []string
+		ok     bool
+	}{
+		{"any", []string{"gpt-a"}, false},
+		{"task:coding", []string{"gpt-a"}, false},
+		{"gpt-a", []string{"gpt-a"}, true},
+		{"best", []string{"best"}, true}, // a listed id, whatever it looks like
+	}
+	for _, tc := range tests {
+		tools := testTools(t, Env{})
+		res := tools.Call(Request{Name: SelfSwitchModel, Args: args("model", tc.model), Mind: &state.Mind{CurrentModel: "gpt-a"}, Advertised: tc.listed, NoSelectors: true})
+		if tc.ok {
+			requireOutcome(t, res.Outcome, outcome.Success, "", `{"model":"`+tc.model+`"}`)
+			continue
+		}
+		requireOutcome(t, res.Outcome, outcome.Failed, CodeModelUnavailable, `{"message":"Brama does not advertise that model"}`)
+		require.Empty(t, res.Changes, tc.model)
+	}
+}
+
 func TestSpawnChild(t *testing.T) {
 	tests := []struct {
 		name    string
