@@ -106,13 +106,16 @@ func (b *Being) admit(ctx actor.Context, bound money.Amount, then func(ctx actor
 	req := messages.AdmitSpend{Being: b.opts.StateDir, Amount: bound, BeingLimit: b.opts.SpendLimit}
 	b.cycle.waiting = waitLimit
 	b.ask(ctx, b.opts.SpendLimiter, req, askTimeout, func(res any, err error) {
+		reply, ok := res.(messages.SpendAdmitted)
 		if b.phase != phaseCycling {
 			// Draining: this is the round boundary a stop waits for.
+			if err == nil && ok && reply.Admitted {
+				b.settle(ctx, reply.Ticket, money.Zero) // never used
+			}
 			b.cycle.waiting = waitNothing
 			b.abandonCycle(ctx)
 			return
 		}
-		reply, ok := res.(messages.SpendAdmitted)
 		if err == nil && ok && reply.Admitted {
 			b.cycle.waiting = waitNothing
 			b.throttled = false
@@ -135,6 +138,12 @@ func (b *Being) admit(ctx actor.Context, bound money.Amount, then func(ctx actor
 
 // retryAdmit asks the limiter again after wait.
 func (b *Being) retryAdmit(ctx actor.Context, wait time.Duration, bound money.Amount, then func(ctx actor.Context, ticket uint64)) {
+	if b.phase != phaseCycling {
+		// A stop came while the wait's warning was being written.
+		b.cycle.waiting = waitNothing
+		b.abandonCycle(ctx)
+		return
+	}
 	b.cycle.waiting = waitLimit
 	self, system, epoch := ctx.Self(), ctx.ActorSystem(), b.epoch
 	b.stopTick = b.opts.clockAfter(wait, func() { system.Root.Send(self, admitRetry{epoch: epoch}) })
