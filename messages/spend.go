@@ -7,33 +7,33 @@ import (
 	"github.com/wisent/singularity/internal/store/money"
 )
 
-// AdmitSpend asks the family's spend limiter whether a being may start a
+// SpendRequest asks the family's spend limiter whether a being may start a
 // completion whose reservation is Amount (docs/money.md#spend-limits).
 // Being names the being (its state directory); BeingLimit is its own
-// limit per rolling hour, nil for none. Answered with SpendAdmitted.
-type AdmitSpend struct {
+// limit per rolling hour, nil for none. Answered with SpendResponse.
+type SpendRequest struct {
 	Being      string
 	Amount     money.Amount
 	BeingLimit *money.Amount
 }
 
-func (a AdmitSpend) String() string { return fmt.Sprintf("AdmitSpend{%s %s}", a.Being, a.Amount) }
+func (a SpendRequest) String() string { return fmt.Sprintf("SpendRequest{%s %s}", a.Being, a.Amount) }
 
-// SpendAdmitted answers AdmitSpend. When Admitted, the reservation counts
+// SpendResponse answers SpendRequest. When Admitted, the reservation counts
 // against the limits under Ticket until SpendSettled replaces it with the
 // actual cost; otherwise RetryAfter is how long until it can fit (on the
 // limiter's clock, so the being needs no clock of its own for it).
-type SpendAdmitted struct {
+type SpendResponse struct {
 	Admitted   bool
 	Ticket     uint64
 	RetryAfter time.Duration
 }
 
-func (a SpendAdmitted) String() string {
+func (a SpendResponse) String() string {
 	if a.Admitted {
-		return fmt.Sprintf("SpendAdmitted{ticket=%d}", a.Ticket)
+		return fmt.Sprintf("SpendResponse{ticket=%d}", a.Ticket)
 	}
-	return "SpendAdmitted{retry after " + a.RetryAfter.String() + "}"
+	return "SpendResponse{retry after " + a.RetryAfter.String() + "}"
 }
 
 // SpendSettled tells the limiter what an admitted completion cost (zero

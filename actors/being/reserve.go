@@ -103,10 +103,10 @@ func (b *Being) limited() bool { return b.opts.SpendLimiter != nil }
 // until the limiter says the reservation fits, journaling the wait once;
 // a limiter that does not answer in time is asked again after a second.
 func (b *Being) admit(ctx actor.Context, bound money.Amount, then func(ctx actor.Context, ticket uint64)) {
-	req := messages.AdmitSpend{Being: b.opts.StateDir, Amount: bound, BeingLimit: b.opts.SpendLimit}
+	req := messages.SpendRequest{Being: b.opts.StateDir, Amount: bound, BeingLimit: b.opts.SpendLimit}
 	b.cycle.waiting = waitLimit
 	b.ask(ctx, b.opts.SpendLimiter, req, askTimeout, func(res any, err error) {
-		reply, ok := res.(messages.SpendAdmitted)
+		reply, ok := res.(messages.SpendResponse)
 		if b.phase != phaseCycling {
 			// Draining: this is the round boundary a stop waits for.
 			if err == nil && ok && reply.Admitted {

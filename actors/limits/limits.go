@@ -14,7 +14,7 @@ const Name = "limits"
 
 // Limiter is the actor. It answers:
 //
-//	messages.AdmitSpend      → messages.SpendAdmitted
+//	messages.SpendRequest      → messages.SpendResponse
 //	messages.SpendSettled    (no answer)
 //	messages.DescribeRequest → messages.Description
 //
@@ -43,7 +43,7 @@ func Props(family *money.Amount, now func() time.Time) *actor.Props {
 // Receive dispatches one message.
 func (l *Limiter) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
-	case messages.AdmitSpend:
+	case messages.SpendRequest:
 		ctx.Respond(l.handleAdmit(msg))
 	case messages.SpendSettled:
 		l.window.Settle(msg.Ticket, msg.Amount, l.now())
@@ -52,14 +52,14 @@ func (l *Limiter) Receive(ctx actor.Context) {
 	}
 }
 
-func (l *Limiter) handleAdmit(msg messages.AdmitSpend) messages.SpendAdmitted {
+func (l *Limiter) handleAdmit(msg messages.SpendRequest) messages.SpendResponse {
 	now := l.now()
 	ticket, retryAt, ok := l.window.Admit(msg.Being, msg.Amount, msg.BeingLimit, now)
 	if !ok {
 		l.refused++
-		return messages.SpendAdmitted{RetryAfter: retryAt.Sub(now)}
+		return messages.SpendResponse{RetryAfter: retryAt.Sub(now)}
 	}
-	return messages.SpendAdmitted{Admitted: true, Ticket: ticket}
+	return messages.SpendResponse{Admitted: true, Ticket: ticket}
 }
 
 func (l *Limiter) describe() messages.Description {

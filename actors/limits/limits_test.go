@@ -18,11 +18,11 @@ func newSystem(tb testing.TB) *actor.ActorSystem {
 	return system
 }
 
-func admit(tb testing.TB, system *actor.ActorSystem, pid *actor.PID, req messages.AdmitSpend) messages.SpendAdmitted {
+func admit(tb testing.TB, system *actor.ActorSystem, pid *actor.PID, req messages.SpendRequest) messages.SpendResponse {
 	tb.Helper()
 	res, err := system.Root.RequestFuture(pid, req, 5*time.Second).Result()
 	require.NoError(tb, err)
-	return res.(messages.SpendAdmitted)
+	return res.(messages.SpendResponse)
 }
 
 func TestLimiterActor(t *testing.T) {
@@ -32,15 +32,15 @@ func TestLimiterActor(t *testing.T) {
 	pid := system.Root.Spawn(Props(&limit, func() time.Time { return now }))
 	m := money.MustParse
 
-	a := admit(t, system, pid, messages.AdmitSpend{Being: "a", Amount: m("0.006")})
+	a := admit(t, system, pid, messages.SpendRequest{Being: "a", Amount: m("0.006")})
 	require.True(t, a.Admitted)
-	refused := admit(t, system, pid, messages.AdmitSpend{Being: "b", Amount: m("0.006")})
+	refused := admit(t, system, pid, messages.SpendRequest{Being: "b", Amount: m("0.006")})
 	require.False(t, refused.Admitted)
 	require.Equal(t, time.Hour, refused.RetryAfter, "measured on the limiter's clock")
 
 	system.Root.Send(pid, messages.SpendSettled{Ticket: a.Ticket, Amount: m("0.001")})
 	now = now.Add(time.Minute)
-	require.True(t, admit(t, system, pid, messages.AdmitSpend{Being: "b", Amount: m("0.006")}).Admitted, "the settled cost left room")
+	require.True(t, admit(t, system, pid, messages.SpendRequest{Being: "b", Amount: m("0.006")}).Admitted, "the settled cost left room")
 
 	res, err := system.Root.RequestFuture(pid, messages.DescribeRequest{}, 5*time.Second).Result()
 	require.NoError(t, err)
@@ -52,19 +52,19 @@ func TestLimiterActor(t *testing.T) {
 }
 
 // BenchmarkAdmit is the family limiter's admission latency: one
-// AdmitSpend asked and answered, then settled, as a being does for every
+// SpendRequest asked and answered, then settled, as a being does for every
 // completion when a spend limit is set.
 func BenchmarkAdmit(b *testing.B) {
 	system := newSystem(b)
 	limit := money.MustParse("1000000")
 	pid := system.Root.Spawn(Props(&limit, nil))
-	req := messages.AdmitSpend{Being: "a", Amount: money.MustParse("0.004")}
+	req := messages.SpendRequest{Being: "a", Amount: money.MustParse("0.004")}
 	cost := money.MustParse("0.001")
 	for b.Loop() {
 		res, err := system.Root.RequestFuture(pid, req, 5*time.Second).Result()
 		if err != nil {
 			b.Fatal(err)
 		}
-		system.Root.Send(pid, messages.SpendSettled{Ticket: res.(messages.SpendAdmitted).Ticket, Amount: cost})
+		system.Root.Send(pid, messages.SpendSettled{Ticket: res.(messages.SpendResponse).Ticket, Amount: cost})
 	}
 }
