@@ -42,7 +42,7 @@ type Being struct {
 	lasTools []chat.Tool
 	// lasReason is the reason of Las's last restart (docs/las.md#las-at-boot).
 	lasReason string
-	catalog  *catalogView
+	catalog   *catalogView
 
 	children []*childRef
 

@@ -135,10 +135,10 @@ type Las struct {
 	// listing follows (docs/las.md#re-lists).
 	inList    bool
 	listAgain bool
-	pingID  int64
-	pingers []*actor.PID
-	ticker  func() bool
-	eof     bool
+	pingID    int64
+	pingers   []*actor.PID
+	ticker    func() bool
+	eof       bool
 }
 
 var _ actor.Actor = (*Las)(nil)

@@ -35,8 +35,8 @@ type host struct {
 type (
 	awaitTools struct{}
 	// giveUp ends the wait for Las, from ListTools.
-	giveUp     struct{}
-	listed     struct {
+	giveUp struct{}
+	listed struct {
 		tools []chat.Tool
 		err   error
 	}

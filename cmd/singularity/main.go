@@ -135,8 +135,8 @@ func (d *doctorCmd) Run(e *env) error {
 }
 
 type toolsCmd struct {
-	AgentID string          `name:"agent-id" env:"SINGULARITY_AGENT_ID" help:"Agent identity passed to Las (required when surface skarbiec is selected)."`
-	Format  string          `name:"format" default:"json" enum:"json,table" help:"Output format: json (full definitions) or table (name<TAB>description)."`
+	AgentID string `name:"agent-id" env:"SINGULARITY_AGENT_ID" help:"Agent identity passed to Las (required when surface skarbiec is selected)."`
+	Format  string `name:"format" default:"json" enum:"json,table" help:"Output format: json (full definitions) or table (name<TAB>description)."`
 	// Workspace is the root answered to roots/list, as in run.
 	Workspace string          `name:"workspace" env:"SINGULARITY_WORKSPACE" default:"." help:"Workspace given to MCP servers as their root."`
 	Las       config.LasFlags `embed:"" group:"Las"`
