@@ -1,6 +1,7 @@
 package being
 
 import (
+	"errors"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -42,6 +43,8 @@ func (b *Being) startLas(ctx actor.Context) {
 			// Not ready within the boot wait (docs/las.md#las-at-boot): Las
 			// keeps trying and its tools join when it is ready.
 			b.lasNotReady(ctx)
+		case !resp.Available && errors.Is(resp.Err, las.ErrIntensityExceeded):
+			// Its LasUnavailable follows and decides (handleLasEvent).
 		case !resp.Available:
 			b.link = lasLost
 			b.failStart(ctx, resp.Err)

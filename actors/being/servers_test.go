@@ -17,6 +17,7 @@ import (
 	"github.com/wisent/singularity/actors/las"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/supervision"
 	"github.com/wisent/singularity/test/bramatest"
 	"github.com/wisent/singularity/test/testkit"
 )
@@ -156,4 +157,80 @@ func readFile(t *testing.T, path string) string {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return strings.TrimSpace(string(b))
+}
+
+// exampleServer is a servers-file entry running the example Las with cfg.
+func exampleServer(t *testing.T, name, cfg string) las.Server {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name+".json")
+	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
+	return las.Server{Name: name, Command: testkit.ExampleLas(t), Args: []string{path}}
+}
+
+// TestLasFailingAtEveryBoot: a Las that crashes at every boot, or never
+// answers initialize, is restarted; past the intensity a being without
+// required surfaces lives on built-in tools with the warning, one with
+// required surfaces fails its boot with the spec's sentence (exit 3).
+// Both for the classic single Las and for a server of a servers file
+// (whose healthy neighbour stays).
+func TestLasFailingAtEveryBoot(t *testing.T) {
+	fast := supervision.LasConfig{Backoff: supervision.Backoff{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond}}
+	tests := []struct {
+		name     string
+		cfg      string
+		servers  bool
+		required []string
+		warning  string
+		fails    string
+	}{
+		{name: "classic crash, nothing required", cfg: `{"exit_on_start":true}`, warning: "Las unavailable: restart intensity exceeded"},
+		{name: "classic crash, finance required", cfg: `{"exit_on_start":true}`, required: []string{"finance"}, fails: "mcp: required Las surface unavailable: finance"},
+		{name: "server crash, nothing required", cfg: `{"exit_on_start":true}`, servers: true, warning: "Las broken unavailable: restart intensity exceeded"},
+		{name: "server crash, it is required", cfg: `{"exit_on_start":true}`, servers: true, required: []string{"good", "broken"}, fails: "mcp: required Las surface unavailable: broken"},
+		{name: "server hangs on initialize", cfg: `{"hang_on_initialize":true}`, servers: true, warning: "Las broken unavailable: restart intensity exceeded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			opts := options(t, being.Once)
+			if tt.servers {
+				opts.Las = &las.Options{
+					Servers:          []las.Server{exampleServer(t, "good", `{"surfaces":["echo"]}`), exampleServer(t, "broken", tt.cfg)},
+					RequiredSurfaces: tt.required,
+					CallTimeout:      300 * time.Millisecond,
+					BootTimeout:      waitLimit / 2,
+					Supervision:      fast,
+					PingInterval:     -1,
+					Logger:           quiet,
+				}
+			} else {
+				withExampleLas(t, &opts, tt.cfg)
+				opts.Las.RequiredSurfaces = tt.required
+			}
+			srv := newBrama(t)
+			srv.Enqueue(bramatest.TextReply("done", bramatest.Usage(1, 1)))
+			h := start(t, srv, opts)
+			if tt.fails != "" {
+				stopped := h.stopped()
+				require.Error(t, stopped.Err)
+				assert.Equal(t, tt.fails, stopped.Err.Error())
+				assert.Equal(t, 3, supervision.ExitCode(stopped.Err))
+				return
+			}
+			r := h.report()
+			require.NoError(t, r.Err)
+			require.Equal(t, being.ReportCompleted, r.Status)
+			h.shutdown()
+			assert.Contains(t, warnings(h.journal()), tt.warning)
+			offered := map[string]bool{}
+			for _, tl := range srv.Completions()[0].Completion.Tools {
+				offered[tl.Function.Name] = true
+			}
+			assert.True(t, offered["singularity_memory_remember"])
+			assert.Equal(t, tt.servers, offered["good__echo__echo"], "the healthy server's tools stay")
+			for name := range offered {
+				assert.False(t, strings.HasPrefix(name, "broken__"), name)
+			}
+		})
+	}
 }

@@ -32,6 +32,11 @@ const (
 	msgBadArguments   = "arguments must be a JSON object"
 )
 
+// ErrIntensityExceeded is wrapped by the failure of a Las that was
+// restarted past its intensity (docs/las.md#las-at-boot): at boot the being
+// then goes on with built-in tools unless surfaces are required.
+var ErrIntensityExceeded = errors.New("Las restart intensity exceeded")
+
 // Self-addressed timer messages.
 type (
 	requestExpired struct {
@@ -265,8 +270,10 @@ func (a *Las) handleStopping(ctx actor.Context) {
 		gone = &messages.LasUnavailable{Reason: failure.Error(), Err: failure}
 		if supervision.KindOf(failure) != supervision.Permanent {
 			gone.Reason = supervision.ReasonIntensityExceeded
-			gone.Err = supervision.Upstream(supervision.ClassMCP, supervision.Permanent,
+			last := supervision.Upstream(supervision.ClassMCP, supervision.Permanent,
 				"Las unavailable: %s (last failure: %w)", supervision.ReasonIntensityExceeded, failure)
+			last.Err = errors.Join(last.Err, ErrIntensityExceeded)
+			gone.Err = last
 		}
 	}
 	for _, c := range a.h.held {

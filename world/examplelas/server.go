@@ -43,6 +43,11 @@ type Config struct {
 	// ProtocolVersion, when set, answers initialize with this version
 	// instead of letting the SDK negotiate.
 	ProtocolVersion string `json:"protocol_version,omitempty"`
+	// HangOnInitialize swallows initialize: the server never answers it.
+	HangOnInitialize bool `json:"hang_on_initialize,omitempty"`
+	// StderrLineBytes, when positive, writes one stderr line of that many
+	// bytes at start, then the line "examplelas: after the long line".
+	StderrLineBytes int `json:"stderr_line_bytes,omitempty"`
 	// IgnoreStdinClose keeps the server alive after stdin closes.
 	IgnoreStdinClose bool `json:"ignore_stdin_close,omitempty"`
 	// IgnoreSIGTERM ignores SIGTERM, so only SIGKILL ends the process.
@@ -90,6 +95,10 @@ func Main(args []string) int {
 	}
 	if cfg.IgnoreSIGTERM {
 		signal.Ignore(syscall.SIGTERM)
+	}
+	if cfg.StderrLineBytes > 0 {
+		fmt.Fprintln(os.Stderr, strings.Repeat("x", cfg.StderrLineBytes))
+		fmt.Fprintln(os.Stderr, "examplelas: after the long line")
 	}
 	if err := Run(context.Background(), cfg, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "examplelas:", err)
@@ -196,6 +205,8 @@ func (s *server) intercept(line []byte) bool {
 		return false
 	}
 	switch {
+	case m.Method == "initialize" && s.cfg.HangOnInitialize:
+		return true
 	case m.Method == "initialize" && s.cfg.ProtocolVersion != "":
 		s.out.raw(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"example-las","version":"1.0.0"}}}`, m.ID, s.cfg.ProtocolVersion))
 		return true
