@@ -16,6 +16,8 @@ import (
 	"github.com/wisent/singularity/actors/family"
 	"github.com/wisent/singularity/actors/las"
 	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/boundary"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
 	"github.com/wisent/singularity/test/bramatest"
@@ -232,5 +234,65 @@ func TestLasFailingAtEveryBoot(t *testing.T) {
 				assert.False(t, strings.HasPrefix(name, "broken__"), name)
 			}
 		})
+	}
+}
+
+// TestWithheldFinanceResultStillEarns: a finance__ tool whose successful
+// result the output boundary withholds (it echoes a raw path) reads
+// success to the model, and its revenue is credited from the result as
+// returned (docs/money.md#credit).
+func TestWithheldFinanceResultStillEarns(t *testing.T) {
+	t.Parallel()
+	srv := newBrama(t)
+	srv.Enqueue(
+		bramatest.ToolCallsReply(bramatest.Usage(10, 5), bramatest.Call("sale", "finance__finance_sell_report", `{"item":"/etc/widget","units":2}`)),
+		bramatest.TextReply("done", bramatest.Usage(10, 5)),
+	)
+	opts := options(t, being.Once)
+	withExampleLas(t, &opts, `{}`)
+	h := start(t, srv, opts)
+	r := h.report()
+	require.NoError(t, r.Err)
+	h.shutdown()
+
+	msgs := toolMessages(srv.Completions()[1].Completion.Messages)
+	assert.Equal(t, `{"status":"success","error_code":"sensitive_output_rejected"}`, msgs["sale"])
+	assert.Equal(t, "0.1", r.Earned.String())
+	var credited []string
+	for _, e := range h.journal() {
+		if e.Type == state.EventRevenueCredited {
+			credited = append(credited, e.Amount.String()+" from "+e.Source)
+		}
+	}
+	assert.Equal(t, []string{"0.1 from finance__finance_sell_report"}, credited)
+}
+
+// TestSecretsRedactedInToolResults: a server that echoes a secret the
+// runtime holds (here a servers-file secret it was given in its env)
+// reaches the model, the journal and the state as [redacted].
+func TestSecretsRedactedInToolResults(t *testing.T) {
+	t.Parallel()
+	const secret = "srv-secret-9f8e7d"
+	srv := newBrama(t)
+	srv.Enqueue(
+		bramatest.ToolCallsReply(bramatest.Usage(10, 5), bramatest.Call("env", "box__chaos__env", `{}`)),
+		bramatest.TextReply("done", bramatest.Usage(10, 5)),
+	)
+	opts := options(t, being.Once)
+	box := exampleServer(t, "box", `{"surfaces":["chaos"]}`)
+	box.Env = []string{"BOX_API_KEY=" + secret}
+	opts.Secrets = boundary.NewSecrets([]byte(secret))
+	opts.Las = &las.Options{Servers: []las.Server{box}, Secrets: opts.Secrets, CallTimeout: opts.MCPTimeout, PingInterval: -1, Logger: quiet}
+	h := start(t, srv, opts)
+	r := h.report()
+	require.NoError(t, r.Err)
+	h.shutdown()
+	msgs := toolMessages(srv.Completions()[1].Completion.Messages)
+	assert.Contains(t, msgs["env"], "BOX_API_KEY=[redacted]")
+	for _, req := range srv.Requests() {
+		assert.NotContains(t, string(req.Body), secret)
+	}
+	for _, name := range []string{"state.json", "activity.jsonl", "conversation.jsonl"} {
+		assert.NotContains(t, h.fileText(name), secret, name)
 	}
 }
