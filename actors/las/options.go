@@ -118,6 +118,13 @@ type Options struct {
 	// ones; zero means twice CallTimeout.
 	BootTimeout time.Duration
 
+	// Keeper, when set, is an executable that runs RunKeeper when given
+	// KeeperCommand (the runtime's own binary): Las is started under it,
+	// so that no descendant of Las outlives the runtime even when the
+	// runtime is SIGKILLed (docs/las.md#leftovers). "" starts Las directly,
+	// with SIGKILL as its parent-death signal.
+	Keeper string
+
 	// server is set on the Las of one server of a servers file: its
 	// environment is the scrubbed base, the release pins when set and the
 	// entry's own env; LAS_ONLY and LAS_SKIP select servers instead of

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -73,15 +74,23 @@ func spawn(o Options, env []string, gen uint64, post func(any)) (*process, error
 	if o.server != nil {
 		command, args = o.server.Command, o.server.Args
 	}
+	// Its own process group, so the shutdown ladder reaches its children;
+	// and SIGKILL when this process dies, however it dies
+	// (docs/las.md#leftovers).
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if o.Keeper != "" {
+		// The keeper runs Las with that parent-death signal and ends
+		// the rest of its tree when this process dies.
+		args = append([]string{KeeperCommand, strconv.Itoa(os.Getpid()), command}, args...)
+		command = o.Keeper
+		attr.Pdeathsig = keeperDeathSignal
+	}
 	cmd := exec.Command(command, args...)
 	cmd.Env = append([]string{}, env...) // never nil: nil would inherit ours
 	if o.server != nil {
 		cmd.Dir = o.server.Dir
 	}
-	// Its own process group, so the shutdown ladder reaches its children;
-	// and SIGKILL when this process dies, however it dies
-	// (docs/las.md#leftovers).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = attr
 
 	// Plain pipes (close-on-exec) rather than exec's StdoutPipe: Wait
 	// must not close stdout under the reader, which finishes on its own
@@ -107,6 +116,7 @@ func spawn(o Options, env []string, gen uint64, post func(any)) (*process, error
 	}
 	// The child holds its own copies now.
 	closeAll(stdinR, stdoutW, stderrW)
+	trackGroup(cmd.Process.Pid)
 
 	p := &process{cmd: cmd, pid: cmd.Process.Pid, gen: gen, writes: make(chan []byte, writeQueue), done: make(chan struct{})}
 	readerDone, stderrDone := make(chan struct{}), make(chan struct{})
@@ -226,6 +236,9 @@ func (p *process) writeStdin(w *os.File, post func(any)) {
 func (p *process) wait(post func(any), readerDone, stderrDone <-chan struct{}) {
 	err := p.cmd.Wait()
 	close(p.done)
+	// Its group's stragglers are killed by the actor; what left the group
+	// and was reparented here goes now (docs/las.md#leftovers).
+	untrackGroup(p.pid)
 	bound := time.NewTimer(exitAfterStdout)
 	defer bound.Stop()
 	for _, ch := range []<-chan struct{}{readerDone, stderrDone} {
@@ -295,10 +308,12 @@ func (p *process) shutdown(grace, termGrace time.Duration) {
 		if !p.exited(termGrace) {
 			p.signalGroup(syscall.SIGKILL) // it ignores us: end it
 			p.exited(killWait)
+			reapLeftovers()
 			return
 		}
 	}
 	p.signalGroup(syscall.SIGKILL) // stragglers it left in its group
+	reapLeftovers()                 // and those that left it (setsid), reparented to us
 }
 
 // kill ends a process that has already failed: there is nothing to wait
@@ -307,4 +322,5 @@ func (p *process) kill() {
 	p.closeStdin()
 	p.signalGroup(syscall.SIGKILL)
 	p.exited(killWait)
+	reapLeftovers()
 }

@@ -46,6 +46,7 @@ func lasOptions(rt config.Runtime, log *slog.Logger) *las.Options {
 		skip = &s
 	}
 	return &las.Options{
+		Keeper:                   keeper(),
 		Servers:                  lasServers(rt.Las.Servers),
 		Workspace:                rt.Workspace,
 		Secrets:                  secrets(rt),
@@ -63,6 +64,17 @@ func lasOptions(rt config.Runtime, log *slog.Logger) *las.Options {
 		ShutdownGrace:            rt.ShutdownGrace,
 		Logger:                   log,
 	}
+}
+
+// keeper is this binary, which runs as the Las keeper when asked
+// (las.KeeperCommand); "" when it cannot be found, and Las is started
+// directly.
+func keeper() string {
+	self, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return self
 }
 
 // lasServers maps the servers file's entries onto the Las servers; the

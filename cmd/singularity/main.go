@@ -46,6 +46,15 @@ type env struct {
 type exitRequest struct{ code int }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == las.KeeperCommand {
+		os.Exit(las.RunKeeper(os.Args[2:]))
+	}
+	if len(os.Args) < 2 || os.Args[1] != "example-las" {
+		// The runtime adopts what its Las processes leave behind, to end
+		// it when they stop (docs/las.md#leftovers); where the kernel
+		// refuses, the process-group ladder still applies.
+		_ = las.BecomeSubreaper()
+	}
 	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -54,6 +54,11 @@ type Config struct {
 	IgnoreSIGTERM bool `json:"ignore_sigterm,omitempty"`
 	// Grandchild starts a long sleep in the server's process group.
 	Grandchild bool `json:"grandchild,omitempty"`
+	// RecordPID records "las <pid>" of this process at start.
+	RecordPID bool `json:"record_pid,omitempty"`
+	// SetsidGrandchild starts the grandchild in a session of its own, out
+	// of the server's process group.
+	SetsidGrandchild bool `json:"setsid_grandchild,omitempty"`
 	// PageSize is the tools/list page size; zero means 4, so listing
 	// always spans several pages.
 	PageSize int `json:"page_size,omitempty"`
@@ -111,6 +116,9 @@ func Main(args []string) int {
 // IgnoreStdinClose).
 func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	s := &server{cfg: cfg, out: &lockedWriter{w: out}}
+	if cfg.RecordPID {
+		s.record(fmt.Sprintf("las %d", os.Getpid()))
+	}
 	if cfg.Grandchild {
 		if err := s.startGrandchild(); err != nil {
 			return err
@@ -252,6 +260,9 @@ func (s *server) record(line string) {
 
 func (s *server) startGrandchild() error {
 	cmd := exec.Command("sleep", "600")
+	if s.cfg.SetsidGrandchild {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start grandchild: %w", err)
 	}
