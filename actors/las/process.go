@@ -313,7 +313,7 @@ func (p *process) shutdown(grace, termGrace time.Duration) {
 		}
 	}
 	p.signalGroup(syscall.SIGKILL) // stragglers it left in its group
-	reapLeftovers()                 // and those that left it (setsid), reparented to us
+	reapLeftovers()                // and those that left it (setsid), reparented to us
 }
 
 // kill ends a process that has already failed: there is nothing to wait
