@@ -160,6 +160,9 @@ func Props(opts Options) *actor.Props {
 	if len(opts.Servers) > 0 {
 		return groupProps(opts)
 	}
+	if opts.server != nil && opts.server.URL != "" {
+		return remoteProps(opts)
+	}
 	h := &history{}
 	return actor.PropsFromProducer(func() actor.Actor {
 		log := opts.Logger.With("actor", "las", "being", opts.BeingName, "agent_id", opts.AgentID)
@@ -563,7 +566,7 @@ func (a *Las) onList(ctx actor.Context, msg mcpwire.Message) {
 	if a.phase == phaseReady {
 		// Only a complete list that passes the catalogue's rules
 		// replaces the one in use (docs/las.md#re-lists).
-		if _, err := catalog.Build(tools, nil, nil); err != nil {
+		if _, err := catalogCheck(tools); err != nil {
 			a.warnParent(ctx, "Las tools re-list refused, keeping the previous catalogue: "+err.Error())
 			a.endListing(ctx)
 			return
@@ -808,3 +811,7 @@ func seconds(d time.Duration) string {
 	}
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
 }
+
+// catalogCheck applies the catalogue's registration rules
+// (docs/tools.md#the-catalogue) to a server's own list.
+func catalogCheck(tools []chat.Tool) (*catalog.Catalog, error) { return catalog.Build(tools, nil, nil) }
