@@ -3,6 +3,7 @@ package las
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/world/examplelas"
 )
 
 // remoteServer is a real MCP server on loopback built on the official Go
@@ -41,7 +43,7 @@ type echoOut struct {
 	Message string `json:"message"`
 }
 
-func startRemote(t *testing.T) *remoteServer {
+func startRemote(t testing.TB) *remoteServer {
 	t.Helper()
 	r := &remoteServer{}
 	server := mcp.NewServer(&mcp.Implementation{Name: "remote-test", Version: "1"}, nil)
@@ -142,4 +144,44 @@ func TestRemoteServer(t *testing.T) {
 		assert.Contains(t, body, `"protocolVersion":"2024-11-05"`)
 	}
 	assert.True(t, strings.Contains(h.describe().Status, "running"))
+}
+
+// BenchmarkServerCallRoundTrip is BenchmarkCallRoundTrip through the
+// Group of a servers file: the example Las as server "x", called as
+// "x__echo__echo".
+func BenchmarkServerCallRoundTrip(b *testing.B) {
+	opts := baseOptions(b, &examplelas.Config{})
+	opts.Servers = []Server{{Name: "x", Command: opts.Command, Args: []string{opts.Entrypoint}}}
+	opts.RequiredSurfaces = nil
+	h := startWith(b, opts, supervision.LasConfig{}, "")
+	h.catalog()
+	req := messages.LasCallRequest{Tool: "x__echo__echo", Arguments: json.RawMessage(`{"message":"ping"}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		req.Deadline = time.Now().Add(5 * time.Second)
+		res, err := h.system.Root.RequestFuture(h.las, req, 10*time.Second).Result()
+		if err != nil || res.(messages.LasCallResponse).Outcome.Status != outcome.Success {
+			b.Fatalf("call: %v %v", res, err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}
+
+// BenchmarkRemoteCallRoundTrip is a call of a remote server over
+// streamable HTTP on loopback, through the Group and the SDK client.
+func BenchmarkRemoteCallRoundTrip(b *testing.B) {
+	srv := startRemote(b)
+	opts := Options{Servers: []Server{{Name: "remote", URL: srv.URL}}, CallTimeout: 5 * time.Second, PingInterval: -1, Logger: quietLogger()}
+	h := startWith(b, opts, supervision.LasConfig{}, "")
+	h.catalog()
+	req := messages.LasCallRequest{Tool: "remote__echo", Arguments: json.RawMessage(`{"message":"ping"}`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		req.Deadline = time.Now().Add(5 * time.Second)
+		res, err := h.system.Root.RequestFuture(h.las, req, 10*time.Second).Result()
+		if err != nil || res.(messages.LasCallResponse).Outcome.Status != outcome.Success {
+			b.Fatalf("call: %v %v", res, err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 }
