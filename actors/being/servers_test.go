@@ -190,6 +190,8 @@ func TestLasFailingAtEveryBoot(t *testing.T) {
 		{name: "server crash, nothing required", cfg: `{"exit_on_start":true}`, servers: true, warning: "Las broken unavailable: restart intensity exceeded"},
 		{name: "server crash, it is required", cfg: `{"exit_on_start":true}`, servers: true, required: []string{"good", "broken"}, fails: "mcp: required Las surface unavailable: broken"},
 		{name: "server hangs on initialize", cfg: `{"hang_on_initialize":true}`, servers: true, warning: "Las broken unavailable: restart intensity exceeded"},
+		{name: "classic hangs on initialize", cfg: `{"hang_on_initialize":true}`, warning: "Las unavailable: restart intensity exceeded"},
+		{name: "classic hangs, finance required", cfg: `{"hang_on_initialize":true}`, required: []string{"finance"}, fails: "mcp: required Las surface unavailable: finance"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -206,6 +208,7 @@ func TestLasFailingAtEveryBoot(t *testing.T) {
 					Logger:           quiet,
 				}
 			} else {
+				opts.MCPTimeout = 300 * time.Millisecond
 				withExampleLas(t, &opts, tt.cfg)
 				opts.Las.RequiredSurfaces = tt.required
 			}
