@@ -636,3 +636,21 @@ func TestLongStderrLineIsCut(t *testing.T) {
 	assert.True(t, strings.HasSuffix(long[0], "x…"))
 	assert.True(t, after, "the line after the long one is logged")
 }
+
+// TestRefusedRelistKeepsTheCatalogue: a re-list that breaks the
+// catalogue's rules is not installed; the previous catalogue stays, the
+// parent hears a warning, and Las is not restarted (docs/las.md#re-lists).
+func TestRefusedRelistKeepsTheCatalogue(t *testing.T) {
+	h := start(t, examplelas.Config{}, nil)
+	boot := next[messages.LasCatalogChanged](h, 10*time.Second)
+	require.Equal(t, outcome.Success, h.call("chaos__list_bad", `{}`, 5*time.Second).Status)
+	warning := next[messages.LasWarning](h, 5*time.Second)
+	assert.Equal(t, "Las tools re-list refused, keeping the previous catalogue: tool: invalid tool name: bad name!", warning.Text)
+	assert.Equal(t, len(boot.Tools), h.describe().Figures["tool_count"])
+	assert.Equal(t, outcome.Success, h.call("echo__echo", `{"message":"still here"}`, 5*time.Second).Status)
+	for _, ev := range h.drain() {
+		_, relisted := ev.(messages.LasCatalogChanged)
+		assert.False(t, relisted, "the refused list was announced")
+	}
+	assert.Equal(t, 0, h.describe().Figures["restarts"])
+}

@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -149,6 +150,9 @@ type server struct {
 	out *lockedWriter
 
 	recordMu sync.Mutex
+	// badList makes the next tools/list answer a list that breaks the
+	// catalogue's rules (chaos__list_bad).
+	badList atomic.Bool
 }
 
 // lockedWriter is stdout shared by the SDK transport and the raw chaos
@@ -217,6 +221,9 @@ func (s *server) intercept(line []byte) bool {
 		return true
 	case m.Method == "initialize" && s.cfg.ProtocolVersion != "":
 		s.out.raw(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"example-las","version":"1.0.0"}}}`, m.ID, s.cfg.ProtocolVersion))
+		return true
+	case m.Method == "tools/list" && s.badList.CompareAndSwap(true, false):
+		s.out.raw(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"bad name!","inputSchema":{"type":"object"}}]}}`, m.ID))
 		return true
 	case m.Method == "notifications/cancelled":
 		s.record("cancelled " + string(m.Params.RequestID))
