@@ -110,7 +110,12 @@ type Las struct {
 	ReleaseManifestSignature string
 	ReleaseTrustStore        string
 	ReleaseWatermark         string
-	requiredSurfaces         []string
+	// ServersFile is LAS_SERVERS_FILE; "" runs the classic single Las.
+	ServersFile string
+	// Servers are the servers file's entries in file order; empty with a
+	// servers file means no Las at all.
+	Servers          []Server
+	requiredSurfaces []string
 }
 
 // RequiredSurfaces lists the surfaces that must expose at least one tool.
@@ -402,6 +407,10 @@ func positiveSeconds(label, text string) (time.Duration, error) {
 	return d, err
 }
 
+// Workspace resolves SINGULARITY_WORKSPACE as Load does: absolute, symlinks
+// resolved, an existing directory.
+func Workspace(dir string) (string, error) { return workspace(dir) }
+
 func workspace(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err == nil {
@@ -530,10 +539,17 @@ func parseServiceURL(name, text string) (*url.URL, error) {
 // LoadLas validates the Las selection and pinning
 // (docs/configuration.md#variables). The tools command uses it alone; Load
 // uses it as one step of the whole.
+//
+// With LAS_SERVERS_FILE (docs/las.md#several-mcp-servers) the servers come
+// from that file instead of LAS_COMMAND and LAS_MCP_ENTRYPOINT, and the
+// four release pins are optional: checked only when set.
 func LoadLas(f LasFlags) (Las, error) {
-	info, err := os.Stat(f.Entrypoint)
-	if err != nil || info.IsDir() {
-		return Las{}, configError("LAS entrypoint not found: %s", f.Entrypoint)
+	serversMode := f.ServersFile != ""
+	if !serversMode {
+		info, err := os.Stat(f.Entrypoint)
+		if err != nil || info.IsDir() {
+			return Las{}, configError("LAS entrypoint not found: %s", f.Entrypoint)
+		}
 	}
 	files := []struct{ label, path string }{
 		{"LAS release manifest", f.Manifest},
@@ -541,14 +557,26 @@ func LoadLas(f LasFlags) (Las, error) {
 		{"LAS release trust store", f.TrustStore},
 	}
 	for _, file := range files {
+		if serversMode && file.path == "" {
+			continue
+		}
 		if !absoluteRegularFile(file.path) {
 			return Las{}, configError("%s must be an absolute regular file", file.label)
 		}
 	}
-	if !filepath.IsAbs(f.Watermark) {
+	if (!serversMode || f.Watermark != "") && !filepath.IsAbs(f.Watermark) {
 		return Las{}, configError("LAS release watermark must be an absolute path")
 	}
+	var servers []Server
+	if serversMode {
+		var err error
+		if servers, err = LoadServers(f.ServersFile); err != nil {
+			return Las{}, err
+		}
+	}
 	return Las{
+		ServersFile:              f.ServersFile,
+		Servers:                  servers,
 		Command:                  f.Command,
 		Entrypoint:               f.Entrypoint,
 		Only:                     f.Only,
@@ -648,6 +676,14 @@ func ReadSecretFile(path string) (identity.Secret, error) {
 		return identity.Secret{}, supervision.Errorf(supervision.ClassSecret, "%s is empty", path)
 	}
 	return identity.NewSecret([]byte(value)), nil
+}
+
+// Secrets returns every secret value the runtime holds: the Brama
+// secret, the Most token and the secret values of the servers file. The
+// output boundary redacts them in upstream text.
+func (rt Runtime) Secrets() []identity.Secret {
+	out := []identity.Secret{rt.Brama.Secret, rt.Most.Token}
+	return append(out, secretsOf(rt.Las.Servers)...)
 }
 
 // String summarises the configuration for logs; it holds no secret.

@@ -85,6 +85,7 @@ type LasFlags struct {
 	ManifestSig      string `name:"las-release-manifest-signature-file" env:"LAS_RELEASE_MANIFEST_SIGNATURE_FILE" help:"Absolute path of the manifest signature (required)."`
 	TrustStore       string `name:"las-release-trust-store-file" env:"LAS_RELEASE_TRUST_STORE_FILE" help:"Absolute path of the release trust store (required)."`
 	Watermark        string `name:"las-release-watermark-file" env:"LAS_RELEASE_WATERMARK_FILE" help:"Absolute path of the release watermark (required)."`
+	ServersFile      string `name:"las-servers-file" env:"LAS_SERVERS_FILE" help:"MCP servers file in the mcpServers format (replaces LAS_COMMAND and LAS_MCP_ENTRYPOINT)."`
 	RequiredSurfaces string `name:"required-surfaces" env:"SINGULARITY_REQUIRED_SURFACES" default:"skarbiec,finance" help:"Surfaces that must expose a tool (comma list; may be empty)."`
 }
 

@@ -109,3 +109,12 @@ type LasUnavailable struct {
 }
 
 func (e LasUnavailable) String() string { return "Las unavailable: " + e.Reason }
+
+// LasWarning is a warning of the Las actor for the being's journal: a
+// re-list refused (the previous catalogue kept), a server of a servers
+// file unavailable while the others go on.
+type LasWarning struct {
+	Text string
+}
+
+func (e LasWarning) String() string { return e.Text }

@@ -41,7 +41,9 @@ type Being struct {
 	// of the catalogue, offered while link is lasUp.
 	link     lasLink
 	lasTools []chat.Tool
-	catalog  *catalogView
+	// lasReason is the reason of Las's last restart (docs/las.md#las-at-boot).
+	lasReason string
+	catalog   *catalogView
 
 	children []*childRef
 
@@ -169,7 +171,7 @@ func (b *Being) Receive(ctx actor.Context) {
 		ctx.Respond(b.describe(ctx))
 	case graceExpired:
 		b.handleGraceExpired(ctx, msg)
-	case messages.LasCatalogChanged, messages.LasRestarted, messages.LasSurfaceMissing, messages.LasUnavailable:
+	case messages.LasCatalogChanged, messages.LasRestarted, messages.LasSurfaceMissing, messages.LasUnavailable, messages.LasWarning:
 		b.handleLasEvent(ctx, msg)
 	case writeDone:
 		b.handleWriteDone(ctx, msg)

@@ -165,7 +165,7 @@ func TestToolCallRefusals(t *testing.T) {
 		"string":  invalid,
 		"null":    invalid,
 		"broken":  invalid,
-		"secret":  `{"status":"failed","error_code":"sensitive_output_rejected"}`,
+		"secret":  `{"status":"success","error_code":"sensitive_output_rejected"}`,
 	}
 	for i, call := range calls {
 		m := tools[i]
@@ -194,7 +194,7 @@ func TestToolCallRefusals(t *testing.T) {
 	assert.Equal(t, []string{
 		"chaos__no_such_tool:failed", "chaos__count:failed", "chaos__count:failed",
 		"singularity_memory_remember:failed", "echo__echo:failed", "chaos__count:success",
-		"chaos__secret:failed", "echo__echo:success",
+		"chaos__secret:success", "echo__echo:success",
 	}, statuses)
 
 	// Nothing of the secret-shaped result is anywhere.
@@ -206,7 +206,8 @@ func TestToolCallRefusals(t *testing.T) {
 			assert.NotContains(t, string(req.Body), leak)
 		}
 	}
-	assert.Equal(t, outcome.RejectedEnvelope, tools[6].Content)
+	// The call succeeded and its output was withheld: it reads success.
+	assert.Equal(t, outcome.Rejection(outcome.Success).Envelope(), tools[6].Content)
 }
 
 // TestShutdownGraceAbandonsModelCall: a stop asked while a completion

@@ -1,6 +1,7 @@
 package being
 
 import (
+	"errors"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -39,7 +40,11 @@ func (b *Being) startLas(ctx actor.Context) {
 			// Stopped while Las was starting: the shutdown goes on.
 			b.continueShutdown(ctx)
 		case err != nil || !ok:
-			b.failStart(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "Las did not become ready: %w", replyError(err, "unexpected reply")))
+			// Not ready within the boot wait (docs/las.md#las-at-boot): Las
+			// keeps trying and its tools join when it is ready.
+			b.lasNotReady(ctx)
+		case !resp.Available && errors.Is(resp.Err, las.ErrIntensityExceeded):
+			// Its LasUnavailable follows and decides (handleLasEvent).
 		case !resp.Available:
 			b.link = lasLost
 			b.failStart(ctx, resp.Err)
@@ -167,6 +172,9 @@ func (b *Being) handleLasEvent(ctx actor.Context, msg any) {
 	switch e := msg.(type) {
 	case messages.LasCatalogChanged:
 		b.lasTools = e.Tools
+		if b.link == lasStarting && b.phase != phaseBooting {
+			b.link = lasUp // a Las that was late at boot is ready now
+		}
 		if b.link != lasUp {
 			return // the boot catalogue is built from these tools when it is
 		}
@@ -175,16 +183,31 @@ func (b *Being) handleLasEvent(ctx actor.Context, msg any) {
 		}
 	case messages.LasRestarted:
 		b.log.Warn("Las restarted", "restarts", e.Restarts, "reason", e.Reason)
+		b.lasReason = e.Reason
 	case messages.LasSurfaceMissing:
 		b.warn(e.String())
+	case messages.LasWarning:
+		b.warn(e.Text)
 	case messages.LasUnavailable:
 		if b.stop != nil {
 			return // a Las stopped by our own shutdown
 		}
 		if b.phase == phaseBooting {
 			// Las gave up before the boot catalogue was known: the ask
-			// for it will never be answered, so boot fails now.
+			// for it will never be answered.
 			b.epoch++
+			if e.Reason == supervision.ReasonIntensityExceeded {
+				// Restarted past the intensity at boot
+				// (docs/las.md#las-at-boot): built-in tools only, unless
+				// surfaces are required.
+				if err := b.requiredSurfaceError(); err != nil {
+					b.failStart(ctx, err)
+					return
+				}
+				b.lasEnded(e.String())
+				b.afterLasReady(ctx)
+				return
+			}
 			err := e.Err
 			if err == nil {
 				err = supervision.New(supervision.ClassMCP, e.String())
@@ -214,4 +237,31 @@ func (b *Being) lasEnded(reason string) {
 			b.log.Error("catalogue without Las", "err", err)
 		}
 	}
+}
+
+// lasNotReady goes on without a Las that did not become ready within the
+// boot wait (docs/las.md#las-at-boot): with required surfaces the boot
+// fails; without, the being lives on built-in tools, warned, and the Las
+// tools join the catalogue when Las is ready.
+func (b *Being) lasNotReady(ctx actor.Context) {
+	if err := b.requiredSurfaceError(); err != nil {
+		b.failStart(ctx, err)
+		return
+	}
+	why := b.lasReason
+	if why == "" {
+		why = "no answer"
+	}
+	b.warn("Las not ready at boot, going on with built-in tools: " + why)
+	b.afterLasReady(ctx)
+}
+
+// requiredSurfaceError is the boot failure of a being whose Las is not
+// available while surfaces are required: "mcp: required Las surface
+// unavailable: <first>", or nil when none is required.
+func (b *Being) requiredSurfaceError() error {
+	if b.opts.Las == nil || len(b.opts.Las.RequiredSurfaces) == 0 {
+		return nil
+	}
+	return supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "required Las surface unavailable: %s", b.opts.Las.RequiredSurfaces[0])
 }

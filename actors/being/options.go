@@ -11,6 +11,7 @@ import (
 	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/boundary"
 	"github.com/wisent/singularity/internal/tools/builtin"
 	"github.com/wisent/singularity/internal/tools/most"
 	"github.com/wisent/singularity/supervision"
@@ -98,6 +99,10 @@ type Options struct {
 	Las *las.Options
 	// Most serves the three Most tools; nil when they are disabled.
 	Most *most.Client
+	// Secrets are the secret values the runtime holds; the output
+	// boundary replaces each by "[redacted]" in every tool result
+	// (docs/tools.md#the-output-boundary). Nil redacts nothing.
+	Secrets *boundary.Secrets
 
 	// Fresh, when set, is a being the boot gates created but did not
 	// write (state.Check): the actor writes it as StateDir's first

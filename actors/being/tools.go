@@ -181,7 +181,8 @@ func objectArguments(text string) (json.RawMessage, bool) {
 func (b *Being) finishTool(ctx actor.Context, call chat.ToolCall, res toolResult) {
 	b.cycle.waiting = waitNothing
 	name := call.Function.Name
-	o, reason := boundary.Apply(res.outcome)
+	raw := res.outcome
+	o, reason := boundary.Screen{Workspace: b.opts.Workspace, Secrets: b.opts.Secrets}.Apply(raw)
 	if reason != "" {
 		b.log.Warn("tool output rejected by the output boundary", "tool", name, "reason", reason)
 	}
@@ -195,12 +196,15 @@ func (b *Being) finishTool(ctx actor.Context, call chat.ToolCall, res toolResult
 		finished.Created = &created
 	}
 	b.cycle.actions = append(b.cycle.actions, name)
-	if o.Status != outcome.Success || reason != "" || !ledger.Trusted(name) {
+	// Revenue is read from the result as returned, before the boundary:
+	// withholding output from the model does not withhold revenue
+	// (docs/money.md#credit).
+	if raw.Status != outcome.Success || !ledger.Trusted(name) {
 		b.commitTool(ctx, finished, nil, res)
 		return
 	}
 	b.cycle.waiting = waitLedger
-	b.ask(ctx, b.ledger, messages.CreditRequest{Tool: name, Result: o.Content}, askTimeout, func(reply any, err error) {
+	b.ask(ctx, b.ledger, messages.CreditRequest{Tool: name, Result: raw.Content}, askTimeout, func(reply any, err error) {
 		b.cycle.waiting = waitNothing
 		credit, ok := reply.(messages.CreditResponse)
 		switch {

@@ -31,6 +31,9 @@ var skarbiecPassThrough = []string{
 // ClassMCP failures with the exact sentences of docs/las.md#spawn.
 func environment(o Options) ([]string, error) {
 	o = o.withDefaults()
+	if o.server != nil {
+		return serverEnvironment(o)
+	}
 	only := DefaultOnly
 	if o.Only != nil {
 		only = *o.Only
@@ -89,4 +92,44 @@ func splitList(text string) []string {
 		}
 	}
 	return out
+}
+
+// serverEnvironment is the environment of one stdio server of a servers
+// file (docs/las.md#several-mcp-servers): the scrubbed base of
+// docs/las.md#spawn, the release pins that are set, the Skarbiec
+// pass-through for a server named skarbiec, then the entry's own env
+// (which wins over the base).
+func serverEnvironment(o Options) ([]string, error) {
+	env := []string{"PATH=" + basePath, "LANG=C.UTF-8", "LC_ALL=C.UTF-8"}
+	for _, pin := range []struct{ name, value string }{
+		{"LAS_RELEASE_MANIFEST_FILE", o.ReleaseManifest},
+		{"LAS_RELEASE_MANIFEST_SIGNATURE_FILE", o.ReleaseManifestSignature},
+		{"LAS_RELEASE_TRUST_STORE_FILE", o.ReleaseTrustStore},
+		{"LAS_RELEASE_WATERMARK_FILE", o.ReleaseWatermark},
+	} {
+		if pin.value != "" {
+			env = append(env, pin.name+"="+pin.value)
+		}
+	}
+	if o.AgentID != "" && !identity.Valid(o.AgentID) {
+		return nil, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "invalid immutable Las agent identity")
+	}
+	if o.server.Name == "skarbiec" {
+		if o.AgentID == "" {
+			return nil, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "Skarbiec requires an explicit immutable Las agent identity")
+		}
+		for _, name := range skarbiecPassThrough {
+			if v, ok := o.LookupEnv(name); ok {
+				env = append(env, name+"="+v)
+			}
+		}
+		env = append(env, "SKARBIEC_MCP_AGENT_ID="+o.AgentID)
+	}
+	// The entry's env replaces a base variable of the same name.
+	for _, kv := range o.server.Env {
+		name, _, _ := strings.Cut(kv, "=")
+		env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, name+"=") })
+		env = append(env, kv)
+	}
+	return env, nil
 }

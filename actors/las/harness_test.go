@@ -42,7 +42,7 @@ func (p *testParent) Receive(ctx actor.Context) {
 		p.las, _ = ctx.SpawnNamed(p.props, "las")
 	case whereIsLas:
 		ctx.Respond(p.las)
-	case messages.LasRestarted, messages.LasCatalogChanged, messages.LasUnavailable, messages.LasSurfaceMissing, *actor.Terminated:
+	case messages.LasRestarted, messages.LasCatalogChanged, messages.LasUnavailable, messages.LasSurfaceMissing, messages.LasWarning, *actor.Terminated:
 		select {
 		case p.events <- m:
 		default:

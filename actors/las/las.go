@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/wisent/singularity/internal/tools/catalog"
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/internal/wire/mcpwire"
@@ -28,6 +31,11 @@ const (
 	msgUnknownTool    = "tool is not in the current catalog"
 	msgBadArguments   = "arguments must be a JSON object"
 )
+
+// ErrIntensityExceeded is wrapped by the failure of a Las that was
+// restarted past its intensity (docs/las.md#las-at-boot): at boot the being
+// then goes on with built-in tools unless surfaces are required.
+var ErrIntensityExceeded = errors.New("Las restart intensity exceeded")
 
 // Self-addressed timer messages.
 type (
@@ -127,10 +135,15 @@ type Las struct {
 	tools   []chat.Tool
 	known   map[string]bool
 	listing []chat.Tool
-	pingID  int64
-	pingers []*actor.PID
-	ticker  func() bool
-	eof     bool
+	// inList is set while a listing (all its pages) is in flight;
+	// listAgain records a list_changed that arrived meanwhile: one more
+	// listing follows (docs/las.md#re-lists).
+	inList    bool
+	listAgain bool
+	pingID    int64
+	pingers   []*actor.PID
+	ticker    func() bool
+	eof       bool
 }
 
 var _ actor.Actor = (*Las)(nil)
@@ -139,11 +152,24 @@ var _ actor.Actor = (*Las)(nil)
 // the actor's history across restarts), with a stable name — the
 // supervision route matches "las" — under a parent whose supervisor is
 // supervision.ForLas or includes supervision.LasRoute.
+//
+// With Options.Servers set the props are those of the Group: one Las per
+// server under it, the same messages answered.
 func Props(opts Options) *actor.Props {
 	opts = opts.withDefaults()
+	if len(opts.Servers) > 0 {
+		return groupProps(opts)
+	}
+	if opts.server != nil && opts.server.URL != "" {
+		return remoteProps(opts)
+	}
 	h := &history{}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Las{opts: opts, h: h, log: opts.Logger.With("actor", "las", "being", opts.BeingName, "agent_id", opts.AgentID)}
+		log := opts.Logger.With("actor", "las", "being", opts.BeingName, "agent_id", opts.AgentID)
+		if opts.server != nil {
+			log = log.With("server", opts.server.Name)
+		}
+		return &Las{opts: opts, h: h, log: log}
 	})
 }
 
@@ -206,8 +232,11 @@ func (a *Las) handleStarted(ctx actor.Context) {
 	a.proc = proc
 	a.log.Info("Las started", "pid", proc.pid, "generation", a.gen)
 	a.phase = phaseInitializing
-	a.request(ctx, reqInitialize, mcpwire.MethodInitialize,
-		mcpwire.NewInitializeParams(a.opts.ClientVersion, a.opts.AgentID), time.Now().Add(a.opts.CallTimeout), nil)
+	params := mcpwire.NewInitializeParams(a.opts.ClientVersion, a.opts.AgentID)
+	if a.opts.Workspace != "" {
+		params = params.WithRoots()
+	}
+	a.request(ctx, reqInitialize, mcpwire.MethodInitialize, params, time.Now().Add(a.opts.CallTimeout), nil)
 }
 
 func (a *Las) handleRestarting() {
@@ -244,8 +273,10 @@ func (a *Las) handleStopping(ctx actor.Context) {
 		gone = &messages.LasUnavailable{Reason: failure.Error(), Err: failure}
 		if supervision.KindOf(failure) != supervision.Permanent {
 			gone.Reason = supervision.ReasonIntensityExceeded
-			gone.Err = supervision.Upstream(supervision.ClassMCP, supervision.Permanent,
+			last := supervision.Upstream(supervision.ClassMCP, supervision.Permanent,
 				"Las unavailable: %s (last failure: %w)", supervision.ReasonIntensityExceeded, failure)
+			last.Err = errors.Join(last.Err, ErrIntensityExceeded)
+			gone.Err = last
 		}
 	}
 	for _, c := range a.h.held {
@@ -284,7 +315,7 @@ func (a *Las) stopTimers() {
 // reads as if it went on.
 func (a *Las) fail(ctx actor.Context, err error) {
 	a.h.failure = err
-	a.log.Warn("Las failed", "error", err, "kind", supervision.KindOf(err).String())
+	a.log.Warn("Las failed", "error", a.opts.Secrets.RedactString(err.Error()), "kind", supervision.KindOf(err).String())
 	a.answerPending(ctx, "Las failed during the call: "+err.Error())
 	if supervision.KindOf(err) == supervision.Permanent {
 		for _, pid := range a.h.catalogs {
@@ -416,6 +447,12 @@ func (a *Las) handleExpired(ctx actor.Context, m requestExpired) {
 	case reqPing:
 		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: liveness ping deadline exceeded", supervision.ErrLasUnresponsive))
 		return
+	case reqInitialize:
+		// Our own sentence (docs/las.md#las-at-boot), still a transient
+		// failure that is restarted like any other.
+		a.fail(ctx, &supervision.Error{Class: supervision.ClassMCP, Kind: supervision.Transient, Err: supervision.ErrLasUnresponsive,
+			Msg: fmt.Sprintf("Las did not answer initialize within %s s", seconds(a.opts.CallTimeout))})
+		return
 	default:
 		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: no answer to %s within the deadline", supervision.ErrLasUnresponsive, p.method))
 		return
@@ -436,10 +473,14 @@ func (a *Las) handleLine(ctx actor.Context, m lineRead) {
 	}
 	switch msg.Kind {
 	case mcpwire.KindNotification:
-		if msg.Method == mcpwire.MethodToolsListChanged && a.phase == phaseReady {
+		if msg.Method == mcpwire.MethodToolsListChanged && (a.phase == phaseReady || a.phase == phaseListing) {
 			a.startListing(ctx)
 		}
 	case mcpwire.KindRequest:
+		if msg.Method == mcpwire.MethodRootsList && a.opts.Workspace != "" {
+			a.send(ctx, mcpwire.RootsAnswer(msg.ID, a.opts.Workspace, "workspace"))
+			return
+		}
 		a.log.Info("refused a request from Las", "method", msg.Method)
 		a.send(ctx, mcpwire.MethodNotFound(msg.ID, msg.Method))
 	case mcpwire.KindResponse:
@@ -486,19 +527,33 @@ func (a *Las) onInitialize(ctx actor.Context, msg mcpwire.Message) {
 	a.startListing(ctx)
 }
 
+// startListing lists the tools from the first page. Listings are
+// serialized: a list_changed during one asks for one more after it.
 func (a *Las) startListing(ctx actor.Context) {
-	a.listing = nil
+	if a.inList {
+		a.listAgain = true
+		return
+	}
+	a.inList, a.listing = true, nil
 	a.request(ctx, reqList, mcpwire.MethodToolsList, nil, time.Now().Add(a.opts.CallTimeout), nil)
 }
 
 func (a *Las) onList(ctx actor.Context, msg mcpwire.Message) {
+	var page mcpwire.ToolsPage
+	err := error(nil)
 	if msg.Error != nil {
-		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "Las tools/list failed: %s", msg.Error.Message))
-		return
+		err = fmt.Errorf("Las tools/list failed: %s", a.opts.Secrets.RedactString(msg.Error.Message))
+	} else if page, err = mcpwire.ParseToolsPage(msg.Result); err != nil {
+		err = errors.New("Las tools/list answer is malformed")
 	}
-	page, err := mcpwire.ParseToolsPage(msg.Result)
 	if err != nil {
-		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "Las tools/list answer is malformed"))
+		if a.phase != phaseReady {
+			a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w", err))
+			return
+		}
+		// A re-list that failed keeps the catalogue Las had.
+		a.endListing(ctx)
+		a.warnParent(ctx, "Las tools re-list refused, keeping the previous catalogue: "+err.Error())
 		return
 	}
 	a.listing = append(a.listing, page.Tools...)
@@ -506,8 +561,34 @@ func (a *Las) onList(ctx actor.Context, msg mcpwire.Message) {
 		a.request(ctx, reqList, mcpwire.MethodToolsList, mcpwire.ListParams{Cursor: page.NextCursor}, time.Now().Add(a.opts.CallTimeout), nil)
 		return
 	}
-	a.finishListing(ctx, a.listing)
-	a.listing = nil
+	tools := a.listing
+	a.inList, a.listing = false, nil
+	if a.phase == phaseReady {
+		// Only a complete list that passes the catalogue's rules
+		// replaces the one in use (docs/las.md#re-lists).
+		if _, err := catalogCheck(tools); err != nil {
+			a.warnParent(ctx, "Las tools re-list refused, keeping the previous catalogue: "+err.Error())
+			a.endListing(ctx)
+			return
+		}
+	}
+	a.finishListing(ctx, tools)
+	a.endListing(ctx)
+}
+
+// endListing starts the listing a list_changed asked for meanwhile.
+func (a *Las) endListing(ctx actor.Context) {
+	a.inList, a.listing = false, nil
+	if a.listAgain && a.phase == phaseReady {
+		a.listAgain = false
+		a.startListing(ctx)
+	}
+}
+
+// warnParent logs text and tells the parent, which journals it.
+func (a *Las) warnParent(ctx actor.Context, text string) {
+	a.log.Warn(text)
+	a.tell(ctx, messages.LasWarning{Text: text})
 }
 
 // finishListing installs a complete tool list. A required surface missing
@@ -675,9 +756,13 @@ func (a *Las) describe() messages.Description {
 	if a.proc != nil {
 		pid = a.proc.pid
 	}
+	name := "las"
+	if a.opts.server != nil {
+		name = a.opts.server.Name
+	}
 	return messages.Description{
 		Kind:   "las",
-		Name:   "las",
+		Name:   name,
 		Status: a.phase.String(),
 		Figures: map[string]any{
 			"process_id":          pid,
@@ -700,9 +785,11 @@ func (a *Las) after(ctx actor.Context, d time.Duration, msg any) func() bool {
 	return time.AfterFunc(d, func() { system.Root.Send(self, msg) }).Stop
 }
 
+// tell sends msg to the parent with this actor as its sender, so that a
+// Group parent knows which server speaks.
 func (a *Las) tell(ctx actor.Context, msg any) {
 	if parent := ctx.Parent(); parent != nil {
-		ctx.Send(parent, msg)
+		ctx.Request(parent, msg)
 	}
 }
 
@@ -715,3 +802,16 @@ func reply(ctx actor.Context, to *actor.PID, msg any) {
 func cloneTools(tools []chat.Tool) []chat.Tool { return append([]chat.Tool(nil), tools...) }
 
 func jsonValid(b []byte) bool { return json.Valid(b) }
+
+// seconds prints a deadline in whole seconds, or with the fraction a
+// sub-second deadline needs.
+func seconds(d time.Duration) string {
+	if d%time.Second == 0 {
+		return fmt.Sprint(int64(d / time.Second))
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64)
+}
+
+// catalogCheck applies the catalogue's registration rules
+// (docs/tools.md#the-catalogue) to a server's own list.
+func catalogCheck(tools []chat.Tool) (*catalog.Catalog, error) { return catalog.Build(tools, nil, nil) }

@@ -1,6 +1,7 @@
 package las
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -554,4 +555,102 @@ func TestSurfaceMissingAfterRestartIsRetried(t *testing.T) {
 	assert.Contains(t, names, "finance__finance_sell_report")
 	assert.Equal(t, outcome.Success, h.call("finance__finance_quote", `{"item":"tea"}`, 5*time.Second).Status)
 	assert.GreaterOrEqual(t, h.describe().Figures["restarts"], 2)
+}
+
+// TestOverlappingListChangedKeepsTheWholeCatalogue: three list_changed in
+// a row against a list of several pages (4 tools a page) are serialized
+// (docs/las.md#re-lists): the one that starts a listing, then exactly one
+// more for the two that came during it, each with the whole catalogue.
+func TestOverlappingListChangedKeepsTheWholeCatalogue(t *testing.T) {
+	h := start(t, examplelas.Config{PageSize: 4}, nil)
+	boot := next[messages.LasCatalogChanged](h, 10*time.Second)
+	require.Greater(t, len(boot.Tools), 8, "the list spans several pages")
+	require.Equal(t, outcome.Success, h.call("chaos__list_burst", `{}`, 5*time.Second).Status)
+	for range 2 {
+		relisted := next[messages.LasCatalogChanged](h, 5*time.Second)
+		assert.Equal(t, boot.Tools, relisted.Tools)
+	}
+	// Nothing else was listed: a ping goes behind any further page.
+	_, err := h.system.Root.RequestFuture(h.las, messages.LasPingRequest{}, 5*time.Second).Result()
+	require.NoError(t, err)
+	for _, ev := range h.drain() {
+		_, relisted := ev.(messages.LasCatalogChanged)
+		assert.False(t, relisted, "a third listing")
+	}
+	assert.Equal(t, len(boot.Tools), h.describe().Figures["tool_count"])
+}
+
+// TestHangOnInitializeHasOurSentence: a server that never answers
+// initialize fails with our own sentence, not the library's timeout text,
+// and is restarted like any transient failure (docs/las.md#las-at-boot).
+func TestHangOnInitializeHasOurSentence(t *testing.T) {
+	cfg := examplelas.Config{HangOnInitialize: true}
+	opts := baseOptions(t, &cfg)
+	opts.CallTimeout = 300 * time.Millisecond
+	h := startWith(t, opts, supervision.LasConfig{Intensity: supervision.Intensity{MaxRestarts: 1, Within: time.Minute}}, cfg.DeliveriesFile)
+	restarted := next[messages.LasRestarted](h, 10*time.Second)
+	assert.Equal(t, "mcp: Las did not answer initialize within 0.3 s", restarted.Reason)
+	gone := h.gone()
+	assert.Equal(t, "Las unavailable: restart intensity exceeded", gone.String())
+	assert.Contains(t, gone.Err.Error(), "(last failure: Las did not answer initialize within 0.3 s)")
+	assert.NotContains(t, gone.Err.Error(), "future")
+}
+
+// TestListToolsHangOnInitialize: the tools command's wait for a server
+// that never answers initialize ends with our sentence.
+func TestListToolsHangOnInitialize(t *testing.T) {
+	cfg := examplelas.Config{HangOnInitialize: true}
+	opts := baseOptions(t, &cfg)
+	opts.CallTimeout = 200 * time.Millisecond
+	_, err := ListTools(context.Background(), opts)
+	require.Error(t, err)
+	assert.Equal(t, "mcp: Las did not answer initialize within 0.2 s", err.Error())
+	assert.Equal(t, 3, supervision.ExitCode(err))
+}
+
+// TestLongStderrLineIsCut: a 2 MiB stderr line is logged cut at 64 KiB
+// with "…", and the lines after it are still logged
+// (docs/las.md#leftovers).
+func TestLongStderrLineIsCut(t *testing.T) {
+	cfg := examplelas.Config{StderrLineBytes: 2 << 20}
+	opts := baseOptions(t, &cfg)
+	logs := newCaptured()
+	opts.Logger = slog.New(logs)
+	h := startWith(t, opts, supervision.LasConfig{}, cfg.DeliveriesFile)
+	require.True(t, h.catalog().Available)
+	// The stderr lines were written before the server answered
+	// initialize; the stop reads stderr to its end before it returns.
+	h.stop()
+	var long []string
+	after := false
+	for _, m := range logs.all() {
+		if strings.HasPrefix(m, "Ada: las: xxx") {
+			long = append(long, m)
+		}
+		if m == "Ada: las: examplelas: after the long line" {
+			after = true
+		}
+	}
+	require.Len(t, long, 1)
+	assert.Equal(t, len("Ada: las: ")+64<<10+len("…"), len(long[0]))
+	assert.True(t, strings.HasSuffix(long[0], "x…"))
+	assert.True(t, after, "the line after the long one is logged")
+}
+
+// TestRefusedRelistKeepsTheCatalogue: a re-list that breaks the
+// catalogue's rules is not installed; the previous catalogue stays, the
+// parent hears a warning, and Las is not restarted (docs/las.md#re-lists).
+func TestRefusedRelistKeepsTheCatalogue(t *testing.T) {
+	h := start(t, examplelas.Config{}, nil)
+	boot := next[messages.LasCatalogChanged](h, 10*time.Second)
+	require.Equal(t, outcome.Success, h.call("chaos__list_bad", `{}`, 5*time.Second).Status)
+	warning := next[messages.LasWarning](h, 5*time.Second)
+	assert.Equal(t, "Las tools re-list refused, keeping the previous catalogue: tool: invalid tool name: bad name!", warning.Text)
+	assert.Equal(t, len(boot.Tools), h.describe().Figures["tool_count"])
+	assert.Equal(t, outcome.Success, h.call("echo__echo", `{"message":"still here"}`, 5*time.Second).Status)
+	for _, ev := range h.drain() {
+		_, relisted := ev.(messages.LasCatalogChanged)
+		assert.False(t, relisted, "the refused list was announced")
+	}
+	assert.Equal(t, 0, h.describe().Figures["restarts"])
 }

@@ -39,7 +39,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/wisent/singularity/internal/tools/boundary"
 	"github.com/wisent/singularity/internal/wire/mcpwire"
+	"github.com/wisent/singularity/supervision"
 )
 
 // DefaultOnly is the LAS_ONLY surface list used when Options.Only is nil; it
@@ -95,6 +97,53 @@ type Options struct {
 	// LookupEnv reads the parent environment for the Skarbiec
 	// pass-through; nil means os.LookupEnv.
 	LookupEnv func(name string) (string, bool)
+
+	// Servers, when non-empty, are the servers of LAS_SERVERS_FILE
+	// (docs/las.md#several-mcp-servers): Props then makes the actor that
+	// runs one supervised Las per server and offers their tools as
+	// "<server>__<tool>". Nil is the classic single Las above.
+	Servers []Server
+	// Workspace is the being's workspace, the one root answered to
+	// roots/list (docs/las.md#several-mcp-servers); "" declares no roots
+	// capability and refuses roots/list like any other request.
+	Workspace string
+	// Secrets are redacted from Las's stderr and from failure texts
+	// before they are logged; nil redacts nothing.
+	Secrets *boundary.Secrets
+	// Supervision tunes the restarts of each server under a servers file;
+	// the zero value takes the defaults of ForLas.
+	Supervision supervision.LasConfig
+	// BootTimeout bounds how long the servers of a servers file may take to
+	// become ready at boot before the being goes on without the late
+	// ones; zero means twice CallTimeout.
+	BootTimeout time.Duration
+
+	// Keeper, when set, is an executable that runs RunKeeper when given
+	// KeeperCommand (the runtime's own binary): Las is started under it,
+	// so that no descendant of Las outlives the runtime even when the
+	// runtime is SIGKILLed (docs/las.md#leftovers). "" starts Las directly,
+	// with SIGKILL as its parent-death signal.
+	Keeper string
+
+	// server is set on the Las of one server of a servers file: its
+	// environment is the scrubbed base, the release pins when set and the
+	// entry's own env; LAS_ONLY and LAS_SKIP select servers instead of
+	// being passed.
+	server *Server
+}
+
+// Server is one MCP server of a servers file. Env entries are
+// "NAME=value" (secret values included: they go to the server only).
+type Server struct {
+	Name    string
+	Command string
+	Args    []string
+	Env     []string
+	Dir     string
+	// URL, when set, is a remote server over streamable HTTP; Headers go
+	// with every request.
+	URL     string
+	Headers map[string]string
 }
 
 // Defaults of docs/configuration.md#variables for the Las options.
@@ -134,5 +183,17 @@ func (o Options) withDefaults() Options {
 	if o.LookupEnv == nil {
 		o.LookupEnv = os.LookupEnv
 	}
+	if o.BootTimeout <= 0 {
+		o.BootTimeout = 2 * o.CallTimeout
+	}
 	return o
+}
+
+// stderrPrefix starts each logged stderr line of Las: "Ada: las: …", or
+// "Ada: las filesystem: …" for a server of a servers file.
+func (o Options) stderrPrefix() string {
+	if o.server != nil {
+		return o.BeingName + ": las " + o.server.Name + ": "
+	}
+	return o.BeingName + ": las: "
 }

@@ -2,15 +2,18 @@ package las
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/wisent/singularity/internal/tools/boundary"
 	"github.com/wisent/singularity/internal/wire/mcpwire"
 )
 
@@ -64,13 +67,30 @@ type process struct {
 // stdout as pipes and stderr logged line by line. post delivers the
 // goroutines' messages to the actor.
 func spawn(o Options, env []string, gen uint64, post func(any)) (*process, error) {
-	var args []string
+	command, args := o.Command, []string(nil)
 	if o.Entrypoint != "" {
 		args = append(args, o.Entrypoint)
 	}
-	cmd := exec.Command(o.Command, args...)
+	if o.server != nil {
+		command, args = o.server.Command, o.server.Args
+	}
+	// Its own process group, so the shutdown ladder reaches its children;
+	// and SIGKILL when this process dies, however it dies
+	// (docs/las.md#leftovers).
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if o.Keeper != "" {
+		// The keeper runs Las with that parent-death signal and ends
+		// the rest of its tree when this process dies.
+		args = append([]string{KeeperCommand, strconv.Itoa(os.Getpid()), command}, args...)
+		command = o.Keeper
+		attr.Pdeathsig = keeperDeathSignal
+	}
+	cmd := exec.Command(command, args...)
 	cmd.Env = append([]string{}, env...) // never nil: nil would inherit ours
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if o.server != nil {
+		cmd.Dir = o.server.Dir
+	}
+	cmd.SysProcAttr = attr
 
 	// Plain pipes (close-on-exec) rather than exec's StdoutPipe: Wait
 	// must not close stdout under the reader, which finishes on its own
@@ -96,11 +116,12 @@ func spawn(o Options, env []string, gen uint64, post func(any)) (*process, error
 	}
 	// The child holds its own copies now.
 	closeAll(stdinR, stdoutW, stderrW)
+	trackGroup(cmd.Process.Pid)
 
 	p := &process{cmd: cmd, pid: cmd.Process.Pid, gen: gen, writes: make(chan []byte, writeQueue), done: make(chan struct{})}
 	readerDone, stderrDone := make(chan struct{}), make(chan struct{})
 	go p.readStdout(stdoutR, o.MaxLineBytes, post, readerDone)
-	go p.logStderr(stderrR, o.Logger, o.BeingName, stderrDone)
+	go p.logStderr(stderrR, o.Logger, o.stderrPrefix(), o.Secrets, stderrDone)
 	go p.writeStdin(stdinW, post)
 	go p.wait(post, readerDone, stderrDone)
 	return p, nil
@@ -131,16 +152,67 @@ func (p *process) readStdout(r *os.File, max int, post func(any), done chan<- st
 	}
 }
 
-func (p *process) logStderr(r *os.File, log *slog.Logger, being string, done chan<- struct{}) {
+func (p *process) logStderr(r *os.File, log *slog.Logger, prefix string, secrets *boundary.Secrets, done chan<- struct{}) {
 	defer close(done)
 	defer r.Close()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	prefix := being + ": las: "
-	for sc.Scan() {
-		log.Info(prefix+sc.Text(), "pid", p.pid)
+	lines := newStderrLines(r, maxStderrLine)
+	for {
+		line, cut, err := lines.next()
+		if len(line) > 0 || cut || err == nil {
+			text := secrets.RedactString(string(line))
+			if cut {
+				text += "…"
+			}
+			log.Info(prefix+text, "pid", p.pid)
+		}
+		if err != nil {
+			return
+		}
 	}
-	_, _ = io.Copy(io.Discard, r) // a line over 1 MiB: stop logging, keep draining
+}
+
+// maxStderrLine is the longest stderr line logged whole; a longer one is
+// logged cut at this length with "…", and the lines after it are logged
+// as usual (docs/las.md#leftovers).
+const maxStderrLine = 64 << 10
+
+// stderrLines splits a stream into lines of at most max bytes, dropping
+// (and flagging) the rest of longer ones, in bounded memory.
+type stderrLines struct {
+	r   *bufio.Reader
+	max int
+}
+
+func newStderrLines(r io.Reader, max int) *stderrLines {
+	return &stderrLines{r: bufio.NewReaderSize(r, 16<<10), max: max}
+}
+
+// next returns the next line without its newline, whether it was cut,
+// and the read error that ended the stream (the last line may come with
+// it).
+func (l *stderrLines) next() (line []byte, cut bool, err error) {
+	for {
+		chunk, err := l.r.ReadSlice('\n')
+		if room := l.max - len(line); room > 0 {
+			take := chunk
+			if len(take) > room {
+				take = take[:room]
+				cut = true
+			}
+			line = append(line, take...)
+		} else if len(chunk) > 0 && !(len(chunk) == 1 && chunk[0] == '\n') {
+			cut = true
+		}
+		switch {
+		case err == nil:
+			line = bytes.TrimRight(line, "\r\n")
+			return line, cut, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			return bytes.TrimRight(line, "\r\n"), cut, err
+		}
+	}
 }
 
 // writeStdin drains the frame queue into stdin; when the queue is closed
@@ -164,6 +236,9 @@ func (p *process) writeStdin(w *os.File, post func(any)) {
 func (p *process) wait(post func(any), readerDone, stderrDone <-chan struct{}) {
 	err := p.cmd.Wait()
 	close(p.done)
+	// Its group's stragglers are killed by the actor; what left the group
+	// and was reparented here goes now (docs/las.md#leftovers).
+	untrackGroup(p.pid)
 	bound := time.NewTimer(exitAfterStdout)
 	defer bound.Stop()
 	for _, ch := range []<-chan struct{}{readerDone, stderrDone} {
@@ -233,10 +308,12 @@ func (p *process) shutdown(grace, termGrace time.Duration) {
 		if !p.exited(termGrace) {
 			p.signalGroup(syscall.SIGKILL) // it ignores us: end it
 			p.exited(killWait)
+			reapLeftovers()
 			return
 		}
 	}
 	p.signalGroup(syscall.SIGKILL) // stragglers it left in its group
+	reapLeftovers()                // and those that left it (setsid), reparented to us
 }
 
 // kill ends a process that has already failed: there is nothing to wait
@@ -245,4 +322,5 @@ func (p *process) kill() {
 	p.closeStdin()
 	p.signalGroup(syscall.SIGKILL)
 	p.exited(killWait)
+	reapLeftovers()
 }

@@ -3,6 +3,7 @@ package las
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -26,11 +27,16 @@ type host struct {
 	done    bool
 	result  listed
 	waiters []*actor.PID
+	// lastReason is the failure of Las's last restart: a wait that ends
+	// before Las is ready says why (docs/las.md#las-at-boot).
+	lastReason string
 }
 
 type (
 	awaitTools struct{}
-	listed     struct {
+	// giveUp ends the wait for Las, from ListTools.
+	giveUp struct{}
+	listed struct {
 		tools []chat.Tool
 		err   error
 	}
@@ -50,6 +56,15 @@ func (h *host) Receive(ctx actor.Context) {
 			err = supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "Las unavailable: %s", m.Reason)
 		}
 		h.settle(ctx, listed{err: err})
+	case messages.LasRestarted:
+		h.lastReason = m.Reason
+	case giveUp:
+		err := supervision.Upstream(supervision.ClassMCP, supervision.Indeterminate, "Las did not list its tools within the deadline")
+		if h.lastReason != "" {
+			err = supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%s", strings.TrimPrefix(h.lastReason, supervision.ClassMCP.Prefix()+": "))
+		}
+		h.settle(ctx, listed{err: err})
+		ctx.Respond(h.result)
 	case awaitTools:
 		if h.done {
 			ctx.Respond(h.result)
@@ -88,13 +103,19 @@ func ListTools(ctx context.Context, opts Options) ([]chat.Tool, error) {
 	}
 	defer func() { _ = system.Root.StopFuture(hostPID).Wait() }()
 
-	wait := opts.CallTimeout * 2 // handshake and listing each have the MCP deadline
+	// The handshake and the listing each have the MCP deadline; the
+	// servers of a servers file have their boot wait, then a margin.
+	wait := max(opts.CallTimeout*2, opts.BootTimeout+time.Second)
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
 		wait = time.Until(d)
 	}
 	res, err := system.Root.RequestFuture(hostPID, awaitTools{}, wait).Result()
 	if err != nil {
-		return nil, supervision.Upstream(supervision.ClassMCP, supervision.Indeterminate, "Las did not list its tools within the deadline")
+		// Past the wait: the host says why Las is not ready.
+		res, err = system.Root.RequestFuture(hostPID, giveUp{}, 5*time.Second).Result()
+		if err != nil {
+			return nil, supervision.Upstream(supervision.ClassMCP, supervision.Indeterminate, "Las did not list its tools within the deadline")
+		}
 	}
 	r := res.(listed)
 	return r.tools, r.err

@@ -22,6 +22,7 @@ import (
 	"github.com/wisent/singularity/internal/debug"
 	"github.com/wisent/singularity/internal/logging"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/boundary"
 	"github.com/wisent/singularity/internal/tools/builtin"
 	"github.com/wisent/singularity/internal/tools/most"
 	"github.com/wisent/singularity/messages"
@@ -32,8 +33,13 @@ import (
 // gateway, so the gateway's own timeout (a classified error) wins.
 const modelMargin = 5 * time.Second
 
-// lasOptions maps the configuration onto the Las actor's options.
+// lasOptions maps the configuration onto the Las actor's options. A
+// servers file without servers means no Las at all: nil
+// (docs/las.md#several-mcp-servers).
 func lasOptions(rt config.Runtime, log *slog.Logger) *las.Options {
+	if rt.Las.ServersFile != "" && len(rt.Las.Servers) == 0 {
+		return nil
+	}
 	only := rt.Las.Only
 	var skip *string
 	if rt.Las.Skip != "" {
@@ -41,6 +47,10 @@ func lasOptions(rt config.Runtime, log *slog.Logger) *las.Options {
 		skip = &s
 	}
 	return &las.Options{
+		Keeper:                   keeper(),
+		Servers:                  lasServers(rt.Las.Servers),
+		Workspace:                rt.Workspace,
+		Secrets:                  secrets(rt),
 		Command:                  rt.Las.Command,
 		Entrypoint:               rt.Las.Entrypoint,
 		Only:                     &only,
@@ -55,6 +65,49 @@ func lasOptions(rt config.Runtime, log *slog.Logger) *las.Options {
 		ShutdownGrace:            rt.ShutdownGrace,
 		Logger:                   log,
 	}
+}
+
+// keeper is this binary, which runs as the Las keeper when asked
+// (las.KeeperCommand); "" when it cannot be found, and Las is started
+// directly.
+func keeper() string {
+	self, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return self
+}
+
+// lasServers maps the servers file's entries onto the Las servers; the
+// secret values are revealed here, for the servers only.
+func lasServers(servers []config.Server) []las.Server {
+	var out []las.Server
+	for _, s := range servers {
+		ls := las.Server{Name: s.Name, Command: s.Command, Args: s.Args, Dir: s.Dir, URL: s.URL}
+		for _, e := range s.Env {
+			ls.Env = append(ls.Env, e.Name+"="+e.Reveal())
+		}
+		if len(s.Headers) > 0 {
+			ls.Headers = make(map[string]string, len(s.Headers))
+			for _, h := range s.Headers {
+				ls.Headers[h.Name] = h.Reveal()
+			}
+		}
+		out = append(out, ls)
+	}
+	return out
+}
+
+// secrets is every secret value of the configuration, for the output
+// boundary and the logs (docs/tools.md#the-output-boundary).
+func secrets(rt config.Runtime) *boundary.Secrets {
+	var values [][]byte
+	for _, s := range rt.Secrets() {
+		if s.IsSet() {
+			values = append(values, s.Reveal())
+		}
+	}
+	return boundary.NewSecrets(values...)
 }
 
 // rootOptions maps the configuration onto the root being's options.
@@ -80,6 +133,7 @@ func rootOptions(rt config.Runtime, mode being.Mode, log *slog.Logger) (being.Op
 		MCPTimeout:       rt.MCPTimeout,
 		ShutdownGrace:    rt.ShutdownGrace,
 		Las:              lasOptions(rt, log),
+		Secrets:          secrets(rt),
 		Logger:           log,
 
 		MaxTokens:           rt.Brama.MaxTokens,

@@ -48,6 +48,15 @@ type env struct {
 type exitRequest struct{ code int }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == las.KeeperCommand {
+		os.Exit(las.RunKeeper(os.Args[2:]))
+	}
+	if len(os.Args) < 2 || os.Args[1] != "example-las" {
+		// The runtime adopts what its Las processes leave behind, to end
+		// it when they stop (docs/las.md#leftovers); where the kernel
+		// refuses, the process-group ladder still applies.
+		_ = las.BecomeSubreaper()
+	}
 	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -137,9 +146,11 @@ func (d *doctorCmd) Run(e *env) error {
 }
 
 type toolsCmd struct {
-	AgentID string          `name:"agent-id" env:"SINGULARITY_AGENT_ID" help:"Agent identity passed to Las (required when surface skarbiec is selected)."`
-	Format  string          `name:"format" default:"json" enum:"json,table" help:"Output format: json (full definitions) or table (name<TAB>description)."`
-	Las     config.LasFlags `embed:"" group:"Las"`
+	AgentID string `name:"agent-id" env:"SINGULARITY_AGENT_ID" help:"Agent identity passed to Las (required when surface skarbiec is selected)."`
+	Format  string `name:"format" default:"json" enum:"json,table" help:"Output format: json (full definitions) or table (name<TAB>description)."`
+	// Workspace is the root answered to roots/list, as in run.
+	Workspace string          `name:"workspace" env:"SINGULARITY_WORKSPACE" default:"." help:"Workspace given to MCP servers as their root."`
+	Las       config.LasFlags `embed:"" group:"Las"`
 }
 
 func (t *toolsCmd) Run(e *env) error {

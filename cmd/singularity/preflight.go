@@ -55,9 +55,11 @@ func runDoctor(e *env, rt config.Runtime) error {
 			mostStatus = report.Status
 		}
 	}
-	tools, err := las.ListTools(ctx, *lasOptions(rt, e.log))
-	if err != nil {
-		return err
+	var tools []chat.Tool
+	if opts := lasOptions(rt, e.log); opts != nil {
+		if tools, err = las.ListTools(ctx, *opts); err != nil {
+			return err
+		}
 	}
 	out, err := json.Marshal(doctorReport{OK: true, BramaModel: rt.Brama.Model, Most: mostStatus, LasTools: len(tools)})
 	if err != nil {
@@ -83,13 +85,19 @@ func runTools(e *env, t *toolsCmd) error {
 	if err != nil {
 		return err
 	}
-	rt := config.Runtime{Las: l, MCPTimeout: las.ToolsCommandTimeout}
+	ws, err := config.Workspace(t.Workspace)
+	if err != nil {
+		return err
+	}
+	rt := config.Runtime{Las: l, MCPTimeout: las.ToolsCommandTimeout, Workspace: ws}
 	rt.Identity.AgentID = t.AgentID
 	opts := lasOptions(rt, e.log)
-	opts.RequiredSurfaces = nil
-	ctx, cancel := context.WithTimeout(e.ctx, 2*las.ToolsCommandTimeout)
+	if opts != nil {
+		opts.RequiredSurfaces = nil
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 3*las.ToolsCommandTimeout)
 	defer cancel()
-	tools, err := buildCatalog(ctx, *opts)
+	tools, err := buildCatalog(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -108,10 +116,13 @@ func runTools(e *env, t *toolsCmd) error {
 // buildCatalog is the catalogue the `tools` command prints: the tools Las
 // lists (in Las order), then the built-ins, with the registration rules of
 // docs/tools.md#the-catalogue applied. It never holds the Most tools.
-func buildCatalog(ctx context.Context, opts las.Options) ([]chat.Tool, error) {
-	lasTools, err := las.ListTools(ctx, opts)
-	if err != nil {
-		return nil, err
+func buildCatalog(ctx context.Context, opts *las.Options) ([]chat.Tool, error) {
+	var lasTools []chat.Tool
+	if opts != nil { // nil: a servers file without servers, built-ins only
+		var err error
+		if lasTools, err = las.ListTools(ctx, *opts); err != nil {
+			return nil, err
+		}
 	}
 	c, err := catalog.Standard(lasTools, false)
 	if err != nil {

@@ -51,7 +51,7 @@ func TestDoctorSucceeds(t *testing.T) {
 			assert.Equal(t, true, report["ok"])
 			assert.Equal(t, c.model, report["brama_model"])
 			assert.Nil(t, report["most"])
-			assert.Equal(t, float64(15), report["las_tools"])
+			assert.Equal(t, float64(17), report["las_tools"])
 			assert.NotContains(t, r.stdout+r.stderr, secretValue)
 			stateUntouched(t, env)
 		})

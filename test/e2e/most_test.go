@@ -111,3 +111,50 @@ func TestOnceMostToolsRecordCreatedResources(t *testing.T) {
 	}
 	assert.NotContains(t, r.stdout+r.stderr, "most-e2e-token")
 }
+
+// TestMostUnauthorizedEchoingTheToken: a Most that answers 401 with a
+// body echoing the Authorization header: the token reaches neither
+// stderr, nor the state, nor the journal, nor the model; it reads
+// [redacted] (docs/tools.md#the-output-boundary).
+func TestMostUnauthorizedEchoingTheToken(t *testing.T) {
+	t.Parallel()
+	const secret = "most-e2e-echoed-token-3c1d"
+	w := newWorld(t, `{}`)
+	echo := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(rw, `{"error":"bad credentials","got":"`+r.Header.Get("Authorization")+`"}`)
+	}))
+	t.Cleanup(echo.Close)
+	token := filepath.Join(w.dir, "most.token")
+	require.NoError(t, os.WriteFile(token, []byte(secret+"\n"), 0o600))
+	w.env["MOST_BASE_URL"] = echo.URL
+	w.env["MOST_SERVICE_TOKEN_FILE"] = token
+	w.env["SINGULARITY_LOG_LEVEL"] = "debug"
+	w.brama.Enqueue(
+		bramatest.ToolCallsReply(bramatest.Usage(100, 10), bramatest.Call("h", "most_health", `{}`)),
+		bramatest.TextReply("done", bramatest.Usage(100, 5)),
+	)
+	r := w.run("once")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, secret)
+	assert.NotContains(t, r.stdout, secret)
+	for _, name := range []string{"state.json", "activity.jsonl", "conversation.jsonl"} {
+		b, err := os.ReadFile(filepath.Join(w.stateDir, name))
+		if err == nil {
+			assert.NotContains(t, string(b), secret, name)
+		}
+	}
+	reqs := w.brama.Completions()
+	require.Len(t, reqs, 2)
+	var seen string
+	for _, m := range reqs[1].Completion.Messages {
+		if m.ToolCallID == "h" {
+			seen = m.Content
+		}
+	}
+	assert.Contains(t, seen, "Bearer [redacted]")
+	assert.NotContains(t, seen, secret)
+	for _, req := range w.brama.Requests() {
+		assert.NotContains(t, string(req.Body), secret)
+	}
+}

@@ -128,6 +128,23 @@ func ServerEverything(t testing.TB) string {
 	return path
 }
 
+// NPMServer is the entrypoint of the MCP server package
+// @modelcontextprotocol/<name> pinned in test/peers (server-filesystem,
+// server-memory, server-everything), to run with node; it skips t when
+// the peers are not installed (`make peers`, which CI runs).
+func NPMServer(t testing.TB, name string) string {
+	t.Helper()
+	path := filepath.Join(ModuleRoot(t), "test", "peers", "node_modules",
+		"@modelcontextprotocol", name, "dist", "index.js")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("%s is not installed (%v); run `make peers` (cd test/peers && npm ci)", name, err)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skipf("node is not installed: %v", err)
+	}
+	return path
+}
+
 // ExitCode is the exit code of a command that ran to its end with err
 // from Run or Wait: 0 for no error, the process's code (-1 if a signal
 // ended it) for an *exec.ExitError. Any other error means the command

@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,12 +44,22 @@ type Config struct {
 	// ProtocolVersion, when set, answers initialize with this version
 	// instead of letting the SDK negotiate.
 	ProtocolVersion string `json:"protocol_version,omitempty"`
+	// HangOnInitialize swallows initialize: the server never answers it.
+	HangOnInitialize bool `json:"hang_on_initialize,omitempty"`
+	// StderrLineBytes, when positive, writes one stderr line of that many
+	// bytes at start, then the line "examplelas: after the long line".
+	StderrLineBytes int `json:"stderr_line_bytes,omitempty"`
 	// IgnoreStdinClose keeps the server alive after stdin closes.
 	IgnoreStdinClose bool `json:"ignore_stdin_close,omitempty"`
 	// IgnoreSIGTERM ignores SIGTERM, so only SIGKILL ends the process.
 	IgnoreSIGTERM bool `json:"ignore_sigterm,omitempty"`
 	// Grandchild starts a long sleep in the server's process group.
 	Grandchild bool `json:"grandchild,omitempty"`
+	// RecordPID records "las <pid>" of this process at start.
+	RecordPID bool `json:"record_pid,omitempty"`
+	// SetsidGrandchild starts the grandchild in a session of its own, out
+	// of the server's process group.
+	SetsidGrandchild bool `json:"setsid_grandchild,omitempty"`
 	// PageSize is the tools/list page size; zero means 4, so listing
 	// always spans several pages.
 	PageSize int `json:"page_size,omitempty"`
@@ -91,6 +102,10 @@ func Main(args []string) int {
 	if cfg.IgnoreSIGTERM {
 		signal.Ignore(syscall.SIGTERM)
 	}
+	if cfg.StderrLineBytes > 0 {
+		fmt.Fprintln(os.Stderr, strings.Repeat("x", cfg.StderrLineBytes))
+		fmt.Fprintln(os.Stderr, "examplelas: after the long line")
+	}
 	if err := Run(context.Background(), cfg, os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "examplelas:", err)
 		return 1
@@ -102,6 +117,9 @@ func Main(args []string) int {
 // IgnoreStdinClose).
 func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	s := &server{cfg: cfg, out: &lockedWriter{w: out}}
+	if cfg.RecordPID {
+		s.record(fmt.Sprintf("las %d", os.Getpid()))
+	}
 	if cfg.Grandchild {
 		if err := s.startGrandchild(); err != nil {
 			return err
@@ -132,6 +150,9 @@ type server struct {
 	out *lockedWriter
 
 	recordMu sync.Mutex
+	// badList makes the next tools/list answer a list that breaks the
+	// catalogue's rules (chaos__list_bad).
+	badList atomic.Bool
 }
 
 // lockedWriter is stdout shared by the SDK transport and the raw chaos
@@ -196,8 +217,13 @@ func (s *server) intercept(line []byte) bool {
 		return false
 	}
 	switch {
+	case m.Method == "initialize" && s.cfg.HangOnInitialize:
+		return true
 	case m.Method == "initialize" && s.cfg.ProtocolVersion != "":
 		s.out.raw(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"example-las","version":"1.0.0"}}}`, m.ID, s.cfg.ProtocolVersion))
+		return true
+	case m.Method == "tools/list" && s.badList.CompareAndSwap(true, false):
+		s.out.raw(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"bad name!","inputSchema":{"type":"object"}}]}}`, m.ID))
 		return true
 	case m.Method == "notifications/cancelled":
 		s.record("cancelled " + string(m.Params.RequestID))
@@ -241,6 +267,9 @@ func (s *server) record(line string) {
 
 func (s *server) startGrandchild() error {
 	cmd := exec.Command("sleep", "600")
+	if s.cfg.SetsidGrandchild {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start grandchild: %w", err)
 	}

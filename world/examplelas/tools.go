@@ -209,6 +209,18 @@ func (s *server) addChaos() {
 			)
 			return nil, okResult{OK: true}, nil
 		})
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "chaos__list_bad", Description: "Announce list_changed and answer the next tools/list with a tool named against the rules"},
+		func(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, okResult, error) {
+			s.badList.Store(true)
+			s.out.raw(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+			return nil, okResult{OK: true}, nil
+		})
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: "chaos__list_burst", Description: "Announce list_changed three times in a row, changing nothing"},
+		func(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, okResult, error) {
+			changed := `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`
+			s.out.raw(changed, changed, changed)
+			return nil, okResult{OK: true}, nil
+		})
 	mcp.AddTool(s.mcp, &mcp.Tool{Name: "chaos__list_changed", Description: "Add the tool echo__echo_again, announcing list_changed"},
 		func(context.Context, *mcp.CallToolRequest, noArgs) (*mcp.CallToolResult, okResult, error) {
 			mcp.AddTool(s.mcp, &mcp.Tool{Name: "echo__echo_again", Description: "Echo a message back, again"},

@@ -103,24 +103,9 @@ func Check(result json.RawMessage) error {
 	return checkDocument(result, 1)
 }
 
-// Apply screens o's content and Most ids. An accepted outcome is returned
-// unchanged with an empty reason; a rejected one is replaced by
-// outcome.Rejection() and the reason is returned for the log.
-func Apply(o outcome.Outcome) (outcome.Outcome, string) {
-	if o.Rejected {
-		return o, ""
-	}
-	err := Check(o.Content)
-	for _, id := range []string{o.ChatID, o.MessageID} {
-		if err == nil {
-			err = checkText(id, 1)
-		}
-	}
-	if err != nil {
-		return outcome.Rejection(), err.Error()
-	}
-	return o, ""
-}
+// Apply screens o's content and Most ids with no workspace and no
+// secrets: Screen{}.Apply.
+func Apply(o outcome.Outcome) (outcome.Outcome, string) { return Screen{}.Apply(o) }
 
 // checkDocument checks one JSON document whose top-level value sits at
 // level base. The document is validated first, so the walk below can
@@ -274,6 +259,12 @@ func checkText(s string, level int) error {
 	}
 	trimmed := strings.TrimSpace(s)
 	if trimmed != "" && (trimmed[0] == '{' || trimmed[0] == '[') {
+		// Stage 2: text that merely starts with a bracket ("[FILE] a.txt")
+		// is plain text, already screened above; only a document that
+		// parses is checked as one.
+		if !json.Valid([]byte(trimmed)) {
+			return nil
+		}
 		if err := checkDocument([]byte(trimmed), level+1); err != nil {
 			return fmt.Errorf("embedded JSON at level %d: %w", level, err)
 		}

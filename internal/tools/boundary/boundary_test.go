@@ -104,8 +104,11 @@ var checkCases = []struct {
 	// Embedded JSON.
 	{"embedded object", `{"a":"{\"b\":1}"}`, nil},
 	{"embedded array with spaces", `{"a":"  [1, 2]  "}`, nil},
-	{"embedded unparsable", `{"a":"{not json"}`, ErrMalformed},
-	{"embedded trailing data", `{"a":"[1] x"}`, ErrMalformed},
+	{"text starting with a brace is plain text", `{"a":"{not json"}`, nil},
+	{"text after a document is plain text", `{"a":"[1] x"}`, nil},
+	{"a listing line is plain text", `{"a":"[FILE] a.txt\n[DIR] notes"}`, nil},
+	{"plain bracket text is still screened", `{"a":"[FILE] /etc/passwd"}`, ErrLocalPath},
+	{"plain bracket text keeps the NUL rule", `{"a":"{x\u0000"}`, ErrNUL},
 	{"embedded path", `{"a":"{\"p\":\"/etc\"}"}`, ErrLocalPath},
 	{"doubly embedded", `{"a":"{\"b\":\"{\\\"token\\\":1}\"}"}`, ErrForbiddenKey},
 
@@ -133,7 +136,7 @@ func TestReasonNeverQuotesTheValue(t *testing.T) {
 	for _, r := range []string{
 		`{"a":"/home/ada/secret-plans"}`,
 		`{"a":"-----BEGIN PRIVATE KEY-----MIIEsecretbytes"}`,
-		`{"a":"{unparsable secretbytes"}`,
+		`{"a":"{\"secretbytes\":\"/srv\"}"}`,
 	} {
 		err := Check(json.RawMessage(r))
 		require.Error(t, err)
@@ -152,10 +155,10 @@ func TestApply(t *testing.T) {
 	bad.ChatID = "c1"
 	got, reason = Apply(bad)
 	require.NotEmpty(t, reason)
-	require.Equal(t, outcome.Failed, got.Status)
+	require.Equal(t, outcome.Success, got.Status, "the replacement keeps the call's real status")
 	require.Equal(t, "sensitive_output_rejected", got.ErrorCode)
 	require.Empty(t, got.ChatID)
-	require.Equal(t, `{"status":"failed","error_code":"sensitive_output_rejected"}`, got.Envelope())
+	require.Equal(t, `{"status":"success","error_code":"sensitive_output_rejected"}`, got.Envelope())
 
 	// A failure's message is screened too.
 	got, _ = Apply(outcome.Failure("remote_tool", "cannot open /var/db"))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/boundary"
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/supervision"
 )
@@ -284,6 +285,9 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) ([]by
 	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
 		kind = supervision.Transient
 	}
+	// An error body may echo the request, bearer token included: the
+	// token never goes further than this (docs/tools.md#the-output-boundary).
+	data = bytes.ReplaceAll(data, c.token.Reveal(), []byte(boundary.Redacted))
 	text := fmt.Sprintf("HTTP %d: %s", resp.StatusCode, excerpt(data))
 	return nil, failed(kind, "Most answered "+text, "%s %s: %s", method, path, text)
 }

@@ -319,3 +319,22 @@ func BenchmarkSendMessage(b *testing.B) {
 		}
 	}
 }
+
+// TestUnauthorizedBodyEchoingTheToken: a 401 whose body echoes the
+// Authorization header reaches neither the error (logs, state) nor the
+// outcome (the model) with the token in it: it reads [redacted].
+func TestUnauthorizedBodyEchoingTheToken(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, `{"error":"invalid credentials","received":"`+r.Header.Get("Authorization")+`"}`)
+	}))
+	t.Cleanup(srv.Close)
+	c := New(srv.URL, identity.NewSecret([]byte(testToken)), srv.Client())
+	o, err := c.Call(context.Background(), Health, json.RawMessage(`{}`))
+	require.Error(t, err)
+	require.Equal(t, outcome.Indeterminate, o.Status)
+	for _, text := range []string{err.Error(), string(o.Content), o.Envelope()} {
+		require.NotContains(t, text, testToken)
+		require.Contains(t, text, "Bearer [redacted]")
+	}
+}

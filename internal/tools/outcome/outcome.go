@@ -16,8 +16,9 @@ const (
 // boundary replaced (docs/tools.md#the-output-boundary).
 const SensitiveOutputRejected = "sensitive_output_rejected"
 
-// RejectedEnvelope is the whole tool message content of a result the
-// output boundary rejected: nothing of the original result survives.
+// RejectedEnvelope is the whole tool message content of a failed call
+// whose result the output boundary rejected: nothing of the original
+// result survives. A call of another status keeps it (Rejection).
 const RejectedEnvelope = `{"status":"failed","error_code":"sensitive_output_rejected"}`
 
 // Outcome is one tool call's result. Content is raw JSON (null when absent).
@@ -35,10 +36,15 @@ type Outcome struct {
 }
 
 // Rejection returns the outcome that replaces a result the output
-// boundary refused: failed, error code sensitive_output_rejected, no
-// content and no Most ids.
-func Rejection() Outcome {
-	return Outcome{Status: Failed, ErrorCode: SensitiveOutputRejected, Rejected: true}
+// boundary refused (docs/tools.md#the-output-boundary): the call's real
+// status, error code sensitive_output_rejected, no content and no Most
+// ids. A call that succeeded still reads success, so the model does not
+// repeat an effect that happened.
+func Rejection(status string) Outcome {
+	if status == "" {
+		status = Failed
+	}
+	return Outcome{Status: status, ErrorCode: SensitiveOutputRejected, Rejected: true}
 }
 
 // Succeeded returns a success outcome carrying content.
@@ -83,10 +89,15 @@ func optional(s string) *string {
 
 // Envelope is the JSON text the model sees for this outcome:
 // {"chat_id":…,"content":…,"error_code":…,"message_id":…,"status":…},
-// or RejectedEnvelope for the boundary's replacement.
+// or, for the boundary's replacement,
+// {"status":<status>,"error_code":"sensitive_output_rejected"}.
 func (o Outcome) Envelope() string {
 	if o.Rejected {
-		return RejectedEnvelope
+		status := o.Status
+		if status != Success && status != Indeterminate {
+			status = Failed
+		}
+		return `{"status":"` + status + `","error_code":"` + SensitiveOutputRejected + `"}`
 	}
 	content := o.Content
 	if len(content) == 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/internal/wire/chat"
@@ -51,6 +52,38 @@ func NewInitializeParams(clientVersion, agentID string) InitializeParams {
 		AgentID:         agentID,
 	}
 }
+
+// WithRoots declares the roots capability (docs/las.md#several-mcp-servers):
+// the client answers roots/list, and its roots never change.
+func (p InitializeParams) WithRoots() InitializeParams {
+	p.Capabilities = json.RawMessage(`{"roots":{"listChanged":false}}`)
+	return p
+}
+
+// MethodRootsList is the server's request for the client's roots.
+const MethodRootsList = "roots/list"
+
+// RootsAnswer returns the framed answer to a roots/list request with id:
+// one root, the directory dir as a file:// URI named name.
+func RootsAnswer(id json.RawMessage, dir, name string) []byte {
+	type root struct {
+		URI  string `json:"uri"`
+		Name string `json:"name"`
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  struct {
+			Roots []root `json:"roots"`
+		} `json:"result"`
+	}{JSONRPC: "2.0", ID: id, Result: struct {
+		Roots []root `json:"roots"`
+	}{Roots: []root{{URI: FileURI(dir), Name: name}}}})
+	return append(b, '\n')
+}
+
+// FileURI is the file:// URI of an absolute directory.
+func FileURI(dir string) string { return (&url.URL{Scheme: "file", Path: dir}).String() }
 
 // ErrUnsupportedVersion reports an initialize answer with a protocol
 // version other than ProtocolVersion.

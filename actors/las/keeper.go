@@ -1,0 +1,121 @@
+package las
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+)
+
+// KeeperCommand is the argument that makes the runtime's binary run as a
+// Las keeper (Options.Keeper; docs/las.md#leftovers).
+const KeeperCommand = "las-keeper"
+
+// keeperDeathSignal is the keeper's parent-death signal: catchable, so the
+// keeper can end its whole tree before it goes.
+const keeperDeathSignal = syscall.SIGUSR1
+
+// RunKeeper is the Las keeper: `<binary> las-keeper <runtime pid> <command>
+// <args…>`. It sits between the runtime and one Las process so that no
+// descendant of that Las outlives the runtime, however the runtime dies
+// (docs/las.md#leftovers):
+//
+//   - it is a child subreaper, so whatever the Las starts, setsid or not,
+//     stays in its tree;
+//   - it runs the Las as its child with the same stdin, stdout and stderr
+//     (no copying), in its process group, with SIGKILL as the Las's
+//     parent-death signal;
+//   - when the runtime dies (its own parent-death signal, SIGUSR1, or its
+//     parent is already gone) or when the Las exits, it SIGKILLs every
+//     process left in its tree and exits with the Las's status.
+//
+// SIGTERM and SIGINT, which the shutdown ladder sends to the whole group,
+// reach the Las directly; the keeper waits for it to act on them.
+func RunKeeper(args []string) int {
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "las-keeper: usage: las-keeper <runtime pid> <command> [args...]")
+		return 2
+	}
+	runtime, err := strconv.Atoi(args[0])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "las-keeper: bad runtime pid")
+		return 2
+	}
+	died := make(chan os.Signal, 1)
+	signal.Notify(died, keeperDeathSignal)
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	if os.Getppid() != runtime {
+		return 137 // the runtime died before the keeper was ready
+	}
+	_ = BecomeSubreaper()
+	cmd := exec.Command(args[1], args[2:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = os.Environ()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// The Las gets the signals the keeper ignores at their default.
+	signal.Reset(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	startErr := cmd.Start()
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	if startErr != nil {
+		fmt.Fprintln(os.Stderr, "las-keeper:", startErr)
+		return 127
+	}
+	// Only the Las holds our stdin and stdout now: its end is theirs.
+	_ = os.Stdin.Close()
+	_ = os.Stdout.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	code := 137
+	select {
+	case err := <-exited:
+		code = exitCode(cmd, err)
+	case <-died:
+	}
+	endTree()
+	return code
+}
+
+// exitCode mirrors the Las's exit: its status, or 128+signal.
+func exitCode(cmd *exec.Cmd, err error) int {
+	if cmd.ProcessState == nil {
+		return 1
+	}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	if err != nil && cmd.ProcessState.ExitCode() < 0 {
+		return 1
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// endTree SIGKILLs and reaps every child of the keeper (its subreaper
+// role makes that the whole tree left behind) until none is left.
+func endTree() {
+	self := os.Getpid()
+	for range 100 { // a tree that keeps forking while it is killed ends too
+		entries, err := os.ReadDir("/proc")
+		if err != nil {
+			return
+		}
+		var found []int
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == self {
+				continue
+			}
+			if ppid, _, ok := procParent(pid); ok && ppid == self {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				found = append(found, pid)
+			}
+		}
+		if len(found) == 0 {
+			return
+		}
+		for _, pid := range found {
+			_, _ = syscall.Wait4(pid, nil, 0, nil) // ECHILD: the Las's own waiter had it
+		}
+	}
+}

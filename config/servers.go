@@ -1,0 +1,262 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/wisent/singularity/internal/identity"
+)
+
+// Server is one entry of LAS_SERVERS_FILE (docs/las.md#several-mcp-servers):
+// a stdio server (Command, Args, Env, Dir) or a remote one (URL,
+// Headers), named by its key in "mcpServers". The name is its surface:
+// its tools are offered as "<name>__<tool>".
+type Server struct {
+	Name    string
+	Command string
+	Args    []string
+	Env     []Setting // sorted by name
+	Dir     string    // "" runs in the runtime's working directory
+	URL     string
+	Headers []Setting // sorted by name
+}
+
+// Remote reports whether the server is reached over streamable HTTP.
+func (s Server) Remote() bool { return s.URL != "" }
+
+// Setting is one env variable or header of a server. Exactly one of
+// Value and Secret is set: Secret when the file gave {"file": path}.
+type Setting struct {
+	Name   string
+	Value  string
+	Secret identity.Secret
+}
+
+// Reveal returns the setting's value, read from its secret when it has one.
+func (s Setting) Reveal() string {
+	if s.Secret.IsSet() {
+		return string(s.Secret.Reveal())
+	}
+	return s.Value
+}
+
+// serversError is the sentence of a refused servers file:
+// "configuration: LAS_SERVERS_FILE: <reason>".
+func serversError(format string, args ...any) error {
+	return configError("LAS_SERVERS_FILE: "+format, args...)
+}
+
+// maxServersFileBytes bounds the servers file.
+const maxServersFileBytes = 1 << 20
+
+// LoadServers reads and validates a servers file in the "mcpServers"
+// format of Claude Desktop, Cursor, VS Code and cagent. Servers come back
+// in file order. Values {"file": "<absolute path>"} are read as secret
+// files (their refusals are the "secret file: …" sentences, exit 2).
+func LoadServers(path string) ([]Server, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, serversError("%w", osError{err})
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxServersFileBytes+1))
+	if err != nil {
+		return nil, serversError("%w", osError{err})
+	}
+	if len(data) > maxServersFileBytes {
+		return nil, serversError("larger than 1 MiB")
+	}
+	var doc struct {
+		MCPServers json.RawMessage `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, serversError("not a JSON object: %s", jsonReason(err))
+	}
+	raw := bytes.TrimSpace(doc.MCPServers)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, serversError(`"mcpServers" must be an object`)
+	}
+	names, entries, err := orderedObject(raw)
+	if err != nil {
+		return nil, serversError(`"mcpServers": %s`, jsonReason(err))
+	}
+	servers := make([]Server, 0, len(names))
+	seen := map[string]bool{}
+	for i, name := range names {
+		if seen[name] {
+			return nil, serversError("server %q is named twice", name)
+		}
+		seen[name] = true
+		s, err := loadServer(name, entries[i])
+		if err != nil {
+			return nil, err
+		}
+		servers = append(servers, s)
+	}
+	return servers, nil
+}
+
+// entry is one server as the file writes it. "type" is accepted as VS
+// Code and cagent write it ("stdio", "http", "streamable-http").
+type entry struct {
+	Type    string                     `json:"type"`
+	Command *string                    `json:"command"`
+	Args    []string                   `json:"args"`
+	Env     map[string]json.RawMessage `json:"env"`
+	Cwd     string                     `json:"cwd"`
+	URL     *string                    `json:"url"`
+	Headers map[string]json.RawMessage `json:"headers"`
+}
+
+func loadServer(name string, raw json.RawMessage) (Server, error) {
+	if !validServerName(name) {
+		return Server{}, serversError("server name %q must be ASCII letters, digits, _ or - without __", name)
+	}
+	var e entry
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return Server{}, serversError("server %q: %s", name, jsonReason(err))
+	}
+	s := Server{Name: name}
+	switch {
+	case e.Command != nil && e.URL != nil:
+		return Server{}, serversError(`server %q has both "command" and "url"`, name)
+	case e.Command != nil:
+		if strings.TrimSpace(*e.Command) == "" {
+			return Server{}, serversError(`server %q: "command" must not be empty`, name)
+		}
+		if e.Type != "" && e.Type != "stdio" {
+			return Server{}, serversError(`server %q: type %q needs a "url"`, name, e.Type)
+		}
+		if len(e.Headers) > 0 {
+			return Server{}, serversError(`server %q: "headers" belong to a "url" server`, name)
+		}
+		s.Command, s.Args, s.Dir = *e.Command, e.Args, e.Cwd
+		var err error
+		if s.Env, err = settings(name, "env", e.Env); err != nil {
+			return Server{}, err
+		}
+	case e.URL != nil:
+		switch e.Type {
+		case "", "http", "streamable-http", "streamableHttp":
+		default:
+			return Server{}, serversError(`server %q: transport %q is not supported (streamable HTTP only)`, name, e.Type)
+		}
+		u, err := url.Parse(*e.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return Server{}, serversError(`server %q: "url" must be an http or https URL`, name)
+		}
+		if len(e.Env) > 0 || len(e.Args) > 0 || e.Cwd != "" {
+			return Server{}, serversError(`server %q: "env", "args" and "cwd" belong to a "command" server`, name)
+		}
+		s.URL = *e.URL
+		if s.Headers, err = settings(name, "header", e.Headers); err != nil {
+			return Server{}, err
+		}
+	default:
+		return Server{}, serversError(`server %q needs a "command" or a "url"`, name)
+	}
+	return s, nil
+}
+
+// settings reads env variables or headers: each a string or
+// {"file": "<absolute path>"} read as a secret file.
+func settings(server, what string, raw map[string]json.RawMessage) ([]Setting, error) {
+	out := make([]Setting, 0, len(raw))
+	for name, v := range raw {
+		if name == "" || strings.ContainsAny(name, "=\x00\r\n") {
+			return nil, serversError("server %q: %s name %q is invalid", server, what, name)
+		}
+		var text string
+		if json.Unmarshal(v, &text) == nil {
+			if strings.ContainsAny(text, "\x00\r\n") {
+				return nil, serversError("server %q: %s %q must be one line without NUL", server, what, name)
+			}
+			out = append(out, Setting{Name: name, Value: text})
+			continue
+		}
+		var ref struct {
+			File *string `json:"file"`
+		}
+		if json.Unmarshal(v, &ref) != nil || ref.File == nil || !filepath.IsAbs(*ref.File) {
+			return nil, serversError(`server %q: %s %q must be a string or {"file": "<absolute path>"}`, server, what, name)
+		}
+		secret, err := ReadSecretFile(*ref.File)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Setting{Name: name, Secret: secret})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// validServerName is the tool-name rule (docs/tools.md#the-catalogue)
+// without "__", which separates the server from its tool.
+func validServerName(name string) bool {
+	if name == "" || len(name) > 64 || strings.Contains(name, "__") {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// orderedObject returns the members of a JSON object in document order.
+func orderedObject(raw []byte) ([]string, []json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // '{'
+		return nil, nil, err
+	}
+	var names []string
+	var values []json.RawMessage
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, err
+		}
+		name, ok := tok.(string)
+		if !ok {
+			return nil, nil, errors.New("object key expected")
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, err
+		}
+		if t := bytes.TrimSpace(v); len(t) == 0 || t[0] != '{' {
+			return nil, nil, fmt.Errorf("server %q must be an object", name)
+		}
+		names = append(names, name)
+		values = append(values, v)
+	}
+	return names, values, nil
+}
+
+// jsonReason is a decoding error without the library's "json: " prefix.
+func jsonReason(err error) string { return strings.TrimPrefix(err.Error(), "json: ") }
+
+// Secrets returns every secret value of the servers, for redaction.
+func secretsOf(servers []Server) []identity.Secret {
+	var out []identity.Secret
+	for _, s := range servers {
+		for _, list := range [][]Setting{s.Env, s.Headers} {
+			for _, set := range list {
+				if set.Secret.IsSet() {
+					out = append(out, set.Secret)
+				}
+			}
+		}
+	}
+	return out
+}

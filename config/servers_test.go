@@ -1,0 +1,73 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/supervision"
+)
+
+func TestLoadServers(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "search.key")
+	require.NoError(t, os.WriteFile(key, []byte("Bearer sk-search-1\n"), 0o600))
+	path := filepath.Join(dir, "servers.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"mcpServers": {
+  "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"], "env": {"MEMORY_FILE_PATH": "/srv/mem.json", "B": "2"}, "cwd": "/srv"},
+  "search": {"type": "http", "url": "https://mcp.example/mcp", "headers": {"Authorization": {"file": "`+key+`"}}},
+  "alpha": {"command": "node"}
+}}`), 0o600))
+	servers, err := LoadServers(path)
+	require.NoError(t, err)
+	require.Len(t, servers, 3)
+	assert.Equal(t, []string{"memory", "search", "alpha"}, []string{servers[0].Name, servers[1].Name, servers[2].Name}, "file order")
+	mem := servers[0]
+	assert.Equal(t, "npx", mem.Command)
+	assert.Equal(t, []string{"-y", "@modelcontextprotocol/server-memory"}, mem.Args)
+	assert.Equal(t, "/srv", mem.Dir)
+	assert.Equal(t, []Setting{{Name: "B", Value: "2"}, {Name: "MEMORY_FILE_PATH", Value: "/srv/mem.json"}}, mem.Env)
+	search := servers[1]
+	assert.True(t, search.Remote())
+	require.Len(t, search.Headers, 1)
+	assert.Equal(t, "Bearer sk-search-1", search.Headers[0].Reveal())
+	assert.Empty(t, search.Headers[0].Value, "a secret is held as a secret")
+
+	rt := Runtime{Las: Las{Servers: servers}}
+	var secrets []string
+	for _, s := range rt.Secrets() {
+		if s.IsSet() {
+			secrets = append(secrets, string(s.Reveal()))
+		}
+	}
+	assert.Equal(t, []string{"Bearer sk-search-1"}, secrets)
+}
+
+func TestLoadServersSecretFileRules(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "open.key")
+	require.NoError(t, os.WriteFile(key, []byte("k"), 0o644))
+	path := filepath.Join(dir, "servers.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"mcpServers":{"a":{"command":"x","env":{"K":{"file":"`+key+`"}}}}}`), 0o600))
+	_, err := LoadServers(path)
+	require.Error(t, err)
+	assert.Equal(t, "secret file: "+key+" must not be group/world accessible", err.Error())
+	assert.Equal(t, 2, supervision.ExitCode(err))
+}
+
+func TestLoadLasWithServersFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "servers.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"mcpServers": {}}`), 0o600))
+	// No entrypoint and no release pins are needed.
+	l, err := LoadLas(LasFlags{Entrypoint: "/nonexistent", ServersFile: path})
+	require.NoError(t, err)
+	assert.Equal(t, path, l.ServersFile)
+	assert.Empty(t, l.Servers)
+	// A pin that is set is still checked.
+	_, err = LoadLas(LasFlags{ServersFile: path, Manifest: "relative"})
+	require.EqualError(t, err, "configuration: LAS release manifest must be an absolute regular file")
+}

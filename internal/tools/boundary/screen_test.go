@@ -1,0 +1,111 @@
+package boundary
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/internal/tools/outcome"
+)
+
+func TestRelativize(t *testing.T) {
+	const ws = "/srv/ws"
+	tests := []struct{ in, want string }{
+		{"Successfully wrote to /srv/ws/notes/a.txt", "Successfully wrote to notes/a.txt"},
+		{"/srv/ws", "."},
+		{"/srv/ws/", "."},
+		{"Allowed directories:\n/srv/ws", "Allowed directories:\n."},
+		{"(/srv/ws/a), '/srv/ws/b'", "(a), 'b'"},
+		{"file:///srv/ws/x.md", "x.md"},
+		{"FILE:///srv/ws", "."},
+		{"/srv/ws2/x", "/srv/ws2/x"},
+		{"/other/srv/ws/x", "/other/srv/ws/x"},
+		{"no path here", "no path here"},
+		{"/srv/ws/a and /srv/ws/b", "a and b"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, relativize(tt.in, ws), tt.in)
+	}
+}
+
+func TestScreenRules(t *testing.T) {
+	secrets := NewSecrets([]byte("tok-12345"), []byte("k\"ey"), nil)
+	s := Screen{Workspace: "/srv/ws", Secrets: secrets}
+	tests := []struct {
+		name     string
+		o        outcome.Outcome
+		envelope string // expected tool message
+		rejected bool
+	}{
+		{
+			name:     "workspace paths are made relative before screening",
+			o:        outcome.Succeeded(json.RawMessage(`{"content":[{"type":"text","text":"Successfully wrote to /srv/ws/notes/a.txt"}]}`)),
+			envelope: `{"chat_id":null,"content":{"content":[{"type":"text","text":"Successfully wrote to notes/a.txt"}]},"error_code":null,"message_id":null,"status":"success"}`,
+		},
+		{
+			name:     "a listing is plain text",
+			o:        outcome.Succeeded(json.RawMessage(`{"content":[{"type":"text","text":"[FILE] a.txt\n[DIR] notes"}]}`)),
+			envelope: `{"chat_id":null,"content":{"content":[{"type":"text","text":"[FILE] a.txt\n[DIR] notes"}]},"error_code":null,"message_id":null,"status":"success"}`,
+		},
+		{
+			name:     "secrets are redacted, escaped ones too, in keys and embedded JSON",
+			o:        outcome.Succeeded(json.RawMessage(`{"k\"ey":"{\"a\":\"Bearer tok-12345\"}","m":"401: bad bearer tok-12345"}`)),
+			envelope: `{"chat_id":null,"content":{"[redacted]":"{\"a\":\"Bearer [redacted]\"}","m":"401: bad bearer [redacted]"},"error_code":null,"message_id":null,"status":"success"}`,
+		},
+		{
+			name:     "numbers and member order survive a rewrite",
+			o:        outcome.Succeeded(json.RawMessage(`{"z":1.50,"a":"/srv/ws/x","m":[true,null,2e3]}`)),
+			envelope: `{"chat_id":null,"content":{"z":1.50,"a":"x","m":[true,null,2e3]},"error_code":null,"message_id":null,"status":"success"}`,
+		},
+		{
+			name:     "a withheld success still reads success",
+			o:        outcome.Succeeded(json.RawMessage(`{"text":"see /etc/passwd"}`)),
+			envelope: `{"status":"success","error_code":"sensitive_output_rejected"}`,
+			rejected: true,
+		},
+		{
+			name:     "a withheld indeterminate call stays indeterminate",
+			o:        outcome.Unknown("mcp", "lost at /var/run/x"),
+			envelope: `{"status":"indeterminate","error_code":"sensitive_output_rejected"}`,
+			rejected: true,
+		},
+		{
+			name:     "a withheld failure reads failed",
+			o:        outcome.Failure("remote_tool", "cannot open /var/db"),
+			envelope: outcome.RejectedEnvelope,
+			rejected: true,
+		},
+		{
+			name:     "a path sharing the workspace prefix stays a violation",
+			o:        outcome.Succeeded(json.RawMessage(`"/srv/ws2/x"`)),
+			envelope: `{"status":"success","error_code":"sensitive_output_rejected"}`,
+			rejected: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, reason := s.Apply(tt.o)
+			assert.Equal(t, tt.rejected, reason != "", reason)
+			assert.Equal(t, tt.rejected, got.Rejected)
+			assert.Equal(t, tt.envelope, got.Envelope())
+			assert.NotContains(t, reason, "tok-12345")
+		})
+	}
+}
+
+func TestSecretsRedactString(t *testing.T) {
+	s := NewSecrets([]byte("abc"), []byte("abcdef"))
+	assert.Equal(t, "x [redacted] y [redacted]", s.RedactString("x abcdef y abc"))
+	var none *Secrets
+	assert.Equal(t, "abc", none.RedactString("abc"))
+	assert.Zero(t, none.Len())
+}
+
+func TestRewriteLeavesUntouchedResultsAlone(t *testing.T) {
+	raw := json.RawMessage(`{ "a" : 1 }`)
+	out, err := Screen{Workspace: "/srv/ws"}.Rewrite(raw)
+	require.NoError(t, err)
+	assert.Equal(t, string(raw), string(out))
+}

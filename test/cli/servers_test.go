@@ -1,0 +1,133 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/test/testkit"
+)
+
+// writeServers writes a servers file for the pinned npm servers of
+// test/peers, run with node.
+func writeServers(t *testing.T, dir string) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	require.NoError(t, err)
+	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	// Written by hand: the file's order is the catalogue's order.
+	b := []byte(`{"mcpServers": {
+  "filesystem": {"command": ` + q(node) + `, "args": [` + q(testkit.NPMServer(t, "server-filesystem")) + `]},
+  "memory": {"command": ` + q(node) + `, "args": [` + q(testkit.NPMServer(t, "server-memory")) + `], "env": {"MEMORY_FILE_PATH": ` + q(filepath.Join(dir, "memory.jsonl")) + `}},
+  "everything": {"command": ` + q(node) + `, "args": [` + q(testkit.NPMServer(t, "server-everything")) + `]}
+}}`)
+	path := filepath.Join(dir, "servers.json")
+	require.NoError(t, os.WriteFile(path, b, 0o600))
+	return path
+}
+
+// TestToolsWithServersFile: `tools --format table` over a servers file
+// shows each server's tools under "<server>__", then the built-ins; no
+// LAS_MCP_ENTRYPOINT or release pin is needed.
+func TestToolsWithServersFile(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"PATH": os.Getenv("PATH"), "LAS_SERVERS_FILE": writeServers(t, dir), "SINGULARITY_WORKSPACE": dir}
+	r := run(t, env, "tools", "--format", "table")
+	require.Equal(t, 0, r.code, r.stderr)
+	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
+	names := map[string]bool{}
+	for _, l := range lines {
+		names[strings.SplitN(l, "\t", 2)[0]] = true
+	}
+	for _, want := range []string{"filesystem__read_file", "filesystem__write_file", "filesystem__list_directory", "memory__create_entities", "memory__read_graph", "everything__echo"} {
+		assert.True(t, names[want], want)
+	}
+	assert.Equal(t, builtinTable, lines[len(lines)-len(builtinTable):], "built-ins come after the servers' tools")
+	assert.True(t, strings.HasPrefix(lines[0], "filesystem__"), "servers in file order: %s", lines[0])
+
+	// LAS_SKIP drops a server by name.
+	env["LAS_SKIP"] = "everything"
+	r = run(t, env, "tools", "--format", "table")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stdout, "everything__")
+	assert.Contains(t, r.stdout, "memory__read_graph")
+
+	// An empty servers file: built-ins only.
+	empty := filepath.Join(dir, "empty.json")
+	require.NoError(t, os.WriteFile(empty, []byte(`{"mcpServers": {}}`), 0o600))
+	r = run(t, map[string]string{"PATH": os.Getenv("PATH"), "LAS_SERVERS_FILE": empty}, "tools", "--format", "table")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, builtinTable, strings.Split(strings.TrimRight(r.stdout, "\n"), "\n"))
+}
+
+// TestReadmeServersFile runs the servers file of the README's "Give a
+// being your MCP servers" as written, with npx resolving the packages
+// from test/peers (the working directory of each entry is the only
+// change), and lists its tools.
+func TestReadmeServersFile(t *testing.T) {
+	testkit.NPMServer(t, "server-filesystem")
+	if _, err := exec.LookPath("npx"); err != nil {
+		t.Skipf("npx is not installed: %v", err)
+	}
+	readme, err := os.ReadFile(filepath.Join(testkit.ModuleRoot(t), "README.md"))
+	require.NoError(t, err)
+	block := regexp.MustCompile("(?s)## Give a being your MCP servers.*?```json\n(.*?)```").FindSubmatch(readme)
+	require.NotNil(t, block, "the README section and its json block")
+	var doc struct {
+		MCPServers map[string]map[string]any `json:"mcpServers"`
+	}
+	require.NoError(t, json.Unmarshal(block[1], &doc))
+	require.Contains(t, doc.MCPServers, "filesystem")
+	require.Contains(t, doc.MCPServers, "memory")
+	dir := t.TempDir()
+	peers := filepath.Join(testkit.ModuleRoot(t), "test", "peers")
+	for _, s := range doc.MCPServers {
+		s["cwd"] = peers
+		if env, ok := s["env"].(map[string]any); ok {
+			for k := range env {
+				if strings.HasSuffix(k, "_PATH") {
+					env[k] = filepath.Join(dir, k)
+				}
+			}
+		}
+	}
+	b, err := json.Marshal(doc)
+	require.NoError(t, err)
+	path := filepath.Join(dir, "servers.json")
+	require.NoError(t, os.WriteFile(path, b, 0o600))
+	r := run(t, map[string]string{"PATH": os.Getenv("PATH"), "HOME": dir, "LAS_SERVERS_FILE": path, "SINGULARITY_WORKSPACE": dir}, "tools", "--format", "table")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "filesystem__write_file\t")
+	assert.Contains(t, r.stdout, "memory__read_graph\t")
+}
+
+// TestServersFileRefusals: a bad servers file is refused before anything
+// starts, with the sentence of docs/configuration.md, exit 2.
+func TestServersFileRefusals(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct{ name, file, want string }{
+		{"not json", `{"mcpServers":`, "singularity: configuration: LAS_SERVERS_FILE: not a JSON object: unexpected end of JSON input"},
+		{"no servers object", `{"servers":{}}`, `singularity: configuration: LAS_SERVERS_FILE: "mcpServers" must be an object`},
+		{"bad name", `{"mcpServers":{"a__b":{"command":"x"}}}`, `singularity: configuration: LAS_SERVERS_FILE: server name "a__b" must be ASCII letters, digits, _ or - without __`},
+		{"neither", `{"mcpServers":{"a":{"args":["x"]}}}`, `singularity: configuration: LAS_SERVERS_FILE: server "a" needs a "command" or a "url"`},
+		{"bad url", `{"mcpServers":{"a":{"url":"ftp://x"}}}`, `singularity: configuration: LAS_SERVERS_FILE: server "a": "url" must be an http or https URL`},
+		{"relative secret", `{"mcpServers":{"a":{"command":"x","env":{"K":{"file":"k.txt"}}}}}`, `singularity: configuration: LAS_SERVERS_FILE: server "a": env "K" must be a string or {"file": "<absolute path>"}`},
+		{"missing secret", `{"mcpServers":{"a":{"url":"https://x.example/mcp","headers":{"Authorization":{"file":"/nonexistent/k"}}}}}`, "singularity: secret file: /nonexistent/k: no such file or directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+".json")
+			require.NoError(t, os.WriteFile(path, []byte(tt.file), 0o600))
+			r := run(t, map[string]string{"PATH": os.Getenv("PATH"), "LAS_SERVERS_FILE": path}, "tools")
+			assert.Equal(t, 2, r.code, r.stderr)
+			assert.Equal(t, tt.want+"\n", testkit.LastLine(r.stderr))
+		})
+	}
+}
