@@ -58,6 +58,9 @@ type Runtime struct {
 
 	DebugAddr        string // empty: the debug endpoint is off
 	DebugAllowRemote bool
+	// MetricsPerBeing labels the metrics with the being
+	// (SINGULARITY_METRICS_PER_BEING, default true).
+	MetricsPerBeing bool
 }
 
 // Brama is how to reach and authenticate with the model gateway.
@@ -136,6 +139,7 @@ func Load(f Flags, env LookupEnv) (Runtime, error) {
 		return Runtime{}, err
 	}
 	rt.DebugAllowRemote = f.DebugAllow
+	rt.MetricsPerBeing = f.MetricsPerBeing
 	if rt.Brama.Secret, err = bramaSecret(f.Brama.SecretFile, env); err != nil {
 		return Runtime{}, err
 	}

@@ -2,6 +2,8 @@ package being_test
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -11,6 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/internal/logging"
+	"github.com/wisent/singularity/internal/metrics"
+	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
@@ -37,12 +42,20 @@ const benchRounds = 8
 //
 // BenchmarkRound/fsync-floor performs exactly those writes alone, with
 // steps of the same size, for comparison in the same run.
+// BenchmarkRound/memory+las+observed is the same round with the family's
+// observers on (docs/debug.md#metrics): the Prometheus metrics with the
+// being label and the narrative log at info, formatted as text and
+// discarded.
 func BenchmarkRound(b *testing.B) {
-	b.Run("memory+las", benchmarkRound)
+	b.Run("memory+las", func(b *testing.B) { benchmarkRound(b, nil) })
+	b.Run("memory+las+observed", func(b *testing.B) {
+		log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		benchmarkRound(b, observe.Tee(metrics.New(metrics.Options{PerBeing: true}), logging.NewNarrator(log)))
+	})
 	b.Run("fsync-floor", benchmarkFloor)
 }
 
-func benchmarkRound(b *testing.B) {
+func benchmarkRound(b *testing.B, obs observe.Observer) {
 	b.ReportAllocs()
 	srv := bramatest.Start(b, bramatest.Config{Secret: []byte(testSecret), DiscardRequests: true})
 	var (
@@ -75,6 +88,7 @@ func benchmarkRound(b *testing.B) {
 	writes := &counting{}
 	opts := options(b, being.Run)
 	opts.StorageFault = writes.hook
+	opts.Observer = obs
 	withExampleLas(b, &opts, `{}`)
 	opts.MaxToolRounds = benchRounds
 	opts.ContextMessages = 4*benchRounds + 2

@@ -27,6 +27,7 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 		last = a.Tool + ":" + a.Status
 	}
 	d.Figures = map[string]any{
+		"id":            b.beingID(),
 		"cycle":         b.st.Cycle,
 		"balance":       b.st.Budget.Remaining.String(),
 		"earned":        b.st.Budget.Earned.String(),
@@ -67,3 +68,13 @@ func (b *Being) toolCount() int {
 }
 
 func baseName(dir string) string { return filepath.Base(dir) }
+
+// beingID is the being's own id (docs/debug.md#figures): a child's is its
+// directory name under its parent's children/ (the id spawn_child gave
+// it), the root's its agent id, which children share.
+func (b *Being) beingID() string {
+	if filepath.Base(filepath.Dir(b.opts.StateDir)) == "children" {
+		return b.childID()
+	}
+	return b.st.Identity.AgentID
+}

@@ -24,11 +24,12 @@ import (
 type cli struct {
 	Log config.LogFlags `embed:""`
 
-	Run    runCmd    `cmd:"" help:"Boot the family and live until Ctrl-C or SIGTERM."`
-	Once   onceCmd   `cmd:"" help:"Run exactly one cycle of the root being and print its report."`
-	Doctor doctorCmd `cmd:"" help:"Read-only preflight of Brama, Most and Las; writes no state."`
-	Tools  toolsCmd  `cmd:"" help:"Print the tool catalogue the model would see."`
-	Demo   demoCmd   `cmd:"" help:"Run the embedded demo world: a simulated Brama, the example Las, a whole family (a simulation)."`
+	Run     runCmd     `cmd:"" help:"Boot the family and live until Ctrl-C or SIGTERM."`
+	Once    onceCmd    `cmd:"" help:"Run exactly one cycle of the root being and print its report."`
+	Doctor  doctorCmd  `cmd:"" help:"Read-only preflight of Brama, Most and Las; writes no state."`
+	Tools   toolsCmd   `cmd:"" help:"Print the tool catalogue the model would see."`
+	Demo    demoCmd    `cmd:"" help:"Run the embedded demo world: a simulated Brama, the example Las, a whole family (a simulation)."`
+	Journal journalCmd `cmd:"" help:"Print the family's journal events in time order, one line each; --follow keeps printing (read-only)."`
 
 	ExampleLas exampleLasCmd `cmd:"" name:"example-las" hidden:"" help:"Serve the example Las over stdio (used by demo)."`
 }
