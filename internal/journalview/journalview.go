@@ -33,7 +33,7 @@ type Being struct {
 	ID      string
 	AgentID string // the family's agent id from state.json
 	Name    string // the persona name from state.json
-	Depth int    // 0 for the root
+	Depth   int    // 0 for the root
 	// Starting is the budget's starting balance from state.json.
 	Starting money.Amount
 }

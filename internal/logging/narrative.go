@@ -20,8 +20,9 @@ const ReplyLimit = 200
 // info one line per completion ("completion": being, agent_id, cycle,
 // prompt_tokens, completion_tokens, cost, finish, duration) and one line
 // per tool call ("tool call": being, agent_id, cycle, tool, status,
-// duration); at debug the completion line also carries the reply text,
-// cut at ReplyLimit characters. Money is shown rounded for reading (USD);
+// duration); when debug is enabled the completion line (still at info)
+// also carries tool_calls and the reply text, cut at ReplyLimit
+// characters. Money is shown rounded for reading (USD);
 // the journal keeps it exact. It implements observe.Observer and is safe
 // for concurrent use.
 type Narrator struct {
@@ -76,9 +77,8 @@ func (n *Narrator) Step(s observe.Step) {
 				slog.Duration("duration", s.Elapsed.Round(time.Microsecond)),
 			}
 			if e.Chat != nil && log.Enabled(ctx, slog.LevelDebug) {
+				// At debug the same line also carries the reply.
 				attrs = append(attrs, slog.Int("tool_calls", len(e.Chat.ToolCalls)), slog.String("reply", Cut(e.Chat.Content, ReplyLimit)))
-				log.LogAttrs(ctx, slog.LevelDebug, "completion", attrs...)
-				continue
 			}
 			log.LogAttrs(ctx, slog.LevelInfo, "completion", attrs...)
 		case state.EventToolFinished:
