@@ -61,6 +61,8 @@ type Metrics struct {
 	byID   map[string]*series // resolved per-being series, by agent id
 	status map[string]string  // each being's last status, by agent id
 	last   map[string]float64 // each being's last balance (without the being label)
+	// toolTimes are the resolved tool duration histograms by surface.
+	toolTimes map[string]prometheus.Observer
 }
 
 // series are one being's fixed series, resolved once.
@@ -70,6 +72,10 @@ type series struct {
 	api, instance, earned, gave prometheus.Counter
 	warned                      prometheus.Counter
 	balance                     prometheus.Gauge
+	// finish and tools hold the resolved completion and tool-call
+	// counters by label values (guarded by Metrics.mu).
+	finish map[string]prometheus.Counter
+	tools  map[[2]string]prometheus.Counter
 }
 
 var _ observe.Observer = (*Metrics)(nil)
@@ -85,7 +91,7 @@ var (
 func New(opts Options) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(), perBeing: opts.PerBeing,
-		byID: map[string]*series{}, status: map[string]string{},
+		byID: map[string]*series{}, status: map[string]string{}, toolTimes: map[string]prometheus.Observer{},
 	}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, m.labels(labels...))
@@ -155,6 +161,8 @@ func (m *Metrics) of(b observe.Being) *series {
 		earned:     m.revenue.WithLabelValues(v()...),
 		gave:       m.granted.WithLabelValues(v()...),
 		warned:     m.warnings.WithLabelValues(v()...),
+		finish:     map[string]prometheus.Counter{},
+		tools:      map[[2]string]prometheus.Counter{},
 	}
 	if m.perBeing {
 		s.balance = m.balance.WithLabelValues(label)
@@ -170,7 +178,7 @@ func (m *Metrics) Step(st observe.Step) {
 		e := &st.Events[i]
 		switch e.Type {
 		case state.EventModelCompleted:
-			m.completions.WithLabelValues(m.values(s.label, st.Finish)...).Inc()
+			m.completed(s, st.Finish).Inc()
 			s.prompt.Add(float64(e.Usage.PromptTokens))
 			s.completion.Add(float64(e.Usage.CompletionTokens))
 			m.modelTime.Observe(st.Elapsed.Seconds())
@@ -185,12 +193,49 @@ func (m *Metrics) Step(st observe.Step) {
 			s.warned.Inc()
 		case state.EventToolFinished:
 			surface := observe.Surface(e.Tool)
-			m.toolCalls.WithLabelValues(m.values(s.label, surface, e.Status)...).Inc()
-			m.toolTime.WithLabelValues(surface).Observe(st.Elapsed.Seconds())
+			m.called(s, surface, e.Status).Inc()
+			m.toolTimer(surface).Observe(st.Elapsed.Seconds())
 		}
 	}
 	m.setBalance(st.Being.ID, s, st.Balance)
 	m.setStatus(st.Being.ID, st.Status)
+}
+
+// completed is s's completion counter for a finish reason.
+func (m *Metrics) completed(s *series, finish string) prometheus.Counter {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := s.finish[finish]
+	if !ok {
+		c = m.completions.WithLabelValues(m.values(s.label, finish)...)
+		s.finish[finish] = c
+	}
+	return c
+}
+
+// called is s's tool-call counter for a surface and status.
+func (m *Metrics) called(s *series, surface, status string) prometheus.Counter {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := [2]string{surface, status}
+	c, ok := s.tools[key]
+	if !ok {
+		c = m.toolCalls.WithLabelValues(m.values(s.label, surface, status)...)
+		s.tools[key] = c
+	}
+	return c
+}
+
+// toolTimer is the tool duration histogram of a surface.
+func (m *Metrics) toolTimer(surface string) prometheus.Observer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h, ok := m.toolTimes[surface]
+	if !ok {
+		h = m.toolTime.WithLabelValues(surface)
+		m.toolTimes[surface] = h
+	}
+	return h
 }
 
 // setBalance sets the being's balance; without the being label the
