@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -165,8 +166,8 @@ func demoFamily(t *testing.T) string {
 	bin := testkit.Singularity(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	cmd := exec.CommandContext(ctx, bin, "demo", "--dir", t.TempDir(), "--cycle-interval-secs", "0.3")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -195,6 +196,24 @@ func demoFamily(t *testing.T) string {
 		assert.NoError(t, cmd.Wait(), "stderr:\n%s", stderr.String())
 	})
 	return strings.TrimSuffix(debugURL, "/debug/")
+}
+
+// lockedBuffer collects a process's stderr while the test may read it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // everyoneCycled reports whether the tree holds every being of
