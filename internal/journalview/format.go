@@ -78,8 +78,8 @@ func Fields(l Line) string {
 		add("status", e.Status)
 	case state.EventMemoryAdded:
 		if e.Memory != nil {
-			raw, _ := json.Marshal(e.Memory)
-			add("memory", cut(string(raw)))
+			add("kind", e.Memory.Kind)
+			add("text", cut(e.Memory.Text))
 		}
 	case state.EventPromptSet, state.EventRuleAdded, state.EventLearningAdded:
 		add("text", cut(e.Text))

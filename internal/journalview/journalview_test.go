@@ -195,6 +195,7 @@ func TestTextAndJSON(t *testing.T) {
 		{state.ToolFinished(t0, 2, "echo__echo", "failed"), "2026-03-01T12:00:00.000Z Ada tool_finished seq=7 cycle=2 tool=echo__echo status=failed"},
 		{state.RevenueCredited(t0, 2, money.MustParse("0.05"), "finance__sell"), "2026-03-01T12:00:00.000Z Ada revenue_credited seq=7 cycle=2 amount=0.05 source=finance__sell"},
 		{state.Warning(t0, 2, "a b"), `2026-03-01T12:00:00.000Z Ada warning seq=7 cycle=2 message="a b"`},
+		{state.MemoryAdded(state.Memory{ID: "m1", Kind: "note", Text: "market opens"}), `0001-01-01T00:00:00.000Z Ada memory_added seq=7 cycle=0 kind=note text="market opens"`},
 		{state.ModelCompleted(t0, 2, chat.Usage{PromptTokens: 3, CompletionTokens: 4}, reply),
 			`2026-03-01T12:00:00.000Z Ada model_completed seq=7 cycle=2 prompt_tokens=3 completion_tokens=4 tool_calls=0 reply="All done, ` + strings.Repeat("x", 70) + `…"`},
 	} {
