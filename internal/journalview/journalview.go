@@ -275,11 +275,83 @@ func inode(info fs.FileInfo) uint64 {
 }
 
 // Tail returns the last n whole lines of the being's journal in dir (all
-// of them when there are fewer).
+// of them when there are fewer). It reads activity.jsonl backwards from
+// its end, so a long life costs no more than the lines asked for; only
+// when the newest segment holds fewer than n lines, or lines without seq
+// (the reference's), are the older segments read as well.
 func Tail(dir string, n int) ([]Line, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	if lines, ok := tailFile(filepath.Join(dir, state.JournalFile), n); ok {
+		return lines, nil
+	}
 	lines, err := NewFollower(dir).Next()
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
 	return lines, err
+}
+
+// tailChunk is how much tailFile reads at a time.
+const tailChunk = 64 << 10
+
+// tailFile returns the last n whole lines of path, and false when it
+// holds fewer or any of them lacks a seq.
+func tailFile(path string, n int) ([]Line, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, false
+	}
+	end := info.Size()
+	var data []byte
+	// Whole lines only: drop anything after the last newline.
+	for pos := end; pos > 0; {
+		size := min(int64(tailChunk), pos)
+		pos -= size
+		chunk := make([]byte, size)
+		if _, err := f.ReadAt(chunk, pos); err != nil {
+			return nil, false
+		}
+		data = append(chunk, data...)
+		if bytes.Count(data, []byte{'\n'}) > n || pos == 0 {
+			break
+		}
+	}
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		data = data[:i+1]
+	} else {
+		return nil, false
+	}
+	raw := bytes.Split(bytes.TrimSuffix(data, []byte{'\n'}), []byte{'\n'})
+	var out []Line
+	for i := len(raw) - 1; i >= 0 && len(out) < n; i-- {
+		if i == 0 && len(raw) > n && int64(len(data)) < end {
+			break // the first piece may be cut: never needed when more lines exist
+		}
+		t := bytes.TrimSpace(raw[i])
+		if len(t) == 0 || t[0] != '{' {
+			continue
+		}
+		var h Head
+		if json.Unmarshal(t, &h) != nil {
+			continue
+		}
+		if h.Seq == 0 {
+			return nil, false
+		}
+		out = append(out, Line{Raw: append([]byte(nil), t...), Head: h})
+	}
+	if len(out) < n {
+		return nil, false
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, true
 }

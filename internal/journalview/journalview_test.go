@@ -207,3 +207,28 @@ func TestTextAndJSON(t *testing.T) {
 	assert.Equal(t, `{"being":"Ada","being_id":"id-1","type":"endowment_granted","seq":9,"at":"2026-03-01T12:00:00.000000Z","cycle":3,"child_id":"c-1","amount":"0.125"}`,
 		string(journalview.JSON("Ada", "id-1", unknown)))
 }
+
+// TestTailReadsFromTheEnd: the tail of a journal longer than one read
+// chunk is its last lines, the same as reading it all.
+func TestTailReadsFromTheEnd(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	j := newBeing(t, dir, "Ada", "1")
+	var step []state.Event
+	for i := range 3000 {
+		step = append(step, state.Warning(t0, 1, strings.Repeat("w", i%150)))
+	}
+	_, err := j.AppendStep(step)
+	require.NoError(t, err)
+	all, err := journalview.NewFollower(dir).Next()
+	require.NoError(t, err)
+	require.Len(t, all, 3000)
+	for _, n := range []int{1, 7, 1000, 2999, 3000, 5000} {
+		tail, err := journalview.Tail(dir, n)
+		require.NoError(t, err)
+		want := all[max(0, len(all)-n):]
+		require.Len(t, tail, len(want), "n=%d", n)
+		for i := range want {
+			assert.Equal(t, string(want[i].Raw), string(tail[i].Raw))
+		}
+	}
+}
