@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/wisent/singularity/internal/journalview"
 )
@@ -27,6 +28,7 @@ type beings struct {
 	root string // the root being's state directory; empty: routes are off
 
 	mu     sync.Mutex
+	walked time.Time // the last walk of the family's directories
 	dirs   map[string]journalview.Being
 	series map[string]*journalview.Series
 }
@@ -46,6 +48,13 @@ func (s *beings) find(id string) (journalview.Being, bool) {
 	if b, ok := s.dirs[id]; ok {
 		return b, true
 	}
+	// Walk again at most once a second, however many unknown ids are
+	// asked for.
+	now := time.Now()
+	if now.Sub(s.walked) < time.Second {
+		return journalview.Being{}, false
+	}
+	s.walked = now
 	family, err := journalview.Family(s.root)
 	if err != nil {
 		return journalview.Being{}, false
