@@ -43,12 +43,14 @@ func (j *journalCmd) Run(e *env) error {
 		return supervision.Errorf(supervision.ClassConfiguration, "no being %q in the family at %s", j.Being, j.StateDir)
 	}
 	out := bufio.NewWriter(e.stdout)
+	seen := map[string]journalview.Being{}
 	known := map[string]*followed{}
 	var order []*followed
 	poll := func() error {
 		if len(known) > 0 {
-			// Children spawned since the last look.
-			if fam, err = j.family(); err != nil {
+			// Children spawned since the last look (only their
+			// state.json is read).
+			if fam, err = j.familySeen(seen); err != nil {
 				return err
 			}
 		}
@@ -104,8 +106,10 @@ func (j *journalCmd) Run(e *env) error {
 	}
 }
 
-func (j *journalCmd) family() ([]journalview.Being, error) {
-	fam, err := journalview.Family(j.StateDir)
+func (j *journalCmd) family() ([]journalview.Being, error) { return j.familySeen(nil) }
+
+func (j *journalCmd) familySeen(seen map[string]journalview.Being) ([]journalview.Being, error) {
+	fam, err := journalview.FamilySeen(j.StateDir, seen)
 	if err != nil {
 		return nil, supervision.Errorf(supervision.ClassState, "cannot read the family at %s: %w", j.StateDir, err)
 	}

@@ -66,8 +66,23 @@ func ReadBeing(dir string) (Being, error) {
 // children/<id>/, depth first, parents before children. A child
 // directory without a readable state.json (one being created right now)
 // is skipped; the root's must be readable.
-func Family(root string) ([]Being, error) {
-	b, err := ReadBeing(root)
+func Family(root string) ([]Being, error) { return FamilySeen(root, nil) }
+
+// FamilySeen is Family reading state.json only for directories not in
+// seen (by directory), which it fills in: a walk repeated to find new
+// children reads only theirs.
+func FamilySeen(root string, seen map[string]Being) ([]Being, error) {
+	read := func(dir string) (Being, error) {
+		if b, ok := seen[dir]; ok {
+			return b, nil
+		}
+		b, err := ReadBeing(dir)
+		if err == nil && seen != nil {
+			seen[dir] = b
+		}
+		return b, err
+	}
+	b, err := read(root)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +101,7 @@ func Family(root string) ([]Being, error) {
 				continue
 			}
 			child := filepath.Join(dir, "children", e.Name())
-			c, err := ReadBeing(child)
+			c, err := read(child)
 			if err != nil {
 				continue
 			}
