@@ -15,9 +15,9 @@ import (
 // (docs/state.md#reading-the-journal), read-only and safe while `run` runs.
 type journalCmd struct {
 	StateDir string        `name:"state-dir" env:"SINGULARITY_STATE_DIR" default:".singularity" help:"The root being's state directory."`
-	Being    string        `name:"being" help:"Only this being (its name or agent id)."`
+	Being    string        `name:"being" help:"Only this being (its name or its own id)."`
 	Follow   bool          `name:"follow" short:"f" help:"Keep printing new events until Ctrl-C."`
-	Format   string        `name:"format" default:"text" enum:"text,json" help:"Output: text (<time> <being> <type> <fields>) or json (the journal's own objects with being and agent_id)."`
+	Format   string        `name:"format" default:"text" enum:"text,json" help:"Output: text (<time> <being> <type> <fields>) or json (the journal's own objects with being and being_id first)."`
 	Poll     time.Duration `name:"poll" default:"200ms" hidden:"" help:"How often --follow looks for new events."`
 }
 
