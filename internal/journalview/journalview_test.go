@@ -232,3 +232,25 @@ func TestTailReadsFromTheEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestFamilySeen: a repeated walk reads state.json only for directories it
+// has not seen, and finds new children.
+func TestFamilySeen(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "state")
+	newBeing(t, root, "Ada", "1")
+	seen := map[string]journalview.Being{}
+	fam, err := journalview.FamilySeen(root, seen)
+	require.NoError(t, err)
+	require.Len(t, fam, 1)
+	// A seen being is not read again: even an unreadable state.json keeps
+	// its entry.
+	require.NoError(t, os.WriteFile(filepath.Join(root, state.StateFile), []byte("not json"), 0o600))
+	newBeing(t, filepath.Join(root, "children", "c-bo"), "Bo", "0.5")
+	fam, err = journalview.FamilySeen(root, seen)
+	require.NoError(t, err)
+	require.Len(t, fam, 2)
+	assert.Equal(t, "Ada", fam[0].Name)
+	assert.Equal(t, "Bo", fam[1].Name)
+	_, err = journalview.Family(root)
+	assert.Error(t, err, "a fresh walk reads the root again")
+}
