@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"image/png"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -25,9 +26,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/debug"
+	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/test/debugtest"
 	"github.com/wisent/singularity/test/testkit"
 )
@@ -47,7 +51,7 @@ const measureJS = `(function () {
     var loaded = document.querySelectorAll("#rows .row").length > 0;
     if ((!loaded || drawn.length < want) && ++tries < 400) { setTimeout(check, 50); return; }
     var out = { innerWidth: innerWidth, scrollWidth: document.scrollingElement.scrollWidth, rows: [], beings: [],
-                totals: document.getElementById("totals").textContent };
+                totals: document.getElementById("totals").textContent, pager: document.getElementById("pager").textContent };
     document.querySelectorAll("#rows .row").forEach(function (r) {
       var tops = [], bottoms = [];
       Array.prototype.forEach.call(r.children, function (c) {
@@ -75,6 +79,7 @@ type layout struct {
 	InnerWidth  float64 `json:"innerWidth"`
 	ScrollWidth float64 `json:"scrollWidth"`
 	Totals      string  `json:"totals"`
+	Pager       string  `json:"pager"`
 	Rows        []struct {
 		Height       float64 `json:"height"`
 		ScrollHeight float64 `json:"scrollHeight"`
@@ -373,4 +378,42 @@ func screenshot(t *testing.T, pageURL string, w, h int, name string) {
 	if dir := os.Getenv("DEBUG_SCREENSHOT_DIR"); dir != "" {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), raw, 0o644))
 	}
+}
+
+// TestDebugPagePagesLargeFamilies: a family of 450 beings (each with its
+// ledger and Las) is collapsed and paged: the ledger and Las rows are
+// folded, 200 beings are drawn, the pager says where the page is, and
+// the layout rules still hold.
+func TestDebugPagePagesLargeFamilies(t *testing.T) {
+	const n = 450
+	spec := debugtest.Spec{ID: "family", Description: messages.Description{Kind: "family", Name: "family", Status: "running"}}
+	for i := range n {
+		spec.Children = append(spec.Children, debugtest.Spec{
+			ID: fmt.Sprintf("being-%d", i),
+			Description: messages.Description{Kind: "being", Name: fmt.Sprintf("B%03d", i), Status: "running", Figures: map[string]any{
+				"id": fmt.Sprintf("b-%d", i), "cycle": i, "balance": "1.5", "earned": "0.5", "last_action": "echo__echo:success",
+			}},
+			Children: []debugtest.Spec{
+				{ID: "ledger", Description: messages.Description{Kind: "ledger", Name: "ledger", Status: "solvent", Figures: map[string]any{"remaining": "1.5"}}},
+				{ID: "las", Description: messages.Description{Kind: "las", Name: "las", Status: "running"}},
+			},
+		})
+	}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	t.Cleanup(system.Shutdown)
+	pid, err := debugtest.Spawn(system, spec)
+	require.NoError(t, err)
+	srv := httptest.NewServer(debug.Handler(debug.HandlerConfig{Root: system.Root, PID: pid, Deadline: 10 * time.Second}))
+	t.Cleanup(srv.Close)
+
+	proxy := measuringProxy(t, srv.URL, 0)
+	l := measure(t, proxy.URL+"/debug/", 1280, 800)
+	assertOneLinePerActor(t, l, 1280)
+	assert.Len(t, l.Beings, 200, "one page of beings")
+	assert.Len(t, l.Rows, 201, "the family row and the page's beings; ledger and Las folded")
+	assert.Equal(t, "B000", l.Beings[0].Name)
+	assert.Equal(t, "B199", l.Beings[199].Name)
+	assert.Contains(t, l.Pager, "beings 1–200 of 450")
+	assert.Contains(t, l.Totals, "450 beings")
+	screenshot(t, srv.URL+"/debug/", 1280, 800, "debug-paged-1280x800.png")
 }
