@@ -72,8 +72,11 @@ type series struct {
 	api, instance, earned, gave prometheus.Counter
 	warned                      prometheus.Counter
 	balance                     prometheus.Gauge
-	// finish and tools hold the resolved completion and tool-call
-	// counters by label values (guarded by Metrics.mu).
+	// last is the balance last set (seen: there is one); finish and
+	// tools hold the resolved completion and tool-call counters by label
+	// values. All guarded by Metrics.mu.
+	last   money.Amount
+	seen   bool
 	finish map[string]prometheus.Counter
 	tools  map[[2]string]prometheus.Counter
 }
@@ -183,12 +186,12 @@ func (m *Metrics) Step(st observe.Step) {
 			s.completion.Add(float64(e.Usage.CompletionTokens))
 			m.modelTime.Observe(st.Elapsed.Seconds())
 		case state.EventCostDebited:
-			s.api.Add(usd(e.API))
-			s.instance.Add(usd(e.Instance))
+			addUSD(s.api, e.API)
+			addUSD(s.instance, e.Instance)
 		case state.EventRevenueCredited:
-			s.earned.Add(usd(e.Amount))
+			addUSD(s.earned, e.Amount)
 		case observe.EventEndowmentGranted:
-			s.gave.Add(usd(e.Amount))
+			addUSD(s.gave, e.Amount)
 		case state.EventWarning:
 			s.warned.Inc()
 		case state.EventToolFinished:
@@ -199,6 +202,13 @@ func (m *Metrics) Step(st observe.Step) {
 	}
 	m.setBalance(st.Being.ID, s, st.Balance)
 	m.setStatus(st.Being.ID, st.Status)
+}
+
+// addUSD adds a non-zero amount to c.
+func addUSD(c prometheus.Counter, a money.Amount) {
+	if a.Sign() != 0 {
+		c.Add(usd(a))
+	}
 }
 
 // completed is s's completion counter for a finish reason.
@@ -241,6 +251,13 @@ func (m *Metrics) toolTimer(surface string) prometheus.Observer {
 // setBalance sets the being's balance; without the being label the
 // gauge is the family's sum, kept as the sum of the last balances.
 func (m *Metrics) setBalance(id string, s *series, b money.Amount) {
+	m.mu.Lock()
+	same := s.seen && s.last.Equal(b)
+	s.last, s.seen = b, true
+	m.mu.Unlock()
+	if same {
+		return // most steps leave the balance as it was
+	}
 	if m.perBeing {
 		s.balance.Set(usd(b))
 		return
