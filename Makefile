@@ -55,9 +55,13 @@ crash:
 	CRASH_KILLS=$(CRASH_KILLS) $(GO) test -count=1 -timeout 3h -run TestCrash ./test/crash/ -v
 
 # The embedded demo world (docs/demo.md): a simulated Brama and the example Las,
-# nothing else to install. Three cycles of the root being, then a summary.
+# nothing else to install. DEMO_CYCLES cycles of the root being (about a
+# second each, time to open the debug page), then a summary; DEMO_CYCLES=0
+# runs until Ctrl-C.
+DEMO_CYCLES ?= 30
+
 demo:
-	$(GO) run ./cmd/singularity demo --cycles 3
+	$(GO) run ./cmd/singularity demo --cycles $(DEMO_CYCLES)
 
 # Third-party MCP peers the Las tests run (npm registry).
 peers:

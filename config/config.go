@@ -68,6 +68,9 @@ type Runtime struct {
 
 	DebugAddr        string // empty: the debug endpoint is off
 	DebugAllowRemote bool
+	// MetricsPerBeing labels the metrics with the being
+	// (SINGULARITY_METRICS_PER_BEING, default true).
+	MetricsPerBeing bool
 }
 
 // Brama is how to reach and authenticate with the model gateway
@@ -176,6 +179,7 @@ func Load(f Flags, env LookupEnv) (Runtime, error) {
 		return Runtime{}, err
 	}
 	rt.DebugAllowRemote = f.DebugAllow
+	rt.MetricsPerBeing = f.MetricsPerBeing
 	if err = bramaCredentials(&rt.Brama, f.Brama, env); err != nil {
 		return Runtime{}, err
 	}

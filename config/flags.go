@@ -15,6 +15,9 @@ type Flags struct {
 	Most       MostFlags     `embed:"" group:"Most"`
 	DebugAddr  string        `name:"debug-addr" env:"SINGULARITY_DEBUG_ADDR" help:"Debug endpoint address (off when empty); must be loopback."`
 	DebugAllow bool          `name:"debug-allow-remote" env:"SINGULARITY_DEBUG_ALLOW_REMOTE" help:"Allow the debug endpoint on a non-loopback address."`
+	// MetricsPerBeing labels the /metrics series with the being; false
+	// drops the label for very large families.
+	MetricsPerBeing bool `name:"metrics-per-being" env:"SINGULARITY_METRICS_PER_BEING" default:"true" negatable:"" help:"Label the /metrics series with each being; --no-metrics-per-being or SINGULARITY_METRICS_PER_BEING=false drops the label for very large families."`
 }
 
 // IdentityFlags are the immutable identity of the root being

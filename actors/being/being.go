@@ -16,6 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/wisent/singularity/actors/ledger"
+	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/builtin"
@@ -29,6 +30,8 @@ import (
 type Being struct {
 	opts Options
 	log  *slog.Logger
+	// me names the being to the observer (set once the state is loaded).
+	me observe.Being
 
 	store   *state.Store
 	journal *state.Journal
@@ -199,6 +202,7 @@ func (b *Being) handleStarted(ctx actor.Context) {
 		return
 	}
 	b.log = b.log.With("being", b.st.Identity.Name, "agent_id", b.st.Identity.AgentID)
+	b.me = observe.Being{Name: b.st.Identity.Name, ID: b.beingID(), AgentID: b.st.Identity.AgentID}
 	props, err := ledger.Props(b.st.Identity.Name, b.opts.Pricing, b.st.Budget)
 	if err != nil {
 		b.failStart(ctx, err) // a pricing error, already of class configuration

@@ -2,6 +2,8 @@ package being_test
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -13,6 +15,9 @@ import (
 
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/actors/ledger"
+	"github.com/wisent/singularity/internal/logging"
+	"github.com/wisent/singularity/internal/metrics"
+	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
@@ -39,8 +44,16 @@ const benchRounds = 8
 //
 // BenchmarkRound/fsync-floor performs exactly those writes alone, with
 // steps of the same size, for comparison in the same run.
+// BenchmarkRound/memory+las+observed is the same round with the family's
+// observers on (docs/debug.md#metrics): the Prometheus metrics with the
+// being label and the narrative log at info, formatted as text and
+// discarded.
 func BenchmarkRound(b *testing.B) {
-	b.Run("memory+las", benchmarkRound)
+	b.Run("memory+las", func(b *testing.B) { benchmarkRound(b, nil) })
+	b.Run("memory+las+observed", func(b *testing.B) {
+		log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		benchmarkRound(b, observe.Tee(metrics.New(metrics.Options{PerBeing: true}), logging.NewNarrator(log)))
+	})
 	b.Run("fsync-floor", benchmarkFloor)
 	b.Run("reservation", benchmarkReservation)
 }
@@ -66,7 +79,7 @@ func benchmarkReservation(b *testing.B) {
 	}
 }
 
-func benchmarkRound(b *testing.B) {
+func benchmarkRound(b *testing.B, obs observe.Observer) {
 	b.ReportAllocs()
 	srv := bramatest.Start(b, bramatest.Config{Secret: []byte(testSecret), DiscardRequests: true})
 	var (
@@ -99,6 +112,7 @@ func benchmarkRound(b *testing.B) {
 	writes := &counting{}
 	opts := options(b, being.Run)
 	opts.StorageFault = writes.hook
+	opts.Observer = obs
 	withExampleLas(b, &opts, `{}`)
 	opts.MaxToolRounds = benchRounds
 	opts.ContextMessages = 4*benchRounds + 2
@@ -210,4 +224,40 @@ func benchmarkFloor(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(data)), "state-bytes")
+}
+
+// BenchmarkObservers is the observers' own cost for one round of
+// BenchmarkRound, measured alone: the completion's step (model_completed
+// and cost_debited), two tool steps and 3.5 durable writes, given to the
+// metrics with the being label and to the narrative log at info
+// (formatted as text and discarded). Compare it with BenchmarkRound's
+// ns/round in the same run.
+func BenchmarkObservers(b *testing.B) {
+	b.ReportAllocs()
+	log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	obs := observe.Tee(metrics.New(metrics.Options{PerBeing: true}), logging.NewNarrator(log))
+	me := observe.Being{Name: "Ada", ID: "agent-test", AgentID: "agent-test"}
+	at := state.Now()
+	reply := chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{
+		bramatest.Call("m", "singularity_memory_recall", `{"query":"market"}`),
+		bramatest.Call("e", "echo__echo", `{"message":"hello"}`),
+	}}
+	completion := []state.Event{
+		state.ModelCompleted(at, 1, chat.Usage{PromptTokens: 120, CompletionTokens: 30, TotalTokens: 150}, reply),
+		state.Debited(at, 1, money.MustParse("0.000036"), money.Zero, 150),
+	}
+	memory := []state.Event{state.ToolFinished(at, 1, "singularity_memory_recall", "success")}
+	echo := []state.Event{state.ToolFinished(at, 1, "echo__echo", "success")}
+	balance := money.MustParse("9.99")
+	for i := 0; b.Loop(); i++ {
+		obs.Step(observe.Step{Being: me, Events: completion, Status: "running", Balance: balance, Elapsed: time.Millisecond, Finish: "tool_calls"})
+		obs.DurableWrite(200 * time.Microsecond)
+		obs.Step(observe.Step{Being: me, Events: memory, Status: "running", Balance: balance, Elapsed: 50 * time.Microsecond})
+		obs.DurableWrite(200 * time.Microsecond)
+		obs.Step(observe.Step{Being: me, Events: echo, Status: "running", Balance: balance, Elapsed: 300 * time.Microsecond})
+		obs.DurableWrite(200 * time.Microsecond)
+		if i%2 == 0 {
+			obs.DurableWrite(200 * time.Microsecond)
+		}
+	}
 }

@@ -225,7 +225,7 @@ func (b *Being) commitCompletion(ctx actor.Context, resp messages.CompletionResp
 		state.ModelCompleted(at, b.st.Cycle, resp.Usage, msg),
 		state.Debited(at, b.st.Cycle, debit.API, debit.Instance, debit.Tokens),
 	}
-	b.commit(ctx, step, func(ctx actor.Context) {
+	b.commitTimed(ctx, step, waitNothing, resp.Elapsed, resp.FinishReason, func(ctx actor.Context) {
 		ctx.Send(b.ledger, messages.CostDebited{API: debit.API, Instance: debit.Instance, Tokens: debit.Tokens})
 		if len(msg.ToolCalls) == 0 {
 			content := msg.Content
@@ -287,6 +287,7 @@ func (b *Being) commitCheckpoint(ctx actor.Context, then func(ctx actor.Context)
 // parent; run sleeps and continues (longer after failing cycles), stops
 // exhausted, or fails on a permanent Brama error.
 func (b *Being) afterCycle(ctx actor.Context, report messages.CycleReport, err error) {
+	b.observeCycle(report, err)
 	b.sendParent(ctx, report)
 	if b.opts.Mode == Once {
 		if permanentBrama(err) {
@@ -323,6 +324,19 @@ func (b *Being) afterCycle(ctx actor.Context, report messages.CycleReport, err e
 		return
 	}
 	b.scheduleTick(ctx)
+}
+
+// observeCycle tells the observer how the cycle ended: its report
+// status, or "failed" when it ended on an error.
+func (b *Being) observeCycle(report messages.CycleReport, err error) {
+	if b.opts.Observer == nil {
+		return
+	}
+	status := report.Status
+	if err != nil {
+		status = "failed"
+	}
+	b.opts.Observer.CycleEnded(b.me, report.Cycle, status)
 }
 
 // Bounds of the wait after failing cycles (docs/cycle.md#storage-faults).

@@ -29,6 +29,7 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 		last = a.Tool + ":" + a.Status
 	}
 	d.Figures = map[string]any{
+		"id":            b.beingID(),
 		"cycle":         b.st.Cycle,
 		"balance":       b.st.Budget.Remaining.String(),
 		"starting":      b.st.Budget.Starting.String(),
@@ -96,4 +97,14 @@ func (b *Being) inTransit() money.Amount {
 // entry is the being's line in the family ledger.
 func (b *Being) entry() accounts.Entry {
 	return accounts.Entry{Budget: b.st.Budget, InTransit: b.inTransit()}
+}
+
+// beingID is the being's own id (docs/debug.md#figures): a child's is its
+// directory name under its parent's children/ (the id spawn_child gave
+// it), the root's its agent id, which children share.
+func (b *Being) beingID() string {
+	if filepath.Base(filepath.Dir(b.opts.StateDir)) == "children" {
+		return b.childID()
+	}
+	return b.st.Identity.AgentID
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 )
@@ -83,6 +84,12 @@ func (b *Being) commit(ctx actor.Context, events []state.Event, then func(ctx ac
 // commitAs is commit for a step that answers a tool call: held says what
 // giving it up (storage failing at shutdown) leaves in flight.
 func (b *Being) commitAs(ctx actor.Context, events []state.Event, held waitFor, then func(ctx actor.Context)) {
+	b.commitTimed(ctx, events, held, 0, "", then)
+}
+
+// commitTimed is commitAs for a completion's or a tool call's step:
+// elapsed (and a completion's finish reason) go to the observer with it.
+func (b *Being) commitTimed(ctx actor.Context, events []state.Event, held waitFor, elapsed time.Duration, finish string, then func(ctx actor.Context)) {
 	if b.cycle != nil {
 		b.cycle.held = held
 	}
@@ -104,6 +111,9 @@ func (b *Being) commitAs(ctx actor.Context, events []state.Event, held waitFor, 
 	b.submit(ctx, &write{step: numbered, lines: lines, then: func(ctx actor.Context) {
 		for _, e := range numbered {
 			b.st.Apply(e)
+		}
+		if o := b.opts.Observer; o != nil {
+			o.Step(observe.Step{Being: b.me, Events: numbered, Status: b.st.Status, Balance: b.st.Budget.Remaining, Elapsed: elapsed, Finish: finish})
 		}
 		if b.eventsSinceCheckpoint() > b.checkpointEvents() && b.phase.inCycle() {
 			b.cycle.held = waitNothing // the checkpoint answers no call
@@ -170,15 +180,27 @@ func (b *Being) run(ctx actor.Context, w *write) {
 	w.attempts++
 	self, system, epoch := ctx.Self(), ctx.ActorSystem(), b.epoch
 	journal, archive, store, segment := b.journal, b.archive, b.store, b.segmentBytes()
+	obs := b.opts.Observer
 	if b.inline {
-		w.err = w.attempt(journal, archive, store, segment)
+		w.err = w.timedAttempt(obs, journal, archive, store, segment)
 		b.handleWriteDone(ctx, writeDone{epoch: epoch, id: w.id})
 		return
 	}
 	b.opts.Writers.Do(func() {
-		w.err = w.attempt(journal, archive, store, segment)
+		w.err = w.timedAttempt(obs, journal, archive, store, segment)
 		system.Root.Send(self, writeDone{epoch: epoch, id: w.id})
 	})
+}
+
+// timedAttempt is attempt, its duration reported to obs (when not nil).
+func (w *write) timedAttempt(obs observe.Observer, j *state.Journal, a *state.Archive, s *state.Store, segment int64) error {
+	if obs == nil {
+		return w.attempt(j, a, s, segment)
+	}
+	began := time.Now()
+	err := w.attempt(j, a, s, segment)
+	obs.DurableWrite(time.Since(began))
+	return err
 }
 
 // attempt does what is left of w; it runs on a writer goroutine.

@@ -184,6 +184,9 @@ func (b *Being) handleLasEvent(ctx actor.Context, msg any) {
 	case messages.LasRestarted:
 		b.log.Warn("Las restarted", "restarts", e.Restarts, "reason", e.Reason)
 		b.lasReason = e.Reason
+		if b.opts.Observer != nil {
+			b.opts.Observer.LasRestarted(b.me, "las")
+		}
 	case messages.LasSurfaceMissing:
 		b.warn(e.String())
 	case messages.LasWarning:

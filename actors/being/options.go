@@ -8,6 +8,7 @@ import (
 
 	"github.com/wisent/singularity/actors/las"
 	"github.com/wisent/singularity/actors/ledger"
+	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
@@ -131,6 +132,10 @@ type Options struct {
 	Clock supervision.Clock
 
 	Logger *slog.Logger
+	// Observer hears of every durable step, cycle end, Las restart and
+	// durable write (the metrics and the narrative log); nil means none.
+	// Inherited by children.
+	Observer observe.Observer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }

@@ -73,7 +73,11 @@ func (b *Being) nextTool(ctx actor.Context) {
 	}
 	call := b.cycle.calls[b.cycle.next]
 	b.cycle.next++
-	b.runTool(ctx, call, func(r toolResult) { b.finishTool(ctx, call, r) })
+	began := time.Now()
+	b.runTool(ctx, call, func(r toolResult) {
+		r.elapsed = time.Since(began)
+		b.finishTool(ctx, call, r)
+	})
 }
 
 // toolResult is what one tool call produced: its outcome, the mind
@@ -83,6 +87,7 @@ type toolResult struct {
 	outcome outcome.Outcome
 	changes []state.Event
 	after   func(ctx actor.Context)
+	elapsed time.Duration // from the call to its outcome (for the observer)
 }
 
 // only is a result with nothing but an outcome.
@@ -228,7 +233,7 @@ func (b *Being) commitTool(ctx actor.Context, finished state.Event, credit *mess
 		step = append(step, state.RevenueCredited(finished.At, finished.Cycle, credit.Amount, credit.Source))
 	}
 	step = append(step, res.changes...)
-	b.commitAs(ctx, step, waitFile, func(ctx actor.Context) {
+	b.commitTimed(ctx, step, waitFile, res.elapsed, "", func(ctx actor.Context) {
 		if credit != nil {
 			ctx.Send(b.ledger, messages.RevenueCredited{Amount: credit.Amount})
 		}

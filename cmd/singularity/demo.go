@@ -48,13 +48,32 @@ func (c *exampleLasCmd) Run(e *env) error {
 	return nil
 }
 
+// demoSecretFile is the sandbox's Brama secret, fresh for every run and
+// removed at its end.
+const demoSecretFile = "brama.secret"
+
 const demoHex = "0000000000000000000000000000000000000000000000000000000000000000"
 
-func (d *demoCmd) Run(e *env) error {
+func (d *demoCmd) Run(e *env) (err error) {
 	sandbox, err := d.sandbox()
 	if err != nil {
 		return err
 	}
+	// The sandbox goes at the end unless --dir named it; its secret file
+	// goes in any case (docs/demo.md#the-sandbox).
+	defer func() {
+		if d.Dir == "" {
+			if rmErr := os.RemoveAll(sandbox); rmErr != nil && err == nil {
+				err = supervision.Errorf(supervision.ClassState, "sandbox: %w", rmErr)
+			} else if rmErr == nil {
+				fmt.Fprintf(e.stdout, "sandbox %s removed (give --dir to keep one)\n", sandbox)
+			}
+			return
+		}
+		if rmErr := os.Remove(filepath.Join(sandbox, demoSecretFile)); rmErr != nil && !os.IsNotExist(rmErr) && err == nil {
+			err = supervision.Errorf(supervision.ClassState, "sandbox: %w", rmErr)
+		}
+	}()
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
 		return supervision.Errorf(supervision.ClassRuntime, "demo secret: %w", err)
@@ -84,6 +103,7 @@ func (d *demoCmd) Run(e *env) error {
 	}
 	rootOpts.Las.Command = self
 	rootOpts.Las.Entrypoint = "example-las"
+	rootOpts.Observer = newDemoEvents(e.stdout, rt.StartingBalance)
 	from, err := resumedCycle(rt)
 	if err != nil {
 		return err
@@ -101,10 +121,10 @@ func (d *demoCmd) Run(e *env) error {
 		return err
 	}
 	if l.debug != nil {
-		fmt.Fprintf(e.stdout, "debug endpoint: http://%s/debug/ (JSON at /debug/actors, text at /debug/actors?format=text)\n", l.debug.Addr())
+		fmt.Fprintf(e.stdout, "debug endpoint: http://%s/debug/ (JSON at /debug/actors, text at /debug/actors?format=text, Prometheus metrics at /metrics)\n", l.debug.Addr())
 	}
 	if d.Cycles > 0 {
-		fmt.Fprintf(e.stdout, "running %d cycles of the root being (Ctrl-C stops earlier)...\n", d.Cycles)
+		fmt.Fprintf(e.stdout, "running %d cycles of the root being (Ctrl-C stops earlier; --cycles 0 runs until Ctrl-C)...\n", d.Cycles)
 	} else {
 		fmt.Fprintln(e.stdout, "running until Ctrl-C...")
 	}
@@ -145,7 +165,7 @@ func (d *demoCmd) live(e *env, l *live, target uint64) (messages.FamilyStopped, 
 		case ev := <-l.events:
 			switch msg := ev.(type) {
 			case messages.CycleReport:
-				fmt.Fprintf(e.stdout, "  root cycle %d %s: balance %s, earned %s\n", msg.Cycle, msg.Status, msg.Balance, msg.Earned)
+				fmt.Fprintf(e.stdout, "  root cycle %d %s: balance %s USD, earned %s USD\n", msg.Cycle, msg.Status, msg.Balance.Human(), msg.Earned.Human())
 				if target > 0 && msg.Cycle >= target {
 					return l.shutdown(sigs), nil
 				}
@@ -182,7 +202,7 @@ func (d *demoCmd) sandbox() (string, error) {
 // validates a configuration for them exactly as `run` would.
 func (d *demoCmd) configuration(sandbox, bramaURL string, secret []byte) (config.Runtime, error) {
 	files := map[string][]byte{
-		"brama.secret":  secret,
+		demoSecretFile:  secret,
 		"manifest.json": []byte(`{"simulation":true}`),
 		"manifest.sig":  []byte("simulation"),
 		"trust.json":    []byte(`{"simulation":true}`),
@@ -215,23 +235,25 @@ func (d *demoCmd) configuration(sandbox, bramaURL string, secret []byte) (config
 			HTTPTimeout: "30", MCPTimeout: "30", ShutdownGrace: "5", ContextMessages: "200", CheckpointEvents: "256",
 			ChildFunding: "transfer", MinCompletion: "256",
 		},
-		Brama: config.BramaFlags{BaseURL: bramaURL, Model: "any", SecretFile: filepath.Join(sandbox, "brama.secret"), MaxTokens: "2048", Temperature: "0.2"},
+		Brama: config.BramaFlags{BaseURL: bramaURL, Model: "any", SecretFile: filepath.Join(sandbox, demoSecretFile), MaxTokens: "2048", Temperature: "0.2"},
 		Las: config.LasFlags{
 			Command: "example-las", Entrypoint: filepath.Join(sandbox, "example-las"), Only: "echo,skarbiec,finance",
 			Manifest: filepath.Join(sandbox, "manifest.json"), ManifestSig: filepath.Join(sandbox, "manifest.sig"),
 			TrustStore: filepath.Join(sandbox, "trust.json"), Watermark: filepath.Join(sandbox, "watermark"),
 			RequiredSurfaces: "skarbiec,finance",
 		},
-		Most:      config.MostFlags{BaseURL: "http://127.0.0.1:8080"},
-		DebugAddr: d.DebugAddr,
+		Most:            config.MostFlags{BaseURL: "http://127.0.0.1:8080"},
+		DebugAddr:       d.DebugAddr,
+		MetricsPerBeing: true,
 	}
 	return config.Load(f, func(string) (string, bool) { return "", false })
 }
 
 // writeSummary prints each being of the family from its own state
 // directory: cycles, starting balance, what it granted its children,
-// balance, earned and net profit; then the family ledger
-// (docs/money.md#the-family-ledger).
+// balance, earned and net profit, rounded for reading
+// (docs/money.md#shown-to-people); then the family ledger, computed
+// exactly (docs/money.md#the-family-ledger).
 func writeSummary(w io.Writer, rootDir string) error {
 	fam, err := accounts.Read(rootDir)
 	if err != nil {
@@ -242,7 +264,7 @@ func writeSummary(w io.Writer, rootDir string) error {
 	for _, b := range fam.Beings {
 		st := b.State
 		fmt.Fprintf(tw, "%s%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", strings.Repeat("  ", b.Depth), st.Identity.Name, st.Status, st.Cycle,
-			st.Budget.Starting, st.Budget.Granted, st.Budget.Remaining, st.Budget.Earned, st.Budget.NetProfit())
+			st.Budget.Starting.Human(), st.Budget.Granted.Human(), st.Budget.Remaining.Human(), st.Budget.Earned.Human(), st.Budget.NetProfit().Human())
 	}
 	if err := tw.Flush(); err != nil {
 		return err

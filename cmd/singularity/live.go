@@ -21,6 +21,8 @@ import (
 	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/debug"
 	"github.com/wisent/singularity/internal/logging"
+	"github.com/wisent/singularity/internal/metrics"
+	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/boundary"
 	"github.com/wisent/singularity/internal/tools/builtin"
@@ -240,6 +242,16 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, 
 		return nil, err
 	}
 	rootOpts.Fresh = fresh
+	// The family's observers (docs/debug.md#metrics,
+	// docs/configuration.md#logging): the metrics when the debug endpoint
+	// serves them, the narrative log always, and whatever the command
+	// added (the demo's event lines).
+	var reg *metrics.Metrics
+	if dbg != nil {
+		reg = metrics.New(metrics.Options{PerBeing: rt.MetricsPerBeing, Process: true})
+		rootOpts.Observer = observe.Tee(reg, rootOpts.Observer)
+	}
+	rootOpts.Observer = observe.Tee(logging.NewNarrator(e.log), rootOpts.Observer)
 	writers := state.NewWriters(state.DefaultWriters)
 	rootOpts.Writers = writers
 	quiet := logging.AtLeast(e.log.With("lib", "protoactor"), slog.LevelWarn)
@@ -271,7 +283,8 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, 
 	}
 	l := &live{system: system, family: pid, events: events, debug: dbg, log: e.log, grace: rt.ShutdownGrace, writers: writers}
 	if dbg != nil {
-		if err := dbg.Serve(debug.Handler(debug.HandlerConfig{Root: system.Root, PID: pid})); err != nil {
+		h := debug.Handler(debug.HandlerConfig{Root: system.Root, PID: pid, Metrics: reg.Handler(), StateDir: rt.StateDir})
+		if err := dbg.Serve(h); err != nil {
 			l.stopNow()
 			return nil, err
 		}

@@ -25,12 +25,13 @@ type cli struct {
 	Log     config.LogFlags  `embed:""`
 	Version kong.VersionFlag `name:"version" help:"Print the version and the VCS revision, then exit."`
 
-	Run    runCmd    `cmd:"" help:"Boot the family and live until Ctrl-C or SIGTERM."`
-	Once   onceCmd   `cmd:"" help:"Run exactly one cycle of the root being and print its report."`
-	Doctor doctorCmd `cmd:"" help:"Read-only preflight of Brama, Most and Las; writes no state."`
-	Tools  toolsCmd  `cmd:"" help:"Print the tool catalogue the model would see."`
-	Demo   demoCmd   `cmd:"" help:"Run the embedded demo world: a simulated Brama, the example Las, a whole family (a simulation)."`
-	Status statusCmd `cmd:"" help:"Print the family's tree and ledger from its state directories; read-only, safe while run runs."`
+	Run     runCmd     `cmd:"" help:"Boot the family and live until Ctrl-C or SIGTERM."`
+	Once    onceCmd    `cmd:"" help:"Run exactly one cycle of the root being and print its report."`
+	Doctor  doctorCmd  `cmd:"" help:"Read-only preflight of Brama, Most and Las; writes no state."`
+	Tools   toolsCmd   `cmd:"" help:"Print the tool catalogue the model would see."`
+	Demo    demoCmd    `cmd:"" help:"Run the embedded demo world: a simulated Brama, the example Las, a whole family (a simulation)."`
+	Journal journalCmd `cmd:"" help:"Print the family's journal events in time order, one line each; --follow keeps printing (read-only)."`
+	Status  statusCmd  `cmd:"" help:"Print the family's tree and ledger from its state directories; read-only, safe while run runs."`
 
 	ExampleLas exampleLasCmd `cmd:"" name:"example-las" hidden:"" help:"Serve the example Las over stdio (used by demo)."`
 }

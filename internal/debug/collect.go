@@ -1,15 +1,19 @@
 // Package debug is the read-only debug endpoint of docs/debug.md#routes: it
 // collects the live actor tree by asking every actor to describe itself
 // (messages.DescribeRequest) and serves it as JSON, as indented text and as a
-// small self-refreshing HTML page, on a loopback address unless remote access
-// is allowed explicitly.
+// self-refreshing HTML page; it serves each being's journal tail and balance
+// series from the state directories (read, never written) and the family's
+// metrics; all on a loopback address unless remote access is allowed
+// explicitly.
 //
-// The endpoint serves only what actors put in their Description, and
-// screens that again on the way out (see the redaction rules on Collect).
+// The endpoint serves only what actors put in their Description and what
+// the journals hold, and screens both again on the way out (see the
+// redaction rules on Collect).
 // Collection is bounded by one deadline for the whole tree: an actor that
 // does not answer in time, or is gone, is shown as "unresponsive" instead
-// of hanging the request. The family actor owns a Server and mounts
-// Handler; nothing here holds state between requests.
+// of hanging the request. The command owns a Server and mounts Handler;
+// between requests a Handler keeps only where each being's directory is
+// and its balance series so far.
 package debug
 
 import (

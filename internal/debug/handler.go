@@ -25,6 +25,13 @@ type HandlerConfig struct {
 	// Deadline bounds one collection of the whole tree. Zero means
 	// DefaultDeadline.
 	Deadline time.Duration
+	// Metrics serves GET /metrics (normally metrics.Metrics.Handler);
+	// nil answers 404.
+	Metrics http.Handler
+	// StateDir is the root being's state directory, read (never
+	// written) for the per-being journal and balance routes; empty
+	// answers 404 there.
+	StateDir string
 }
 
 //go:embed page.html
@@ -40,6 +47,10 @@ var pageCSP = contentSecurityPolicy(page)
 //	GET /debug/actors?format=text  the tree as indented text (Node.WriteText)
 //	GET /debug/                    a self-contained HTML page that renders
 //	                               the tree and refreshes every two seconds
+//	GET /debug/beings/{id}/journal the being's journal tail (?tail=N,
+//	                               &format=html for a table page)
+//	GET /debug/beings/{id}/balance its balance over its life (sparkline)
+//	GET /metrics                   the Prometheus metrics
 //	GET /healthz                   "ok"
 //
 // HEAD is accepted wherever GET is; any other method gets 405 with an
@@ -50,6 +61,12 @@ func Handler(cfg HandlerConfig) http.Handler {
 		serveActors(w, r, cfg)
 	})
 	mux.HandleFunc("GET /debug/{$}", servePage)
+	b := newBeings(cfg.StateDir)
+	mux.HandleFunc("GET /debug/beings/{id}/journal", b.serveJournal)
+	mux.HandleFunc("GET /debug/beings/{id}/balance", b.serveBalance)
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", cfg.Metrics)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok"))
@@ -105,14 +122,16 @@ var (
 
 // contentSecurityPolicy pins the page's inline script and style by hash.
 func contentSecurityPolicy(html []byte) string {
-	hashes := func(re *regexp.Regexp) string {
-		var s string
-		for _, m := range re.FindAllSubmatch(html, -1) {
-			sum := sha256.Sum256(m[1])
-			s += " 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
-		}
-		return s
-	}
 	return "default-src 'none'; connect-src 'self'; img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none';" +
-		" script-src" + hashes(scriptRE) + "; style-src" + hashes(styleRE)
+		" script-src" + hashesOf(scriptRE, html) + "; style-src" + hashesOf(styleRE, html)
+}
+
+// hashesOf lists the CSP hash sources of every block re finds in html.
+func hashesOf(re *regexp.Regexp, html []byte) string {
+	var s string
+	for _, m := range re.FindAllSubmatch(html, -1) {
+		sum := sha256.Sum256(m[1])
+		s += " 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	}
+	return s
 }

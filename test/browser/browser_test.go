@@ -44,21 +44,31 @@ const hostile = `<img src=x onerror="document.title='pwned'">`
 // fetches of the tree.
 func server(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	t.Helper()
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(slog.NewTextHandler(io.Discard, nil))
-	}))
-	t.Cleanup(system.Shutdown)
 	spec := debugtest.Family()
 	spec.Children = append(spec.Children,
 		debugtest.Spec{ID: "stuck", Silent: true},
 		debugtest.Spec{ID: "being-mallory", Description: messages.Description{Kind: "being", Name: hostile, Status: "running"}},
 	)
+	var fetches atomic.Int32
+	return treeServerCounting(t, spec, &fetches), &fetches
+}
+
+// treeServer serves the debug handler over the tree spec describes.
+func treeServer(t *testing.T, spec debugtest.Spec) *httptest.Server {
+	return treeServerCounting(t, spec, new(atomic.Int32))
+}
+
+func treeServerCounting(t *testing.T, spec debugtest.Spec, fetches *atomic.Int32) *httptest.Server {
+	t.Helper()
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+	t.Cleanup(system.Shutdown)
 	pid, err := debugtest.Spawn(system, spec)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = system.Root.StopFuture(pid).Wait() })
 
 	h := debug.Handler(debug.HandlerConfig{Root: system.Root, PID: pid, Deadline: 500 * time.Millisecond})
-	var fetches atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/debug/actors" {
 			fetches.Add(1)
@@ -66,7 +76,7 @@ func server(t *testing.T) (*httptest.Server, *atomic.Int32) {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	return srv, &fetches
+	return srv
 }
 
 // chromium runs headless Chromium with a fresh profile and the given
@@ -112,18 +122,18 @@ func TestDebugPageRendersTree(t *testing.T) {
 		`<span class="kind">being</span>`,
 		`<span class="kind">ledger</span>`,
 		`<span class="kind">las</span>`,
-		`<span class="name">"Ada"</span>`,
-		`<span class="name">"Bo"</span>`,
-		`<span class="status" data-status="running">running</span>`,
-		`<span class="status" data-status="unresponsive">unresponsive</span>`,
-		`<span class="pid">family/stuck</span>`,
-		`<span class="pid">family/being-ada/being-bo/las</span>`,
-		`<span class="fig">balance=9.75</span>`,
-		`<span class="fig">last_action=finance__finance_propose</span>`,
-		`<span class="fig">errors.transient=2</span>`,
-		`<span class="fig">spent=0.5</span>`,
-		`<span class="fig">process_id=4343</span>`,
-		`<span class="fig">last_restart_reason=exit status 1</span>`,
+		`>Ada</`,
+		`>Bo</`,
+		`data-status="running"`,
+		`data-status="unresponsive"`,
+		`family/stuck`,
+		`family/being-ada/being-bo/las`,
+		`<b>balance</b>9.75</span>`,
+		`last finance__finance_propose`,
+		`errors.transient=2`,
+		`<b>spent</b>0.50</span>`,
+		`process_id=4343`,
+		`last_restart_reason=exit status 1`,
 		"updated ",
 	} {
 		assert.Contains(t, dom, want)

@@ -116,9 +116,11 @@ func TestDemoRunsThreeCycles(t *testing.T) {
 		b := family[name]
 		require.NotNil(t, b.st, "%s is on disk", name)
 		assert.Equal(t, state.StatusStopped, r.status)
-		assert.True(t, r.balance.Equal(b.st.Budget.Remaining), "%s balance", name)
-		assert.True(t, r.netPNL.Equal(r.balance.Sub(r.starting).Add(r.granted)), "%s: net = balance − starting + granted", name)
-		assert.True(t, r.starting.Equal(b.st.Budget.Starting) && r.granted.Equal(b.st.Budget.Granted), "%s starting and granted", name)
+		// The summary rounds for reading (docs/money.md#shown-to-people).
+		assert.True(t, money.MustParse(b.st.Budget.Remaining.Human()).Equal(r.balance), "%s balance", name)
+		assert.True(t, money.MustParse(b.st.Budget.NetProfit().Human()).Equal(r.netPNL), "%s net", name)
+		assert.Equal(t, b.st.Budget.Remaining.Sub(b.st.Budget.Starting).Add(b.st.Budget.Granted).String(), b.st.Budget.NetProfit().String(), "%s: net = balance − starting + granted", name)
+		assert.True(t, r.starting.Equal(b.st.Budget.Starting) && r.granted.Equal(b.st.Budget.Granted), "%s starting and granted (whole cents)", name)
 		if sold(b.events) {
 			assert.Positive(t, r.earned.Sign(), "%s sold in the simulated market, so it earned", name)
 		}
@@ -127,6 +129,33 @@ func TestDemoRunsThreeCycles(t *testing.T) {
 	assert.Positive(t, rows["Ada"].earned.Sign())
 	assert.Positive(t, rows["Ada"].granted.Sign(), "Ada endowed her children")
 	assert.True(t, rows["Bo"].starting.Add(rows["Cy"].starting).Equal(rows["Ada"].granted), "Ada's grants are Bo's and Cy's starting balances")
+
+	// One line per notable event, as it happened (docs/demo.md#what-it-prints).
+	for _, re := range []string{
+		`(?m)^  \d\d:\d\d:\d\d Ada spawned child Bo with (an endowment|a starting balance) of \d+\.\d\d USD$`,
+		`(?m)^  \d\d:\d\d:\d\d Ada spawned child Cy with `,
+		`(?m)^  \d\d:\d\d:\d\d Bo spawned child Di with `,
+		`(?m)^  \d\d:\d\d:\d\d Ada earned 0\.05 USD \(finance__finance_sell_report\)$`,
+		`(?m)^  \d\d:\d\d:\d\d Ada wrote workspace file notes/Ada-cycle-1\.md \(\d+ bytes\)$`,
+		`(?m)^  root cycle 1 completed: balance \d+\.\d\d USD, earned \d+\.\d\d USD$`,
+	} {
+		assert.Regexp(t, re, stdout)
+	}
+	// The sandbox given with --dir stays, its secret file does not.
+	assert.DirExists(t, root)
+	assert.NoFileExists(t, filepath.Join(dir, "brama.secret"), "the demo never leaves its secret file behind")
+}
+
+// TestDemoRemovesItsTemporarySandbox: without --dir the demo's sandbox is
+// a temporary directory, removed at the end.
+func TestDemoRemovesItsTemporarySandbox(t *testing.T) {
+	stdout, stderr, code := run(t, "demo", "--cycles", "1", "--cycle-interval-secs", "0.2")
+	require.Equal(t, 0, code, "stderr:\n%s", stderr)
+	m := regexp.MustCompile(`(?m)^sandbox: (\S+)$`).FindStringSubmatch(stdout)
+	require.NotNil(t, m, stdout)
+	assert.Contains(t, stdout, "sandbox "+m[1]+" removed (give --dir to keep one)")
+	assert.NoDirExists(t, m[1])
+	assert.Contains(t, stdout, "--cycles 0 runs until Ctrl-C")
 }
 
 // TestDemoSIGINTStopsChildrenFirstAndResumes interrupts a demo that runs

@@ -28,6 +28,8 @@ import (
 	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/debug"
 	"github.com/wisent/singularity/internal/identity"
+	"github.com/wisent/singularity/internal/metrics"
+	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
@@ -203,6 +205,11 @@ type worldConfig struct {
 	dir    string // root state directory; created fresh unless resume
 	resume bool
 	noLas  bool // built-in tools only
+	// observer and maxCycles go to the root being's options (children
+	// inherit them); metrics, when set, is served at /metrics.
+	observer  observe.Observer
+	maxCycles uint64
+	metrics   *metrics.Metrics
 }
 
 // startWorld boots the root's state and spawns the family. Everything is
@@ -277,6 +284,8 @@ func startWorld(t *testing.T, cfg worldConfig) *world {
 	if cfg.noLas {
 		root.Las = nil
 	}
+	root.Observer = cfg.observer
+	root.MaxCycles = cfg.maxCycles
 
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
 	events := make(chan any, 64)
@@ -288,7 +297,11 @@ func startWorld(t *testing.T, cfg worldConfig) *world {
 	}), "family")
 	require.NoError(t, err)
 
-	srv := httptest.NewServer(debug.Handler(debug.HandlerConfig{Root: system.Root, PID: pid, Deadline: 5 * time.Second}))
+	hc := debug.HandlerConfig{Root: system.Root, PID: pid, Deadline: 5 * time.Second, StateDir: cfg.dir}
+	if cfg.metrics != nil {
+		hc.Metrics = cfg.metrics.Handler()
+	}
+	srv := httptest.NewServer(debug.Handler(hc))
 	w := &world{t: t, dir: cfg.dir, system: system, family: pid, events: events, progress: prog, debugURL: srv.URL}
 	t.Cleanup(func() {
 		srv.Close()

@@ -223,3 +223,26 @@ func checkGrid(t *rapid.T, a Amount) {
 }
 
 func itoa(n int) string { return big.NewInt(int64(n)).String() }
+
+func TestHuman(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"0", "0.00"},
+		{"1", "1.00"},
+		{"0.985", "0.99"},
+		{"12.3449", "12.34"},
+		{"0.01", "0.01"},
+		{"0.009999999", "0.010000"},
+		{"0.0000365", "0.000037"},
+		{"0.000036", "0.000036"},
+		{"0.0000000004", "0.000000"},
+		{"-0.0000000004", "0.000000"},
+		{"-0.25", "-0.25"},
+		{"-0.0000365", "-0.000037"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			if got := MustParse(tc.in).Human(); got != tc.want {
+				t.Fatalf("Human(%s) = %s, want %s", tc.in, got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,372 @@
+// Package journalview reads a family's journals while the family may be
+// writing them, without writing anything (docs/state.md#the-journal): it
+// finds every being's state directory under the root's, reads each
+// journal's segments in order and then follows activity.jsonl as it
+// grows, across segment rotations, handing out only whole lines. The
+// debug endpoint's journal tail and balance sparkline and the `singularity
+// journal` command are built on it.
+package journalview
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"syscall"
+
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
+)
+
+// maxDepth bounds the walk down children/ directories.
+const maxDepth = 64
+
+// Being is one being's state directory as found on disk.
+type Being struct {
+	Dir string
+	// ID is the being's own id: a child's is its directory name (the id
+	// spawn_child gave it), the root's its agent id.
+	ID      string
+	AgentID string // the family's agent id from state.json
+	Name    string // the persona name from state.json
+	Depth   int    // 0 for the root
+	// Starting is the budget's starting balance from state.json.
+	Starting money.Amount
+}
+
+// head is the part of state.json a view needs.
+type head struct {
+	Identity struct {
+		AgentID string `json:"agent_id"`
+		Name    string `json:"name"`
+	} `json:"identity"`
+	Budget struct {
+		Starting money.Amount `json:"starting"`
+	} `json:"budget"`
+}
+
+// ReadBeing reads the identity and starting balance of the being in dir.
+func ReadBeing(dir string) (Being, error) {
+	data, err := os.ReadFile(filepath.Join(dir, state.StateFile))
+	if err != nil {
+		return Being{}, err
+	}
+	var h head
+	if err := json.Unmarshal(data, &h); err != nil {
+		return Being{}, err
+	}
+	return Being{Dir: dir, ID: h.Identity.AgentID, AgentID: h.Identity.AgentID, Name: h.Identity.Name, Starting: h.Budget.Starting}, nil
+}
+
+// Family lists the root being in root and every descendant under
+// children/<id>/, depth first, parents before children. A child
+// directory without a readable state.json (one being created right now)
+// is skipped; the root's must be readable.
+func Family(root string) ([]Being, error) { return FamilySeen(root, nil) }
+
+// FamilySeen is Family reading state.json only for directories not in
+// seen (by directory), which it fills in: a walk repeated to find new
+// children reads only theirs.
+func FamilySeen(root string, seen map[string]Being) ([]Being, error) {
+	read := func(dir string) (Being, error) {
+		if b, ok := seen[dir]; ok {
+			return b, nil
+		}
+		b, err := ReadBeing(dir)
+		if err == nil && seen != nil {
+			seen[dir] = b
+		}
+		return b, err
+	}
+	b, err := read(root)
+	if err != nil {
+		return nil, err
+	}
+	out := []Being{b}
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		if depth > maxDepth {
+			return
+		}
+		entries, err := os.ReadDir(filepath.Join(dir, "children"))
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			child := filepath.Join(dir, "children", e.Name())
+			c, err := read(child)
+			if err != nil {
+				continue
+			}
+			c.ID = e.Name()
+			c.Depth = depth
+			out = append(out, c)
+			walk(child, depth+1)
+		}
+	}
+	walk(root, 1)
+	return out, nil
+}
+
+// idRE is what a being id may look like in a request: a child's
+// directory is named by it, so nothing else can name one.
+var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+// ValidID reports whether id can name a being (and so a directory).
+func ValidID(id string) bool { return idRE.MatchString(id) && id != "." && id != ".." }
+
+// Find returns the being whose own id is id in the family under root.
+func Find(root, id string) (Being, bool) {
+	if !ValidID(id) {
+		return Being{}, false
+	}
+	beings, err := Family(root)
+	if err != nil {
+		return Being{}, false
+	}
+	for _, b := range beings {
+		if b.ID == id {
+			return b, true
+		}
+	}
+	return Being{}, false
+}
+
+// Head is the part of an event every view uses.
+type Head struct {
+	Type   string       `json:"type"`
+	Seq    uint64       `json:"seq"`
+	At     state.Time   `json:"at"`
+	Cycle  uint64       `json:"cycle"`
+	Amount money.Amount `json:"amount"`
+}
+
+// Line is one whole journal line and its head.
+type Line struct {
+	Raw  []byte // the line without its newline
+	Head Head
+}
+
+// Follower reads one being's journal from its first segment on and then
+// follows activity.jsonl as it grows. A rotation (activity.jsonl renamed
+// to activity-<seq>.jsonl and a new one begun) is noticed by the file's
+// identity, and the rest of the renamed segment is read before the new
+// file. Not safe for concurrent use.
+type Follower struct {
+	dir     string
+	started bool
+	ino     uint64 // identity of the activity.jsonl being followed
+	offset  int64  // bytes of it already read, whole lines only
+	seq     uint64 // last seq handed out (a reference journal counts by position)
+}
+
+// NewFollower returns a follower of the journal in dir; nothing is read
+// before Next.
+func NewFollower(dir string) *Follower { return &Follower{dir: dir} }
+
+// Next returns the whole lines written since the last call (on the first
+// call, the whole journal). A torn or unfinished last line is left for a
+// later call. A line that is not a JSON object is skipped.
+func (f *Follower) Next() ([]Line, error) {
+	var out []Line
+	current := filepath.Join(f.dir, state.JournalFile)
+	if !f.started {
+		segs, err := state.Segments(f.dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, path := range segs {
+			if path == current {
+				continue
+			}
+			lines, _, err := f.readFrom(path, 0)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, lines...)
+		}
+		f.started = true
+	}
+	info, err := os.Stat(current)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	ino := inode(info)
+	if f.ino != 0 && ino != f.ino {
+		// Rotated: finish the renamed segment, then start the new file.
+		if old := f.segmentWith(f.ino); old != "" {
+			lines, _, err := f.readFrom(old, f.offset)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, lines...)
+		}
+		f.offset = 0
+	}
+	f.ino = ino
+	lines, end, err := f.readFrom(current, f.offset)
+	out = append(out, lines...)
+	f.offset = end
+	return out, err
+}
+
+// segmentWith returns the older segment whose file identity is ino.
+func (f *Follower) segmentWith(ino uint64) string {
+	segs, err := state.Segments(f.dir)
+	if err != nil {
+		return ""
+	}
+	for _, path := range segs {
+		if info, err := os.Stat(path); err == nil && inode(info) == ino && filepath.Base(path) != state.JournalFile {
+			return path
+		}
+	}
+	return ""
+}
+
+// readFrom reads the whole lines of path from offset on and returns
+// them with the offset after the last one.
+func (f *Follower) readFrom(path string, offset int64) ([]Line, int64, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, offset, err
+	}
+	defer file.Close()
+	if _, err := file.Seek(offset, io.SeekStart); err != nil {
+		return nil, offset, err
+	}
+	data, err := io.ReadAll(file)
+	if err != nil {
+		return nil, offset, err
+	}
+	var out []Line
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		raw := bytes.TrimRight(data[:i], "\r")
+		data = data[i+1:]
+		offset += int64(i + 1)
+		if l, ok := f.parse(raw); ok {
+			out = append(out, l)
+		}
+	}
+	return out, offset, nil
+}
+
+func (f *Follower) parse(raw []byte) (Line, bool) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '{' {
+		return Line{}, false
+	}
+	var h Head
+	if err := json.Unmarshal(t, &h); err != nil {
+		return Line{}, false
+	}
+	if h.Seq == 0 {
+		h.Seq = f.seq + 1
+	}
+	f.seq = h.Seq
+	return Line{Raw: append([]byte(nil), t...), Head: h}, true
+}
+
+// inode is the file's identity on this filesystem.
+func inode(info fs.FileInfo) uint64 {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
+
+// Tail returns the last n whole lines of the being's journal in dir (all
+// of them when there are fewer). It reads activity.jsonl backwards from
+// its end, so a long life costs no more than the lines asked for; only
+// when the newest segment holds fewer than n lines, or lines without seq
+// (the reference's), are the older segments read as well.
+func Tail(dir string, n int) ([]Line, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	if lines, ok := tailFile(filepath.Join(dir, state.JournalFile), n); ok {
+		return lines, nil
+	}
+	lines, err := NewFollower(dir).Next()
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines, err
+}
+
+// tailChunk is how much tailFile reads at a time.
+const tailChunk = 64 << 10
+
+// tailFile returns the last n whole lines of path, and false when it
+// holds fewer or any of them lacks a seq.
+func tailFile(path string, n int) ([]Line, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, false
+	}
+	end := info.Size()
+	var data []byte
+	// Whole lines only: drop anything after the last newline.
+	for pos := end; pos > 0; {
+		size := min(int64(tailChunk), pos)
+		pos -= size
+		chunk := make([]byte, size)
+		if _, err := f.ReadAt(chunk, pos); err != nil {
+			return nil, false
+		}
+		data = append(chunk, data...)
+		if bytes.Count(data, []byte{'\n'}) > n || pos == 0 {
+			break
+		}
+	}
+	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
+		data = data[:i+1]
+	} else {
+		return nil, false
+	}
+	raw := bytes.Split(bytes.TrimSuffix(data, []byte{'\n'}), []byte{'\n'})
+	var out []Line
+	for i := len(raw) - 1; i >= 0 && len(out) < n; i-- {
+		if i == 0 && len(raw) > n && int64(len(data)) < end {
+			break // the first piece may be cut: never needed when more lines exist
+		}
+		t := bytes.TrimSpace(raw[i])
+		if len(t) == 0 || t[0] != '{' {
+			continue
+		}
+		var h Head
+		if json.Unmarshal(t, &h) != nil {
+			continue
+		}
+		if h.Seq == 0 {
+			return nil, false
+		}
+		out = append(out, Line{Raw: append([]byte(nil), t...), Head: h})
+	}
+	if len(out) < n {
+		return nil, false
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, true
+}

@@ -1,0 +1,170 @@
+package metrics
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/internal/observe"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/wire/chat"
+)
+
+var (
+	ada = observe.Being{Name: "Ada", ID: "agent-ada", AgentID: "agent-ada"}
+	bo  = observe.Being{Name: "Bo", ID: "0123456789abcdef", AgentID: "agent-ada"}
+)
+
+// feed gives m one completion, two tool calls with a credit, a grant and
+// a warning for each being, and ends a cycle of each.
+func feed(m *Metrics) {
+	now := state.Now()
+	for _, b := range []observe.Being{ada, bo} {
+		m.Step(observe.Step{Being: b, Status: "running", Balance: money.MustParse("1"), Events: []state.Event{state.Started(now)}})
+		m.Step(observe.Step{Being: b, Status: "running", Balance: money.MustParse("0.99"), Elapsed: 300 * time.Millisecond, Finish: "tool_calls",
+			Events: []state.Event{
+				state.ModelCompleted(now, 1, chat.Usage{PromptTokens: 100, CompletionTokens: 20}),
+				state.Debited(now, 1, money.MustParse("0.0075"), money.MustParse("0.0025"), 120),
+			}})
+		m.Step(observe.Step{Being: b, Status: "running", Balance: money.MustParse("1.04"), Elapsed: 2 * time.Millisecond,
+			Events: []state.Event{
+				state.ToolFinished(now, 1, "finance__finance_sell_report", "success"),
+				state.RevenueCredited(now, 1, money.MustParse("0.05"), "finance__finance_sell_report"),
+			}})
+		m.Step(observe.Step{Being: b, Status: "running", Balance: money.MustParse("0.79"), Elapsed: time.Millisecond,
+			Events: []state.Event{
+				state.ToolFinished(now, 1, "singularity_spawn_child", "failed"),
+				{Type: observe.EventEndowmentGranted, At: now, Cycle: 1, Amount: money.MustParse("0.25")},
+				state.Warning(now, 1, "w"),
+			}})
+		m.CycleEnded(b, 1, "completed")
+		m.LasRestarted(b, "las")
+	}
+	m.Step(observe.Step{Being: bo, Status: "exhausted", Balance: money.Zero, Events: []state.Event{state.Stopped(now, 1, "exhausted")}})
+	m.DurableWrite(400 * time.Microsecond)
+}
+
+func TestPerBeing(t *testing.T) {
+	m := New(Options{PerBeing: true})
+	feed(m)
+	want := `
+# HELP singularity_completions_total Model completions journaled, by finish reason.
+# TYPE singularity_completions_total counter
+singularity_completions_total{being="Ada-agent-ad",finish="tool_calls"} 1
+singularity_completions_total{being="Bo-01234567",finish="tool_calls"} 1
+# HELP singularity_tokens_total Tokens of journaled completions, by kind (prompt, completion).
+# TYPE singularity_tokens_total counter
+singularity_tokens_total{being="Ada-agent-ad",kind="completion"} 20
+singularity_tokens_total{being="Ada-agent-ad",kind="prompt"} 100
+singularity_tokens_total{being="Bo-01234567",kind="completion"} 20
+singularity_tokens_total{being="Bo-01234567",kind="prompt"} 100
+# HELP singularity_cost_usd_total Debited cost in USD, by part (api, instance); a float for observation, the ledger is exact.
+# TYPE singularity_cost_usd_total counter
+singularity_cost_usd_total{being="Ada-agent-ad",part="api"} 0.0075
+singularity_cost_usd_total{being="Ada-agent-ad",part="instance"} 0.0025
+singularity_cost_usd_total{being="Bo-01234567",part="api"} 0.0075
+singularity_cost_usd_total{being="Bo-01234567",part="instance"} 0.0025
+# HELP singularity_revenue_usd_total Revenue credited from trusted evidence, in USD.
+# TYPE singularity_revenue_usd_total counter
+singularity_revenue_usd_total{being="Ada-agent-ad"} 0.05
+singularity_revenue_usd_total{being="Bo-01234567"} 0.05
+# HELP singularity_granted_usd_total Endowments granted to children, in USD.
+# TYPE singularity_granted_usd_total counter
+singularity_granted_usd_total{being="Ada-agent-ad"} 0.25
+singularity_granted_usd_total{being="Bo-01234567"} 0.25
+# HELP singularity_balance_usd Remaining balance in USD after the last durable step (summed over beings without the being label).
+# TYPE singularity_balance_usd gauge
+singularity_balance_usd{being="Ada-agent-ad"} 0.79
+singularity_balance_usd{being="Bo-01234567"} 0
+# HELP singularity_cycles_total Cycles ended, by status (completed, tool_round_limit, budget_exhausted, failed).
+# TYPE singularity_cycles_total counter
+singularity_cycles_total{being="Ada-agent-ad",status="completed"} 1
+singularity_cycles_total{being="Bo-01234567",status="completed"} 1
+# HELP singularity_tool_calls_total Tool calls journaled, by surface (a Las prefix, builtin or most) and outcome status.
+# TYPE singularity_tool_calls_total counter
+singularity_tool_calls_total{being="Ada-agent-ad",status="failed",surface="builtin"} 1
+singularity_tool_calls_total{being="Ada-agent-ad",status="success",surface="finance"} 1
+singularity_tool_calls_total{being="Bo-01234567",status="failed",surface="builtin"} 1
+singularity_tool_calls_total{being="Bo-01234567",status="success",surface="finance"} 1
+# HELP singularity_las_restarts_total Restarts of a being's MCP servers.
+# TYPE singularity_las_restarts_total counter
+singularity_las_restarts_total{being="Ada-agent-ad",server="las"} 1
+singularity_las_restarts_total{being="Bo-01234567",server="las"} 1
+# HELP singularity_beings Beings of the family by status.
+# TYPE singularity_beings gauge
+singularity_beings{status="exhausted"} 1
+singularity_beings{status="running"} 1
+# HELP singularity_warnings_total Warnings journaled.
+# TYPE singularity_warnings_total counter
+singularity_warnings_total{being="Ada-agent-ad"} 1
+singularity_warnings_total{being="Bo-01234567"} 1
+`
+	require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
+		"singularity_completions_total", "singularity_tokens_total", "singularity_cost_usd_total",
+		"singularity_revenue_usd_total", "singularity_granted_usd_total", "singularity_balance_usd",
+		"singularity_cycles_total", "singularity_tool_calls_total", "singularity_las_restarts_total",
+		"singularity_beings", "singularity_warnings_total"))
+	samples := func(h prometheus.Histogram) uint64 {
+		var d dto.Metric
+		require.NoError(t, h.Write(&d))
+		return d.GetHistogram().GetSampleCount()
+	}
+	assert.Equal(t, uint64(2), samples(m.modelTime), "one duration per completion")
+	assert.Equal(t, uint64(1), samples(m.fsync))
+}
+
+// TestWithoutBeingLabel: SINGULARITY_METRICS_PER_BEING=false drops the
+// label and keeps the sums, the balance included.
+func TestWithoutBeingLabel(t *testing.T) {
+	m := New(Options{PerBeing: false})
+	feed(m)
+	want := `
+# HELP singularity_completions_total Model completions journaled, by finish reason.
+# TYPE singularity_completions_total counter
+singularity_completions_total{finish="tool_calls"} 2
+# HELP singularity_cost_usd_total Debited cost in USD, by part (api, instance); a float for observation, the ledger is exact.
+# TYPE singularity_cost_usd_total counter
+singularity_cost_usd_total{part="api"} 0.015
+singularity_cost_usd_total{part="instance"} 0.005
+# HELP singularity_balance_usd Remaining balance in USD after the last durable step (summed over beings without the being label).
+# TYPE singularity_balance_usd gauge
+singularity_balance_usd 0.79
+# HELP singularity_tool_calls_total Tool calls journaled, by surface (a Las prefix, builtin or most) and outcome status.
+# TYPE singularity_tool_calls_total counter
+singularity_tool_calls_total{status="failed",surface="builtin"} 2
+singularity_tool_calls_total{status="success",surface="finance"} 2
+`
+	require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
+		"singularity_completions_total", "singularity_cost_usd_total", "singularity_balance_usd", "singularity_tool_calls_total"))
+}
+
+// TestHandlerServesTextExposition: the handler's answer parses with
+// Prometheus's own parser and carries the process collectors on request.
+func TestHandlerServesTextExposition(t *testing.T) {
+	m := New(Options{PerBeing: true, Process: true})
+	feed(m)
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Contains(t, resp.Header.Get("Content-Type"), "text/plain")
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	require.NoError(t, err)
+	assert.Contains(t, fams, "go_goroutines")
+	assert.Contains(t, fams, "singularity_storage_fsync_seconds")
+}
