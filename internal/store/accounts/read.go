@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"sync"
 
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
@@ -40,51 +42,84 @@ type Family struct {
 // again. The root's state must be readable; a child's that is not is
 // listed in Unreadable.
 func Read(dir string) (*Family, error) {
-	f := &Family{}
-	if err := f.read(dir, "", 0, true); err != nil {
-		return nil, err
+	r := &reader{slots: make(chan struct{}, 2*runtime.GOMAXPROCS(0))}
+	root := r.read(dir, "", 0, true)
+	if root.err != nil {
+		return nil, root.err
 	}
+	f := &Family{}
+	root.flatten(f)
 	for _, b := range f.Beings {
 		f.Totals.Add(b.Entry)
 	}
 	return f, nil
 }
 
-func (f *Family) read(dir, name string, depth int, root bool) error {
+// reader reads the beings of a family concurrently, a few at a time
+// (reading is decoding JSON, so more than the cores would not help).
+type reader struct{ slots chan struct{} }
+
+// node is one being read, or why it could not be, and its children in
+// the order of its records then its pending grants.
+type node struct {
+	being    *Being
+	name     string
+	err      error
+	children []*node
+}
+
+// flatten lists the tree depth first, parents before their children,
+// as the table shows it.
+func (n *node) flatten(f *Family) {
+	if n.err != nil {
+		f.Unreadable = append(f.Unreadable, fmt.Errorf("child %s: %w", n.name, n.err))
+		return
+	}
+	f.Beings = append(f.Beings, *n.being)
+	for _, c := range n.children {
+		c.flatten(f)
+	}
+}
+
+func (r *reader) read(dir, name string, depth int, root bool) *node {
+	r.slots <- struct{}{}
 	b, err := readBeing(dir)
+	<-r.slots
+	n := &node{being: b, name: name, err: err}
 	if err != nil {
-		if root {
-			return err
-		}
-		f.Unreadable = append(f.Unreadable, fmt.Errorf("child %s: %w", name, err))
-		return nil
+		return n
 	}
 	b.Depth = depth
 	b.Entry.Root = root
-	self := len(f.Beings)
-	f.Beings = append(f.Beings, *b)
-	st := b.State
-	for _, c := range st.Mind.Children {
+	type child struct{ dir, name string }
+	var kids []child
+	for _, c := range b.State.Mind.Children {
 		cdir := c.StateDir
 		if !filepath.IsAbs(cdir) {
 			cdir = filepath.Join(dir, "children", c.ID)
 		}
-		if err := f.read(cdir, c.Name, depth+1, false); err != nil {
-			return err
-		}
+		kids = append(kids, child{cdir, c.Name})
 	}
-	for _, g := range st.Grants {
+	for _, g := range b.State.Grants {
 		cdir := filepath.Join(dir, "children", g.Child.ID)
 		if ok, err := state.Exists(cdir); err != nil || !ok {
 			continue // in transit: counted with the parent
 		}
 		// Created, not recorded yet: the child holds the grant now.
-		f.Beings[self].Entry.InTransit = f.Beings[self].Entry.InTransit.Sub(g.Amount)
-		if err := f.read(cdir, g.Child.Name, depth+1, false); err != nil {
-			return err
-		}
+		b.Entry.InTransit = b.Entry.InTransit.Sub(g.Amount)
+		kids = append(kids, child{cdir, g.Child.Name})
 	}
-	return nil
+	n.children = make([]*node, len(kids))
+	var wg sync.WaitGroup
+	for i, k := range kids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n.children[i] = r.read(k.dir, k.name, depth+1, false)
+		}()
+	}
+	wg.Wait()
+	return n
 }
 
 // readBeing reads one state directory, trying again (a few times) when
