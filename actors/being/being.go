@@ -196,6 +196,7 @@ func (b *Being) handleStarted(ctx actor.Context) {
 		b.failStart(ctx, err)
 		return
 	}
+	b.st.HoldEncoded() // conversation.go
 	b.log = b.log.With("being", b.st.Identity.Name, "agent_id", b.st.Identity.AgentID)
 	props, err := ledger.Props(b.st.Identity.Name, b.opts.Pricing, b.st.Budget)
 	if err != nil {
