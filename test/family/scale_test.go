@@ -130,6 +130,19 @@ func scaleDir(b *testing.B) string {
 	return dir
 }
 
+// memDir is a fresh directory on a tmpfs (/dev/shm) where there is one,
+// else the test's temporary directory: a test of thousands of beings is
+// about the process, not about the shared disk's fsyncs.
+func memDir(t *testing.T) string {
+	if info, err := os.Stat("/dev/shm"); err == nil && info.IsDir() {
+		if dir, err := os.MkdirTemp("/dev/shm", "family-scale-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			return dir
+		}
+	}
+	return t.TempDir()
+}
+
 // zeroBrama answers at once, counts the rounds it answered and the
 // cycles each being completed.
 type zeroBrama struct {
@@ -147,6 +160,10 @@ type zeroBrama struct {
 	full   int
 	want   int
 	lived  chan struct{}
+	// tenths counts, for every tenth cycle, the beings that completed
+	// it; milestone gets the cycle once all of them did.
+	tenths    map[int]int
+	milestone chan int
 }
 
 // after returns a channel closed once n more rounds have been answered.
@@ -174,6 +191,15 @@ func (z *zeroBrama) answer(r *bramatest.Request) bramatest.Reply {
 	if ends && len(msgs) > 0 {
 		who := firstLine(msgs[0].Content)
 		z.cycles[who]++
+		if n := z.cycles[who]; n%10 == 0 && z.milestone != nil {
+			z.tenths[n]++
+			if z.tenths[n] == z.want {
+				select {
+				case z.milestone <- n:
+				default:
+				}
+			}
+		}
 		if z.cycles[who] == z.life {
 			z.full++
 			if z.full == z.want {
@@ -318,7 +344,8 @@ func startScale(tb testing.TB, cfg scaleConfig) *scaleWorld {
 	tb.Helper()
 	k := cfg.beings
 	secret := []byte("scale-benchmark-secret")
-	z := &zeroBrama{cycles: map[string]int{}, life: cfg.life, want: k, lived: make(chan struct{})}
+	z := &zeroBrama{cycles: map[string]int{}, life: cfg.life, want: k, lived: make(chan struct{}),
+		tenths: map[int]int{}, milestone: make(chan int, 1)}
 	z.srv = bramatest.New(bramatest.Config{Secret: secret, DiscardRequests: true, Handler: z.answer})
 	client, err := brama.NewClient(brama.ClientConfig{BaseURL: z.srv.URL, Secret: identity.NewSecret(secret), Timeout: time.Minute})
 	if err != nil {
@@ -377,6 +404,11 @@ func startScale(tb testing.TB, cfg scaleConfig) *scaleWorld {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	if path := os.Getenv("SCALE_PROGRESS"); path != "" {
+		// Every tenth cycle of the life, the figures so far, one line
+		// each, for a life too long to wait for.
+		go sw.progress(path, k)
+	}
 	select {
 	case <-z.lived:
 	case f := <-failed:
@@ -386,6 +418,25 @@ func startScale(tb testing.TB, cfg scaleConfig) *scaleWorld {
 	}
 	sw.figures = sw.measure()
 	return sw
+}
+
+// progress appends the figures to path each time every being completed
+// another ten cycles, until the life is over.
+func (sw *scaleWorld) progress(path string, k int) {
+	for {
+		select {
+		case n := <-sw.brama.milestone:
+			f := sw.measure()
+			line := fmt.Sprintf("%s beings=%d cycles=%d heap-B/being=%d rss-B/being=%d threads=%d\n",
+				time.Now().UTC().Format(time.TimeOnly), k, n, f.heap/uint64(k), f.rss/uint64(k), f.threads)
+			if out, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+				_, _ = out.WriteString(line)
+				out.Close()
+			}
+		case <-sw.brama.lived:
+			return
+		}
+	}
 }
 
 // stop stops every being gracefully, then the system, the pool and the
@@ -408,8 +459,8 @@ func (sw *scaleWorld) stop(tb testing.TB) {
 // the process stays under 200 OS threads, and once they stopped every
 // being's books and their sum are exact.
 func TestTwoThousandBeings(t *testing.T) {
-	const beings, life = 2000, 2
-	dir := t.TempDir()
+	const beings, life = 2000, 1
+	dir := memDir(t)
 	sw := startScale(t, scaleConfig{beings: beings, life: life, window: 8, dir: dir})
 	assert.Less(t, sw.figures.threads, 200, "OS threads with %d beings cycling", beings)
 	sw.stop(t)
@@ -470,5 +521,78 @@ func BenchmarkActorCost(b *testing.B) {
 				system.Shutdown()
 			}
 		})
+	}
+}
+
+// BenchmarkFamilyStatus is what `singularity status` does over a family
+// of 10,000 beings (SPEC §22): accounts.Read of a root that endowed 100
+// children, each of which endowed 99, every one a state.json and a
+// journal. status-ms is one read of the whole family. With SCALE_KEEP
+// set the family is left in SCALE_DIR for the command itself.
+func BenchmarkFamilyStatus(b *testing.B) {
+	const fanout, grand = 100, 99
+	root := scaleDir(b)
+	if os.Getenv("SCALE_KEEP") != "" {
+		dir, err := os.MkdirTemp(os.Getenv("SCALE_DIR"), "family-status-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		root = dir
+		b.Logf("family kept in %s", root)
+	}
+	id := testkit.Identity()
+	at := state.Now()
+	g1, g2 := money.MustParse("1000"), money.MustParse("10")
+	create := func(dir string, st *state.Being) {
+		store, err := state.Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := store.Create(st); err != nil {
+			b.Fatal(err)
+		}
+		j, err := store.OpenJournal(at, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		j.Close()
+	}
+	child := func(parent string, n int, name string, grant money.Amount) (state.Child, string) {
+		c := state.Child{ID: fmt.Sprintf("c-%s-%d", name, n), Name: name, Ticker: "T", CreatedAt: at, Status: state.StatusStarting, Endowment: &grant}
+		return c, filepath.Join(parent, "children", c.ID)
+	}
+	rootSt := being.NewState(id, money.MustParse("1000000"), "test-model", at)
+	for i := range fanout {
+		c, dir := child(root, i, fmt.Sprintf("C%d", i), g1)
+		rootSt.Mind.Children = append(rootSt.Mind.Children, c)
+		cid := id
+		cid.Name = c.Name
+		st := being.NewState(cid, g1, "test-model", at)
+		for k := range grand {
+			gc, gdir := child(dir, k, fmt.Sprintf("C%d-%d", i, k), g2)
+			st.Mind.Children = append(st.Mind.Children, gc)
+			gid := id
+			gid.Name = gc.Name
+			create(gdir, being.NewState(gid, g2, "test-model", at))
+		}
+		granted := g2.Mul(money.MustParse(strconv.Itoa(grand)))
+		st.Budget.Granted, st.Budget.Remaining = granted, g1.Sub(granted)
+		create(dir, st)
+	}
+	granted := g1.Mul(money.MustParse(strconv.Itoa(fanout)))
+	rootSt.Budget.Granted, rootSt.Budget.Remaining = granted, rootSt.Budget.Starting.Sub(granted)
+	create(root, rootSt)
+
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		fam, err := accounts.Read(root)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "status-ms")
+		if len(fam.Beings) != 1+fanout*(1+grand) || !fam.Totals.Exact() {
+			b.Fatalf("%d beings, family off by %s", len(fam.Beings), fam.Totals.Off)
+		}
 	}
 }
