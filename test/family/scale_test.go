@@ -261,7 +261,10 @@ func (sw *scaleWorld) measure() scaleFigures {
 	}
 	f.rss, f.threads = procStatus()
 	if path := os.Getenv("SCALE_HEAPPROFILE"); path != "" {
-		// The live heap right after the life, for go tool pprof.
+		// The live heap right after the life, for go tool pprof (the
+		// profile lags a cycle behind: one more GC makes it the heap
+		// just measured).
+		runtime.GC()
 		if out, err := os.Create(path); err == nil {
 			_ = pprof.Lookup("heap").WriteTo(out, 0)
 			out.Close()
@@ -427,8 +430,8 @@ func (sw *scaleWorld) progress(path string, k int) {
 		select {
 		case n := <-sw.brama.milestone:
 			f := sw.measure()
-			line := fmt.Sprintf("%s beings=%d cycles=%d heap-B/being=%d rss-B/being=%d threads=%d\n",
-				time.Now().UTC().Format(time.TimeOnly), k, n, f.heap/uint64(k), f.rss/uint64(k), f.threads)
+			line := fmt.Sprintf("%s beings=%d cycles=%d heap-B/being=%d rss-B/being=%d threads=%d goroutines=%d\n",
+				time.Now().UTC().Format(time.TimeOnly), k, n, f.heap/uint64(k), f.rss/uint64(k), f.threads, runtime.NumGoroutine())
 			if out, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
 				_, _ = out.WriteString(line)
 				out.Close()

@@ -67,6 +67,7 @@ type Being struct {
 	// place, byte for byte as Conversation would have been written.
 	Encoded Encoded `json:"-"`
 	held    bool
+	arena   []byte // the chunk new encoded messages are packed into
 }
 
 // beingFields is Being without its JSON methods.
