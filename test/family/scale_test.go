@@ -189,7 +189,7 @@ func (z *zeroBrama) answer(r *bramatest.Request) bramatest.Reply {
 		z.reached = nil
 	}
 	if ends && len(msgs) > 0 {
-		who := firstLine(msgs[0].Content)
+		who := strings.Clone(firstLine(msgs[0].Content)) // not the whole prompt
 		z.cycles[who]++
 		if n := z.cycles[who]; n%10 == 0 && z.milestone != nil {
 			z.tenths[n]++
