@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: all build test vet bench fuzz demo peers crash clean
+.PHONY: all build test vet bench bench-scale fuzz demo peers crash clean
 
 all: build
 
@@ -20,6 +20,19 @@ test: vet
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s $(PACKAGES)
+
+# BenchmarkFamilyScale alone (test/family): 10, 100, 1,000 and 10,000 beings
+# at the default window, each after 100 cycles of life, reporting
+# heap-B/being, rss-B/being, rounds/s and threads. It takes a long while
+# (the 10,000 beings live two million rounds first), so it is not part of
+# `make test`. The states live on SCALE_DIR, a tmpfs by default (the life
+# would otherwise be two million fsyncs of a shared disk); SCALE_BEINGS
+# picks other sizes ("10,100").
+SCALE_DIR ?= /dev/shm
+SCALE_ROUNDS ?= 20000x
+
+bench-scale:
+	SCALE_DIR=$(SCALE_DIR) $(GO) test -run '^$$' -bench '^BenchmarkFamilyScale$$' -benchtime $(SCALE_ROUNDS) -timeout 6h ./test/family/
 
 # Each fuzz target for FUZZTIME (package:target; -fuzz takes one target per
 # package, so one run each). `make test` runs only their seed corpora.

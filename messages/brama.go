@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -18,7 +19,11 @@ type CompletionRequest struct {
 	AgentID  string         // the being's identity, signed into the request
 	Model    string         // an exact model id or a selector (docs/brama.md#model-selection)
 	Messages []chat.Message // the cognition messages of this round
-	Tools    []chat.Tool    // the full catalogue the model may call
+	// Encoded are more messages of the round, after Messages, already
+	// encoded (one JSON value each, as encoding/json writes a
+	// chat.Message): the being's conversation window, sent as held.
+	Encoded []json.RawMessage
+	Tools   []chat.Tool // the full catalogue the model may call
 	// MaxTokens, when positive, is the completion's max_tokens as the
 	// being's reservation decided it (docs/money.md#no-overdraft); the
 	// gateway never sends more than its configured value. Zero means the

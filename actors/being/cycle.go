@@ -79,14 +79,6 @@ func (b *Being) frame(ctx actor.Context) {
 	b.commit(ctx, []state.Event{state.CycleStarted(b.opts.now(), cycle, msgs...)}, b.startRound)
 }
 
-// window is the conversation as the model sees it: the newest messages
-// within the window (state.Window). The messages before it leave the
-// state at the next checkpoint.
-func (b *Being) window() []chat.Message {
-	kept, _ := state.Window(b.st.Conversation, b.opts.ContextMessages)
-	return kept
-}
-
 // startRound runs one model round, or ends the cycle at the round limit.
 func (b *Being) startRound(ctx actor.Context) {
 	if b.phase != phaseCycling {
@@ -103,8 +95,8 @@ func (b *Being) startRound(ctx actor.Context) {
 		b.endCycle(ctx, b.report(ReportBudgetExhausted, nil, b.cycle.actions), nil)
 		return
 	}
-	msgs := prompt.Cognition(&b.st.Mind, b.window())
-	reservation, ok := b.reserve(msgs)
+	system, window := b.cognition()
+	reservation, ok := b.reserve(system, window)
 	if !ok {
 		// Not even the smallest completion is affordable: the being is
 		// exhausted with remaining ≥ 0 (docs/money.md#no-overdraft).
@@ -121,7 +113,8 @@ func (b *Being) startRound(ctx actor.Context) {
 	req := messages.CompletionRequest{
 		AgentID:   b.st.Identity.AgentID,
 		Model:     b.st.Mind.CurrentModel,
-		Messages:  msgs,
+		Messages:  []chat.Message{system},
+		Encoded:   window,
 		Tools:     b.catalog.tools,
 		MaxTokens: reservation.MaxTokens,
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/store/state"
-	"github.com/wisent/singularity/internal/wire/chat"
 )
 
 // The being's durable writes (docs/state.md#the-journal). Every decision
@@ -55,8 +54,8 @@ type write struct {
 }
 
 type checkpoint struct {
-	archived []chat.Message
-	kept     []chat.Message
+	archived state.Encoded
+	kept     state.Encoded
 	data     []byte
 	seq      uint64
 	archDone bool
@@ -141,9 +140,8 @@ func (b *Being) flushWarnings(ctx actor.Context) {
 // messages that left the window go to conversation.jsonl first, then
 // the checkpoint drops them. then runs once it is durable.
 func (b *Being) writeCheckpoint(ctx actor.Context, then func(ctx actor.Context)) {
-	kept, archived := state.Window(b.st.Conversation, b.opts.ContextMessages)
-	snapshot := *b.st
-	snapshot.Conversation = kept
+	kept, archived := b.windowed()
+	snapshot := b.snapshotWith(kept)
 	snapshot.UpdatedAt = b.opts.now()
 	seq := b.journal.NextSeq() - 1
 	snapshot.JournalSeq = &seq
@@ -153,7 +151,7 @@ func (b *Being) writeCheckpoint(ctx actor.Context, then func(ctx actor.Context))
 	}
 	cp := &checkpoint{archived: archived, kept: kept, data: data, seq: seq}
 	b.submit(ctx, &write{checkpoint: cp, appended: true, then: func(ctx actor.Context) {
-		b.st.Conversation = append([]chat.Message(nil), cp.kept...)
+		b.keepWindow(cp.kept)
 		b.st.UpdatedAt = snapshot.UpdatedAt
 		b.st.JournalSeq = &cp.seq
 		b.checkpointed = cp.seq
@@ -216,7 +214,7 @@ func (w *write) attempt(j *state.Journal, a *state.Archive, s *state.Store, segm
 		return nil
 	}
 	if !cp.archDone {
-		if err := a.Append(cp.archived...); err != nil {
+		if err := a.AppendEncoded(cp.archived); err != nil {
 			return err
 		}
 		cp.archDone = true

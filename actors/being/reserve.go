@@ -9,6 +9,7 @@ import (
 	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
 )
@@ -60,17 +61,18 @@ func (o Options) httpTimeout() time.Duration {
 	return defaultHTTPTimeout
 }
 
-// bodyBound is an upper bound of the request body's bytes for msgs and
-// the catalogue.
-func (b *Being) bodyBound(msgs []chat.Message) int {
-	return chat.SizeBound(msgs) + b.catalog.bytes + chat.QuotedLen(b.st.Mind.CurrentModel) + requestOverhead
+// bodyBound is an upper bound of the request body's bytes for the
+// system message, the encoded window and the catalogue: the window's
+// bytes are exact, the system message's bounded (chat.SizeBound).
+func (b *Being) bodyBound(system chat.Message, window state.Encoded) int {
+	return chat.SizeBound([]chat.Message{system}) + window.Bytes() + b.catalog.bytes + chat.QuotedLen(b.st.Mind.CurrentModel) + requestOverhead
 }
 
 // reserve decides the round's completion: its max_tokens and its
 // reservation, or false when the balance cannot pay for the smallest
 // completion allowed (the being is exhausted).
-func (b *Being) reserve(msgs []chat.Message) (ledger.Reservation, bool) {
-	return b.reservePricing().Reserve(b.bodyBound(msgs), b.opts.maxTokens(), b.opts.minCompletionTokens(),
+func (b *Being) reserve(system chat.Message, window state.Encoded) (ledger.Reservation, bool) {
+	return b.reservePricing().Reserve(b.bodyBound(system, window), b.opts.maxTokens(), b.opts.minCompletionTokens(),
 		b.opts.httpTimeout(), b.st.Budget.Remaining)
 }
 

@@ -31,7 +31,8 @@ func fileErrorCode(name string) string {
 }
 
 // catalogView is the registered catalogue and the tool list sent to
-// the model on every round (copied once, not per round).
+// the model on every round (copied once, not per round). It is shared
+// by every being with the same tools (sharedCatalog) and never changed.
 type catalogView struct {
 	cat   *catalog.Catalog
 	tools []chat.Tool
@@ -47,16 +48,11 @@ func (b *Being) rebuildCatalog() error {
 	if b.link == lasUp {
 		lasTools = b.lasTools
 	}
-	cat, err := catalog.Standard(lasTools, b.opts.Most != nil)
+	view, err := sharedCatalog(lasTools, b.opts.Most != nil)
 	if err != nil {
 		return err
 	}
-	tools := cat.Tools()
-	encoded, err := json.Marshal(tools)
-	if err != nil {
-		return err
-	}
-	b.catalog = &catalogView{cat: cat, tools: tools, bytes: len(encoded)}
+	b.catalog = view
 	return nil
 }
 

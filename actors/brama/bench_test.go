@@ -91,9 +91,10 @@ func BenchmarkPrepareAndParse(b *testing.B) {
 	p := sampleParams()
 	reply, _ := json.Marshal(bramatest.TextReply("ok", bramatest.Usage(100, 10)).JSON)
 	key := []byte(testSecret)
+	c := &Client{maxField: FieldMaxTokens}
 	b.ReportAllocs()
 	for b.Loop() {
-		body, err := json.Marshal(requestBody{Model: p.Model, Messages: p.Messages, MaxTokens: p.MaxTokens, Temperature: p.Temperature, Tools: p.Tools})
+		body, err := c.encode(p)
 		if err != nil {
 			b.Fatal(err)
 		}

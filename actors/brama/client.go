@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/wisent/singularity/internal/identity"
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision"
 )
 
@@ -203,9 +204,13 @@ func (c *Client) Complete(ctx context.Context, p Params) (Completion, error) {
 // encode is the completion body, with max tokens under the configured
 // field name.
 func (c *Client) encode(p Params) ([]byte, error) {
+	msgs, err := encodeMessages(p.Messages, p.Encoded)
+	if err != nil {
+		return nil, err
+	}
 	rb := requestBody{
 		Model:       p.Model,
-		Messages:    p.Messages,
+		Messages:    msgs,
 		Temperature: p.Temperature,
 		Tools:       p.Tools,
 	}
@@ -215,6 +220,34 @@ func (c *Client) encode(p Params) ([]byte, error) {
 		rb.MaxTokens = p.MaxTokens
 	}
 	return json.Marshal(rb)
+}
+
+// encodeMessages is the messages array: msgs encoded, then the encoded
+// ones as they are.
+func encodeMessages(msgs []chat.Message, encoded []json.RawMessage) (json.RawMessage, error) {
+	size := 2
+	for _, raw := range encoded {
+		size += len(raw) + 1
+	}
+	out := make([]byte, 1, size+256*len(msgs))
+	out[0] = '['
+	for _, m := range msgs {
+		data, err := json.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, data...)
+	}
+	for _, raw := range encoded {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, raw...)
+	}
+	return append(out, ']'), nil
 }
 
 // completeOnce sends the completion body once.

@@ -29,9 +29,12 @@ const (
 // Params is one completion to ask for. AgentID is signed into the request
 // (Brama); MaxTokens and Temperature come from configuration.
 type Params struct {
-	AgentID     string
-	Model       string
-	Messages    []chat.Message
+	AgentID  string
+	Model    string
+	Messages []chat.Message
+	// Encoded are messages sent after Messages as they are: each one JSON
+	// value as encoding/json writes a chat.Message.
+	Encoded     []json.RawMessage
 	Tools       []chat.Tool
 	MaxTokens   int
 	Temperature float64
@@ -86,12 +89,12 @@ type Completion struct {
 // there are none, since OpenAI-compatible servers reject an empty tools
 // array.
 type requestBody struct {
-	Model               string         `json:"model"`
-	Messages            []chat.Message `json:"messages"`
-	MaxTokens           int            `json:"max_tokens,omitempty"`
-	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
-	Temperature         float64        `json:"temperature"`
-	Tools               []chat.Tool    `json:"tools,omitempty"`
+	Model               string          `json:"model"`
+	Messages            json.RawMessage `json:"messages"`
+	MaxTokens           int             `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
+	Temperature         float64         `json:"temperature"`
+	Tools               []chat.Tool     `json:"tools,omitempty"`
 }
 
 // responseBody is the part of an OpenAI-compatible completion the runtime

@@ -19,6 +19,9 @@ import (
 const (
 	DefaultMaxTokens     = 2048
 	DefaultShutdownGrace = 10 * time.Second
+	// DefaultWorkers bounds the completions a family has on the wire at
+	// once; it matches the client's kept-alive connections.
+	DefaultWorkers = 64
 )
 
 // GatewayConfig configures the gateway actor. Zero fields take the
@@ -40,6 +43,11 @@ type GatewayConfig struct {
 	// (docs/brama.md#per-model-prices). Nil lists no model: every
 	// completion is priced by the ledger's configured two prices.
 	Prices prices.Table
+	// Workers is how many completions run at once, each on a worker
+	// goroutine of the gateway's pool; the others wait in order, as
+	// requests that are not yet encoded (docs/brama.md#concurrency).
+	// Zero means DefaultWorkers.
+	Workers int
 	// Logger receives the gateway's log lines. Nil discards them.
 	Logger *slog.Logger
 }
@@ -49,9 +57,11 @@ type GatewayConfig struct {
 // messages.ModelsRequest, messages.HealthRequest and messages.DescribeRequest
 // (values or pointers) and answers each with the matching response value.
 //
-// Every Brama call runs on a goroutine of its own that answers the sender
-// captured when the request arrived, so the mailbox never waits on HTTP
-// and concurrent beings are never serialized. When the actor stops,
+// Every completion runs on a worker goroutine of a bounded pool
+// (GatewayConfig.Workers) that answers the sender captured when the
+// request arrived, so the mailbox never waits on HTTP, and a being that
+// waits for its completion costs no goroutine of its own: the requests
+// beyond the pool wait in a queue, in order. When the actor stops,
 // completions in flight get ShutdownGrace to finish; then they are
 // cancelled and answered with an indeterminate error, so no request is
 // left without an answer.
@@ -80,6 +90,11 @@ type gatewayState struct {
 	mu       sync.Mutex
 	stopping bool
 	grace    *time.Timer
+	// queue holds the completions no worker has taken yet; running is
+	// how many workers live, at most workers.
+	queue   []func()
+	running int
+	workers int
 }
 
 // Props returns the props of a gateway actor. Spawn exactly one per
@@ -99,8 +114,11 @@ func Props(cfg GatewayConfig) *actor.Props {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	log = log.With("actor", "brama")
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWorkers
+	}
 	base, cancel := context.WithCancel(context.Background())
-	state := &gatewayState{base: base, cancel: cancel}
+	state := &gatewayState{base: base, cancel: cancel, workers: cfg.Workers}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Gateway{cfg: cfg, log: log, state: state}
 	})
@@ -124,7 +142,7 @@ func (g *Gateway) Receive(ctx actor.Context) {
 	}
 }
 
-// handleCompletion starts one completion on its own goroutine. A request
+// handleCompletion queues one completion for the worker pool. A request
 // without a sender is refused before any cost is incurred: nobody could
 // receive, and so account for, the completion.
 func (g *Gateway) handleCompletion(ctx actor.Context, req messages.CompletionRequest) {
@@ -137,6 +155,7 @@ func (g *Gateway) handleCompletion(ctx actor.Context, req messages.CompletionReq
 		AgentID:     req.AgentID,
 		Model:       req.Model,
 		Messages:    req.Messages,
+		Encoded:     req.Encoded,
 		Tools:       req.Tools,
 		MaxTokens:   g.cfg.MaxTokens,
 		Temperature: g.cfg.Temperature,
@@ -145,14 +164,72 @@ func (g *Gateway) handleCompletion(ctx actor.Context, req messages.CompletionReq
 		p.MaxTokens = req.MaxTokens // lowered to what the being can pay for
 	}
 	g.state.inFlight.Add(1)
-	go g.complete(ctx.ActorSystem(), sender, p)
+	system, asked := ctx.ActorSystem(), time.Now()
+	g.state.enqueue(func() { g.complete(system, sender, p, asked) })
+}
+
+// enqueue hands job to the pool: a worker is started for it while fewer
+// than workers run, else it waits for the next free one.
+func (s *gatewayState) enqueue(job func()) {
+	s.mu.Lock()
+	s.queue = append(s.queue, job)
+	start := s.running < s.workers
+	if start {
+		s.running++
+	}
+	s.mu.Unlock()
+	if start {
+		go s.work()
+	}
+}
+
+// work runs queued completions until none is left, then ends: an idle
+// family keeps no worker.
+func (s *gatewayState) work() {
+	for {
+		s.mu.Lock()
+		if len(s.queue) == 0 {
+			s.running--
+			s.mu.Unlock()
+			return
+		}
+		job := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		if len(s.queue) == 0 {
+			s.queue = nil // let the backing array go
+		}
+		s.mu.Unlock()
+		job()
+	}
+}
+
+// waiting is how many completions wait for a worker.
+func (s *gatewayState) waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue)
 }
 
 // complete runs on a worker goroutine: one Brama call, one answer. The
 // figures are updated before the answer is sent, so a being that has its
 // answer sees them already counted.
-func (g *Gateway) complete(system *actor.ActorSystem, sender *actor.PID, p Params) {
-	comp, err := g.cfg.Client.Complete(g.state.base, p)
+//
+// The client's timeout counts from when the being asked, its time in the
+// queue included, so the being (which waits that timeout and a margin)
+// always hears the answer; a request that waited its whole timeout for a
+// worker is answered as a transient failure without being sent.
+func (g *Gateway) complete(system *actor.ActorSystem, sender *actor.PID, p Params, asked time.Time) {
+	client := g.cfg.Client
+	deadline := asked.Add(client.timeout)
+	if !time.Now().Before(deadline) {
+		err := supervision.Upstream(supervision.ClassBrama, supervision.Transient, "completion waited %s for a free worker and was not sent", client.timeout)
+		g.answer(system, sender, &p, &Completion{}, err)
+		return
+	}
+	ctx, cancel := context.WithDeadlineCause(g.state.base, deadline, client.timedOut)
+	comp, err := client.Complete(ctx, p)
+	cancel()
 	g.answer(system, sender, &p, &comp, err)
 }
 
@@ -249,6 +326,7 @@ func (g *Gateway) describe() messages.Description {
 		Status: status,
 		Figures: map[string]any{
 			"in_flight": s.inFlight.Load(),
+			"waiting":   s.waiting(),
 			"completed": s.completed.Load(),
 			"retried":   s.retried.Load(),
 			"errors": map[string]uint64{

@@ -1,6 +1,7 @@
 package brama
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -315,4 +316,73 @@ func TestGatewayShutdownLetsCallFinishWithinGrace(t *testing.T) {
 	resp := res.(messages.CompletionResponse)
 	require.NoError(t, resp.Err)
 	require.Equal(t, "finished late", resp.Message.Content)
+}
+
+// TestGatewayPoolBoundsConcurrency: with two workers, five completions
+// asked at once reach the server at most two at a time, the others wait
+// (the waiting figure) and every one is answered, in order of asking.
+func TestGatewayPoolBoundsConcurrency(t *testing.T) {
+	var mu sync.Mutex
+	active, peak := 0, 0
+	arrived, release := make(chan string, 5), make(chan struct{})
+	srv := newServer(t, func(cfg *bramatest.Config) {
+		cfg.Handler = func(r *bramatest.Request) bramatest.Reply {
+			mu.Lock()
+			active++
+			peak = max(peak, active)
+			mu.Unlock()
+			arrived <- r.Header.Get("X-Agent-Id")
+			select {
+			case <-release:
+			case <-time.After(testWait):
+			}
+			mu.Lock()
+			active--
+			mu.Unlock()
+			return bramatest.TextReply("done", bramatest.Usage(1, 1))
+		}
+	})
+	system, pid := startGateway(t, newClient(t, srv.URL), func(cfg *GatewayConfig) { cfg.Workers = 2 })
+	var futures []*actor.Future
+	for i := range 5 {
+		futures = append(futures, system.Root.RequestFuture(pid, completionRequest(fmt.Sprintf("agent-%d", i)), testWait))
+	}
+	first := []string{<-arrived, <-arrived}
+	require.ElementsMatch(t, []string{"agent-0", "agent-1"}, first, "the first two asked go first")
+	d := describe(t, system, pid)
+	require.Equal(t, int64(5), d.Figures["in_flight"])
+	require.Equal(t, 3, d.Figures["waiting"])
+	close(release)
+	for _, f := range futures {
+		res, err := f.Result()
+		require.NoError(t, err)
+		require.NoError(t, res.(messages.CompletionResponse).Err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 2, peak, "never more than the pool's workers on the wire")
+}
+
+// TestEncodedMessagesSentAsParsed: a request whose window comes encoded
+// (a being's held conversation) is the same body as one whose messages
+// all come parsed.
+func TestEncodedMessagesSentAsParsed(t *testing.T) {
+	p := sampleParams()
+	p.Messages = append(p.Messages,
+		chat.Message{Role: chat.RoleUser, Content: "<b>a & b</b> \u2028 \"quoted\""},
+		chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "f", Arguments: `{"x":"<y>"}`}}}},
+	)
+	c := &Client{maxField: FieldMaxTokens}
+	want, err := c.encode(p)
+	require.NoError(t, err)
+	split := p
+	split.Messages = p.Messages[:1]
+	for _, m := range p.Messages[1:] {
+		raw, err := json.Marshal(m)
+		require.NoError(t, err)
+		split.Encoded = append(split.Encoded, raw)
+	}
+	got, err := c.encode(split)
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(got))
 }

@@ -49,7 +49,9 @@ func Framing(cycle uint64, remaining, earned, net money.Amount, model string, re
 		b.WriteString(recentActions[i].Status)
 	}
 	b.WriteString(". Inspect opportunities and choose the next useful action. A plain response ends only this cycle; the being continues living while solvent.")
-	return b.String()
+	// The text stays in the conversation for up to a whole window: keep
+	// its exact size, not the builder's doubled capacity.
+	return strings.Clone(b.String())
 }
 
 // FramingMessage returns the framing text as a user message.

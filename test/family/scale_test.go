@@ -1,21 +1,29 @@
 package family_test
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/actors/brama"
 	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/identity"
+	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/builtin"
@@ -25,42 +33,79 @@ import (
 	"github.com/wisent/singularity/test/testkit"
 )
 
+// scaleLife is how many cycles every being lives before the figures of
+// BenchmarkFamilyScale are taken: enough for the default window of 200
+// messages to fill (a cycle adds four) and stay full.
+const scaleLife = 100
+
+// scaleWindow is the default conversation window
+// (SINGULARITY_CONTEXT_MESSAGES).
+const scaleWindow = 200
+
+// scaleSizes are the family sizes of BenchmarkFamilyScale;
+// SCALE_BEINGS (a comma-separated list) picks others, and SCALE_LIFE a
+// shorter life than scaleLife.
+var scaleSizes = []int{10, 100, 1000, 10000}
+
 // BenchmarkFamilyScale measures K beings living concurrently in one process
-// (docs/differences.md#measured-targets, family scale): built-in tools only
-// (no Las), one shared brama gateway against a zero-latency Brama on loopback
-// that answers every cycle with one recall call and then a plain reply. Every
-// round is the real thing: a signed HTTP completion, a durable debit (journal
-// appends and an atomic state save, fsynced), a tool call and its save.
+// (docs/differences.md#measured-targets, family scale) at the default
+// window of 200 messages: built-in tools only (no Las), one shared brama
+// gateway against a zero-latency Brama on loopback that answers every
+// cycle with one recall call and then a plain reply, and the family's
+// writer pool. Every round is the real thing: a signed HTTP completion, a
+// durable step (journal append, fsynced), a tool call and its step, a
+// checkpoint at every cycle end.
 //
-// One op is one model round of any being; rounds/s is the family's
-// throughput. heap-B/being is HeapInuse after every being has asked for
-// its first completion, less HeapInuse before any was spawned, over K;
-// heap-B/being-after is the same measured after the timed rounds, when
-// conversations have grown toward their window.
-// The K beings are started once per sub-benchmark and keep cycling
-// between its runs.
+// Every being first lives scaleLife cycles; then the figures are taken
+// (after a GC): heap-B/being is HeapInuse less HeapInuse before any being
+// was spawned, over K; rss-B/being is the whole process's resident set
+// over K; threads is the process's OS thread count. One op is then one
+// model round of any being, and rounds/s the family's throughput with
+// every being cycling. The K beings are started once per sub-benchmark
+// and keep cycling between its runs.
 func BenchmarkFamilyScale(b *testing.B) {
-	for _, k := range []int{10, 100, 1000} {
+	sizes := scaleSizes
+	if env := os.Getenv("SCALE_BEINGS"); env != "" {
+		sizes = nil
+		for _, f := range strings.Split(env, ",") {
+			k, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || k < 1 {
+				b.Fatalf("SCALE_BEINGS: %q is not a number of beings", f)
+			}
+			sizes = append(sizes, k)
+		}
+	}
+	life := scaleLife
+	if env := os.Getenv("SCALE_LIFE"); env != "" {
+		// A shorter life for a quick look; the figures of record live
+		// scaleLife cycles.
+		n, err := strconv.Atoi(env)
+		if err != nil || n < 1 {
+			b.Fatalf("SCALE_LIFE: %q is not a number of cycles", env)
+		}
+		life = n
+	}
+	for _, k := range sizes {
 		var sw *scaleWorld
-		dir := b.TempDir()
+		dir := scaleDir(b)
 		b.Run(fmt.Sprintf("beings=%d", k), func(b *testing.B) {
 			if sw == nil {
-				sw = startScale(b, k, dir)
+				sw = startScale(b, scaleConfig{beings: k, life: life, window: scaleWindow, dir: dir})
 			}
-			b.ReportAllocs()
 			done := sw.brama.after(b.N)
 			b.ResetTimer()
 			start := time.Now()
 			select {
 			case <-done:
-			case <-time.After(5 * time.Minute):
+			case <-time.After(10 * time.Minute):
 				b.Fatalf("%d rounds not done in time", b.N)
 			}
 			elapsed := time.Since(start)
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "rounds/s")
-			b.ReportMetric(float64(sw.heapPerBeing), "heap-B/being")
-			b.ReportMetric(float64(sw.heapNow()), "heap-B/being-after")
+			b.ReportMetric(float64(sw.figures.heap)/float64(k), "heap-B/being")
+			b.ReportMetric(float64(sw.figures.rss)/float64(k), "rss-B/being")
+			b.ReportMetric(float64(sw.figures.threads), "threads")
 		})
 		if sw != nil {
 			sw.stop(b)
@@ -68,7 +113,38 @@ func BenchmarkFamilyScale(b *testing.B) {
 	}
 }
 
-// zeroBrama answers at once and counts the rounds it answered.
+// scaleDir is a fresh directory for one family's states: under
+// SCALE_DIR when it is set (make bench-scale puts it on a tmpfs, so that
+// a life of a million rounds is not a million fsyncs of a shared disk),
+// else the benchmark's temporary directory.
+func scaleDir(b *testing.B) string {
+	root := os.Getenv("SCALE_DIR")
+	if root == "" {
+		return b.TempDir()
+	}
+	dir, err := os.MkdirTemp(root, "family-scale-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// memDir is a fresh directory on a tmpfs (/dev/shm) where there is one,
+// else the test's temporary directory: a test of thousands of beings is
+// about the process, not about the shared disk's fsyncs.
+func memDir(t *testing.T) string {
+	if info, err := os.Stat("/dev/shm"); err == nil && info.IsDir() {
+		if dir, err := os.MkdirTemp("/dev/shm", "family-scale-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(dir) })
+			return dir
+		}
+	}
+	return t.TempDir()
+}
+
+// zeroBrama answers at once, counts the rounds it answered and the
+// cycles each being completed.
 type zeroBrama struct {
 	srv *bramatest.Server
 
@@ -76,9 +152,18 @@ type zeroBrama struct {
 	rounds  int
 	target  int
 	reached chan struct{}
-	agents  map[string]bool
-	want    int
-	running chan struct{}
+	// cycles counts each being's completed cycles (by its name in the
+	// framing, see answer); lived is closed once every one of want
+	// beings completed life cycles.
+	cycles map[string]int
+	life   int
+	full   int
+	want   int
+	lived  chan struct{}
+	// tenths counts, for every tenth cycle, the beings that completed
+	// it; milestone gets the cycle once all of them did.
+	tenths    map[int]int
+	milestone chan int
 }
 
 // after returns a channel closed once n more rounds have been answered.
@@ -91,50 +176,126 @@ func (z *zeroBrama) after(n int) <-chan struct{} {
 }
 
 // answer is the policy: a cycle's first round recalls a memory, the
-// second ends the cycle.
+// second ends the cycle. The being is told apart by the name in its
+// system prompt's first line (every being of a family signs with the
+// root's agent id).
 func (z *zeroBrama) answer(r *bramatest.Request) bramatest.Reply {
-	agent := r.Header.Get("X-Agent-Id")
+	msgs := r.Completion.Messages
+	ends := len(msgs) > 0 && msgs[len(msgs)-1].Role == chat.RoleTool
 	z.mu.Lock()
 	z.rounds++
 	if z.reached != nil && z.rounds >= z.target {
 		close(z.reached)
 		z.reached = nil
 	}
-	if !z.agents[agent] {
-		z.agents[agent] = true
-		if len(z.agents) == z.want {
-			close(z.running)
+	if ends && len(msgs) > 0 {
+		who := strings.Clone(firstLine(msgs[0].Content)) // not the whole prompt
+		z.cycles[who]++
+		if n := z.cycles[who]; n%10 == 0 && z.milestone != nil {
+			z.tenths[n]++
+			if z.tenths[n] == z.want {
+				select {
+				case z.milestone <- n:
+				default:
+				}
+			}
+		}
+		if z.cycles[who] == z.life {
+			z.full++
+			if z.full == z.want {
+				close(z.lived)
+			}
 		}
 	}
 	z.mu.Unlock()
-	msgs := r.Completion.Messages
-	if n := len(msgs); n > 0 && msgs[n-1].Role == chat.RoleTool {
+	if ends {
 		return bramatest.TextReply("done", bramatest.Usage(400, 5))
 	}
 	return bramatest.ToolCallsReply(bramatest.Usage(400, 20),
 		bramatest.Call("call_1", builtin.MemoryRecall, `{"query":"price"}`))
 }
 
-// scaleWorld is K beings under one parent with one gateway.
-type scaleWorld struct {
-	system       *actor.ActorSystem
-	parent       *actor.PID
-	brama        *zeroBrama
-	stopped      chan struct{}
-	k            int
-	heapBefore   uint64 // HeapInuse before any being was spawned
-	heapPerBeing uint64
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
-// heapNow is HeapInuse now, less heapBefore, over K.
-func (sw *scaleWorld) heapNow() uint64 {
+// scaleConfig is one scale world: how many beings, how many cycles each
+// lives before the figures, the window and the
+// directory their states live in.
+type scaleConfig struct {
+	beings int
+	life   int
+	window int
+	dir    string
+}
+
+// scaleFigures are what a scale world measured after the life.
+type scaleFigures struct {
+	heap    uint64 // HeapInuse less before, all beings
+	rss     uint64 // the process's resident set
+	threads int    // the process's OS threads
+}
+
+// scaleWorld is K beings under one parent with one gateway.
+type scaleWorld struct {
+	system     *actor.ActorSystem
+	parent     *actor.PID
+	brama      *zeroBrama
+	writers    *state.Writers
+	stopped    chan struct{}
+	k          int
+	dirs       []string
+	heapBefore uint64 // HeapInuse before any being was spawned
+	figures    scaleFigures
+}
+
+// measure takes the figures now, after a GC.
+func (sw *scaleWorld) measure() scaleFigures {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	if m.HeapInuse < sw.heapBefore {
-		return 0
+	f := scaleFigures{}
+	if m.HeapInuse > sw.heapBefore {
+		f.heap = m.HeapInuse - sw.heapBefore
 	}
-	return (m.HeapInuse - sw.heapBefore) / uint64(sw.k)
+	f.rss, f.threads = procStatus()
+	if path := os.Getenv("SCALE_HEAPPROFILE"); path != "" {
+		// The live heap right after the life, for go tool pprof (the
+		// profile lags a cycle behind: one more GC makes it the heap
+		// just measured).
+		runtime.GC()
+		if out, err := os.Create(path); err == nil {
+			_ = pprof.Lookup("heap").WriteTo(out, 0)
+			out.Close()
+		}
+	}
+	return f
+}
+
+// procStatus reads the process's resident set (bytes) and OS thread
+// count from /proc/self/status (0 where it cannot be read).
+func procStatus() (rss uint64, threads int) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		key, val, _ := strings.Cut(sc.Text(), ":")
+		fields := strings.Fields(val)
+		if len(fields) == 0 {
+			continue
+		}
+		n, _ := strconv.ParseUint(fields[0], 10, 64)
+		switch key {
+		case "VmRSS":
+			rss = n * 1024
+		case "Threads":
+			threads = int(n)
+		}
+	}
+	return rss, threads
 }
 
 // scaleParent spawns the beings, stops them on request and reports when
@@ -180,31 +341,40 @@ func (p *scaleParent) Receive(ctx actor.Context) {
 	}
 }
 
-func startScale(b *testing.B, k int, dir string) *scaleWorld {
-	b.Helper()
+// startScale starts the world and returns once every being has lived
+// cfg.life cycles, with the figures taken then.
+func startScale(tb testing.TB, cfg scaleConfig) *scaleWorld {
+	tb.Helper()
+	k := cfg.beings
 	secret := []byte("scale-benchmark-secret")
-	z := &zeroBrama{agents: map[string]bool{}, want: k, running: make(chan struct{})}
+	z := &zeroBrama{cycles: map[string]int{}, life: cfg.life, want: k, lived: make(chan struct{}),
+		tenths: map[int]int{}, milestone: make(chan int, 1)}
 	z.srv = bramatest.New(bramatest.Config{Secret: secret, DiscardRequests: true, Handler: z.answer})
 	client, err := brama.NewClient(brama.ClientConfig{BaseURL: z.srv.URL, Secret: identity.NewSecret(secret), Timeout: time.Minute})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 
 	balance := money.MustParse("1000000")
-	workspace := filepath.Join(dir, "workspace")
+	workspace := filepath.Join(cfg.dir, "workspace")
 	if err := os.MkdirAll(workspace, 0o700); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
+	writers := state.NewWriters(0)
 	opts := make([]being.Options, k)
+	dirs := make([]string, k)
 	for i := range opts {
 		id := testkit.Identity()
-		id.AgentID = fmt.Sprintf("scale-%d", i)
 		id.Name = fmt.Sprintf("S%d", i)
-		stateDir := filepath.Join(dir, id.Name)
+		stateDir := filepath.Join(cfg.dir, id.Name)
+		dirs[i] = stateDir
 		if _, _, _, err := state.Boot(stateDir, false, id, func() (*state.Being, error) {
-			return being.NewState(id, balance, "test-model", state.Now()), nil
+			st := being.NewState(id, balance, "test-model", state.Now())
+			// The first line tells the Brama which being asks.
+			st.Mind.SystemPrompt = id.Name + "\n" + st.Mind.SystemPrompt
+			return st, nil
 		}); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		opts[i] = being.Options{
 			StateDir: stateDir, Identity: id, Mode: being.Run, Model: "test-model",
@@ -212,8 +382,8 @@ func startScale(b *testing.B, k int, dir string) *scaleWorld {
 				InputPerMillion: money.MustParse("0.15"), OutputPerMillion: money.MustParse("0.6"),
 				InstancePerHour: money.MustParse("0.36"),
 			},
-			StartingBalance: balance, Workspace: workspace, MaxToolRounds: 4, ContextMessages: 40,
-			ModelTimeout: 2 * time.Minute, ShutdownGrace: 30 * time.Second,
+			StartingBalance: balance, Workspace: workspace, MaxToolRounds: 4, ContextMessages: cfg.window,
+			ModelTimeout: 2 * time.Minute, ShutdownGrace: 30 * time.Second, Writers: writers,
 		}
 	}
 
@@ -225,37 +395,207 @@ func startScale(b *testing.B, k int, dir string) *scaleWorld {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
 	gw, err := system.Root.SpawnNamed(brama.Props(brama.GatewayConfig{Client: client}), "brama")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	for i := range opts {
 		opts[i].Gateway = gw
 	}
-	sw := &scaleWorld{system: system, brama: z, stopped: make(chan struct{}), k: k, heapBefore: before.HeapInuse}
+	sw := &scaleWorld{system: system, brama: z, writers: writers, stopped: make(chan struct{}), k: k, dirs: dirs, heapBefore: before.HeapInuse}
 	failed := make(chan messages.BeingStopped, 1)
 	parent := &scaleParent{beings: opts, stopped: sw.stopped, failed: failed}
 	sw.parent, err = system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return parent }), "family")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
+	}
+	if path := os.Getenv("SCALE_PROGRESS"); path != "" {
+		// Every tenth cycle of the life, the figures so far, one line
+		// each, for a life too long to wait for.
+		go sw.progress(path, k)
 	}
 	select {
-	case <-z.running:
+	case <-z.lived:
 	case f := <-failed:
-		b.Fatalf("being %s stopped by itself: %s %v", f.Name, f.Status, f.Err)
-	case <-time.After(5 * time.Minute):
-		b.Fatalf("not all %d beings came alive in time", k)
+		tb.Fatalf("being %s stopped by itself: %s %v", f.Name, f.Status, f.Err)
+	case <-time.After(time.Hour):
+		tb.Fatalf("not all %d beings lived %d cycles in time", k, cfg.life)
 	}
-	sw.heapPerBeing = sw.heapNow()
+	sw.figures = sw.measure()
 	return sw
 }
 
-// stop stops every being gracefully, then the system and the Brama.
-func (sw *scaleWorld) stop(b *testing.B) {
+// progress appends the figures to path each time every being completed
+// another ten cycles, until the life is over.
+func (sw *scaleWorld) progress(path string, k int) {
+	for {
+		select {
+		case n := <-sw.brama.milestone:
+			f := sw.measure()
+			line := fmt.Sprintf("%s beings=%d cycles=%d heap-B/being=%d rss-B/being=%d threads=%d goroutines=%d\n",
+				time.Now().UTC().Format(time.TimeOnly), k, n, f.heap/uint64(k), f.rss/uint64(k), f.threads, runtime.NumGoroutine())
+			if out, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+				_, _ = out.WriteString(line)
+				out.Close()
+			}
+		case <-sw.brama.lived:
+			return
+		}
+	}
+}
+
+// stop stops every being gracefully, then the system, the pool and the
+// Brama.
+func (sw *scaleWorld) stop(tb testing.TB) {
 	sw.system.Root.Send(sw.parent, stopAll{})
 	select {
 	case <-sw.stopped:
-	case <-time.After(5 * time.Minute):
-		b.Errorf("the beings did not stop in time")
+	case <-time.After(10 * time.Minute):
+		tb.Errorf("the beings did not stop in time")
 	}
 	sw.system.Shutdown()
+	sw.writers.Close()
 	sw.brama.srv.Close()
+}
+
+// TestTwoThousandBeings is the family scale in the normal suite
+// (SPEC §21 and §23): 2,000 beings in one process, built-in tools only,
+// a small window and a short life. Every being completes its cycles,
+// the process stays under 200 OS threads, and once they stopped every
+// being's books and their sum are exact.
+func TestTwoThousandBeings(t *testing.T) {
+	const beings, life = 2000, 1
+	dir := memDir(t)
+	sw := startScale(t, scaleConfig{beings: beings, life: life, window: 8, dir: dir})
+	assert.Less(t, sw.figures.threads, 200, "OS threads with %d beings cycling", beings)
+	sw.stop(t)
+
+	var entries []accounts.Entry
+	for _, d := range sw.dirs {
+		fam, err := accounts.Read(d)
+		require.NoError(t, err)
+		require.Len(t, fam.Beings, 1)
+		b := fam.Beings[0]
+		require.GreaterOrEqual(t, b.State.Cycle, uint64(life), "%s cycled", b.Name)
+		require.Equal(t, state.StatusStopped, b.State.Status, b.Name)
+		require.True(t, b.Entry.Off().IsZero(), "%s is off by %s", b.Name, b.Entry.Off())
+		entries = append(entries, b.Entry)
+	}
+	totals := accounts.Sum(entries)
+	assert.Equal(t, beings, totals.Beings)
+	assert.True(t, totals.Exact(), "the family is off by %s", totals.Off)
+	assert.Positive(t, totals.Spent.Sign(), "the beings paid for their rounds")
+}
+
+// BenchmarkActorCost measures what protoactor itself costs per actor (its
+// mailbox, context, PID and registry entry, the props), the floor under
+// a being's own figures: K idle actors of an empty receive, spawned
+// named under one parent, with and without a supervisor strategy of
+// their own. heap-B/actor is HeapInuse after spawning less before, over K.
+func BenchmarkActorCost(b *testing.B) {
+	const k = 10000
+	for _, tc := range []struct {
+		name  string
+		props func() *actor.Props
+	}{
+		{"plain", func() *actor.Props { return actor.PropsFromFunc(func(actor.Context) {}) }},
+		{"supervised", func() *actor.Props {
+			return actor.PropsFromFunc(func(actor.Context) {}, actor.WithSupervisor(actor.NewOneForOneStrategy(10, time.Second, actor.DefaultDecider)))
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				pids := make([]*actor.PID, k)
+				for i := range pids {
+					pid, err := system.Root.SpawnNamed(tc.props(), fmt.Sprintf("family/being-%d", i))
+					if err != nil {
+						b.Fatal(err)
+					}
+					pids[i] = pid
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/k, "heap-B/actor")
+				for _, pid := range pids {
+					system.Root.Stop(pid)
+				}
+				system.Shutdown()
+			}
+		})
+	}
+}
+
+// BenchmarkFamilyStatus is what `singularity status` does over a family
+// of 10,000 beings (SPEC §22): accounts.Read of a root that endowed 100
+// children, each of which endowed 99, every one a state.json and a
+// journal. status-ms is one read of the whole family. With SCALE_KEEP
+// set the family is left in SCALE_DIR for the command itself.
+func BenchmarkFamilyStatus(b *testing.B) {
+	const fanout, grand = 100, 99
+	root := scaleDir(b)
+	if os.Getenv("SCALE_KEEP") != "" {
+		dir, err := os.MkdirTemp(os.Getenv("SCALE_DIR"), "family-status-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		root = dir
+		b.Logf("family kept in %s", root)
+	}
+	id := testkit.Identity()
+	at := state.Now()
+	g1, g2 := money.MustParse("1000"), money.MustParse("10")
+	create := func(dir string, st *state.Being) {
+		store, err := state.Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := store.Create(st); err != nil {
+			b.Fatal(err)
+		}
+		j, err := store.OpenJournal(at, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		j.Close()
+	}
+	child := func(parent string, n int, name string, grant money.Amount) (state.Child, string) {
+		c := state.Child{ID: fmt.Sprintf("c-%s-%d", name, n), Name: name, Ticker: "T", CreatedAt: at, Status: state.StatusStarting, Endowment: &grant}
+		return c, filepath.Join(parent, "children", c.ID)
+	}
+	rootSt := being.NewState(id, money.MustParse("1000000"), "test-model", at)
+	for i := range fanout {
+		c, dir := child(root, i, fmt.Sprintf("C%d", i), g1)
+		rootSt.Mind.Children = append(rootSt.Mind.Children, c)
+		cid := id
+		cid.Name = c.Name
+		st := being.NewState(cid, g1, "test-model", at)
+		for k := range grand {
+			gc, gdir := child(dir, k, fmt.Sprintf("C%d-%d", i, k), g2)
+			st.Mind.Children = append(st.Mind.Children, gc)
+			gid := id
+			gid.Name = gc.Name
+			create(gdir, being.NewState(gid, g2, "test-model", at))
+		}
+		granted := g2.Mul(money.MustParse(strconv.Itoa(grand)))
+		st.Budget.Granted, st.Budget.Remaining = granted, g1.Sub(granted)
+		create(dir, st)
+	}
+	granted := g1.Mul(money.MustParse(strconv.Itoa(fanout)))
+	rootSt.Budget.Granted, rootSt.Budget.Remaining = granted, rootSt.Budget.Starting.Sub(granted)
+	create(root, rootSt)
+
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		fam, err := accounts.Read(root)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "status-ms")
+		if len(fam.Beings) != 1+fanout*(1+grand) || !fam.Totals.Exact() {
+			b.Fatalf("%d beings, family off by %s", len(fam.Beings), fam.Totals.Off)
+		}
+	}
 }

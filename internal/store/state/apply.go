@@ -62,16 +62,16 @@ func (b *Being) Apply(e Event) {
 	switch e.Type {
 	case EventCycleStarted:
 		b.Cycle = e.Cycle
-		b.Conversation = append(dropUnansweredFraming(b.Conversation), e.Messages...)
+		b.appendMessages(true, e.Messages...)
 	case EventModelCompleted:
 		if e.Chat != nil {
-			b.Conversation = append(b.Conversation, *e.Chat)
+			b.appendMessages(false, *e.Chat)
 		}
 	case EventCostDebited:
 		b.Budget = b.Budget.Debit(e.API, e.Instance, e.Tokens)
 	case EventToolFinished:
 		if e.Chat != nil {
-			b.Conversation = append(b.Conversation, *e.Chat)
+			b.appendMessages(false, *e.Chat)
 		}
 		if e.Action != nil {
 			b.RecentActions = append(b.RecentActions, *e.Action)

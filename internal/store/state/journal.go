@@ -52,9 +52,11 @@ func (w *objectWriter) close() ([]byte, error) {
 }
 
 // appendFile is an append-only JSON-lines file, fsynced after every
-// append. A torn last line is cut off when the file is opened.
+// append. A torn last line is cut off when the file is opened. It holds
+// no file descriptor between appends: each append opens the file, writes,
+// fsyncs and closes it, so a family of ten thousand beings does not keep
+// twenty thousand files open (docs/state.md#atomic-save).
 type appendFile struct {
-	f     *os.File
 	path  string
 	size  int64 // bytes known to be whole lines
 	dirty bool  // a failed append may have left bytes past size
@@ -111,11 +113,7 @@ func openAppend(path string, lazy bool) (*appendFile, int64, error) {
 			return fail("create", err)
 		}
 	}
-	f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return fail("open", err)
-	}
-	return &appendFile{f: f, path: path, size: whole, dirty: cut > 0 && lazy}, cut, nil
+	return &appendFile{path: path, size: whole, dirty: cut > 0 && lazy}, cut, nil
 }
 
 // lastNewline returns the length of the file's prefix that ends with its
@@ -139,40 +137,47 @@ func lastNewline(f *os.File, size int64) (int64, error) {
 // appendLines writes data (whole lines) in one write and fsyncs. If the
 // write fails the file is cut back so no partial line stays behind.
 func (a *appendFile) appendLines(data []byte) error {
-	fail := func(err error) error {
-		// Whatever part of data reached the file must go, or a retry
-		// would append after a partial line; if the cut fails too, the
-		// next append tries it again first.
-		a.dirty = a.f.Truncate(a.size) != nil
+	failed := func(err error) error {
 		return supervision.Errorf(supervision.ClassState, "cannot append to %s: %w", a.path, err)
 	}
 	if a.dirty {
-		if err := a.f.Truncate(a.size); err != nil {
-			return supervision.Errorf(supervision.ClassState, "cannot append to %s: %w", a.path, err)
+		if err := os.Truncate(a.path, a.size); err != nil {
+			return failed(err)
 		}
 		a.dirty = false
 	}
 	if a.fault != nil {
 		if err := a.fault(); err != nil {
-			return fail(err)
+			a.dirty = os.Truncate(a.path, a.size) != nil
+			return failed(err)
 		}
 	}
-	if _, err := a.f.Write(data); err != nil {
+	f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return failed(err)
+	}
+	fail := func(err error) error {
+		// Whatever part of data reached the file must go, or a retry
+		// would append after a partial line; if the cut fails too, the
+		// next append tries it again first.
+		a.dirty = f.Truncate(a.size) != nil
+		_ = f.Close()
+		return failed(err)
+	}
+	if _, err := f.Write(data); err != nil {
 		return fail(err)
 	}
-	if err := a.f.Sync(); err != nil {
+	if err := f.Sync(); err != nil {
 		return fail(err)
 	}
+	_ = f.Close() // the data is fsynced: a failing close loses nothing
 	a.size += int64(len(data))
 	return nil
 }
 
-func (a *appendFile) close() error {
-	if err := a.f.Close(); err != nil {
-		return supervision.Errorf(supervision.ClassState, "cannot close %s: %w", a.path, err)
-	}
-	return nil
-}
+// close releases the file; an appendFile holds no descriptor between
+// appends, so there is nothing to close.
+func (a *appendFile) close() error { return nil }
 
 // Journal is a being's activity.jsonl, open for appending: the being's
 // write-ahead log (docs/state.md#the-journal). Events are appended in

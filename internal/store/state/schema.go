@@ -61,6 +61,13 @@ type Being struct {
 	// Extra holds unknown top-level fields of a loaded state.json, verbatim.
 	// Keys that name a known field are ignored on save.
 	Extra map[string]json.RawMessage `json:"-"`
+
+	// Encoded is the conversation while it is held encoded (HoldEncoded);
+	// Conversation is then empty, and a save writes these messages in its
+	// place, byte for byte as Conversation would have been written.
+	Encoded Encoded `json:"-"`
+	held    bool
+	arena   []byte // the chunk new encoded messages are packed into
 }
 
 // beingFields is Being without its JSON methods.
@@ -93,6 +100,11 @@ func (b Being) MarshalJSON() ([]byte, error) {
 	known, err := json.Marshal(f)
 	if err != nil {
 		return nil, err
+	}
+	if b.held && len(b.Encoded) > 0 {
+		if known, err = spliceEncoded(known, b.Encoded); err != nil {
+			return nil, err
+		}
 	}
 	extra := make([]string, 0, len(b.Extra))
 	for k := range b.Extra {

@@ -1,0 +1,210 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/wisent/singularity/internal/wire/chat"
+)
+
+// Encoded is a conversation held encoded (SPEC §23): one JSON value per
+// message, each exactly as encoding/json writes a chat.Message (and so
+// as state.json and a completion request carry it). A living being holds
+// its conversation this way (Being.HoldEncoded), so that its heap holds
+// two hundred byte strings rather than two hundred parsed messages, and a
+// request or a checkpoint copies the bytes instead of encoding them
+// again. The values are never changed once made; slices of an Encoded may
+// share them.
+type Encoded []json.RawMessage
+
+// EncodeMessage encodes one message as Encoded holds it.
+func EncodeMessage(m chat.Message) json.RawMessage {
+	data, err := json.Marshal(m)
+	if err != nil {
+		// A chat.Message holds only strings: nothing can fail.
+		panic(fmt.Errorf("encode chat message: %w", err))
+	}
+	return data
+}
+
+// EncodeMessages encodes msgs.
+func EncodeMessages(msgs []chat.Message) Encoded {
+	out := make(Encoded, len(msgs))
+	for i, m := range msgs {
+		out[i] = EncodeMessage(m)
+	}
+	return out
+}
+
+// Decode parses every message.
+func (c Encoded) Decode() ([]chat.Message, error) {
+	out := make([]chat.Message, len(c))
+	for i, raw := range c {
+		if err := json.Unmarshal(raw, &out[i]); err != nil {
+			return nil, fmt.Errorf("conversation message %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+// Bytes is the encoded length of the messages as a JSON array.
+func (c Encoded) Bytes() int {
+	n := 2
+	for i, raw := range c {
+		if i > 0 {
+			n++ // the comma
+		}
+		n += len(raw)
+	}
+	return n
+}
+
+// The encoded forms of a user message and of a framing one: Role is
+// chat.Message's first field and Content its second, and neither the
+// role nor FramingPrefix holds anything JSON escapes.
+var (
+	encodedUser    = []byte(`{"role":"user",`)
+	encodedFraming = []byte(`{"role":"user","content":"` + FramingPrefix)
+)
+
+// IsFramingEncoded is IsFraming for an encoded message.
+func IsFramingEncoded(raw json.RawMessage) bool { return bytes.HasPrefix(raw, encodedFraming) }
+
+// WindowEncoded is Window for an encoded conversation.
+func WindowEncoded(conv Encoded, limit int) (kept, archived Encoded) {
+	if limit <= 0 || len(conv) <= limit {
+		return conv, nil
+	}
+	for i := len(conv) - limit; i < len(conv); i++ {
+		if IsFramingEncoded(conv[i]) {
+			return conv[i:], conv[:i]
+		}
+	}
+	for i := len(conv) - limit - 1; i > 0; i-- {
+		if IsFramingEncoded(conv[i]) {
+			return conv[i:], conv[:i]
+		}
+	}
+	return conv, nil
+}
+
+// dropUnansweredFramingEncoded is dropUnansweredFraming for an encoded
+// conversation.
+func dropUnansweredFramingEncoded(conv Encoded) Encoded {
+	for i := len(conv) - 1; i >= 0; i-- {
+		if !bytes.HasPrefix(conv[i], encodedUser) {
+			return conv
+		}
+		if IsFramingEncoded(conv[i]) {
+			return conv[:i]
+		}
+	}
+	return conv
+}
+
+// HoldEncoded moves the conversation into its encoded form: from now on
+// Apply appends encoded messages to b.Encoded, Conversation stays empty,
+// and a save writes the encoded messages (the same bytes). A living being
+// calls it once its state is loaded and caught up.
+func (b *Being) HoldEncoded() {
+	if b.held {
+		return
+	}
+	b.Encoded = make(Encoded, 0, len(b.Conversation))
+	for _, m := range b.Conversation {
+		b.appendEncoded(EncodeMessage(m))
+	}
+	b.Conversation = nil
+	b.held = true
+}
+
+// arenaChunk is the size of the chunks a held conversation's messages
+// are packed into: a being's two hundred messages sit in some fifteen
+// chunks of one size class instead of two hundred objects of all sizes,
+// which the garbage of requests and checkpoints would leave half-used
+// spans between. A chunk goes once none of its messages is kept.
+const arenaChunk = 4096
+
+// appendEncoded appends raw, copied into the being's current chunk.
+func (b *Being) appendEncoded(raw json.RawMessage) {
+	if len(raw) > arenaChunk/2 {
+		b.Encoded = append(b.Encoded, raw) // a large message is its own object
+		return
+	}
+	if cap(b.arena)-len(b.arena) < len(raw) {
+		b.arena = make([]byte, 0, arenaChunk)
+	}
+	start := len(b.arena)
+	b.arena = append(b.arena, raw...)
+	b.Encoded = append(b.Encoded, b.arena[start:len(b.arena):len(b.arena)])
+}
+
+// Held reports whether the conversation is held encoded (HoldEncoded).
+func (b *Being) Held() bool { return b.held }
+
+// Messages is the conversation as messages, decoding it when it is held
+// encoded.
+func (b *Being) Messages() ([]chat.Message, error) {
+	if !b.held {
+		return b.Conversation, nil
+	}
+	return b.Encoded.Decode()
+}
+
+// appendMessages appends msgs to whichever form holds the conversation;
+// framing says a new cycle begins (an unanswered framing is replaced).
+func (b *Being) appendMessages(framing bool, msgs ...chat.Message) {
+	if !b.held {
+		if framing {
+			b.Conversation = dropUnansweredFraming(b.Conversation)
+		}
+		b.Conversation = append(b.Conversation, msgs...)
+		return
+	}
+	if framing {
+		b.Encoded = dropUnansweredFramingEncoded(b.Encoded)
+	}
+	for _, m := range msgs {
+		b.appendEncoded(EncodeMessage(m))
+	}
+}
+
+// conversationKey is where a compact state.json holds the conversation
+// before the encoded messages are put in (MarshalJSON): the first
+// occurrence is the top-level key, since the known fields come before
+// any extra one and no known field nests one.
+var conversationKey = []byte(`"conversation":[]`)
+
+// spliceEncoded puts the encoded conversation into compact, the being
+// encoded with an empty one.
+func spliceEncoded(compact []byte, conv Encoded) ([]byte, error) {
+	at := bytes.Index(compact, conversationKey)
+	if at < 0 {
+		return nil, fmt.Errorf("encode: the conversation key is missing")
+	}
+	at += len(conversationKey) - 1 // before the closing bracket
+	out := make([]byte, 0, len(compact)+conv.Bytes())
+	out = append(out, compact[:at]...)
+	for i, raw := range conv {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, raw...)
+	}
+	return append(out, compact[at:]...), nil
+}
+
+// AppendEncoded writes encoded messages like Append: each is decoded and
+// written as Append writes it, so the archive's lines do not depend on
+// how the being held them.
+func (a *Archive) AppendEncoded(msgs Encoded) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	decoded, err := msgs.Decode()
+	if err != nil {
+		return err
+	}
+	return a.Append(decoded...)
+}
