@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: all build test vet bench bench-scale fuzz demo peers crash clean
+.PHONY: all build test vet bench bench-scale scale-run fuzz demo peers crash clean
 
 all: build
 
@@ -33,6 +33,15 @@ SCALE_ROUNDS ?= 20000x
 
 bench-scale:
 	SCALE_DIR=$(SCALE_DIR) $(GO) test -run '^$$' -bench '^BenchmarkFamilyScale$$' -benchtime $(SCALE_ROUNDS) -timeout 6h ./test/family/
+
+# The black-box run of docs/family.md#families-of-thousands: `singularity run`
+# grows a family to SCALE_RUN_BEINGS beings by endowed spawning, then the
+# debug tree and `singularity status` are read over all of them (the normal
+# suite runs it with 300).
+SCALE_RUN_BEINGS ?= 10000
+
+scale-run:
+	SCALE_RUN_BEINGS=$(SCALE_RUN_BEINGS) $(GO) test -count=1 -run '^TestRunGrowsAFamilyBySpawning$$' -timeout 30m -v ./test/e2e/
 
 # Each fuzz target for FUZZTIME (package:target; -fuzz takes one target per
 # package, so one run each). `make test` runs only their seed corpora.

@@ -164,7 +164,7 @@ func TestRunGrowsAFamilyBySpawning(t *testing.T) {
 		policy.mu.Unlock()
 		t.Fatalf("only %d of %d beings asked for a completion", n, beings)
 	}
-	t.Logf("%d beings alive and thinking %v after the start", beings, time.Since(grown).Round(time.Millisecond))
+	t.Logf("%d beings alive and thinking %v after the debug endpoint came up", beings, time.Since(grown).Round(time.Millisecond))
 
 	// The live tree: every being, and the family's books exact.
 	began := time.Now()
