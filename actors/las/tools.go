@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/wisent/singularity/internal/logging"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
@@ -92,7 +93,11 @@ func (h *host) settle(ctx actor.Context, r listed) {
 // of docs/las.md#overview (exit 3).
 func ListTools(ctx context.Context, opts Options) ([]chat.Tool, error) {
 	opts = opts.withDefaults()
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return opts.Logger }))
+	// protoactor's own lines (dead letters of the host's last messages
+	// after a stop, for one) are passed on only at warn and above, as in
+	// a family (docs/configuration.md#logging).
+	quiet := logging.AtLeast(opts.Logger.With("lib", "protoactor"), slog.LevelWarn)
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	defer system.Shutdown()
 
 	props := actor.PropsFromProducer(func() actor.Actor { return &host{opts: opts} },
