@@ -2,6 +2,7 @@ package limits
 
 import (
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,9 +28,11 @@ func admit(tb testing.TB, system *actor.ActorSystem, pid *actor.PID, req message
 
 func TestLimiterActor(t *testing.T) {
 	system := newSystem(t)
+	var mu sync.Mutex
 	now := t0
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	limit := money.MustParse("0.01")
-	pid := system.Root.Spawn(Props(&limit, func() time.Time { return now }))
+	pid := system.Root.Spawn(Props(&limit, clock))
 	m := money.MustParse
 
 	a := admit(t, system, pid, messages.SpendRequest{Being: "a", Amount: m("0.006")})
@@ -39,7 +42,9 @@ func TestLimiterActor(t *testing.T) {
 	require.Equal(t, time.Hour, refused.RetryAfter, "measured on the limiter's clock")
 
 	system.Root.Send(pid, messages.SpendSettled{Ticket: a.Ticket, Amount: m("0.001")})
+	mu.Lock()
 	now = now.Add(time.Minute)
+	mu.Unlock()
 	require.True(t, admit(t, system, pid, messages.SpendRequest{Being: "b", Amount: m("0.006")}).Admitted, "the settled cost left room")
 
 	res, err := system.Root.RequestFuture(pid, messages.DescribeRequest{}, 5*time.Second).Result()
