@@ -692,10 +692,14 @@ func (a *Las) hold(ctx actor.Context, sender *actor.PID, req messages.LasCallReq
 	a.h.held = append(a.h.held, c)
 }
 
-func (a *Las) handleHeldExpired(ctx actor.Context, m heldExpired) {
-	for i, c := range a.h.held {
-		if c.key == m.key {
-			a.h.held = append(a.h.held[:i], a.h.held[i+1:]...)
+func (a *Las) handleHeldExpired(ctx actor.Context, m heldExpired) { a.h.expireHeld(ctx, m.key) }
+
+// expireHeld answers the held call key as indeterminate: its deadline
+// passed while Las restarted (docs/las.md#calls-in-flight).
+func (h *history) expireHeld(ctx actor.Context, key uint64) {
+	for i, c := range h.held {
+		if c.key == key {
+			h.held = append(h.held[:i], h.held[i+1:]...)
 			reply(ctx, c.sender, messages.LasCallResponse{Outcome: outcome.Unknown(mcpwire.ErrorCodeMCP, msgRestarting)})
 			return
 		}

@@ -114,13 +114,7 @@ func (a *Remote) Receive(ctx actor.Context) {
 	case messages.DescribeRequest:
 		ctx.Respond(a.describe())
 	case heldExpired:
-		for i, c := range a.h.held {
-			if c.key == m.key {
-				a.h.held = append(a.h.held[:i], a.h.held[i+1:]...)
-				reply(ctx, c.sender, messages.LasCallResponse{Outcome: outcome.Unknown(mcpwire.ErrorCodeMCP, msgRestarting)})
-				return
-			}
-		}
+		a.h.expireHeld(ctx, m.key)
 	}
 }
 
