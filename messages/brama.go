@@ -24,6 +24,10 @@ type CompletionRequest struct {
 	// chat.Message): the being's conversation window, sent as held.
 	Encoded []json.RawMessage
 	Tools   []chat.Tool // the full catalogue the model may call
+	// ToolsEncoded, when set, is Tools encoded once (as encoding/json
+	// writes them) and sent as it is: a catalogue shared by thousands of
+	// beings is not encoded again for every round.
+	ToolsEncoded json.RawMessage
 	// MaxTokens, when positive, is the completion's max_tokens as the
 	// being's reservation decided it (docs/money.md#no-overdraft); the
 	// gateway never sends more than its configured value. Zero means the

@@ -46,7 +46,7 @@ func sharedCatalog(lasTools []chat.Tool, mostEnabled bool) (*catalogView, error)
 	if err != nil {
 		return nil, err
 	}
-	view := &catalogView{cat: cat, tools: tools, bytes: len(encoded)}
+	view := &catalogView{cat: cat, tools: tools, encoded: encoded, bytes: len(encoded)}
 	for k, p := range catalogs.byKey {
 		if p.Value() == nil {
 			delete(catalogs.byKey, k)

@@ -111,12 +111,13 @@ func (b *Being) startRound(ctx actor.Context) {
 	b.lastReservation = reservation.Bound
 	b.cycle.reservation = reservation
 	req := messages.CompletionRequest{
-		AgentID:   b.st.Identity.AgentID,
-		Model:     b.st.Mind.CurrentModel,
-		Messages:  []chat.Message{system},
-		Encoded:   window,
-		Tools:     b.catalog.tools,
-		MaxTokens: reservation.MaxTokens,
+		AgentID:      b.st.Identity.AgentID,
+		Model:        b.st.Mind.CurrentModel,
+		Messages:     []chat.Message{system},
+		Encoded:      window,
+		Tools:        b.catalog.tools,
+		ToolsEncoded: b.catalog.encoded,
+		MaxTokens:    reservation.MaxTokens,
 	}
 	if !b.limited() {
 		b.requestCompletion(ctx, req)

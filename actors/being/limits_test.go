@@ -190,7 +190,8 @@ func TestThrottledBeing(t *testing.T) {
 	mu.Unlock()
 	retry.Fire()
 	require.NoError(t, h.reportFor(2).Err, "the second completion once the hour passed")
-	assert.NotEqual(t, being.StatusThrottled, describe().Status)
+	// No status is asked now: cycle 3 may already be throttled by cycle
+	// 2's cost, as it should be.
 	h.shutdown()
 
 	events := h.journal()

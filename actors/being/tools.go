@@ -34,9 +34,10 @@ func fileErrorCode(name string) string {
 // the model on every round (copied once, not per round). It is shared
 // by every being with the same tools (sharedCatalog) and never changed.
 type catalogView struct {
-	cat   *catalog.Catalog
-	tools []chat.Tool
-	bytes int // the tools' JSON size, for the reservation's body bound
+	cat     *catalog.Catalog
+	tools   []chat.Tool
+	encoded json.RawMessage // tools as sent, encoded once
+	bytes   int             // the tools' JSON size, for the reservation's body bound
 }
 
 // rebuildCatalog merges Las tools, built-ins and Most tools

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -202,24 +203,51 @@ func (c *Client) Complete(ctx context.Context, p Params) (Completion, error) {
 }
 
 // encode is the completion body, with max tokens under the configured
-// field name.
+// field name: the bytes json.Marshal gives a requestBody, written by
+// hand so that the messages and the catalogue, encoded already, are not
+// scanned and copied again (TestEncodeMatchesRequestBody).
 func (c *Client) encode(p Params) ([]byte, error) {
 	msgs, err := encodeMessages(p.Messages, p.Encoded)
 	if err != nil {
 		return nil, err
 	}
-	rb := requestBody{
-		Model:       p.Model,
-		Messages:    msgs,
-		Temperature: p.Temperature,
-		Tools:       p.Tools,
+	var tools []byte
+	if len(p.Tools) > 0 { // omitted when empty, as omitempty does
+		tools = p.ToolsEncoded
+		if len(tools) == 0 {
+			if tools, err = json.Marshal(p.Tools); err != nil {
+				return nil, err
+			}
+		}
 	}
-	if c.maxField == FieldMaxCompletionTokens {
-		rb.MaxCompletionTokens = p.MaxTokens
-	} else {
-		rb.MaxTokens = p.MaxTokens
+	model, err := json.Marshal(p.Model)
+	if err != nil {
+		return nil, err
 	}
-	return json.Marshal(rb)
+	temperature, err := json.Marshal(p.Temperature)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(msgs)+len(tools)+len(model)+96)
+	out = append(out, `{"model":`...)
+	out = append(out, model...)
+	out = append(out, `,"messages":`...)
+	out = append(out, msgs...)
+	if p.MaxTokens != 0 {
+		if c.maxField == FieldMaxCompletionTokens {
+			out = append(out, `,"max_completion_tokens":`...)
+		} else {
+			out = append(out, `,"max_tokens":`...)
+		}
+		out = strconv.AppendInt(out, int64(p.MaxTokens), 10)
+	}
+	out = append(out, `,"temperature":`...)
+	out = append(out, temperature...)
+	if len(tools) > 0 {
+		out = append(out, `,"tools":`...)
+		out = append(out, tools...)
+	}
+	return append(out, '}'), nil
 }
 
 // encodeMessages is the messages array: msgs encoded, then the encoded

@@ -34,10 +34,13 @@ type Params struct {
 	Messages []chat.Message
 	// Encoded are messages sent after Messages as they are: each one JSON
 	// value as encoding/json writes a chat.Message.
-	Encoded     []json.RawMessage
-	Tools       []chat.Tool
-	MaxTokens   int
-	Temperature float64
+	Encoded []json.RawMessage
+	Tools   []chat.Tool
+	// ToolsEncoded, when set, is Tools as encoding/json writes them,
+	// sent in their place as it is.
+	ToolsEncoded json.RawMessage
+	MaxTokens    int
+	Temperature  float64
 }
 
 // Completion is a completion that passed every check of

@@ -1,6 +1,7 @@
 package brama
 
 import (
+	"encoding/json"
 	"math"
 	"testing"
 
@@ -357,4 +358,54 @@ func TestReservationTokenCost(t *testing.T) {
 	tiny := prices.Pair{Input: money.MustParse("0.0000001"), Output: money.MustParse("0.0000001")}
 	require.Equal(t, "0.000000000002", ReservationTokenCost(tiny, 1, 1).String())
 	require.Equal(t, "0", ReservationTokenCost(prices.Pair{}, 1200, 2048).String())
+}
+
+// TestEncodeMatchesRequestBody holds the hand-written completion body to
+// what encoding/json writes for requestBody, byte for byte: with and
+// without tools (encoded beforehand or not), either max tokens field,
+// none, and text that encoding/json escapes.
+func TestEncodeMatchesRequestBody(t *testing.T) {
+	tools := []chat.Tool{{Type: "function", Function: chat.Function{Name: "echo__echo", Description: "Echo <it> & more", Parameters: json.RawMessage(`{"type":"object"}`)}}}
+	toolsEncoded, err := json.Marshal(tools)
+	require.NoError(t, err)
+	window := []chat.Message{
+		{Role: chat.RoleUser, Content: "Begin <cycle> 1 & \u2028 \"quoted\""},
+		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "echo__echo", Arguments: `{"m":"x"}`}}}},
+		{Role: chat.RoleTool, ToolCallID: "c1", Name: "echo__echo", Content: `{"status":"success"}`},
+	}
+	var encoded []json.RawMessage
+	for _, m := range window {
+		raw, err := json.Marshal(m)
+		require.NoError(t, err)
+		encoded = append(encoded, raw)
+	}
+	system := []chat.Message{{Role: chat.RoleSystem, Content: "You are Ada."}}
+	cases := []struct {
+		name  string
+		field string
+		p     Params
+	}{
+		{"tools encoded", FieldMaxTokens, Params{Model: "m-1", Messages: system, Encoded: encoded, Tools: tools, ToolsEncoded: toolsEncoded, MaxTokens: 2048, Temperature: 0.2}},
+		{"tools not encoded", FieldMaxCompletionTokens, Params{Model: "m-1", Messages: system, Encoded: encoded, Tools: tools, MaxTokens: 300, Temperature: 1}},
+		{"no tools, no max", FieldMaxTokens, Params{Model: "auto:<cheap>", Messages: append(system, window...)}},
+		{"encoded but empty tools", FieldMaxTokens, Params{Model: "m", Messages: system, ToolsEncoded: json.RawMessage(`null`), Temperature: 0.7}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Client{maxField: tc.field}
+			got, err := c.encode(tc.p)
+			require.NoError(t, err)
+			msgs, err := encodeMessages(tc.p.Messages, tc.p.Encoded)
+			require.NoError(t, err)
+			rb := requestBody{Model: tc.p.Model, Messages: msgs, Temperature: tc.p.Temperature, Tools: tc.p.Tools}
+			if tc.field == FieldMaxCompletionTokens {
+				rb.MaxCompletionTokens = tc.p.MaxTokens
+			} else {
+				rb.MaxTokens = tc.p.MaxTokens
+			}
+			want, err := json.Marshal(rb)
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(got))
+		})
+	}
 }

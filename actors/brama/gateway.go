@@ -152,13 +152,14 @@ func (g *Gateway) handleCompletion(ctx actor.Context, req messages.CompletionReq
 		return
 	}
 	p := Params{
-		AgentID:     req.AgentID,
-		Model:       req.Model,
-		Messages:    req.Messages,
-		Encoded:     req.Encoded,
-		Tools:       req.Tools,
-		MaxTokens:   g.cfg.MaxTokens,
-		Temperature: g.cfg.Temperature,
+		AgentID:      req.AgentID,
+		Model:        req.Model,
+		Messages:     req.Messages,
+		Encoded:      req.Encoded,
+		Tools:        req.Tools,
+		ToolsEncoded: req.ToolsEncoded,
+		MaxTokens:    g.cfg.MaxTokens,
+		Temperature:  g.cfg.Temperature,
 	}
 	if req.MaxTokens > 0 && req.MaxTokens < p.MaxTokens {
 		p.MaxTokens = req.MaxTokens // lowered to what the being can pay for

@@ -119,7 +119,7 @@ func (c *collector) node(ctx context.Context, pid *actor.PID, depth int) Node {
 
 // claim records pid as placed and reports whether it was new.
 func (c *collector) claim(pid *actor.PID) bool {
-	key := pid.String()
+	key := pid.Address + "/" + pid.Id // pid.String() formats the whole message
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.seen[key] {

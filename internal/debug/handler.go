@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"regexp"
 	"time"
@@ -92,14 +91,12 @@ func serveActors(w http.ResponseWriter, r *http.Request, cfg HandlerConfig) {
 		_ = tree.WriteText(&body)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	} else {
-		raw, err := json.Marshal(tree)
-		if err != nil {
+		if err := tree.writeJSON(&body); err != nil {
 			// Figures are plain JSON values after redaction, so this
 			// cannot happen; answer without details all the same.
 			http.Error(w, "cannot encode the actor tree", http.StatusInternalServerError)
 			return
 		}
-		body.Write(raw)
 		body.WriteByte('\n')
 		w.Header().Set("Content-Type", "application/json")
 	}

@@ -51,9 +51,18 @@ func (n Node) writeJSON(b *bytes.Buffer) error {
 		if !first {
 			b.WriteByte(',')
 		}
-		k, _ := json.Marshal(key)
-		b.Write(k)
+		writeJSONString(b, key)
 		b.WriteByte(':')
+		switch v := v.(type) {
+		case string:
+			writeJSONString(b, v)
+			return nil
+		case json.Number:
+			if v != "" {
+				b.WriteString(string(v))
+				return nil
+			}
+		}
 		raw, err := json.Marshal(v)
 		if err != nil {
 			return err
@@ -89,6 +98,19 @@ func (n Node) writeJSON(b *bytes.Buffer) error {
 	}
 	b.WriteString("]}")
 	return nil
+}
+
+// writeJSONString writes s as a JSON string the way encoding/json does;
+// plain text (see plainText) needs no escapes and is written as it is.
+func writeJSONString(b *bytes.Buffer, s string) {
+	if plainText(s) {
+		b.WriteByte('"')
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
+	raw, _ := json.Marshal(s) // a string always encodes
+	b.Write(raw)
 }
 
 // WriteText writes the tree as indented text, one node per line:

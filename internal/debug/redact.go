@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/wisent/singularity/internal/tools/boundary"
 )
@@ -32,8 +34,15 @@ const minSecretLen = 4
 //     JSON-looking text that does not pass) or that contains the value of
 //     an environment variable whose name breaks the key rule (such as
 //     WISENT_APP_AGENT_AUTH_SECRET) is replaced by Redacted.
+//
+// One guard serves one walk of the tree and remembers its verdicts on
+// keys and texts: a family of thousands repeats the same figure keys and
+// most of the same statuses in every node.
 type guard struct {
 	secrets []string // values of secret-named environment variables
+
+	keys  sync.Map // figure key → bool, keyAllowed's verdict
+	texts sync.Map // text past plainText → the text as served (itself or Redacted)
 }
 
 // newGuard snapshots the secret-named environment variables of environ
@@ -57,16 +66,68 @@ func processGuard() *guard { return newGuard(os.Environ()) }
 
 // text returns s, or Redacted when s may not be served.
 func (g *guard) text(s string) string {
-	for _, secret := range g.secrets {
-		if strings.Contains(s, secret) {
-			return Redacted
-		}
-	}
-	raw, err := json.Marshal(s)
-	if err != nil || boundary.Check(raw) != nil {
+	if g.holdsSecret(s) {
 		return Redacted
 	}
-	return s
+	if plainText(s) {
+		return s
+	}
+	if v, ok := g.texts.Load(s); ok {
+		return v.(string)
+	}
+	out := s
+	if raw, err := json.Marshal(s); err != nil || boundary.Check(raw) != nil {
+		out = Redacted
+	}
+	g.texts.Store(s, out)
+	return out
+}
+
+// holdsSecret reports whether s contains the value of a secret-named
+// environment variable.
+func (g *guard) holdsSecret(s string) bool {
+	for _, secret := range g.secrets {
+		if strings.Contains(s, secret) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxPlain bounds plainText: longer strings take the full check.
+const maxPlain = 256
+
+// plainText reports whether s is short and made only of ASCII letters,
+// digits, spaces and the punctuation . _ : , + = @ # % -, with no run of
+// five dashes (the start of a PEM marker). Such a string encodes as
+// itself between quotes and passes every string rule of the output
+// boundary (no NUL, no private key marker, no path, not a JSON document),
+// so the guard serves it without encoding and checking it;
+// TestPlainTextPassesTheBoundary holds it to boundary.Check.
+func plainText(s string) bool {
+	if len(s) > maxPlain || strings.Contains(s, "-----") {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte(" ._:,+=@#%-", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// key reports whether a figure key may be served (keyAllowed, cached).
+func (g *guard) key(k string) bool {
+	if v, ok := g.keys.Load(k); ok {
+		return v.(bool)
+	}
+	ok := keyAllowed(k)
+	g.keys.Store(k, ok)
+	return ok
 }
 
 // figures returns a redacted copy of an actor's figures as plain JSON
@@ -75,7 +136,7 @@ func (g *guard) text(s string) string {
 func (g *guard) figures(in map[string]any) map[string]any {
 	out := make(map[string]any, len(in))
 	for k, v := range in {
-		if reservedKeys[k] || !keyAllowed(k) {
+		if reservedKeys[k] || !g.key(k) {
 			continue
 		}
 		out[k] = g.value(normalize(v))
@@ -91,7 +152,7 @@ func (g *guard) value(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			if keyAllowed(k) {
+			if g.key(k) {
 				out[k] = g.value(e)
 			}
 		}
@@ -115,8 +176,26 @@ func keyAllowed(key string) bool {
 
 // normalize turns any Go value into plain JSON values by a round trip
 // through encoding/json, so custom marshalers (money amounts, times) are
-// screened in the form they would be served in.
+// screened in the form they would be served in. Strings, booleans, nil
+// and integers (as json.Number, what the round trip gives them) need no
+// trip.
 func normalize(v any) any {
+	switch v := v.(type) {
+	case nil, bool, string, json.Number:
+		return v
+	case int:
+		return json.Number(strconv.FormatInt(int64(v), 10))
+	case int64:
+		return json.Number(strconv.FormatInt(v, 10))
+	case int32:
+		return json.Number(strconv.FormatInt(int64(v), 10))
+	case uint:
+		return json.Number(strconv.FormatUint(uint64(v), 10))
+	case uint64:
+		return json.Number(strconv.FormatUint(v, 10))
+	case uint32:
+		return json.Number(strconv.FormatUint(uint64(v), 10))
+	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return "(unencodable)"

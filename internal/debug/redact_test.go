@@ -2,11 +2,14 @@ package debug
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/tools/boundary"
 )
 
 func TestKeyAllowed(t *testing.T) {
@@ -88,4 +91,42 @@ func TestGuardFigures(t *testing.T) {
 	assert.JSONEq(t, `{"balance":"1.5","bad":"(unencodable)","count":9223372036854775808,
 		"auth":{"scheme":"hmac"},"list":[{"n":1}],"nil_list":null}`, string(raw))
 	assert.Equal(t, json.Number("9223372036854775808"), got["count"], "integers stay exact")
+}
+
+// TestPlainTextPassesTheBoundary holds the guard's fast path to the
+// output boundary: every string plainText accepts passes boundary.Check
+// as a JSON string, and strings the boundary refuses are not plain.
+func TestPlainTextPassesTheBoundary(t *testing.T) {
+	samples := []string{
+		"", "running", "test-model", "9.876543210001", "singularity_memory_recall:success",
+		"agent-00000042", "echo__echo:error", "exit status 1", "a-b-c-d", "----", "x@y#z%1+2=3,4",
+		"-----BEGIN RSA PRIVATE KEY-----", "/etc/passwd", "file://x", "{\"a\":1}", "[1]", "nul\x00",
+		"tab\there", "quote\"", "back\\slash", "<html>", "é", strings.Repeat("a", maxPlain+1),
+	}
+	for c := 0; c < 128; c++ {
+		samples = append(samples, "x"+string(rune(c))+"y", string(rune(c)))
+	}
+	for _, s := range samples {
+		raw, err := json.Marshal(s)
+		require.NoError(t, err)
+		passes := boundary.Check(raw) == nil
+		if plainText(s) {
+			assert.True(t, passes, "plainText accepts %q, which the boundary refuses", s)
+			assert.Equal(t, `"`+s+`"`, string(raw), "plainText accepts %q, which encodes with escapes", s)
+		}
+	}
+	assert.False(t, plainText("-----BEGIN"), "a PEM marker is never plain")
+	assert.False(t, plainText("/tmp/x"), "a path is never plain")
+	assert.True(t, plainText("exit status 1"))
+}
+
+func TestGuardCachesVerdicts(t *testing.T) {
+	g := newGuard([]string{"APP_SECRET=hunter22"})
+	for range 2 { // the second round is answered from the cache
+		assert.Equal(t, Redacted, g.text("/var/lib/x"))
+		assert.Equal(t, Redacted, g.text("pw hunter22"))
+		assert.Equal(t, `{"ok":1}`, g.text(`{"ok":1}`))
+		assert.True(t, g.key("cycle"))
+		assert.False(t, g.key("api_key"))
+	}
 }

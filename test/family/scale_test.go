@@ -38,6 +38,10 @@ import (
 // messages to fill (a cycle adds four) and stay full.
 const scaleLife = 100
 
+// scaleLifeLimit bounds the life before the figures: 10,000 beings
+// living 100 cycles are two million rounds, about an hour on two cores.
+const scaleLifeLimit = 4 * time.Hour
+
 // scaleWindow is the default conversation window
 // (SINGULARITY_CONTEXT_MESSAGES).
 const scaleWindow = 200
@@ -416,7 +420,7 @@ func startScale(tb testing.TB, cfg scaleConfig) *scaleWorld {
 	case <-z.lived:
 	case f := <-failed:
 		tb.Fatalf("being %s stopped by itself: %s %v", f.Name, f.Status, f.Err)
-	case <-time.After(time.Hour):
+	case <-time.After(scaleLifeLimit):
 		tb.Fatalf("not all %d beings lived %d cycles in time", k, cfg.life)
 	}
 	sw.figures = sw.measure()

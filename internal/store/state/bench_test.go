@@ -133,3 +133,24 @@ func BenchmarkEncode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecode measures reading one state.json back (Decode): what
+// loading a being costs before its journal tail, and most of what
+// `singularity status` pays per being.
+func BenchmarkDecode(b *testing.B) {
+	for _, n := range []int{10, 200} {
+		data, err := Encode(benchBeing(n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := Decode("state.json", data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

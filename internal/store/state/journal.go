@@ -12,8 +12,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/supervision"
 )
 
@@ -23,6 +25,10 @@ type objectWriter struct {
 	err error
 }
 
+// field appends "key":value. Keys are the journal's own names, ASCII with
+// nothing to escape. The values events hold most (strings without
+// anything to escape, counters, instants, amounts) are written directly;
+// the rest as encoding/json writes them (TestEventFieldsMatchEncodingJSON).
 func (w *objectWriter) field(key string, v any) {
 	if w.err != nil {
 		return
@@ -32,15 +38,49 @@ func (w *objectWriter) field(key string, v any) {
 	} else {
 		w.buf.WriteByte(',')
 	}
-	k, _ := json.Marshal(key)
-	w.buf.Write(k)
-	w.buf.WriteByte(':')
-	b, err := json.Marshal(v)
-	if err != nil {
-		w.err = fmt.Errorf("field %s: %w", key, err)
+	w.buf.WriteByte('"')
+	w.buf.WriteString(key)
+	w.buf.WriteString(`":`)
+	var b []byte
+	switch v := v.(type) {
+	case string:
+		if verbatim(v) {
+			w.buf.WriteByte('"')
+			w.buf.WriteString(v)
+			w.buf.WriteByte('"')
+			return
+		}
+	case uint64:
+		w.buf.Write(strconv.AppendUint(w.buf.AvailableBuffer(), v, 10))
 		return
+	case int:
+		w.buf.Write(strconv.AppendInt(w.buf.AvailableBuffer(), int64(v), 10))
+		return
+	case Time:
+		b, _ = v.MarshalJSON()
+	case money.Amount:
+		b, _ = v.MarshalJSON()
+	}
+	if b == nil {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			w.err = fmt.Errorf("field %s: %w", key, err)
+			return
+		}
 	}
 	w.buf.Write(b)
+}
+
+// verbatim reports whether s is printable ASCII that encoding/json
+// writes as it is: no quote, backslash or HTML-escaped <, >, &.
+func verbatim(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *objectWriter) close() ([]byte, error) {

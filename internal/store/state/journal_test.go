@@ -257,3 +257,25 @@ func TestReadJournalRefusesLinesThatAreNotObjects(t *testing.T) {
 		assert.Len(t, events, 1, "the events before it are returned")
 	}
 }
+
+// TestEventFieldsMatchEncodingJSON holds the journal's field writer to
+// encoding/json: every value it writes directly comes out as json.Marshal
+// would write it.
+func TestEventFieldsMatchEncodingJSON(t *testing.T) {
+	values := []any{
+		"", "success", "maximum tool rounds reached", `quote " and \ back`, "<tag> & more", "tab\there",
+		"é unicode", "\u2028", "bad \xff utf8", uint64(0), uint64(1<<64 - 1), 0, -7, 1 << 40,
+		Time{Time: time.Date(2026, 12, 1, 12, 0, 0, 123456789, time.UTC)}, money.MustParse("0.000036"),
+		money.MustParse("-1.5"), money.Zero, chat.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3},
+		&chat.Message{Role: chat.RoleTool, Content: "<b>"}, []chat.Message(nil),
+	}
+	for _, v := range values {
+		var w objectWriter
+		w.field("k", v)
+		got, err := w.close()
+		require.NoError(t, err)
+		want, err := json.Marshal(map[string]any{"k": v})
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got), "%#v", v)
+	}
+}

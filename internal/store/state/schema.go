@@ -9,6 +9,7 @@ package state
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -136,25 +137,121 @@ func (b Being) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the known fields and keeps the others in Extra.
 func (b *Being) UnmarshalJSON(data []byte) error {
+	_, err := b.decode(data)
+	return err
+}
+
+// decode is UnmarshalJSON in one validating pass of encoding/json plus
+// one scan of the top level (for the keys Extra keeps), where decoding
+// into a map as well would take two more. It reports whether data has
+// a schema_version key.
+func (b *Being) decode(data []byte) (versioned bool, err error) {
 	var f beingFields
 	if err := json.Unmarshal(data, &f); err != nil {
-		return err
+		return false, err
 	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(data, &all); err != nil {
-		return err
+	var extra map[string]json.RawMessage
+	err = topLevel(data, func(key string, raw []byte) {
+		if key == "schema_version" {
+			versioned = true
+		}
+		if knownKeys[key] {
+			return
+		}
+		if extra == nil {
+			extra = map[string]json.RawMessage{}
+		}
+		extra[key] = bytes.Clone(raw)
+	})
+	if err != nil {
+		return false, err
 	}
-	for k := range all {
-		if knownKeys[k] {
-			delete(all, k)
+	f.Extra = extra
+	*b = Being(f)
+	return versioned, nil
+}
+
+// topLevel calls fn with each key of the JSON object data and the raw
+// bytes of its value, in order. data must be valid JSON (topLevel runs
+// after encoding/json has accepted it); anything but an object is an
+// error.
+func topLevel(data []byte, fn func(key string, raw []byte)) error {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return errors.New("state is not a JSON object")
+	}
+	i = skipSpace(data, i+1)
+	for i < len(data) && data[i] != '}' {
+		end := skipString(data, i)
+		key := string(data[i+1 : end-1])
+		if bytes.IndexByte(data[i:end], '\\') >= 0 {
+			if err := json.Unmarshal(data[i:end], &key); err != nil {
+				return err
+			}
+		}
+		i = skipSpace(data, end)
+		i = skipSpace(data, i+1) // the colon
+		start := i
+		i = skipValue(data, i)
+		fn(key, data[start:i])
+		i = skipSpace(data, i)
+		if i < len(data) && data[i] == ',' {
+			i = skipSpace(data, i+1)
 		}
 	}
-	if len(all) == 0 {
-		all = nil
-	}
-	f.Extra = all
-	*b = Being(f)
 	return nil
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at data[i].
+func skipString(data []byte, i int) int {
+	for i++; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// skipValue returns the index just past the value starting at data[i].
+func skipValue(data []byte, i int) int {
+	if i >= len(data) {
+		return i
+	}
+	switch data[i] {
+	case '"':
+		return skipString(data, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(data); i++ {
+			switch data[i] {
+			case '"':
+				i = skipString(data, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	default: // a number, true, false or null
+		for i < len(data) && !strings.ContainsRune(",}] \t\n\r", rune(data[i])) {
+			i++
+		}
+		return i
+	}
 }
 
 func nonNil[T any](s []T) []T {

@@ -147,20 +147,23 @@ func Load(dir string) (*Being, error) {
 // Decode parses the bytes of a state.json read from path (used only in
 // error sentences).
 func Decode(path string, data []byte) (*Being, error) {
-	var head struct {
-		SchemaVersion *string `json:"schema_version"`
-	}
-	if err := json.Unmarshal(data, &head); err != nil {
-		return nil, supervision.Errorf(supervision.ClassState, "malformed state file %s: %w", path, err)
-	}
-	if head.SchemaVersion == nil {
-		return nil, supervision.Errorf(supervision.ClassState, "malformed state file %s: schema_version is missing", path)
-	}
-	if *head.SchemaVersion != SchemaVersion {
-		return nil, supervision.Errorf(supervision.ClassState, "unsupported state schema %s", *head.SchemaVersion)
-	}
 	b := new(Being)
-	if err := json.Unmarshal(data, b); err != nil {
+	versioned, err := b.decode(data)
+	if err != nil || !versioned || b.SchemaVersion != SchemaVersion {
+		// The head alone says why, in the order a reader expects: not
+		// JSON, no schema, another schema, then any other defect.
+		var head struct {
+			SchemaVersion *string `json:"schema_version"`
+		}
+		if herr := json.Unmarshal(data, &head); herr != nil {
+			return nil, supervision.Errorf(supervision.ClassState, "malformed state file %s: %w", path, herr)
+		}
+		if head.SchemaVersion == nil {
+			return nil, supervision.Errorf(supervision.ClassState, "malformed state file %s: schema_version is missing", path)
+		}
+		if *head.SchemaVersion != SchemaVersion {
+			return nil, supervision.Errorf(supervision.ClassState, "unsupported state schema %s", *head.SchemaVersion)
+		}
 		return nil, supervision.Errorf(supervision.ClassState, "malformed state file %s: %w", path, err)
 	}
 	if err := b.Budget.check(); err != nil {

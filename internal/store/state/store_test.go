@@ -251,3 +251,30 @@ func fileHash(t *testing.T, path string) [32]byte {
 	require.NoError(t, err)
 	return sha256.Sum256(data)
 }
+
+// TestTopLevel holds Decode's scan of the top level to what decoding
+// into a map finds: every key (escaped ones too) with its value's exact
+// bytes, however the values nest strings, brackets and escapes.
+func TestTopLevel(t *testing.T) {
+	docs := []string{
+		`{}`,
+		` { "a" : 1 , "b":[1,{"c":"}"}], "d\"e": "x\\\"y}", "f\u0067": {"h": [[], {}]}, "n": null, "t":true,"neg":-1.5e3 } `,
+		"{\n  \"schema_version\": \"being-v1\",\n" + `  "s": "[{\\\"",` + "\n  \"z\": false\n}\n",
+		string(readFixture(t)),
+	}
+	for _, doc := range docs {
+		var want map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(doc), &want))
+		got := map[string]json.RawMessage{}
+		var order []string
+		require.NoError(t, topLevel([]byte(doc), func(key string, raw []byte) {
+			got[key] = raw
+			order = append(order, key)
+		}))
+		assert.Len(t, order, len(want), doc)
+		for k, v := range want {
+			assert.Equal(t, string(v), string(got[k]), "key %q of %s", k, doc)
+		}
+	}
+	assert.Error(t, topLevel([]byte(`[1]`), func(string, []byte) {}))
+}
