@@ -3,6 +3,7 @@ package accounts
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -143,7 +144,12 @@ func readOnce(dir string) (*Being, error) {
 	if err != nil {
 		return nil, err
 	}
-	events, err := state.ReadAll(dir)
+	// Only the money of the events the checkpoint holds is needed.
+	past := uint64(math.MaxUint64)
+	if st.JournalSeq != nil {
+		past = *st.JournalSeq
+	}
+	events, err := state.ReadAllPast(dir, past)
 	if errors.Is(err, state.ErrTornLine) {
 		err = nil // a write in progress, or a crash not repaired yet
 	}

@@ -489,14 +489,21 @@ func lastSeqBefore(dir string) (uint64, error) {
 
 // ReadAll reads every segment of a state directory's journal, in order:
 // the whole life, for the invariant checks.
-func ReadAll(dir string) ([]Event, error) {
+func ReadAll(dir string) ([]Event, error) { return ReadAllPast(dir, 0) }
+
+// ReadAllPast is ReadAll for a reader that needs only the money of the
+// events up to seq past (a checkpoint's journal_seq): those come back
+// with Type, Seq, Cycle and Amount alone, each line still checked to be
+// a JSON object but not decoded further; the events after past come back
+// whole. Totals over the result are ReadAll's.
+func ReadAllPast(dir string, past uint64) ([]Event, error) {
 	segs, err := Segments(dir)
 	if err != nil {
 		return nil, err
 	}
 	var all []Event
 	for _, path := range segs {
-		events, err := ReadJournal(path)
+		events, err := readJournal(path, past)
 		if err != nil {
 			return all, err
 		}
@@ -517,7 +524,19 @@ var ErrTornLine = errors.New("torn last line")
 // predecessor's. Every line must be a JSON object; an unrepaired torn
 // last line is reported as ErrTornLine (open the journal first to repair
 // it).
-func ReadJournal(path string) ([]Event, error) {
+func ReadJournal(path string) ([]Event, error) { return readJournal(path, 0) }
+
+// eventHead is the part of an event ReadAllPast decodes up to its seq.
+type eventHead struct {
+	Type   string       `json:"type"`
+	Seq    uint64       `json:"seq"`
+	Cycle  uint64       `json:"cycle"`
+	Amount money.Amount `json:"amount"`
+}
+
+// readJournal is ReadJournal, with the events up to seq past decoded as
+// their eventHead alone.
+func readJournal(path string, past uint64) ([]Event, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, supervision.Errorf(supervision.ClassState, "cannot read journal %s: %w", path, err)
@@ -536,16 +555,30 @@ func ReadJournal(path string) ([]Event, error) {
 				// into an empty event: a journal line is an object.
 				return events, supervision.Errorf(supervision.ClassState, "journal %s line %d: %w", path, n, errNotObject)
 			}
-			var e Event
-			if uerr := json.Unmarshal(line, &e); uerr != nil {
-				return events, supervision.Errorf(supervision.ClassState, "journal %s line %d: %w", path, n, uerr)
+			// The reference's events carry no seq: they count by
+			// position.
+			position := uint64(len(events)) + 1
+			if k := len(events); k > 0 {
+				position = events[k-1].Seq + 1
 			}
-			if e.Seq == 0 {
-				// The reference's events carry no seq: they count by
-				// position.
-				e.Seq = uint64(len(events)) + 1
-				if k := len(events); k > 0 {
-					e.Seq = events[k-1].Seq + 1
+			var e Event
+			if past > 0 {
+				var h eventHead
+				if uerr := json.Unmarshal(line, &h); uerr != nil {
+					return events, supervision.Errorf(supervision.ClassState, "journal %s line %d: %w", path, n, uerr)
+				}
+				e = Event{Type: h.Type, Seq: h.Seq, Cycle: h.Cycle, Amount: h.Amount}
+				if e.Seq == 0 {
+					e.Seq = position
+				}
+			}
+			if e.Seq == 0 || e.Seq > past {
+				e = Event{}
+				if uerr := json.Unmarshal(line, &e); uerr != nil {
+					return events, supervision.Errorf(supervision.ClassState, "journal %s line %d: %w", path, n, uerr)
+				}
+				if e.Seq == 0 {
+					e.Seq = position
 				}
 			}
 			events = append(events, e)

@@ -279,3 +279,59 @@ func TestEventFieldsMatchEncodingJSON(t *testing.T) {
 		assert.Equal(t, string(want), string(got), "%#v", v)
 	}
 }
+
+// TestReadAllPast: past a checkpoint's seq, ReadAllPast gives the same
+// money totals as ReadAll over two segments and a reference-shaped
+// (seq-less) line, the events after it whole, and the same refusals.
+func TestReadAllPast(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	require.NoError(t, err)
+	j, err := s.OpenJournal(at, 0)
+	require.NoError(t, err)
+	steps := [][]Event{
+		{CycleStarted(at, 1, chat.Message{Role: chat.RoleUser, Content: "Begin autonomous cycle 1."})},
+		{ModelCompleted(at, 1, chat.Usage{TotalTokens: 5}, chat.Message{Role: chat.RoleAssistant, Content: "hi"}), Debited(at, 1, money.MustParse("0.25"), money.MustParse("0.5"), 5)},
+		{RevenueCredited(at, 1, money.MustParse("2.5"), "finance__sell")},
+		{toolStep()},
+		{CostDebited(at, 2, money.MustParse("0.000001"))},
+		{RevenueCredited(at, 2, money.MustParse("0.1"), "finance__sell"), toolStep()},
+	}
+	for i, step := range steps {
+		_, err := j.AppendStep(step)
+		require.NoError(t, err)
+		if i == 2 {
+			require.NoError(t, j.Rotate()) // the first events in an older segment
+		}
+	}
+	require.NoError(t, j.Close())
+	all, err := ReadAll(dir)
+	require.NoError(t, err)
+	for _, past := range []uint64{0, 1, 3, 4, 6, uint64(len(all)), 1 << 62} {
+		got, err := ReadAllPast(dir, past)
+		require.NoError(t, err)
+		require.Len(t, got, len(all))
+		assert.Equal(t, Totals(all), Totals(got), "past %d", past)
+		for i := range all {
+			assert.Equal(t, all[i].Seq, got[i].Seq)
+			if all[i].Seq > past {
+				assert.Equal(t, all[i], got[i], "event %d is whole past %d", all[i].Seq, past)
+			}
+		}
+	}
+
+	// A reference journal: no seq, counted by position.
+	ref := filepath.Join(t.TempDir(), JournalFile)
+	require.NoError(t, os.WriteFile(ref, []byte(`{"type":"cost_debited","at":"2026-08-24T22:05:13.1Z","cycle":1,"amount":"0.5"}`+"\n"+
+		`{"type":"warning","at":"2026-08-24T22:05:13.1Z","cycle":1,"message":"x"}`+"\n"), FileMode))
+	light, err := readJournal(ref, 1)
+	require.NoError(t, err)
+	require.Len(t, light, 2)
+	assert.Equal(t, []uint64{1, 2}, []uint64{light[0].Seq, light[1].Seq})
+	assert.Equal(t, "x", light[1].Message, "past the checkpoint, whole")
+	assert.Equal(t, "0.5", light[0].Amount.String())
+
+	require.NoError(t, os.WriteFile(ref, []byte(`{"type":"warning"}`+"\n"+`[1]`+"\n"), FileMode))
+	_, err = readJournal(ref, 5)
+	assert.ErrorIs(t, err, errNotObject, "the light read refuses what ReadJournal refuses")
+}
