@@ -56,6 +56,7 @@ FUZZ_TARGETS := \
 	./internal/wire/mcpwire:FuzzClassify \
 	./internal/store/state:FuzzReadJournal \
 	./internal/store/state:FuzzLoad \
+	./internal/store/state:FuzzIndentCompact \
 	./internal/tools/boundary:FuzzCheck
 
 fuzz:

@@ -434,6 +434,11 @@ func (sw *scaleWorld) progress(path string, k int) {
 		select {
 		case n := <-sw.brama.milestone:
 			f := sw.measure()
+			if path := os.Getenv("SCALE_HEAPPROFILE"); path != "" {
+				// The profile of every milestone too, to tell what grows
+				// with age (go tool pprof -base).
+				_ = os.Rename(path, fmt.Sprintf("%s.cycle%d", path, n))
+			}
 			line := fmt.Sprintf("%s beings=%d cycles=%d heap-B/being=%d rss-B/being=%d threads=%d goroutines=%d\n",
 				time.Now().UTC().Format(time.TimeOnly), k, n, f.heap/uint64(k), f.rss/uint64(k), f.threads, runtime.NumGoroutine())
 			if out, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {

@@ -11,12 +11,14 @@ import (
 // checkpoints and only new memories are encoded. Its output is exactly
 // Encode's. It is not safe for concurrent use; a being owns one.
 type EncodeCache struct {
-	memories map[string]cachedMemory
+	memories map[string]*cachedMemory
+	gen      uint64 // counts Encode calls: an entry not used by the last is dropped
 }
 
 type cachedMemory struct {
 	m    Memory
 	json []byte // the memory as Encode indents it inside mind.memories
+	gen  uint64 // the last Encode that used it
 }
 
 // The memories array sits in mind, one level below the top: its key at
@@ -46,9 +48,9 @@ func (c *EncodeCache) Encode(b *Being) ([]byte, error) {
 		return nil, fmt.Errorf("encode: the memories key is missing")
 	}
 	if c.memories == nil {
-		c.memories = map[string]cachedMemory{}
+		c.memories = map[string]*cachedMemory{}
 	}
-	seen := make(map[string]bool, len(b.Mind.Memories))
+	c.gen++
 	var buf bytes.Buffer
 	buf.Grow(len(out) + 160*len(b.Mind.Memories))
 	buf.Write(out[:at])
@@ -63,17 +65,19 @@ func (c *EncodeCache) Encode(b *Being) ([]byte, error) {
 			if err != nil {
 				return nil, err
 			}
-			cached = cachedMemory{m: m, json: append([]byte(memoryIndent), data...)}
+			cached = &cachedMemory{m: m, json: append([]byte(memoryIndent), data...)}
 			c.memories[m.ID] = cached
 		}
-		seen[m.ID] = true
+		cached.gen = c.gen
 		buf.Write(cached.json)
 	}
 	buf.WriteString(memoriesClose)
 	buf.Write(out[at+len(memoriesKey):])
-	for id := range c.memories {
-		if !seen[id] {
-			delete(c.memories, id)
+	if len(c.memories) > len(b.Mind.Memories) {
+		for id, cached := range c.memories {
+			if cached.gen != c.gen {
+				delete(c.memories, id)
+			}
 		}
 	}
 	return buf.Bytes(), nil

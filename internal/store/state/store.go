@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -191,13 +190,9 @@ func Encode(b *Being) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out bytes.Buffer
-	out.Grow(len(compact) + len(compact)/4)
-	if err := json.Indent(&out, compact, "", "  "); err != nil {
-		return nil, err
-	}
-	out.WriteByte('\n')
-	return out.Bytes(), nil
+	out := make([]byte, 0, len(compact)+len(compact)/4)
+	out = indentCompact(out, compact)
+	return append(out, '\n'), nil
 }
 
 // Save replaces state.json atomically: a unique temporary file in the
