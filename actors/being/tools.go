@@ -182,7 +182,7 @@ func objectArguments(text string) (json.RawMessage, bool) {
 // step is durable does any of it take effect.
 func (b *Being) finishTool(ctx actor.Context, call chat.ToolCall, res toolResult) {
 	b.cycle.waiting = waitNothing
-	name := call.Function.Name
+	name := b.catalog.cat.Canonical(call.Function.Name)
 	raw := res.outcome
 	o, reason := boundary.Screen{Workspace: b.opts.Workspace, Secrets: b.opts.Secrets}.Apply(raw)
 	if reason != "" {

@@ -44,6 +44,7 @@ func (o Origin) String() string {
 type Catalog struct {
 	tools  []chat.Tool
 	origin map[string]Origin
+	names  map[string]string // each name to the catalogue's own copy
 }
 
 // Build registers las, then builtins, then most tools, in that order. A
@@ -54,6 +55,7 @@ func Build(las, builtins, mostTools []chat.Tool) (*Catalog, error) {
 	c := &Catalog{
 		tools:  make([]chat.Tool, 0, len(las)+len(builtins)+len(mostTools)),
 		origin: make(map[string]Origin, len(las)+len(builtins)+len(mostTools)),
+		names:  make(map[string]string, len(las)+len(builtins)+len(mostTools)),
 	}
 	for _, group := range []struct {
 		origin Origin
@@ -93,8 +95,20 @@ func (c *Catalog) register(t chat.Tool, origin Origin) error {
 		t.Type = "function"
 	}
 	c.origin[name] = origin
+	c.names[name] = name
 	c.tools = append(c.tools, t)
 	return nil
+}
+
+// Canonical returns the catalogue's own copy of a registered name, or
+// name itself when it is not registered: a being that keeps a name (its
+// action records) shares the catalogue's string instead of holding the
+// one decoded from each completion.
+func (c *Catalog) Canonical(name string) string {
+	if own, ok := c.names[name]; ok {
+		return own
+	}
+	return name
 }
 
 // ValidName reports whether name is non-empty ASCII letters, digits, "_"

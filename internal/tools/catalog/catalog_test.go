@@ -3,6 +3,7 @@ package catalog
 import (
 	"encoding/json"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -44,6 +45,12 @@ func TestBuildOrderAndLookup(t *testing.T) {
 	withoutMost, err := Standard(nil, false)
 	require.NoError(t, err)
 	assert.Equal(t, len(builtin.Names()), withoutMost.Len())
+
+	decoded := string([]byte("finance__b")) // a fresh copy, as a completion decodes it
+	own := c.Canonical(decoded)
+	assert.Equal(t, "finance__b", own)
+	assert.Same(t, unsafe.StringData(c.Tools()[0].Function.Name), unsafe.StringData(own), "the catalogue's own string")
+	assert.Equal(t, "finance__gone", c.Canonical("finance__gone"), "an unknown name is itself")
 }
 
 func TestBuildRejects(t *testing.T) {
