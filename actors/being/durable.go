@@ -56,6 +56,9 @@ type write struct {
 type checkpoint struct {
 	archived state.Encoded
 	kept     state.Encoded
+	// encode renders state.json on the writer goroutine; data keeps it
+	// for the attempts after the first.
+	encode   func() ([]byte, error)
 	data     []byte
 	seq      uint64
 	archDone bool
@@ -145,11 +148,15 @@ func (b *Being) writeCheckpoint(ctx actor.Context, then func(ctx actor.Context))
 	snapshot.UpdatedAt = b.opts.now()
 	seq := b.journal.NextSeq() - 1
 	snapshot.JournalSeq = &seq
-	data, err := b.encoder.Encode(&snapshot)
-	if err != nil {
-		panic(fmt.Errorf("encode state: %w", err))
-	}
-	cp := &checkpoint{archived: archived, kept: kept, data: data, seq: seq}
+	// Encoded on the writer, when the write's turn comes: a being waiting
+	// for a busy pool holds its state once, not once more encoded. Nothing
+	// changes the state before this write is done (the being applies
+	// events only after writes, and this one holds the slot), so the
+	// snapshot, which shares the state's slices, stays as it was.
+	encoder := b.encoder
+	cp := &checkpoint{archived: archived, kept: kept, seq: seq, encode: func() ([]byte, error) {
+		return encoder.Encode(&snapshot)
+	}}
 	b.submit(ctx, &write{checkpoint: cp, appended: true, then: func(ctx actor.Context) {
 		b.keepWindow(cp.kept)
 		b.st.UpdatedAt = snapshot.UpdatedAt
@@ -223,6 +230,15 @@ func (w *write) attempt(j *state.Journal, a *state.Archive, s *state.Store, segm
 		if err := j.Rotate(); err != nil {
 			return err
 		}
+	}
+	if cp.data == nil {
+		data, err := cp.encode()
+		if err != nil {
+			// Only a bug makes the state unencodable; the write is held
+			// and its error logged like a storage failure's.
+			return fmt.Errorf("cannot encode state: %w", err)
+		}
+		cp.data = data
 	}
 	return s.WriteState(cp.data)
 }

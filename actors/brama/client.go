@@ -207,14 +207,11 @@ func (c *Client) Complete(ctx context.Context, p Params) (Completion, error) {
 // hand so that the messages and the catalogue, encoded already, are not
 // scanned and copied again (TestEncodeMatchesRequestBody).
 func (c *Client) encode(p Params) ([]byte, error) {
-	msgs, err := encodeMessages(p.Messages, p.Encoded)
-	if err != nil {
-		return nil, err
-	}
 	var tools []byte
 	if len(p.Tools) > 0 { // omitted when empty, as omitempty does
 		tools = p.ToolsEncoded
 		if len(tools) == 0 {
+			var err error
 			if tools, err = json.Marshal(p.Tools); err != nil {
 				return nil, err
 			}
@@ -228,11 +225,17 @@ func (c *Client) encode(p Params) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(msgs)+len(tools)+len(model)+96)
+	size := len(model) + len(tools) + 96 + 2 + 256*len(p.Messages)
+	for _, raw := range p.Encoded {
+		size += len(raw) + 1
+	}
+	out := make([]byte, 0, size)
 	out = append(out, `{"model":`...)
 	out = append(out, model...)
 	out = append(out, `,"messages":`...)
-	out = append(out, msgs...)
+	if out, err = appendMessages(out, p.Messages, p.Encoded); err != nil {
+		return nil, err
+	}
 	if p.MaxTokens != 0 {
 		if c.maxField == FieldMaxCompletionTokens {
 			out = append(out, `,"max_completion_tokens":`...)
@@ -250,29 +253,27 @@ func (c *Client) encode(p Params) ([]byte, error) {
 	return append(out, '}'), nil
 }
 
-// encodeMessages is the messages array: msgs encoded, then the encoded
-// ones as they are.
-func encodeMessages(msgs []chat.Message, encoded []json.RawMessage) (json.RawMessage, error) {
-	size := 2
-	for _, raw := range encoded {
-		size += len(raw) + 1
-	}
-	out := make([]byte, 1, size+256*len(msgs))
-	out[0] = '['
+// appendMessages appends the messages array to out: msgs encoded, then
+// the encoded ones as they are.
+func appendMessages(out []byte, msgs []chat.Message, encoded []json.RawMessage) ([]byte, error) {
+	out = append(out, '[')
+	first := true
 	for _, m := range msgs {
 		data, err := json.Marshal(m)
 		if err != nil {
 			return nil, err
 		}
-		if len(out) > 1 {
+		if !first {
 			out = append(out, ',')
 		}
+		first = false
 		out = append(out, data...)
 	}
 	for _, raw := range encoded {
-		if len(out) > 1 {
+		if !first {
 			out = append(out, ',')
 		}
+		first = false
 		out = append(out, raw...)
 	}
 	return append(out, ']'), nil

@@ -395,7 +395,7 @@ func TestEncodeMatchesRequestBody(t *testing.T) {
 			c := &Client{maxField: tc.field}
 			got, err := c.encode(tc.p)
 			require.NoError(t, err)
-			msgs, err := encodeMessages(tc.p.Messages, tc.p.Encoded)
+			msgs, err := appendMessages(nil, tc.p.Messages, tc.p.Encoded)
 			require.NoError(t, err)
 			rb := requestBody{Model: tc.p.Model, Messages: msgs, Temperature: tc.p.Temperature, Tools: tc.p.Tools}
 			if tc.field == FieldMaxCompletionTokens {
