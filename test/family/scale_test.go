@@ -79,6 +79,11 @@ func BenchmarkFamilyScale(b *testing.B) {
 			sizes = append(sizes, k)
 		}
 	}
+	if env := os.Getenv("SCALE_MEMPROFILERATE"); env != "" {
+		// SCALE_HEAPPROFILE's sampling rate (1 records every
+		// allocation: slow, but exact for a small family).
+		runtime.MemProfileRate, _ = strconv.Atoi(env)
+	}
 	life := scaleLife
 	if env := os.Getenv("SCALE_LIFE"); env != "" {
 		// A shorter life for a quick look; the figures of record live
