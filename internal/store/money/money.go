@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math/big"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/ericlagergren/decimal"
@@ -57,6 +58,42 @@ func (a Amount) big() *decimal.Big {
 		return fresh()
 	}
 	return a.v
+}
+
+// scaledText is n × 10^−scale as String writes it: plain digits, a
+// point only before a fraction, no trailing zeros.
+func scaledText(n int64, scale int) string {
+	var buf [24]byte
+	digits := strconv.AppendUint(buf[:0], uint64(n), 10)
+	if n < 0 {
+		digits = strconv.AppendUint(buf[:0], uint64(-n), 10) // -minInt64 wraps to itself, which is its magnitude
+	}
+	var out []byte
+	if n < 0 {
+		out = append(out, '-')
+	}
+	if scale == 0 {
+		return string(append(out, digits...))
+	}
+	if len(digits) <= scale {
+		out = append(out, '0')
+		frac := make([]byte, scale-len(digits), scale)
+		for i := range frac {
+			frac[i] = '0'
+		}
+		frac = append(frac, digits...)
+		frac = bytes.TrimRight(frac, "0")
+		if len(frac) > 0 {
+			out = append(append(out, '.'), frac...)
+		}
+		return string(out)
+	}
+	whole, frac := digits[:len(digits)-scale], bytes.TrimRight(digits[len(digits)-scale:], "0")
+	out = append(out, whole...)
+	if len(frac) > 0 {
+		out = append(append(out, '.'), frac...)
+	}
+	return string(out)
 }
 
 func fresh() *decimal.Big { return decimal.WithContext(exact()) }
@@ -193,6 +230,19 @@ func (a Amount) String() string {
 	if z.Sign() == 0 {
 		return "0"
 	}
+	if s := z.Scale(); s >= 0 && s <= 40 && z.IsFinite() {
+		// The common case, an unscaled value that fits an int64, is
+		// written from its digits; the rest takes the exact rational.
+		var u decimal.Big
+		if n, ok := u.Copy(z).SetScale(0).Int64(); ok {
+			return scaledText(n, s)
+		}
+	}
+	return ratText(z)
+}
+
+// ratText is String for any nonzero finite z, from its exact rational.
+func ratText(z *decimal.Big) string {
 	// Build the text from the exact rational and the scale so the result
 	// never depends on the library's choice of notation.
 	r := z.Rat(nil)

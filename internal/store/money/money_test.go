@@ -246,3 +246,31 @@ func TestHuman(t *testing.T) {
 		})
 	}
 }
+
+// TestStringFastPathMatchesRational holds String's digit path to the
+// exact-rational text it replaces, over amounts as the ledger makes
+// them: parsed, summed, multiplied and divided to 12 places, negative,
+// with trailing zeros, tiny and beyond an int64's digits.
+func TestStringFastPathMatchesRational(t *testing.T) {
+	texts := []string{"1", "-1", "0.5", "1.50", "10", "100.000", "0.000000000001", "-0.000036", "999999.993837168607",
+		"9223372036854775807", "-9223372036854775808", "9223372036854775808", "0.9223372036854775807", "123456789012345678901234.5",
+		"1e3", "2.5e-7", "-7e2", "0.10", "5000000000.000000000000"}
+	var amounts []Amount
+	for _, s := range texts {
+		a, err := Parse(s)
+		require.NoError(t, err, s)
+		amounts = append(amounts, a)
+	}
+	price := MustParse("0.15")
+	for i := int64(1); i < 400; i++ {
+		a := FromInt(i*7919 - 1000000).QuoUp(FromInt(1_000_000))
+		amounts = append(amounts, a, a.Add(price), a.Sub(price.Add(price)), a.Neg())
+	}
+	for _, a := range amounts {
+		z := a.big()
+		if z.Sign() == 0 {
+			continue
+		}
+		assert.Equal(t, ratText(z), a.String(), "%v", z)
+	}
+}
