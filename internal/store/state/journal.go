@@ -534,6 +534,61 @@ type eventHead struct {
 	Amount money.Amount `json:"amount"`
 }
 
+// readHead decodes a journal line's eventHead: the line is validated
+// whole, then only its top-level type, seq, cycle and (for the events
+// that move money) amount are decoded.
+func readHead(line []byte) (eventHead, error) {
+	var h eventHead
+	if !json.Valid(line) {
+		// Unmarshal says what is wrong with it.
+		return h, json.Unmarshal(line, &h)
+	}
+	var amount []byte
+	odd := false // a field not in the shape this runtime writes
+	err := topLevel(line, func(key string, raw []byte) {
+		var err error
+		switch key {
+		case "type":
+			var ok bool
+			if h.Type, ok = plainString(raw); !ok {
+				odd = true
+			}
+		case "seq":
+			h.Seq, err = strconv.ParseUint(string(raw), 10, 64)
+		case "cycle":
+			h.Cycle, err = strconv.ParseUint(string(raw), 10, 64)
+		case "amount":
+			amount = raw
+		}
+		odd = odd || err != nil
+	})
+	if err != nil {
+		return h, err
+	}
+	if odd {
+		// encoding/json decides, and names what is wrong.
+		h = eventHead{}
+		return h, json.Unmarshal(line, &h)
+	}
+	switch h.Type {
+	case EventCostDebited, EventRevenueCredited, EventEndowmentGranted:
+		if amount != nil {
+			if err := h.Amount.UnmarshalJSON(amount); err != nil {
+				return h, fmt.Errorf("amount: %w", err)
+			}
+		}
+	}
+	return h, nil
+}
+
+// plainString is the text of a JSON string without escapes.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' || bytes.IndexByte(raw, '\\') >= 0 {
+		return "", false
+	}
+	return string(raw[1 : len(raw)-1]), true
+}
+
 // readJournal is ReadJournal, with the events up to seq past decoded as
 // their eventHead alone.
 func readJournal(path string, past uint64) ([]Event, error) {
@@ -563,9 +618,9 @@ func readJournal(path string, past uint64) ([]Event, error) {
 			}
 			var e Event
 			if past > 0 {
-				var h eventHead
-				if uerr := json.Unmarshal(line, &h); uerr != nil {
-					return events, supervision.Errorf(supervision.ClassState, "journal %s line %d: %w", path, n, uerr)
+				h, herr := readHead(line)
+				if herr != nil {
+					return events, supervision.Errorf(supervision.ClassState, "journal %s line %d: %w", path, n, herr)
 				}
 				e = Event{Type: h.Type, Seq: h.Seq, Cycle: h.Cycle, Amount: h.Amount}
 				if e.Seq == 0 {

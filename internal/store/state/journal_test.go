@@ -335,3 +335,38 @@ func TestReadAllPast(t *testing.T) {
 	_, err = readJournal(ref, 5)
 	assert.ErrorIs(t, err, errNotObject, "the light read refuses what ReadJournal refuses")
 }
+
+// TestReadHeadMatchesUnmarshal holds the light read of a journal line to
+// decoding its eventHead with encoding/json: the same fields, and an
+// error for the same lines.
+func TestReadHeadMatchesUnmarshal(t *testing.T) {
+	lines := []string{
+		`{"type":"cost_debited","seq":7,"at":"2026-08-24T22:05:13.1Z","cycle":3,"amount":"0.75","api":"0.25","instance":"0.5","tokens":5}`,
+		`{"type":"revenue_credited","seq":8,"cycle":3,"amount":"2.5","source":"finance__sell"}`,
+		`{"type":"endowment_granted","seq":9,"cycle":3,"child_id":"c","amount":1.5,"child":{"id":"c"}}`,
+		`{"type":"warning","seq":10,"cycle":3,"message":"a \"quoted\" {brace}"}`,
+		`{"cycle":3,"amount":"1","type":"cost_debited"}`, // no seq, another order
+		`{"type":"tool_finished","seq":11,"cycle":3,"message":{"role":"tool","content":"{\"amount\":\"9\"}"}}`,
+		`{"type":"cost_d\u0065bited","seq":12,"amount":"0.1"}`, // an escaped type
+		`{"type":"cost_debited","seq":"13","amount":"0.1"}`,    // a seq of the wrong type
+		`{"type":"cost_debited","seq":14,"amount":"ten"}`,      // an amount that is no decimal
+		`{"type":"cost_debited","seq":-1}`,
+		`{"type":"x","seq":1`, // torn
+	}
+	for _, line := range lines {
+		var want eventHead
+		wantErr := json.Unmarshal([]byte(line), &want)
+		got, err := readHead([]byte(line))
+		if wantErr != nil {
+			assert.Error(t, err, line)
+			continue
+		}
+		require.NoError(t, err, line)
+		assert.Equal(t, want.Type, got.Type, line)
+		assert.Equal(t, want.Seq, got.Seq, line)
+		assert.Equal(t, want.Cycle, got.Cycle, line)
+		if got.Type == EventCostDebited || got.Type == EventRevenueCredited || got.Type == EventEndowmentGranted {
+			assert.True(t, want.Amount.Equal(got.Amount), line)
+		}
+	}
+}
