@@ -65,6 +65,12 @@ type Config struct {
 	// Surfaces limits the offered surfaces; empty means all of finance,
 	// echo, skarbiec, chaos.
 	Surfaces []string `json:"surfaces,omitempty"`
+	// CPUProfile, when set, is a file that receives a CPU profile of the
+	// whole life of the process (go tool pprof), written when it ends
+	// by its stdin closing: the server half of a round trip. Only a
+	// binary built with -tags examplelas_pprof profiles; any other
+	// refuses to start with it (exit 2).
+	CPUProfile string `json:"cpu_profile,omitempty"`
 }
 
 // LoadConfig reads a Config from a JSON file.
@@ -105,7 +111,16 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, strings.Repeat("x", cfg.StderrLineBytes))
 		fmt.Fprintln(os.Stderr, "examplelas: after the long line")
 	}
-	if err := Run(context.Background(), cfg, os.Stdin, os.Stdout); err != nil {
+	if cfg.CPUProfile != "" {
+		stop, err := startCPUProfile(cfg.CPUProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "examplelas:", err)
+			return 2
+		}
+		defer stop()
+	}
+	tune(os.Getenv)
+	if err := Run(context.Background(), cfg, pollable(os.Stdin), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "examplelas:", err)
 		return 1
 	}
