@@ -27,7 +27,7 @@ import (
 // and then adds: the marginal figures are the difference over pairMore.
 const (
 	pairBase = 1
-	pairMore = 8
+	pairMore = 16
 )
 
 // pairWarmCalls is how many echo calls every Las answers before the
