@@ -176,10 +176,6 @@ func (p *process) logStderr(r *os.File, log *slog.Logger, prefix string, secrets
 // as usual (docs/las.md#leftovers).
 const maxStderrLine = 64 << 10
 
-// stderrBuffer is the stderr reader's buffer; longer lines are read in
-// pieces up to maxStderrLine.
-const stderrBuffer = 4 << 10
-
 // stderrLines splits a stream into lines of at most max bytes, dropping
 // (and flagging) the rest of longer ones, in bounded memory.
 type stderrLines struct {
@@ -188,7 +184,7 @@ type stderrLines struct {
 }
 
 func newStderrLines(r io.Reader, max int) *stderrLines {
-	return &stderrLines{r: bufio.NewReaderSize(r, stderrBuffer), max: max}
+	return &stderrLines{r: bufio.NewReaderSize(r, 16<<10), max: max}
 }
 
 // next returns the next line without its newline, whether it was cut,

@@ -12,11 +12,6 @@ import (
 // session (docs/las.md#framing-robustness).
 const MaxLineBytes = 32 << 20
 
-// readBuffer is the reader's buffer: answers are mostly a few hundred
-// bytes, and a longer line is read whole all the same, in pieces. Every
-// Las holds one for its life.
-const readBuffer = 16 << 10
-
 // ErrLineTooLong reports a line longer than the reader's limit. The rest
 // of the stream cannot be trusted to be framed, so the session is over.
 var ErrLineTooLong = errors.New("line longer than the limit")
@@ -34,7 +29,7 @@ func NewLineReader(r io.Reader, max int) *LineReader {
 	if max <= 0 {
 		max = MaxLineBytes
 	}
-	return &LineReader{r: bufio.NewReaderSize(r, readBuffer), max: max}
+	return &LineReader{r: bufio.NewReaderSize(r, 64<<10), max: max}
 }
 
 // ReadLine returns the next line without its trailing "\n" (and "\r").
