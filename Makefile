@@ -9,8 +9,11 @@ PACKAGES := ./...
 
 all: build
 
+# The example Las runs once per being: it is built static (no cgo), which
+# maps no C library into each of its processes.
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/examplelas
 
 vet:
 	$(GO) vet $(PACKAGES)

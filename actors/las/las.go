@@ -123,9 +123,10 @@ var generations atomic.Uint64
 // been sent. Calls in flight when Las fails come back indeterminate and
 // are never replayed (docs/las.md#calls-in-flight).
 type Las struct {
-	opts Options
-	h    *history
-	log  *slog.Logger
+	opts   Options
+	h      *history
+	log    *slog.Logger
+	worker *worker // the mailbox's dispatcher, ended when the actor stops
 
 	gen     uint64
 	proc    *process
@@ -163,14 +164,14 @@ func Props(opts Options) *actor.Props {
 	if opts.server != nil && opts.server.URL != "" {
 		return remoteProps(opts)
 	}
-	h := &history{}
+	h, w := &history{}, newWorker()
 	return actor.PropsFromProducer(func() actor.Actor {
 		log := opts.Logger.With("actor", "las", "being", opts.BeingName, "agent_id", opts.AgentID)
 		if opts.server != nil {
 			log = log.With("server", opts.server.Name)
 		}
-		return &Las{opts: opts, h: h, log: log}
-	})
+		return &Las{opts: opts, h: h, log: log, worker: w}
+	}, actor.WithDispatcher(w))
 }
 
 // Receive dispatches one message. Values, not pointers, are the message
@@ -183,6 +184,8 @@ func (a *Las) Receive(ctx actor.Context) {
 		a.handleRestarting()
 	case *actor.Stopping:
 		a.handleStopping(ctx)
+	case *actor.Stopped:
+		a.worker.stop()
 	case messages.Restarted:
 		a.handleRestarted(ctx, m)
 	case messages.LasCallRequest:

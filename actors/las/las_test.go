@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/test/testkit"
 	"github.com/wisent/singularity/world/examplelas"
 )
 
@@ -482,8 +485,14 @@ func processGone(pid int) bool {
 	return len(fields) > 0 && fields[0] == "Z"
 }
 
+// BenchmarkCallRoundTrip is one tools/call (echo__echo) through the Las
+// actor to the example Las, a real child process, and back. With
+// EXAMPLELAS_CPUPROFILE=<file> the example Las is built with
+// -tags examplelas_pprof and writes its CPU profile there when the
+// benchmark ends (go test's -cpuprofile profiles the client half).
 func BenchmarkCallRoundTrip(b *testing.B) {
-	h := start(b, examplelas.Config{}, nil)
+	cfg, tweak := profiledExampleLas(b)
+	h := start(b, cfg, tweak)
 	h.catalog()
 	req := messages.LasCallRequest{Tool: "echo__echo", Arguments: json.RawMessage(`{"message":"ping"}`)}
 	b.ReportAllocs()
@@ -495,6 +504,25 @@ func BenchmarkCallRoundTrip(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/call")
+}
+
+// profiledExampleLas is the example Las of BenchmarkCallRoundTrip: the
+// plain binary, or with EXAMPLELAS_CPUPROFILE set one built to profile
+// itself into that file.
+func profiledExampleLas(b *testing.B) (examplelas.Config, func(*Options)) {
+	path := os.Getenv("EXAMPLELAS_CPUPROFILE")
+	if path == "" {
+		return examplelas.Config{}, nil
+	}
+	bin := filepath.Join(b.TempDir(), "examplelas")
+	build := exec.Command("go", "build", "-tags", "examplelas_pprof", "-o", bin, "./cmd/examplelas")
+	build.Dir = testkit.ModuleRoot(b)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build the profiling example Las: %v\n%s", err, out)
+	}
+	return examplelas.Config{CPUProfile: path}, func(o *Options) { o.Command = bin }
 }
 
 // BenchmarkPingRoundTrip is the client's overhead floor: the cheapest
@@ -510,6 +538,7 @@ func BenchmarkPingRoundTrip(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pings/s")
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/ping")
 }
 
 func TestPeriodicPingDetectsAHang(t *testing.T) {

@@ -56,6 +56,7 @@ type Remote struct {
 	opts    Options
 	h       *history
 	log     *slog.Logger
+	worker  *worker // the mailbox's dispatcher, ended when the actor stops
 	gen     uint64
 	session *mcp.ClientSession
 	ready   bool
@@ -69,10 +70,10 @@ type Remote struct {
 var _ actor.Actor = (*Remote)(nil)
 
 func remoteProps(opts Options) *actor.Props {
-	h := &history{}
+	h, w := &history{}, newWorker()
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Remote{opts: opts, h: h, log: opts.Logger.With("actor", "las", "being", opts.BeingName, "server", opts.server.Name)}
-	})
+		return &Remote{opts: opts, h: h, log: opts.Logger.With("actor", "las", "being", opts.BeingName, "server", opts.server.Name), worker: w}
+	}, actor.WithDispatcher(w))
 }
 
 // Receive dispatches one message.
@@ -84,6 +85,8 @@ func (a *Remote) Receive(ctx actor.Context) {
 		a.closeSession()
 	case *actor.Stopping:
 		a.handleStopping(ctx)
+	case *actor.Stopped:
+		a.worker.stop()
 	case messages.Restarted:
 		a.h.restarts, a.h.lastReason = m.Restarts, m.Reason
 		a.tell(ctx, messages.LasRestarted{Restarts: m.Restarts, Reason: m.Reason})

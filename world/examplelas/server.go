@@ -10,7 +10,6 @@
 package examplelas
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,6 +65,12 @@ type Config struct {
 	// Surfaces limits the offered surfaces; empty means all of finance,
 	// echo, skarbiec, chaos.
 	Surfaces []string `json:"surfaces,omitempty"`
+	// CPUProfile, when set, is a file that receives a CPU profile of the
+	// whole life of the process (go tool pprof), written when it ends
+	// by its stdin closing: the server half of a round trip. Only a
+	// binary built with -tags examplelas_pprof profiles; any other
+	// refuses to start with it (exit 2).
+	CPUProfile string `json:"cpu_profile,omitempty"`
 }
 
 // LoadConfig reads a Config from a JSON file.
@@ -106,7 +111,16 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, strings.Repeat("x", cfg.StderrLineBytes))
 		fmt.Fprintln(os.Stderr, "examplelas: after the long line")
 	}
-	if err := Run(context.Background(), cfg, os.Stdin, os.Stdout); err != nil {
+	if cfg.CPUProfile != "" {
+		stop, err := startCPUProfile(cfg.CPUProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "examplelas:", err)
+			return 2
+		}
+		defer stop()
+	}
+	tune(os.Getenv)
+	if err := Run(context.Background(), cfg, pollable(os.Stdin), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "examplelas:", err)
 		return 1
 	}
@@ -132,13 +146,11 @@ func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "example-las", Version: "1.0.0"}, &mcp.ServerOptions{PageSize: pageSize})
 	s.addTools()
 
-	sdkIn, toSDK := io.Pipe()
-	go s.filterStdin(in, toSDK)
-	err := s.mcp.Run(ctx, &mcp.IOTransport{Reader: sdkIn, Writer: s.out, MaxLineLength: -1})
+	err := s.mcp.Run(ctx, &lineTransport{s: s, in: in})
 	if cfg.IgnoreStdinClose {
 		select {} // stay alive until signalled, as a misbehaving server would
 	}
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) {
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) && !errors.Is(err, os.ErrClosed) {
 		return err
 	}
 	return nil
@@ -169,66 +181,44 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-func (l *lockedWriter) Close() error { return nil }
+// line writes b and a newline as one Write.
+func (l *lockedWriter) line(b []byte) error {
+	_, err := l.Write(append(b, '\n'))
+	return err
+}
 
 func (l *lockedWriter) raw(lines ...string) {
 	for _, line := range lines {
-		_, _ = l.Write([]byte(line + "\n"))
+		_ = l.line([]byte(line))
 	}
 }
 
-// filterStdin sits between stdin and the SDK: it records what the tests
-// need to see (cancellations, answers to our own requests), answers
-// initialize itself when a fake protocol version is configured, and
-// passes everything else through unchanged.
-func (s *server) filterStdin(in io.Reader, toSDK *io.PipeWriter) {
-	r := bufio.NewReaderSize(in, 1<<20)
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > 0 && s.intercept(line) {
-			line = nil
-		}
-		if len(line) > 0 {
-			if _, werr := toSDK.Write(line); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			if !s.cfg.IgnoreStdinClose {
-				_ = toSDK.Close()
-			}
-			return
-		}
-	}
-}
-
-func (s *server) intercept(line []byte) bool {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			RequestID json.RawMessage `json:"requestId"`
-		} `json:"params"`
-		Error *struct {
-			Code int `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(line, &m) != nil {
-		return false
+// intercept sees every message from the client before the SDK does: it
+// records what the tests need to see (cancellations, answers to our own
+// requests), answers initialize itself when a fake protocol version is
+// configured, and reports whether the message is swallowed.
+func (s *server) intercept(m wireMessage) bool {
+	method := ""
+	if m.Method != nil {
+		method = *m.Method
 	}
 	switch {
-	case m.Method == "initialize" && s.cfg.HangOnInitialize:
+	case method == "initialize" && s.cfg.HangOnInitialize:
 		return true
-	case m.Method == "initialize" && s.cfg.ProtocolVersion != "":
+	case method == "initialize" && s.cfg.ProtocolVersion != "":
 		s.out.raw(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"example-las","version":"1.0.0"}}}`, m.ID, s.cfg.ProtocolVersion))
 		return true
-	case m.Method == "tools/list" && s.badList.CompareAndSwap(true, false):
+	case method == "tools/list" && s.badList.CompareAndSwap(true, false):
 		s.out.raw(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"bad name!","inputSchema":{"type":"object"}}]}}`, m.ID))
 		return true
-	case m.Method == "notifications/cancelled":
-		s.record("cancelled " + string(m.Params.RequestID))
-	case m.Method == "" && isChaosID(string(m.ID)):
-		code := 0
+	case method == "notifications/cancelled":
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		_ = json.Unmarshal(m.Params, &p)
+		s.record("cancelled " + string(p.RequestID))
+	case m.Method == nil && isChaosID(string(m.ID)):
+		code := int64(0)
 		if m.Error != nil {
 			code = m.Error.Code
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -71,4 +72,41 @@ func TestUSD(t *testing.T) {
 	for cents, want := range map[int]string{0: "0.00", 5: "0.05", 150: "1.50", 100005: "1000.05"} {
 		assert.Equal(t, want, usd(cents))
 	}
+}
+
+// TestBadLinesAreAnsweredAndSkipped: a line that is not a JSON-RPC
+// message gets a JSON-RPC error and the session goes on.
+func TestBadLinesAreAnsweredAndSkipped(t *testing.T) {
+	s := open(t, Config{})
+	s.roundTrip(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	for _, tt := range []struct {
+		line string
+		id   any
+		code float64
+	}{
+		{`this is not JSON`, nil, -32700},
+		{`[{"jsonrpc":"2.0","id":7,"method":"ping"}]`, nil, -32600},
+		{`{"jsonrpc":"1.0","id":8,"method":"ping"}`, float64(8), -32600},
+		{`{"jsonrpc":"2.0","id":{"no":1},"method":"ping"}`, nil, -32600},
+		{`{"jsonrpc":"2.0"}`, nil, -32600},
+	} {
+		t.Run(tt.line, func(t *testing.T) {
+			got := s.roundTrip(t, tt.line)
+			assert.Equal(t, tt.id, got["id"])
+			assert.Equal(t, tt.code, got["error"].(map[string]any)["code"])
+		})
+	}
+	pong := s.roundTrip(t, `{"jsonrpc":"2.0","id":"p","method":"ping"}`)
+	assert.Equal(t, "p", pong["id"])
+	assert.Equal(t, map[string]any{}, pong["result"])
+}
+
+// TestLongLinesAreReadWhole: a line longer than the read buffer arrives
+// whole.
+func TestLongLinesAreReadWhole(t *testing.T) {
+	s := open(t, Config{})
+	s.roundTrip(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	msg := strings.Repeat("x", 3*stdinBuffer)
+	echo := s.roundTrip(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo__echo","arguments":{"message":"`+msg+`"}}}`)
+	assert.Equal(t, msg, echo["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"])
 }
