@@ -20,17 +20,4 @@ type Description struct {
 	Status   string         `json:"status"`
 	Figures  map[string]any `json:"figures,omitempty"`
 	Children []*actor.PID   `json:"-"` // the children to ask next, in display order
-	// Descendants, when set, lists actors anywhere below this one that a
-	// collector may ask at once rather than level by level (the family
-	// lists every being and ledger it knows of). It is only a hint: the
-	// tree is built from Children.
-	Descendants []*actor.PID `json:"-"`
 }
-
-// ActorsUp tells the family that actors below it have started, so that
-// its description can list them as descendants (a being sends it for
-// itself and its ledger when it starts).
-type ActorsUp struct{ PIDs []*actor.PID }
-
-// ActorsDown tells the family that those actors have stopped.
-type ActorsDown struct{ PIDs []*actor.PID }

@@ -32,9 +32,6 @@ type Being struct {
 	log  *slog.Logger
 	// me names the being to the observer (set once the state is loaded).
 	me observe.Being
-	// registered are the pids told to Options.Registry (itself and its
-	// ledger), until the being stops.
-	registered []*actor.PID
 
 	store   *state.Store
 	journal *state.Journal
@@ -159,7 +156,6 @@ func (b *Being) Receive(ctx actor.Context) {
 		b.handleStarted(ctx)
 	case *actor.Stopping:
 		b.handleStopping()
-		b.unregister(ctx)
 	case *actor.Restarting:
 		b.handleStopping()
 	case *actor.Terminated:
@@ -229,10 +225,6 @@ func (b *Being) handleStarted(ctx actor.Context) {
 		return
 	}
 	b.ledger = pid
-	if b.opts.Registry != nil {
-		b.registered = []*actor.PID{ctx.Self(), pid}
-		ctx.Send(b.opts.Registry, messages.ActorsUp{PIDs: b.registered})
-	}
 	b.startLas(ctx)
 }
 
@@ -366,14 +358,6 @@ func (b *Being) handleStopping() {
 	if b.archive != nil {
 		b.archive.Close()
 		b.archive = nil
-	}
-}
-
-// unregister tells the registry that the being and its ledger stop.
-func (b *Being) unregister(ctx actor.Context) {
-	if b.opts.Registry != nil && len(b.registered) > 0 {
-		ctx.Send(b.opts.Registry, messages.ActorsDown{PIDs: b.registered})
-		b.registered = nil
 	}
 }
 

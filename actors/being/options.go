@@ -95,10 +95,6 @@ type Options struct {
 
 	// Gateway is the family's brama actor.
 	Gateway *actor.PID
-	// Registry, when set, is told (messages.ActorsUp, ActorsDown) when
-	// the being and its ledger start and stop: the family actor, whose
-	// description then lets the debug endpoint ask every being at once.
-	Registry *actor.PID
 	// Las configures this being's Las actor; nil runs with built-in tools
 	// only (used by scale benchmarks).
 	Las *las.Options

@@ -49,9 +49,6 @@ type Family struct {
 	gateway *actor.PID
 	limits  *actor.PID
 	root    *actor.PID
-	// below are the beings and ledgers started anywhere under the
-	// family, by pid id (messages.ActorsUp), for the debug endpoint.
-	below map[string]*actor.PID
 	// stopping is set once the root being was asked to stop.
 	stopping bool
 	done     bool
@@ -96,10 +93,6 @@ func (f *Family) Receive(ctx actor.Context) {
 		f.handleRootStopped(ctx, msg)
 	case messages.DescribeRequest, *messages.DescribeRequest:
 		ctx.Respond(f.describe())
-	case messages.ActorsUp:
-		f.actorsUp(msg)
-	case messages.ActorsDown:
-		f.actorsDown(msg)
 	}
 }
 
@@ -112,7 +105,6 @@ func (f *Family) handleStarted(ctx actor.Context) {
 	f.gateway = gw
 	rootOpts := f.opts.Root
 	rootOpts.Gateway = gw
-	rootOpts.Registry = ctx.Self()
 	if f.opts.SpendLimits {
 		pid, err := ctx.SpawnNamed(limits.Props(f.opts.FamilySpendLimit, f.opts.Now), limits.Name)
 		if err != nil {
@@ -204,30 +196,5 @@ func (f *Family) describe() messages.Description {
 			d.Children = append(d.Children, pid)
 		}
 	}
-	d.Descendants = make([]*actor.PID, 0, len(f.below))
-	for _, pid := range f.below {
-		d.Descendants = append(d.Descendants, pid)
-	}
 	return d
-}
-
-// actorsUp records actors that started below the family.
-func (f *Family) actorsUp(msg messages.ActorsUp) {
-	if f.below == nil {
-		f.below = map[string]*actor.PID{}
-	}
-	for _, pid := range msg.PIDs {
-		if pid != nil {
-			f.below[pid.Id] = pid
-		}
-	}
-}
-
-// actorsDown forgets actors that stopped.
-func (f *Family) actorsDown(msg messages.ActorsDown) {
-	for _, pid := range msg.PIDs {
-		if pid != nil {
-			delete(f.below, pid.Id)
-		}
-	}
 }

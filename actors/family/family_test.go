@@ -141,32 +141,6 @@ func TestFamilyDescribesItself(t *testing.T) {
 	require.Len(t, d.Children, 2)
 	assert.Equal(t, "family/brama", d.Children[0].Id)
 	assert.Equal(t, "family/"+family.RootName, d.Children[1].Id)
-
-	// Once the root has reported a cycle it has told the family of itself
-	// and its ledger (both messages come from the root, in order): the
-	// family lists them for the debug endpoint to ask at once.
-	deadline := time.After(30 * time.Second)
-	for reported := false; !reported; {
-		select {
-		case ev := <-events:
-			_, reported = ev.(messages.CycleReport)
-		case <-deadline:
-			t.Fatal("no cycle report")
-		}
-	}
-	res, err = system.Root.RequestFuture(pid, messages.DescribeRequest{}, 10*time.Second).Result()
-	require.NoError(t, err)
-	var below []string
-	for _, p := range res.(messages.Description).Descendants {
-		below = append(below, p.Id)
-	}
-	assert.ElementsMatch(t, []string{"family/" + family.RootName, "family/" + family.RootName + "/" + supervision.LedgerChildName}, below)
-	// A stopped actor is forgotten.
-	system.Root.Send(pid, messages.ActorsDown{PIDs: []*actor.PID{actor.NewPID(system.Address(), "family/"+family.RootName+"/"+supervision.LedgerChildName)}})
-	res, err = system.Root.RequestFuture(pid, messages.DescribeRequest{}, 10*time.Second).Result()
-	require.NoError(t, err)
-	require.Len(t, res.(messages.Description).Descendants, 1)
-	assert.Equal(t, "family/"+family.RootName, res.(messages.Description).Descendants[0].Id)
 	system.Root.Send(pid, messages.ShutdownFamily{})
 	assert.Equal(t, state.StatusStopped, stopped(t, events).Status)
 }

@@ -70,7 +70,7 @@ func Collect(ctx context.Context, root Requester, pid *actor.PID, deadline time.
 	}
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	c := &collector{root: root, guard: processGuard(), seen: map[string]bool{}, early: map[string]*answer{}}
+	c := &collector{root: root, guard: processGuard(), seen: map[string]bool{}}
 	return c.node(ctx, pid, 0)
 }
 
@@ -81,17 +81,6 @@ type collector struct {
 
 	mu   sync.Mutex
 	seen map[string]bool // pids already placed in the tree
-	// early are the asks sent ahead for a description's Descendants, by
-	// pid: a deep tree is then asked in one round instead of one per
-	// level.
-	early map[string]*answer
-}
-
-// answer is one ask sent ahead: done is closed once d and ok are set.
-type answer struct {
-	done chan struct{}
-	d    messages.Description
-	ok   bool
 }
 
 // node describes pid and, recursively, its children.
@@ -104,11 +93,10 @@ func (c *collector) node(ctx context.Context, pid *actor.PID, depth int) Node {
 		n.Status = StatusRepeated
 		return n
 	}
-	d, ok := c.describe(ctx, pid)
+	d, ok := c.ask(ctx, pid)
 	if !ok {
 		return n
 	}
-	c.askAhead(ctx, d.Descendants)
 	n.Kind = c.guard.text(d.Kind)
 	n.Name = c.guard.text(d.Name)
 	n.Status = c.guard.text(d.Status)
@@ -129,51 +117,9 @@ func (c *collector) node(ctx context.Context, pid *actor.PID, depth int) Node {
 	return n
 }
 
-// askAhead asks each of pids now, unless it was asked already.
-func (c *collector) askAhead(ctx context.Context, pids []*actor.PID) {
-	for _, pid := range pids {
-		if pid == nil {
-			continue
-		}
-		key := pidKey(pid)
-		c.mu.Lock()
-		_, asked := c.early[key]
-		if !asked && !c.seen[key] {
-			a := &answer{done: make(chan struct{})}
-			c.early[key] = a
-			go func() {
-				a.d, a.ok = c.ask(ctx, pid)
-				close(a.done)
-			}()
-		}
-		c.mu.Unlock()
-	}
-}
-
-// describe is pid's description: the answer to the ask sent ahead for it
-// when there is one, else a new ask.
-func (c *collector) describe(ctx context.Context, pid *actor.PID) (messages.Description, bool) {
-	c.mu.Lock()
-	a := c.early[pidKey(pid)]
-	c.mu.Unlock()
-	if a == nil {
-		return c.ask(ctx, pid)
-	}
-	select {
-	case <-a.done:
-		return a.d, a.ok
-	case <-ctx.Done():
-		return messages.Description{}, false
-	}
-}
-
-// pidKey identifies a pid in the walk's maps (pid.String() formats the
-// whole message, which a tree of thousands cannot afford).
-func pidKey(pid *actor.PID) string { return pid.Address + "/" + pid.Id }
-
 // claim records pid as placed and reports whether it was new.
 func (c *collector) claim(pid *actor.PID) bool {
-	key := pidKey(pid)
+	key := pid.Address + "/" + pid.Id // pid.String() formats the whole message
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.seen[key] {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -231,84 +230,4 @@ func TestCollectRedactsNames(t *testing.T) {
 	tree := Collect(testContext(t), system.Root, pid, testWait)
 	assert.Equal(t, Node{PID: "odd", Kind: "las", Name: Redacted, Status: Redacted,
 		Figures: map[string]any{}, Children: []Node{}}, tree)
-}
-
-// gated is a chain link that reports every describe request it gets and
-// answers it only when released: its child is the next link.
-type gated struct {
-	next    *actor.PID
-	asked   chan<- string
-	pending *actor.PID // the asker waiting for the release
-}
-
-type release struct{}
-
-func (g *gated) Receive(ctx actor.Context) {
-	switch ctx.Message().(type) {
-	case messages.DescribeRequest:
-		g.pending = ctx.Sender()
-		g.asked <- ctx.Self().Id
-	case release:
-		d := messages.Description{Kind: "being", Name: ctx.Self().Id, Status: "running"}
-		if g.next != nil {
-			d.Children = []*actor.PID{g.next}
-		}
-		if g.pending != nil {
-			ctx.Send(g.pending, d)
-		}
-	}
-}
-
-// lister answers at once with its first child and every link as
-// descendants, as the family does.
-type lister struct{ links []*actor.PID }
-
-func (l lister) Receive(ctx actor.Context) {
-	if _, ok := ctx.Message().(messages.DescribeRequest); ok {
-		ctx.Respond(messages.Description{Kind: "family", Name: "family", Status: "running",
-			Children: l.links[:1], Descendants: l.links})
-	}
-}
-
-// TestCollectAsksDescendantsAtOnce: a description's Descendants are all
-// asked before any of them answers, so a deep family costs one round of
-// asks, not one per level; the tree is still built from Children.
-func TestCollectAsksDescendantsAtOnce(t *testing.T) {
-	const depth = 6
-	system := quietSystem(t)
-	asked := make(chan string, depth)
-	links := make([]*actor.PID, depth)
-	var next *actor.PID
-	for i := depth - 1; i >= 0; i-- {
-		g := &gated{next: next, asked: asked}
-		pid, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return g }), fmt.Sprintf("link-%d", i))
-		require.NoError(t, err)
-		links[i], next = pid, pid
-	}
-	root, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return lister{links: links} }), "family")
-	require.NoError(t, err)
-
-	trees := make(chan Node, 1)
-	go func() { trees <- Collect(testContext(t), system.Root, root, testWait) }()
-	seen := map[string]bool{}
-	for range depth {
-		seen[await(t, asked)] = true // every link is asked while none has answered
-	}
-	assert.Len(t, seen, depth)
-	for _, pid := range links {
-		system.Root.Send(pid, release{})
-	}
-	tree := await(t, trees)
-	n, levels := tree, 0
-	for len(n.Children) == 1 {
-		n = n.Children[0]
-		require.Equal(t, "running", n.Status, "level %d", levels)
-		levels++
-	}
-	assert.Equal(t, depth, levels, "the chain, nested as its Children say")
-	select {
-	case id := <-asked:
-		t.Fatalf("%s was asked twice", id)
-	default:
-	}
 }
