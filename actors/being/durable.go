@@ -153,7 +153,7 @@ func (b *Being) writeCheckpoint(ctx actor.Context, then func(ctx actor.Context))
 	// changes the state before this write is done (the being applies
 	// events only after writes, and this one holds the slot), so the
 	// snapshot, which shares the state's slices, stays as it was.
-	encoder := b.encoder
+	encoder := &b.encoder // the being's own cache, not a copy of it
 	cp := &checkpoint{archived: archived, kept: kept, seq: seq, encode: func() ([]byte, error) {
 		return encoder.Encode(&snapshot)
 	}}
