@@ -219,10 +219,12 @@ func TestDemoSIGINTStopsChildrenFirstAndResumes(t *testing.T) {
 	for name, b := range second {
 		checkStopped(t, name, b)
 		a := first[name]
-		if name == "Di" {
-			// The grandchild boots last (after Bo's own boot and Las); a
-			// stop that reaches it before its boot step is durable leaves
-			// its state as it was, which is also a clean stop.
+		if name != "Ada" {
+			// The children boot after the root's own boot and Las (the
+			// grandchild last); the root's two cycles may end before one
+			// of them has booted on a loaded machine, and a stop that
+			// reaches a child before its boot step is durable leaves its
+			// state as it was, which is also a clean stop.
 			assert.Contains(t, []int{1, 2}, testkit.Count(b.events, state.EventStarted), "%s was resumed or stopped while booting", name)
 		} else {
 			assert.Equal(t, 2, testkit.Count(b.events, state.EventStarted), "%s was resumed", name)
