@@ -163,7 +163,11 @@ func Decode(path string, data []byte) (*Being, error) {
 		if *head.SchemaVersion != SchemaVersion {
 			return nil, supervision.Errorf(supervision.ClassState, "unsupported state schema %s", *head.SchemaVersion)
 		}
-		return nil, supervision.Errorf(supervision.ClassState, "malformed state file %s: %w", path, err)
+		if err != nil {
+			return nil, supervision.Errorf(supervision.ClassState, "malformed state file %s: %w", path, err)
+		}
+		// The head is fine after all (its key in another case, which
+		// encoding/json matches): b is as decoded.
 	}
 	if err := b.Budget.check(); err != nil {
 		return nil, supervision.Errorf(supervision.ClassState, "malformed state file %s: %w", path, err)

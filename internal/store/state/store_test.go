@@ -278,3 +278,17 @@ func TestTopLevel(t *testing.T) {
 	}
 	assert.Error(t, topLevel([]byte(`[1]`), func(string, []byte) {}))
 }
+
+// TestDecodeSchemaKeyInAnotherCase: encoding/json matches keys in any
+// case, and Decode accepts what it always accepted: a schema_version key
+// spelled in capitals reads as the schema.
+func TestDecodeSchemaKeyInAnotherCase(t *testing.T) {
+	data := bytes.Replace(readFixture(t), []byte(`"schema_version"`), []byte(`"SCHEMA_VERSION"`), 1)
+	b, err := Decode("state.json", data)
+	require.NoError(t, err)
+	assert.Equal(t, SchemaVersion, b.SchemaVersion)
+
+	_, err = Decode("state.json", bytes.Replace(readFixture(t), []byte(`"schema_version"`), []byte(`"schema_versio"`), 1))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "schema_version is missing")
+}
