@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/wisent/singularity/internal/store/money"
@@ -559,6 +560,11 @@ func readHead(line []byte) (eventHead, error) {
 			h.Cycle, err = strconv.ParseUint(string(raw), 10, 64)
 		case "amount":
 			amount = raw
+		default:
+			// encoding/json would match a key in another case.
+			for _, want := range [...]string{"type", "seq", "cycle", "amount"} {
+				odd = odd || strings.EqualFold(key, want)
+			}
 		}
 		odd = odd || err != nil
 	})
