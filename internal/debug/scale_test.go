@@ -3,7 +3,6 @@ package debug
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -55,5 +54,3 @@ func BenchmarkServeActors(b *testing.B) {
 		})
 	}
 }
-
-var _ = httptest.NewServer

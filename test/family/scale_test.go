@@ -67,6 +67,11 @@ var scaleSizes = []int{10, 100, 1000, 10000}
 // model round of any being, and rounds/s the family's throughput with
 // every being cycling. The K beings are started once per sub-benchmark
 // and keep cycling between its runs.
+//
+// For a look inside: SCALE_PROGRESS appends the figures at every tenth
+// cycle of the life to a file, SCALE_HEAPPROFILE writes heap profiles
+// (after the life, and .cycle<n> at each tenth cycle), and
+// SCALE_MEMPROFILERATE sets their sampling rate.
 func BenchmarkFamilyScale(b *testing.B) {
 	sizes := scaleSizes
 	if env := os.Getenv("SCALE_BEINGS"); env != "" {
@@ -259,8 +264,9 @@ type scaleWorld struct {
 	figures    scaleFigures
 }
 
-// measure takes the figures now, after a GC.
-func (sw *scaleWorld) measure() scaleFigures {
+// measure takes the figures now, after a GC, and writes the heap
+// profile to profile when it is not empty.
+func (sw *scaleWorld) measure(profile string) scaleFigures {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
@@ -269,12 +275,11 @@ func (sw *scaleWorld) measure() scaleFigures {
 		f.heap = m.HeapInuse - sw.heapBefore
 	}
 	f.rss, f.threads = procStatus()
-	if path := os.Getenv("SCALE_HEAPPROFILE"); path != "" {
-		// The live heap right after the life, for go tool pprof (the
-		// profile lags a cycle behind: one more GC makes it the heap
-		// just measured).
+	if profile != "" {
+		// The live heap just measured, for go tool pprof (the profile
+		// lags a cycle behind: one more GC makes it that heap).
 		runtime.GC()
-		if out, err := os.Create(path); err == nil {
+		if out, err := os.Create(profile); err == nil {
 			_ = pprof.Lookup("heap").WriteTo(out, 0)
 			out.Close()
 		}
@@ -428,7 +433,7 @@ func startScale(tb testing.TB, cfg scaleConfig) *scaleWorld {
 	case <-time.After(scaleLifeLimit):
 		tb.Fatalf("not all %d beings lived %d cycles in time", k, cfg.life)
 	}
-	sw.figures = sw.measure()
+	sw.figures = sw.measure(os.Getenv("SCALE_HEAPPROFILE"))
 	return sw
 }
 
@@ -438,12 +443,13 @@ func (sw *scaleWorld) progress(path string, k int) {
 	for {
 		select {
 		case n := <-sw.brama.milestone:
-			f := sw.measure()
-			if path := os.Getenv("SCALE_HEAPPROFILE"); path != "" {
-				// The profile of every milestone too, to tell what grows
-				// with age (go tool pprof -base).
-				_ = os.Rename(path, fmt.Sprintf("%s.cycle%d", path, n))
+			// The heap profile of every milestone too (SCALE_HEAPPROFILE
+			// with .cycle<n>), to tell what grows with age (pprof -base).
+			profile := ""
+			if p := os.Getenv("SCALE_HEAPPROFILE"); p != "" {
+				profile = fmt.Sprintf("%s.cycle%d", p, n)
 			}
+			f := sw.measure(profile)
 			line := fmt.Sprintf("%s beings=%d cycles=%d heap-B/being=%d rss-B/being=%d threads=%d goroutines=%d\n",
 				time.Now().UTC().Format(time.TimeOnly), k, n, f.heap/uint64(k), f.rss/uint64(k), f.threads, runtime.NumGoroutine())
 			if out, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {

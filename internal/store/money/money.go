@@ -63,30 +63,15 @@ func (a Amount) big() *decimal.Big {
 // scaledText is n × 10^−scale as String writes it: plain digits, a
 // point only before a fraction, no trailing zeros.
 func scaledText(n int64, scale int) string {
-	var buf [24]byte
-	digits := strconv.AppendUint(buf[:0], uint64(n), 10)
-	if n < 0 {
-		digits = strconv.AppendUint(buf[:0], uint64(-n), 10) // -minInt64 wraps to itself, which is its magnitude
-	}
 	var out []byte
+	magnitude := uint64(n)
 	if n < 0 {
 		out = append(out, '-')
+		magnitude = uint64(-n) // -minInt64 wraps to itself, which is its magnitude
 	}
-	if scale == 0 {
-		return string(append(out, digits...))
-	}
-	if len(digits) <= scale {
-		out = append(out, '0')
-		frac := make([]byte, scale-len(digits), scale)
-		for i := range frac {
-			frac[i] = '0'
-		}
-		frac = append(frac, digits...)
-		frac = bytes.TrimRight(frac, "0")
-		if len(frac) > 0 {
-			out = append(append(out, '.'), frac...)
-		}
-		return string(out)
+	digits := strconv.AppendUint(nil, magnitude, 10)
+	if pad := scale + 1 - len(digits); pad > 0 { // at least one digit before the point
+		digits = append(bytes.Repeat([]byte{'0'}, pad), digits...)
 	}
 	whole, frac := digits[:len(digits)-scale], bytes.TrimRight(digits[len(digits)-scale:], "0")
 	out = append(out, whole...)

@@ -494,9 +494,9 @@ func ReadAll(dir string) ([]Event, error) { return ReadAllPast(dir, 0) }
 
 // ReadAllPast is ReadAll for a reader that needs only the money of the
 // events up to seq past (a checkpoint's journal_seq): those come back
-// with Type, Seq, Cycle and Amount alone, each line still checked to be
-// a JSON object but not decoded further; the events after past come back
-// whole. Totals over the result are ReadAll's.
+// with Type, Seq, Cycle and Amount alone, each line still validated whole
+// but only those fields decoded (readHead); the events after past come
+// back whole. Totals over the result are ReadAll's.
 func ReadAllPast(dir string, past uint64) ([]Event, error) {
 	segs, err := Segments(dir)
 	if err != nil {

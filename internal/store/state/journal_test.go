@@ -351,7 +351,7 @@ func TestReadHeadMatchesUnmarshal(t *testing.T) {
 		`{"type":"cost_debited","seq":"13","amount":"0.1"}`,    // a seq of the wrong type
 		`{"type":"cost_debited","seq":14,"amount":"ten"}`,      // an amount that is no decimal
 		`{"type":"cost_debited","seq":-1}`,
-		`{"type":"x","seq":1`, // torn
+		`{"type":"x","seq":1`,                             // torn
 		`{"Type":"cost_debited","SEQ":15,"Amount":"0.2"}`, // keys in another case, as encoding/json matches them
 	}
 	for _, line := range lines {
