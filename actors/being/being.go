@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -73,6 +74,15 @@ type Being struct {
 	storage      storageFault
 	checkpointed uint64 // the seq the last checkpoint includes
 	encoder      state.EncodeCache
+	// background is the cycle-end checkpoint whose state.json is being
+	// written while the being goes on; heldCheckpoint is one that failed,
+	// written before the next step; stopAfterCheckpoint is a stop that
+	// waits for background to land.
+	background          *checkpoint
+	heldCheckpoint      *checkpoint
+	stopAfterCheckpoint bool
+	checkpointLock      sync.Mutex
+	archiveBacklog      archiveBacklog
 	// booted is set once the boot step is durable: only then may the
 	// being write (a refused boot leaves its directory as it was).
 	booted bool
@@ -180,6 +190,8 @@ func (b *Being) Receive(ctx actor.Context) {
 		b.handleWriteDone(ctx, msg)
 	case writeRetry:
 		b.handleWriteRetry(ctx, msg)
+	case checkpointDone:
+		b.handleCheckpointDone(ctx, msg)
 	case admitRetry:
 		b.handleAdmitRetry(ctx, msg)
 	case messages.Restarted:

@@ -81,7 +81,7 @@ func benchmarkReservation(b *testing.B) {
 
 func benchmarkRound(b *testing.B, obs observe.Observer) {
 	b.ReportAllocs()
-	srv := bramatest.Start(b, bramatest.Config{Secret: []byte(testSecret), DiscardRequests: true})
+	srv := bramatest.Start(b, bramatest.Config{Secret: []byte(testSecret), DiscardRequests: true, SkimRequests: true})
 	var (
 		mu       sync.Mutex
 		served   int

@@ -259,21 +259,30 @@ func (b *Being) endCycle(ctx actor.Context, report messages.CycleReport, err err
 	if err != nil && b.opts.Mode != Once && !permanentBrama(err) {
 		b.warn(err.Error())
 	}
-	b.commitCheckpoint(ctx, func(ctx actor.Context) { b.afterCycle(ctx, report, err) })
+	// In run the next cycle need not wait for state.json: the cycle's
+	// steps are durable in the journal already.
+	background := b.opts.Mode == Run
+	b.commitCheckpointAs(ctx, background, func(ctx actor.Context) { b.afterCycle(ctx, report, err) })
 }
 
 // commitCheckpoint journals the pending warnings (if any), then writes a
 // checkpoint, then continues.
 func (b *Being) commitCheckpoint(ctx actor.Context, then func(ctx actor.Context)) {
+	b.commitCheckpointAs(ctx, false, then)
+}
+
+// commitCheckpointAs is commitCheckpoint, the checkpoint written in the
+// background when background is set (writeCheckpointAs).
+func (b *Being) commitCheckpointAs(ctx actor.Context, background bool, then func(ctx actor.Context)) {
 	if b.journal == nil || b.opts.Mode == Dormant {
 		then(ctx)
 		return
 	}
 	if len(b.warnings) > 0 {
-		b.commit(ctx, nil, func(ctx actor.Context) { b.writeCheckpoint(ctx, then) })
+		b.commit(ctx, nil, func(ctx actor.Context) { b.writeCheckpointAs(ctx, background, then) })
 		return
 	}
-	b.writeCheckpoint(ctx, then)
+	b.writeCheckpointAs(ctx, background, then)
 }
 
 // afterCycle decides what follows a cycle whose end is durable

@@ -2,6 +2,7 @@ package being
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -58,10 +59,34 @@ type checkpoint struct {
 	kept     state.Encoded
 	// encode renders state.json on the writer goroutine; data keeps it
 	// for the attempts after the first.
-	encode   func() ([]byte, error)
-	data     []byte
-	seq      uint64
-	archDone bool
+	encode    func() ([]byte, error)
+	data      []byte
+	seq       uint64
+	updatedAt state.Time
+	archDone  bool
+	// background lets the being go on once the journal's rotation (if
+	// due) is done: the same writer goroutine then appends the archive,
+	// encodes and writes state.json, and reports it by checkpointDone.
+	// generation orders the being's checkpoints in the store
+	// (state.Store.WriteCheckpoint); lock, the being's, is held while
+	// one is written.
+	background bool
+	generation uint64
+	lock       *sync.Mutex
+	backlog    *archiveBacklog
+}
+
+// archiveBacklog is a being's messages that left the window and are not
+// in the archive yet; its checkpoint lock guards it.
+type archiveBacklog struct {
+	messages state.Encoded
+}
+
+// checkpointDone is the writer's word that a background checkpoint's
+// state.json was written (err nil) or not.
+type checkpointDone struct {
+	cp  *checkpoint
+	err error
 }
 
 // writeDone is the writer's word that a write's attempt ended.
@@ -143,33 +168,94 @@ func (b *Being) flushWarnings(ctx actor.Context) {
 // messages that left the window go to conversation.jsonl first, then
 // the checkpoint drops them. then runs once it is durable.
 func (b *Being) writeCheckpoint(ctx actor.Context, then func(ctx actor.Context)) {
+	b.writeCheckpointAs(ctx, false, then)
+}
+
+// writeCheckpointAs is writeCheckpoint; background lets then run as soon
+// as the archive is durable and state.json encoded, while state.json is
+// written (handleCheckpointDone takes the outcome). The journal holds
+// every event the checkpoint includes before it is written, so a
+// checkpoint that is late, or lost to a crash, only makes the next load
+// apply more events. One background checkpoint is in flight at a time;
+// another one asked meanwhile is written in the write slot, after it.
+func (b *Being) writeCheckpointAs(ctx actor.Context, background bool, then func(ctx actor.Context)) {
 	kept, archived := b.windowed()
 	snapshot := b.snapshotWith(kept)
 	snapshot.UpdatedAt = b.opts.now()
 	seq := b.journal.NextSeq() - 1
 	snapshot.JournalSeq = &seq
 	// Encoded on the writer, when the write's turn comes: a being waiting
-	// for a busy pool holds its state once, not once more encoded. Nothing
-	// changes the state before this write is done (the being applies
-	// events only after writes, and this one holds the slot), so the
-	// snapshot, which shares the state's slices, stays as it was.
-	encoder := &b.encoder // the being's own cache, not a copy of it
-	cp := &checkpoint{archived: archived, kept: kept, seq: seq, encode: func() ([]byte, error) {
+	// for a busy pool holds its state once, not once more encoded. The
+	// being may go on meanwhile (a background checkpoint), so the
+	// snapshot has slices of its own; their elements and the encoded
+	// messages it shares are never changed in place. The encoder is the
+	// being's own cache, used under the checkpoint lock.
+	snapshot.OwnSlices()
+	encoder := &b.encoder
+	cp := &checkpoint{archived: archived, kept: kept, seq: seq, updatedAt: snapshot.UpdatedAt, lock: &b.checkpointLock, backlog: &b.archiveBacklog, encode: func() ([]byte, error) {
 		return encoder.Encode(&snapshot)
 	}}
+	cp.background = background && !b.inline && b.background == nil
 	b.submit(ctx, &write{checkpoint: cp, appended: true, then: func(ctx actor.Context) {
 		b.keepWindow(cp.kept)
-		b.st.UpdatedAt = snapshot.UpdatedAt
-		b.st.JournalSeq = &cp.seq
-		b.checkpointed = cp.seq
+		if cp.background {
+			b.background = cp
+		} else {
+			b.checkpointApplied(cp)
+		}
 		then(ctx)
 	}})
+}
+
+// checkpointApplied records a checkpoint whose state.json is durable. A
+// background checkpoint may land after a later one was written in the
+// slot; the later one stands.
+func (b *Being) checkpointApplied(cp *checkpoint) {
+	if cp.seq < b.checkpointed {
+		return
+	}
+	b.st.UpdatedAt = cp.updatedAt
+	b.st.JournalSeq = &cp.seq
+	b.checkpointed = cp.seq
+}
+
+// handleCheckpointDone takes the outcome of the background checkpoint.
+// One that failed is held like any failed write: it is tried again in
+// the write slot before the next step (submit), with the storage
+// backoff from then on. A stop in progress drops it instead: the final
+// save writes a later checkpoint.
+func (b *Being) handleCheckpointDone(ctx actor.Context, msg checkpointDone) {
+	if msg.cp != b.background {
+		return // a checkpoint of an earlier incarnation
+	}
+	b.background = nil
+	switch {
+	case msg.err == nil:
+		b.checkpointApplied(msg.cp)
+	case b.stop == nil && msg.cp.seq > b.checkpointed:
+		b.storageFailed(msg.err)
+		msg.cp.background = false
+		b.heldCheckpoint = msg.cp
+	}
+	if b.stopAfterCheckpoint {
+		b.stopAfterCheckpoint = false
+		b.stopped(ctx)
+	}
 }
 
 // submit hands w to the writer pool; its done message continues.
 func (b *Being) submit(ctx actor.Context, w *write) {
 	if b.write != nil {
 		panic("being: a durable write is already in flight")
+	}
+	if cp := b.heldCheckpoint; cp != nil {
+		// A background checkpoint that failed goes first.
+		b.heldCheckpoint = nil
+		next := w
+		w = &write{checkpoint: cp, appended: true, then: func(ctx actor.Context) {
+			b.checkpointApplied(cp)
+			b.submit(ctx, next)
+		}}
 	}
 	b.nextWrite++
 	w.id = b.nextWrite
@@ -183,6 +269,9 @@ func (b *Being) submit(ctx actor.Context, w *write) {
 // run starts one attempt of w on the writer pool.
 func (b *Being) run(ctx actor.Context, w *write) {
 	w.attempts++
+	if cp := w.checkpoint; cp != nil && cp.generation == 0 {
+		cp.generation = w.id
+	}
 	self, system, epoch := ctx.Self(), ctx.ActorSystem(), b.epoch
 	journal, archive, store, segment := b.journal, b.archive, b.store, b.segmentBytes()
 	obs := b.opts.Observer
@@ -193,19 +282,33 @@ func (b *Being) run(ctx actor.Context, w *write) {
 	}
 	b.opts.Writers.Do(func() {
 		w.err = w.timedAttempt(obs, journal, archive, store, segment)
+		cp := w.checkpoint
+		background := w.err == nil && cp != nil && cp.background
 		system.Root.Send(self, writeDone{epoch: epoch, id: w.id})
+		if background {
+			// The being goes on meanwhile; nothing of cp changes but here
+			// until checkpointDone. attempt took the lock.
+			err := timed(obs, func() error { return cp.write(archive, store) })
+			cp.lock.Unlock()
+			system.Root.Send(self, checkpointDone{cp: cp, err: err})
+		}
 	})
+}
+
+// timed runs do, its duration reported to obs (when not nil).
+func timed(obs observe.Observer, do func() error) error {
+	if obs == nil {
+		return do()
+	}
+	began := time.Now()
+	err := do()
+	obs.DurableWrite(time.Since(began))
+	return err
 }
 
 // timedAttempt is attempt, its duration reported to obs (when not nil).
 func (w *write) timedAttempt(obs observe.Observer, j *state.Journal, a *state.Archive, s *state.Store, segment int64) error {
-	if obs == nil {
-		return w.attempt(j, a, s, segment)
-	}
-	began := time.Now()
-	err := w.attempt(j, a, s, segment)
-	obs.DurableWrite(time.Since(began))
-	return err
+	return timed(obs, func() error { return w.attempt(j, a, s, segment) })
 }
 
 // attempt does what is left of w; it runs on a writer goroutine.
@@ -220,16 +323,54 @@ func (w *write) attempt(j *state.Journal, a *state.Archive, s *state.Store, segm
 	if cp == nil {
 		return nil
 	}
-	if !cp.archDone {
-		if err := a.AppendEncoded(cp.archived); err != nil {
+	// The being's checkpoints are written one at a time, in order: the
+	// archive is appended to in the order of the conversation.
+	cp.lock.Lock()
+	if cp.background {
+		// Only the rotation is ordered against the being's next steps;
+		// the rest is written after the being is told (Being.run), which
+		// unlocks.
+		if err := rotateIfLong(j, segment); err != nil {
+			cp.lock.Unlock()
 			return err
 		}
+		return nil
+	}
+	defer cp.lock.Unlock()
+	if err := rotateIfLong(j, segment); err != nil {
+		return err
+	}
+	return cp.write(a, s)
+}
+
+// rotateIfLong starts a new journal segment when the current one grew
+// past segment bytes (0: never). It is called only for a checkpoint
+// that includes every event so far.
+func rotateIfLong(j *state.Journal, segment int64) error {
+	if segment > 0 && j.Size() > segment {
+		return j.Rotate()
+	}
+	return nil
+}
+
+// write does what is left of the checkpoint: the archived messages,
+// then state.json. The caller holds cp.lock.
+//
+// The messages go to the archive through the being's backlog: a
+// background checkpoint whose append failed may be overtaken by the
+// next checkpoint (written in the slot while the failed one still held
+// the lock), and that one, which no longer carries those messages, must
+// append them first, in order, before its state.json drops them.
+func (cp *checkpoint) write(a *state.Archive, s *state.Store) error {
+	if !cp.archDone {
+		cp.backlog.messages = append(cp.backlog.messages, cp.archived...)
 		cp.archDone = true
 	}
-	if segment > 0 && j.Size() > segment {
-		if err := j.Rotate(); err != nil {
+	if len(cp.backlog.messages) > 0 {
+		if err := a.AppendEncoded(cp.backlog.messages); err != nil {
 			return err
 		}
+		cp.backlog.messages = nil
 	}
 	if cp.data == nil {
 		data, err := cp.encode()
@@ -240,7 +381,12 @@ func (w *write) attempt(j *state.Journal, a *state.Archive, s *state.Store, segm
 		}
 		cp.data = data
 	}
-	return s.WriteState(cp.data)
+	if err := s.WriteCheckpoint(cp.data, cp.generation); err != nil {
+		return err
+	}
+	state.Recycle(cp.data)
+	cp.data = nil
+	return nil
 }
 
 // handleWriteDone applies a write that succeeded, or holds a failed one
@@ -278,12 +424,7 @@ func (b *Being) handleWriteDone(ctx actor.Context, msg writeDone) {
 // holdWrite logs the failure (once per attempt) and tries again after a
 // backoff that doubles from 1 s to 5 min.
 func (b *Being) holdWrite(ctx actor.Context, w *write) {
-	if !b.storage.failing {
-		b.storage = storageFault{failing: true, since: b.opts.clock()}
-	}
-	b.storage.attempts++
-	b.storage.last = w.err.Error()
-	b.log.Warn("storage unavailable: "+w.err.Error(), "attempt", b.storage.attempts)
+	b.storageFailed(w.err)
 	delay := storageRetryFirst << min(w.attempts-1, 20)
 	if delay > storageRetryMax || delay <= 0 {
 		delay = storageRetryMax
@@ -333,6 +474,16 @@ func (b *Being) dropHeldWrite() bool {
 	b.write = nil
 	b.log.Error("a step held for storage was given up", "attempts", b.storage.attempts, "err", b.storage.last)
 	return true
+}
+
+// storageFailed counts and logs one failed attempt of a durable write.
+func (b *Being) storageFailed(err error) {
+	if !b.storage.failing {
+		b.storage = storageFault{failing: true, since: b.opts.clock()}
+	}
+	b.storage.attempts++
+	b.storage.last = err.Error()
+	b.log.Warn("storage unavailable: "+err.Error(), "attempt", b.storage.attempts)
 }
 
 // storageFault is what the being knows of a storage failure in progress.

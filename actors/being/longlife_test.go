@@ -2,6 +2,7 @@ package being_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,9 +24,12 @@ const longLifeCycles = 1500
 // life against its rate in its first cycles. A zero-latency in-process Brama
 // answers round 1 of every cycle with a memory call and round 2 with a plain
 // reply; built-in tools only; the default window of 200 messages. The being
-// lives longLifeCycles cycles whatever b.N is (run it with -benchtime 1x);
-// the metrics are the round rates of the first and the last 100 cycles and
-// their ratio.
+// lives longLifeCycles cycles whatever b.N is (run it with -benchtime 1x).
+// Its round rate is sampled every 10 cycles; early-rounds/s and
+// late-rounds/s are the medians of the ten samples of the first and of
+// the last 100 cycles, late/early their ratio (a stall of the shared disk
+// or CPU in one sample moves a median little), and late/early-whole the
+// ratio of the two windows' whole rates.
 //
 // "recall" leaves the mind as it is, so the ratio shows what the runtime
 // itself carries as the being ages (the window keeps it near 1 while the
@@ -57,23 +61,23 @@ func BenchmarkLongLife(b *testing.B) {
 }
 
 func benchmarkLongLife(b *testing.B, tool string, args func(n int) string, mind func(*state.Being)) {
-	srv := bramatest.Start(b, bramatest.Config{Secret: []byte(testSecret), DiscardRequests: true})
-	const window = 100 // cycles measured at each end
+	srv := bramatest.Start(b, bramatest.Config{Secret: []byte(testSecret), DiscardRequests: true, SkimRequests: true})
+	const (
+		window = 100 // cycles measured at each end
+		chunk  = 10  // cycles per rate sample
+	)
 	var (
 		mu       sync.Mutex
 		served   int
-		stamps   = map[int]time.Time{}
+		stamps   = map[int]time.Time{} // at the first request of every chunk, and after the last
 		finished = make(chan struct{})
 	)
-	marks := []int{1, 2 * window, 2*(longLifeCycles-window) + 1, 2 * longLifeCycles}
 	srv.SetHandler(func(*bramatest.Request) bramatest.Reply {
 		mu.Lock()
 		served++
 		n := served
-		for _, m := range marks {
-			if n == m {
-				stamps[n] = time.Now()
-			}
+		if (n-1)%(2*chunk) == 0 || n == 2*longLifeCycles {
+			stamps[n] = time.Now()
 		}
 		mu.Unlock()
 		if n == 2*longLifeCycles {
@@ -108,12 +112,29 @@ func benchmarkLongLife(b *testing.B, tool string, args func(n int) string, mind 
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	rate := func(from, to int) float64 {
-		return float64(to-from) / stamps[to].Sub(stamps[from]).Seconds()
+	// A request's number is 2 per cycle: cycle c's first request is
+	// 2c-1. The last stamp is the last request, one round short of a
+	// chunk's end, so the last chunk counts one round fewer.
+	at := func(cycle int) (int, time.Time) {
+		n := min(2*cycle+1, 2*longLifeCycles)
+		return n, stamps[n]
 	}
-	early := rate(marks[0], marks[1])
-	late := rate(marks[2], marks[3])
+	rate := func(from, to int) float64 {
+		n0, t0 := at(from)
+		n1, t1 := at(to)
+		return float64(n1-n0) / t1.Sub(t0).Seconds()
+	}
+	median := func(from int) float64 {
+		var rates []float64
+		for c := from; c < from+window; c += chunk {
+			rates = append(rates, rate(c, c+chunk))
+		}
+		slices.Sort(rates)
+		return (rates[len(rates)/2-1] + rates[len(rates)/2]) / 2
+	}
+	early, late := median(0), median(longLifeCycles-window)
 	b.ReportMetric(early, "early-rounds/s")
 	b.ReportMetric(late, "late-rounds/s")
 	b.ReportMetric(late/early, "late/early")
+	b.ReportMetric(rate(longLifeCycles-window, longLifeCycles)/rate(0, window), "late/early-whole")
 }

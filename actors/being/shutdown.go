@@ -260,6 +260,13 @@ func (b *Being) finalSave(ctx actor.Context) {
 // stopped ends the being: files closed, the parent told. Warnings still
 // queued (storage came back during the final save) are journaled first.
 func (b *Being) stopped(ctx actor.Context) {
+	if b.background != nil {
+		// A cycle-end checkpoint still writes state.json: the being ends
+		// when it has landed (handleCheckpointDone), so nothing of it
+		// writes after the stop.
+		b.stopAfterCheckpoint = true
+		return
+	}
 	if len(b.warnings) > 0 && b.booted && b.write == nil && b.journal != nil && !b.givingUpOnStorage() {
 		b.commit(ctx, nil, b.stopped)
 		return

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -213,4 +214,37 @@ func TestOpenAICompatibleMode(t *testing.T) {
 	none := Start(t, Config{Auth: "none"})
 	require.Equal(t, 400, request(http.MethodGet, none.URL+"/models", "Bearer anything", "").StatusCode)
 	require.Equal(t, 200, request(http.MethodGet, none.URL+"/models", "", "").StatusCode)
+}
+
+// TestSkimRequests: a skimming server answers a well-shaped completion
+// request and refuses with 400 a body without a completion's shape.
+func TestSkimRequests(t *testing.T) {
+	tests := []struct {
+		name   string
+		body   string
+		status int
+	}{
+		{"well shaped", body, 200},
+		{"tool messages", `{"model":"m","messages":[{"role":"system","content":"s"},{"role":"tool","tool_call_id":"a","content":"{}"}]}`, 200},
+		{"not JSON", `{"model":"m","messages":[`, 400},
+		{"no model", `{"messages":[{"role":"user","content":"hi"}]}`, 400},
+		{"no messages", `{"model":"m","messages":[]}`, 400},
+		{"message without role", `{"model":"m","messages":[{"content":"hi"}]}`, 400},
+		{"message not an object", `{"model":"m","messages":["hi"]}`, 400},
+		{"messages not an array", `{"model":"m","messages":{"role":"user"}}`, 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Start(t, Config{Secret: secret, SkimRequests: true})
+			s.SetHandler(func(r *Request) Reply {
+				assert.Nil(t, r.Completion, "a skimming server decodes no messages")
+				return TextReply("ok", Usage(1, 1))
+			})
+			status, got := post(t, s, secret, "agent-1", time.Now().Unix(), tt.body, nil)
+			require.Equal(t, tt.status, status, got)
+			if tt.status == 400 {
+				require.JSONEq(t, `{"error":{"message":"body is not a completion request"}}`, got)
+			}
+		})
+	}
 }

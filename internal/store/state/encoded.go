@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/wisent/singularity/internal/wire/chat"
 )
@@ -138,6 +139,24 @@ func (b *Being) appendEncoded(raw json.RawMessage) {
 	start := len(b.arena)
 	b.arena = append(b.arena, raw...)
 	b.Encoded = append(b.Encoded, b.arena[start:len(b.arena):len(b.arena)])
+}
+
+// OwnSlices gives b slices of its own in place of those it shares with
+// the Being it was copied from, so that b can be encoded on one goroutine
+// while the other goes on living (Apply) on another. Elements are copied
+// shallowly: strings, amounts and encoded messages never change in place.
+func (b *Being) OwnSlices() {
+	b.Mind.Rules = slices.Clone(b.Mind.Rules)
+	b.Mind.Learnings = slices.Clone(b.Mind.Learnings)
+	b.Mind.Memories = slices.Clone(b.Mind.Memories)
+	b.Mind.Children = slices.Clone(b.Mind.Children)
+	b.Conversation = slices.Clone(b.Conversation)
+	b.RecentActions = slices.Clone(b.RecentActions)
+	b.CreatedResources.ChatIDs = slices.Clone(b.CreatedResources.ChatIDs)
+	b.CreatedResources.MessageIDs = slices.Clone(b.CreatedResources.MessageIDs)
+	b.Grants = slices.Clone(b.Grants)
+	b.Encoded = slices.Clone(b.Encoded)
+	b.arena = nil
 }
 
 // Held reports whether the conversation is held encoded (HoldEncoded).

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"github.com/wisent/singularity/supervision"
@@ -36,6 +37,10 @@ const tempPattern = "." + StateFile + ".*.tmp"
 type Store struct {
 	dir   string
 	fault Fault
+	// checkpointMu makes WriteCheckpoint one at a time; written is the
+	// generation of the checkpoint last written.
+	checkpointMu sync.Mutex
+	written      uint64
 }
 
 // Fault is a test's hook on durable writes: asked before each write with
@@ -214,6 +219,25 @@ func (s *Store) Save(b *Being) error {
 // WriteState replaces state.json atomically with data, a state already
 // encoded by Encode (see Save).
 func (s *Store) WriteState(data []byte) error { return s.writeAtomic(data, false) }
+
+// WriteCheckpoint is WriteState for the checkpoints of a being that goes
+// on while one is written (docs/state.md#the-journal): they are written one
+// at a time, and a checkpoint of an earlier generation than the one last
+// written is skipped (reported as written), so state.json never goes
+// back to an older checkpoint. Generations only order the checkpoints of
+// one Store.
+func (s *Store) WriteCheckpoint(data []byte, generation uint64) error {
+	s.checkpointMu.Lock()
+	defer s.checkpointMu.Unlock()
+	if generation < s.written {
+		return nil
+	}
+	if err := s.writeAtomic(data, false); err != nil {
+		return err
+	}
+	s.written = generation
+	return nil
+}
 
 // Create writes b as the first state.json of the directory. Unlike Save
 // it refuses to replace an existing state, even one created by a racing
