@@ -119,7 +119,7 @@ var _ actor.Actor = (*Being)(nil)
 // state, and anything else escalates.
 func Props(opts Options) *actor.Props {
 	strategy := supervision.ForBeingChildren(supervision.BeingChildrenConfig{})
-	return actor.PropsFromProducer(func() actor.Actor { return New(opts) }, actor.WithSupervisor(strategy))
+	return actor.PropsFromProducer(func() actor.Actor { return New(opts) }, actor.WithSupervisor(strategy), actor.WithDispatcher(mailboxes))
 }
 
 // New returns a being actor; it loads its state when it starts.
