@@ -22,7 +22,8 @@ const longLifeCycles = 1500
 // BenchmarkLongLife measures the long-life target of
 // docs/differences.md#measured-targets: a being's round rate late in a long
 // life against its rate in its first cycles. A zero-latency in-process Brama
-// answers round 1 of every cycle with a memory call and round 2 with a plain
+// (skimming each body, as in BenchmarkRound: a full decode grows with the
+// window, which fills during the early cycles) answers round 1 of every cycle with a memory call and round 2 with a plain
 // reply; built-in tools only; the default window of 200 messages. The being
 // lives longLifeCycles cycles whatever b.N is (run it with -benchtime 1x).
 // Its round rate is sampled every 10 cycles; early-rounds/s and
