@@ -3,6 +3,7 @@ package being_test
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -135,8 +136,9 @@ func TestCycleEndCheckpointInBackground(t *testing.T) {
 }
 
 // TestFailedBackgroundCheckpointIsHeld: a cycle-end state.json that
-// fails in the background is held like any failed write. The being
-// shows storage_unavailable, writes it again before its next step, waits
+// fails in the background is held like any failed write. The step on its
+// way meanwhile lands; the being shows storage_unavailable, writes the
+// checkpoint again before its next step, waits
 // 1 s, then 2 s (the injected clock shows the waits asked for) and asks
 // the model nothing meanwhile; when it lands the being carries on, the
 // failures are journaled as one warning, and a resume finds it whole.
@@ -152,7 +154,23 @@ func TestFailedBackgroundCheckpointIsHeld(t *testing.T) {
 			opts := options(t, being.Run)
 			opts.CycleInterval = 0
 			opts.MaxCycles = 2
-			opts.StorageFault = fault.hook
+			// The background attempt fails while the next cycle's framing
+			// (the journal's fourth write) is on its way: that step lands,
+			// and the failure stays open until the checkpoint does.
+			framing := make(chan struct{})
+			var journalWrites, stateWrites atomic.Int32
+			opts.StorageFault = func(file string) error {
+				switch {
+				case file == state.JournalFile && journalWrites.Add(1) == 4:
+					close(framing)
+				case file == state.StateFile && stateWrites.Add(1) == 2:
+					select {
+					case <-framing:
+					case <-time.After(waitLimit):
+					}
+				}
+				return fault.hook(file)
+			}
 			opts.Clock = clock
 			h := start(t, srv, opts)
 

@@ -172,12 +172,13 @@ func (b *Being) writeCheckpoint(ctx actor.Context, then func(ctx actor.Context))
 }
 
 // writeCheckpointAs is writeCheckpoint; background lets then run as soon
-// as the archive is durable and state.json encoded, while state.json is
-// written (handleCheckpointDone takes the outcome). The journal holds
-// every event the checkpoint includes before it is written, so a
-// checkpoint that is late, or lost to a crash, only makes the next load
-// apply more events. One background checkpoint is in flight at a time;
-// another one asked meanwhile is written in the write slot, after it.
+// as the journal's rotation (when due) is done, while the archive and
+// state.json are written (handleCheckpointDone takes the outcome). The
+// journal holds every event the checkpoint includes before it is
+// written, so a checkpoint that is late, or lost to a crash, only makes
+// the next load apply more events. One background checkpoint is in
+// flight at a time; another one asked meanwhile is written in the write
+// slot, after it.
 func (b *Being) writeCheckpointAs(ctx actor.Context, background bool, then func(ctx actor.Context)) {
 	kept, archived := b.windowed()
 	snapshot := b.snapshotWith(kept)
@@ -404,7 +405,9 @@ func (b *Being) handleWriteDone(ctx actor.Context, msg writeDone) {
 	if b.cycle != nil {
 		b.cycle.waiting = waitNothing
 	}
-	if b.storage.failing {
+	if b.storage.failing && b.heldCheckpoint == nil {
+		// A failed background checkpoint still to be written again keeps
+		// the failure open: its warning counts that attempt too.
 		b.storageRecovered()
 	}
 	w.then(ctx)
