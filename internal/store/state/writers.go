@@ -51,6 +51,17 @@ func (w *Writers) Do(job func()) {
 	w.ready.Signal()
 }
 
+// Backlogged reports whether jobs are waiting for a goroutine: every one
+// is busy. A nil pool (a goroutine per job) never is.
+func (w *Writers) Backlogged() bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.queue) > 0
+}
+
 // Close lets the goroutines finish the queued jobs and waits for them.
 func (w *Writers) Close() {
 	w.mu.Lock()
