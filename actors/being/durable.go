@@ -394,8 +394,7 @@ func (cp *checkpoint) write(a *state.Archive, s *state.Store) error {
 	if err := s.WriteCheckpoint(cp.data, cp.generation); err != nil {
 		return err
 	}
-	state.Recycle(cp.data)
-	cp.data = nil
+	cp.data = nil // the next checkpoint encodes its own
 	return nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sync"
 )
 
 // EncodeCache makes the repeated checkpoints of one being cheaper: a
@@ -15,32 +14,6 @@ type EncodeCache struct {
 	memories map[string]*cachedMemory
 	gen      uint64 // counts Encode calls: an entry not used by the last is dropped
 	size     int    // the length of the last output, the next one's estimate
-}
-
-// checkpointBuffers keeps the buffers of checkpoints written (Recycle)
-// for the next ones, of any being: a being whose mind is full writes a
-// quarter of a megabyte each cycle.
-var checkpointBuffers sync.Pool
-
-// maxRecycled bounds the buffers kept: a larger state allocates its own.
-const maxRecycled = 4 << 20
-
-// Recycle hands back the output of an Encode once it is written; data
-// must not be used afterwards.
-func Recycle(data []byte) {
-	if cap(data) == 0 || cap(data) > maxRecycled {
-		return
-	}
-	data = data[:0]
-	checkpointBuffers.Put(&data)
-}
-
-// buffer is an empty buffer of at least n bytes' capacity.
-func buffer(n int) []byte {
-	if p, ok := checkpointBuffers.Get().(*[]byte); ok && cap(*p) >= n {
-		return (*p)[:0]
-	}
-	return make([]byte, 0, n)
 }
 
 type cachedMemory struct {
@@ -79,7 +52,7 @@ func (c *EncodeCache) Encode(b *Being) ([]byte, error) {
 		c.memories = map[string]*cachedMemory{}
 	}
 	c.gen++
-	buf := bytes.NewBuffer(buffer(max(c.size+c.size/8, len(out)+160*len(b.Mind.Memories))))
+	buf := bytes.NewBuffer(make([]byte, 0, max(c.size+c.size/8, len(out)+160*len(b.Mind.Memories))))
 	buf.Write(out[:at])
 	buf.WriteString(memoriesOpen)
 	for i, m := range b.Mind.Memories {
