@@ -196,7 +196,8 @@ func (b *Being) writeCheckpointAs(ctx actor.Context, background bool, then func(
 	// When the family's writers have jobs waiting, the being waits for its
 	// checkpoint as before: with every writer busy, going on would only
 	// queue more work while holding the next round's request and the
-	// snapshot both (at 10,000 beings, a fifth more heap per being).
+	// snapshot both (at 10,000 beings the heap per being went past its
+	// target of docs/differences.md#measured-targets).
 	background = background && !b.inline && b.background == nil && !b.opts.Writers.Backlogged()
 	if background {
 		snapshot.OwnSlices()
