@@ -203,10 +203,10 @@ func (b *Being) writeCheckpointAs(ctx actor.Context, background bool, then func(
 		snapshot.OwnSlices()
 	}
 	encoder := &b.encoder
-	cp := &checkpoint{archived: archived, kept: kept, seq: seq, updatedAt: snapshot.UpdatedAt, lock: &b.checkpointLock, backlog: &b.archiveBacklog, encode: func() ([]byte, error) {
-		return encoder.Encode(&snapshot)
-	}}
-	cp.background = background
+	cp := &checkpoint{archived: archived, kept: kept, seq: seq, updatedAt: snapshot.UpdatedAt, background: background,
+		lock: &b.checkpointLock, backlog: &b.archiveBacklog, encode: func() ([]byte, error) {
+			return encoder.Encode(&snapshot)
+		}}
 	b.submit(ctx, &write{checkpoint: cp, appended: true, then: func(ctx actor.Context) {
 		b.keepWindow(cp.kept)
 		if cp.background {

@@ -221,11 +221,11 @@ func (s *Store) Save(b *Being) error {
 func (s *Store) WriteState(data []byte) error { return s.writeAtomic(data, false) }
 
 // WriteCheckpoint is WriteState for the checkpoints of a being that goes
-// on while one is written (docs/state.md#the-journal): they are written one
-// at a time, and a checkpoint of an earlier generation than the one last
-// written is skipped (reported as written), so state.json never goes
-// back to an older checkpoint. Generations only order the checkpoints of
-// one Store.
+// on while one is written (docs/state.md#the-cycle-end-checkpoint-in-run):
+// they are written one at a time, and a checkpoint of an earlier
+// generation than the one last written is skipped (reported as
+// written), so state.json never goes back to an older checkpoint.
+// Generations only order the checkpoints of one Store.
 func (s *Store) WriteCheckpoint(data []byte, generation uint64) error {
 	s.checkpointMu.Lock()
 	defer s.checkpointMu.Unlock()
