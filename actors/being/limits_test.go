@@ -26,21 +26,31 @@ import (
 )
 
 // TestFamilySpendLimit: ten beings cycle against a zero-latency gateway
-// under a family limit of 0.01 USD per rolling hour, for twelve simulated
-// hours (docs/money.md#spend-limits). One limiter admits every
-// reservation, so the debits of all ten in any 60-minute window never
-// exceed the limit plus one reservation; the beings that had to wait
-// journaled it, and spending went on in every hour.
+// under a family limit of 0.01 USD per rolling hour until they have been
+// served forty completions, many hours' worth of the limit
+// (docs/money.md#spend-limits). One limiter admits every reservation, so
+// the debits of all ten in any 60-minute window never exceed the limit
+// plus one reservation; the beings that had to wait journaled it, and
+// spending went on hour after hour.
 func TestFamilySpendLimit(t *testing.T) {
 	t.Parallel()
 	const beings = 10
-	// The FastClock runs every wait at once, so waits of several beings
-	// at one instant add up: the span is long enough for many hours of
-	// spending whatever the interleaving.
-	const span = 12 * time.Hour
+	// The test ends on a count of completions, not on an instant: the
+	// FastClock runs every wait at once, so waits of several beings asked
+	// at one instant add up, and how much simulated time passes per
+	// completion depends on the interleaving.
+	const served = 40
 	limit := money.MustParse("0.01")
 	srv := newBrama(t)
+	var count sync.Mutex
+	completions := 0
+	enough := make(chan struct{})
 	srv.SetHandler(func(*bramatest.Request) bramatest.Reply {
+		count.Lock()
+		if completions++; completions == served {
+			close(enough)
+		}
+		count.Unlock()
 		return bramatest.TextReply("nothing to do", bramatest.Usage(1000, 0)) // 0.001 each
 	})
 	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
@@ -88,9 +98,11 @@ func TestFamilySpendLimit(t *testing.T) {
 	require.NoError(t, err)
 
 	select {
-	case <-clock.Reached(start.Add(span)):
+	case <-enough:
 	case <-time.After(waitLimit):
-		t.Fatalf("%v simulated did not pass (clock at %v)", span, clock.Now())
+		count.Lock()
+		defer count.Unlock()
+		t.Fatalf("spending stopped: %d completions of %d by %v simulated", completions, served, clock.Now().Sub(start))
 	}
 	system.Root.Send(pid, messages.StopBeing{})
 	for range beings {
@@ -144,8 +156,12 @@ func TestFamilySpendLimit(t *testing.T) {
 		len(debits), clock.Now().Sub(start).Round(time.Minute), beings, most, limit, reservation, waits)
 	require.LessOrEqual(t, most.Cmp(limit.Add(reservation)), 0, "the family limit held in every 60-minute window")
 	require.Positive(t, waits, "beings waited for the limit")
-	require.Greater(t, len(debits), 10, "more than one hour's worth of the limit was spent: spending went on")
-	require.Greater(t, debits[len(debits)-1].at.Sub(debits[0].at), 3*time.Hour, "spending went on hour after hour")
+	// Every completion served was debited: a stop lets the completion in
+	// flight settle. Forty debits of 0.001 need at least three 60-minute
+	// windows when none holds more than the limit plus a reservation.
+	require.GreaterOrEqual(t, len(debits), served)
+	require.Len(t, debits, len(srv.Completions()), "every completion served was debited")
+	require.Greater(t, debits[len(debits)-1].at.Sub(debits[0].at), 2*time.Hour, "spending went on hour after hour")
 }
 
 // TestThrottledBeing: a being over its own spend limit waits for the
