@@ -1,9 +1,15 @@
 package being_test
 
 import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -14,13 +20,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/actors/brama"
 	"github.com/wisent/singularity/actors/ledger"
+	identitypkg "github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/logging"
 	"github.com/wisent/singularity/internal/metrics"
 	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/builtin"
 	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/internal/wire/mcpwire"
 	"github.com/wisent/singularity/test/bramatest"
 	"github.com/wisent/singularity/test/testkit"
 )
@@ -44,19 +54,33 @@ const benchRounds = 8
 // writes. Allocations are the whole process's: the being, its ledger and
 // Las actors, the gateway and its HTTP client, and the test server.
 //
-// BenchmarkRound/fsync-floor performs exactly those writes alone, with
-// steps of the same size, for comparison in the same run.
-// BenchmarkRound/memory+las+observed is the same round with the family's
-// observers on (docs/debug.md#metrics): the Prometheus metrics with the
-// being label and the narrative log at info, formatted as text and
-// discarded.
+// BenchmarkRound/memory+memory is the same round with a second memory
+// call in place of the Las call and no Las process: the runtime without
+// the round trip to a child. BenchmarkRound/memory+las+observed is the
+// same round with the family's observers on (docs/debug.md#metrics): the
+// Prometheus metrics with the being label and the narrative log at info,
+// formatted as text and discarded.
+//
+// The floors are the parts of a round that the runtime cannot do without,
+// each alone, for comparison in the same run. A round waits for each of
+// them in turn: its tools run only once its completion is durable, and
+// its next request carries only what is durable.
+//   - fsync-floor performs exactly the round's durable writes, with steps
+//     of the same size.
+//   - gateway-floor is the completion exchange with the same test server,
+//     through the Brama client, for a request of the round's size.
+//   - las-floor is the Las call written to the example Las's stdin and
+//     read back, with nothing of the runtime in between.
 func BenchmarkRound(b *testing.B) {
-	b.Run("memory+las", func(b *testing.B) { benchmarkRound(b, nil) })
+	b.Run("memory+las", func(b *testing.B) { benchmarkRound(b, true, nil) })
+	b.Run("memory+memory", func(b *testing.B) { benchmarkRound(b, false, nil) })
 	b.Run("memory+las+observed", func(b *testing.B) {
 		log := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
-		benchmarkRound(b, observe.Tee(metrics.New(metrics.Options{PerBeing: true}), logging.NewNarrator(log)))
+		benchmarkRound(b, true, observe.Tee(metrics.New(metrics.Options{PerBeing: true}), logging.NewNarrator(log)))
 	})
 	b.Run("fsync-floor", benchmarkFloor)
+	b.Run("gateway-floor", benchmarkGatewayFloor)
+	b.Run("las-floor", benchmarkLasFloor)
 	b.Run("reservation", benchmarkReservation)
 }
 
@@ -81,7 +105,10 @@ func benchmarkReservation(b *testing.B) {
 	}
 }
 
-func benchmarkRound(b *testing.B, obs observe.Observer) {
+// benchmarkRound runs the round benchmark; the second call of every
+// round goes to the example Las when withLas, else it is a second memory
+// recall.
+func benchmarkRound(b *testing.B, withLas bool, obs observe.Observer) {
 	b.ReportAllocs()
 	srv := bramatest.Start(b, bramatest.Config{Secret: []byte(testSecret), DiscardRequests: true, SkimRequests: true})
 	var (
@@ -91,16 +118,21 @@ func benchmarkRound(b *testing.B, obs observe.Observer) {
 		release  = make(chan struct{})
 		finished = make(chan struct{})
 	)
-	calls := func(n int) []chat.ToolCall {
-		return []chat.ToolCall{
-			bramatest.Call(fmt.Sprintf("m%d", n), "singularity_memory_recall", `{"query":"market"}`),
-			bramatest.Call(fmt.Sprintf("e%d", n), "echo__echo", `{"message":"hello"}`),
-		}
+	second := bramatest.Call("", "singularity_memory_recall", `{"query":"hello"}`)
+	if withLas {
+		second = bramatest.Call("", "echo__echo", `{"message":"hello"}`)
 	}
-	srv.SetHandler(func(*bramatest.Request) bramatest.Reply {
+	calls := func(n int) []chat.ToolCall {
+		echo := second
+		echo.ID = fmt.Sprintf("e%d", n)
+		return []chat.ToolCall{bramatest.Call(fmt.Sprintf("m%d", n), "singularity_memory_recall", `{"query":"market"}`), echo}
+	}
+	largest := 0
+	srv.SetHandler(func(r *bramatest.Request) bramatest.Reply {
 		mu.Lock()
 		served++
 		n := served
+		largest = max(largest, len(r.Body))
 		mu.Unlock()
 		switch n {
 		case 1:
@@ -115,7 +147,9 @@ func benchmarkRound(b *testing.B, obs observe.Observer) {
 	opts := options(b, being.Run)
 	opts.StorageFault = writes.hook
 	opts.Observer = obs
-	withExampleLas(b, &opts, `{}`)
+	if withLas {
+		withExampleLas(b, &opts, `{}`)
+	}
 	opts.MaxToolRounds = benchRounds
 	opts.ContextMessages = 4*benchRounds + 2
 	opts.ShutdownGrace = 50 * time.Millisecond
@@ -151,6 +185,9 @@ func benchmarkRound(b *testing.B, obs observe.Observer) {
 	writes.mu.Unlock()
 	b.ReportMetric(float64(writesAfter-writesBefore)/float64(b.N), "writes/round")
 	h.shutdown()
+	mu.Lock()
+	b.ReportMetric(float64(largest), "request-bytes")
+	mu.Unlock()
 	events := h.journal()
 	st := h.state()
 	require.NoError(b, state.CheckInvariant(st.Budget, events))
@@ -169,21 +206,8 @@ func benchmarkFloor(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "state")
 	id := testkit.Identity()
 	st := being.NewState(id, money.MustParse("10"), "test-model", state.Now())
-	framing := chat.Message{Role: chat.RoleUser, Content: "Begin autonomous cycle 1. Balance: 9.99 USD. Earned: 0 USD. Net profit: -0.01 USD. Current model: test-model. Recent actions: echo__echo:success, singularity_memory_recall:success. Inspect opportunities and choose the next useful action. A plain response ends only this cycle; the being continues living while solvent."}
-	// A conversation the size the round benchmark keeps: one cycle of
-	// benchRounds rounds.
+	framing, cycle := floorConversation()
 	st.Conversation = append(st.Conversation, framing)
-	var cycle []chat.Message
-	for i := range benchRounds {
-		cycle = append(cycle,
-			chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{
-				bramatest.Call(fmt.Sprintf("m%d", i), "singularity_memory_recall", `{"query":"market"}`),
-				bramatest.Call(fmt.Sprintf("e%d", i), "echo__echo", `{"message":"hello"}`),
-			}},
-			chat.Message{Role: chat.RoleTool, ToolCallID: fmt.Sprintf("m%d", i), Name: "singularity_memory_recall", Content: `{"chat_id":null,"content":{"memories":[]},"error_code":null,"message_id":null,"status":"success"}`},
-			chat.Message{Role: chat.RoleTool, ToolCallID: fmt.Sprintf("e%d", i), Name: "echo__echo", Content: `{"chat_id":null,"content":{"content":[{"type":"text","text":"{\"message\":\"hello\"}"}],"structuredContent":{"message":"hello"}},"error_code":null,"message_id":null,"status":"success"}`},
-		)
-	}
 	st.Conversation = append(st.Conversation, cycle...)
 	store, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) { return st, nil })
 	require.NoError(b, err)
@@ -226,6 +250,135 @@ func benchmarkFloor(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(data)), "state-bytes")
+}
+
+// floorConversation is a conversation the size the round benchmark
+// keeps: the framing and one cycle of benchRounds rounds.
+func floorConversation() (framing chat.Message, cycle []chat.Message) {
+	framing = chat.Message{Role: chat.RoleUser, Content: "Begin autonomous cycle 1. Balance: 9.99 USD. Earned: 0 USD. Net profit: -0.01 USD. Current model: test-model. Recent actions: echo__echo:success, singularity_memory_recall:success. Inspect opportunities and choose the next useful action. A plain response ends only this cycle; the being continues living while solvent."}
+	for i := range benchRounds {
+		cycle = append(cycle,
+			chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{
+				bramatest.Call(fmt.Sprintf("m%d", i), "singularity_memory_recall", `{"query":"market"}`),
+				bramatest.Call(fmt.Sprintf("e%d", i), "echo__echo", `{"message":"hello"}`),
+			}},
+			chat.Message{Role: chat.RoleTool, ToolCallID: fmt.Sprintf("m%d", i), Name: "singularity_memory_recall", Content: `{"chat_id":null,"content":{"memories":[]},"error_code":null,"message_id":null,"status":"success"}`},
+			chat.Message{Role: chat.RoleTool, ToolCallID: fmt.Sprintf("e%d", i), Name: "echo__echo", Content: `{"chat_id":null,"content":{"content":[{"type":"text","text":"{\"message\":\"hello\"}"}],"structuredContent":{"message":"hello"}},"error_code":null,"message_id":null,"status":"success"}`},
+		)
+	}
+	return framing, cycle
+}
+
+// benchmarkGatewayFloor is the completion exchange of the round
+// benchmark alone: the Brama client encodes, signs and sends a request
+// of the size of memory+memory's (the built-in catalogue, a system
+// message and the conversation floorConversation keeps; the Las
+// catalogue and results make memory+las's larger) to the same
+// in-process test server, which verifies and skims it and answers with
+// the round's two tool calls, and the client checks the answer. A round
+// cannot cost less than this plus its durable writes (fsync-floor): its
+// next request may carry only what is durable
+// (docs/state.md#the-journal).
+func benchmarkGatewayFloor(b *testing.B) {
+	b.ReportAllocs()
+	srv := bramatest.Start(b, bramatest.Config{Secret: []byte(testSecret), DiscardRequests: true, SkimRequests: true})
+	largest := 0
+	var mu sync.Mutex
+	srv.SetHandler(func(r *bramatest.Request) bramatest.Reply {
+		mu.Lock()
+		largest = max(largest, len(r.Body))
+		mu.Unlock()
+		return bramatest.ToolCallsReply(bramatest.Usage(120, 30),
+			bramatest.Call("m1", "singularity_memory_recall", `{"query":"market"}`),
+			bramatest.Call("e1", "echo__echo", `{"message":"hello"}`))
+	})
+	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: identitypkg.NewSecret([]byte(testSecret)), Timeout: waitLimit})
+	require.NoError(b, err)
+	framing, cycle := floorConversation()
+	var window []json.RawMessage
+	for _, m := range append([]chat.Message{framing}, cycle...) {
+		raw, err := json.Marshal(m)
+		require.NoError(b, err)
+		window = append(window, raw)
+	}
+	tools := builtin.Definitions()
+	encodedTools, err := json.Marshal(tools)
+	require.NoError(b, err)
+	params := brama.Params{
+		AgentID:      testkit.Identity().AgentID,
+		Model:        "test-model",
+		Messages:     []chat.Message{{Role: chat.RoleSystem, Content: strings.Repeat("You are Ada, an autonomous digital being. ", 54)}},
+		Encoded:      window,
+		Tools:        tools,
+		ToolsEncoded: encodedTools,
+		MaxTokens:    2048,
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := client.Complete(ctx, params); err != nil {
+			b.Fatal(err)
+		}
+	}
+	mu.Lock()
+	b.ReportMetric(float64(largest), "request-bytes")
+	mu.Unlock()
+}
+
+// benchmarkLasFloor is the round benchmark's Las call alone: one
+// tools/call of echo__echo written to the example Las's stdin and
+// its answer read from its stdout, after the handshake, with nothing of
+// the runtime in between.
+func benchmarkLasFloor(b *testing.B) {
+	dir := b.TempDir()
+	entry := filepath.Join(dir, "las.json")
+	require.NoError(b, os.WriteFile(entry, []byte(`{}`), 0o600))
+	cmd := exec.Command(testkit.ExampleLas(b), entry)
+	cmd.Env = []string{}
+	stdin, err := cmd.StdinPipe()
+	require.NoError(b, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(b, err)
+	require.NoError(b, cmd.Start())
+	b.Cleanup(func() {
+		// The example Las ends at the end of its input; one that does not
+		// is killed.
+		_ = stdin.Close()
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(waitLimit):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	lines := bufio.NewReader(stdout)
+	// exchange writes one request and reads lines up to its answer.
+	exchange := func(id int, method string, params any) {
+		frame, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		require.NoError(b, err)
+		_, err = stdin.Write(append(frame, '\n'))
+		require.NoError(b, err)
+		want := []byte(fmt.Sprintf(`"id":%d`, id))
+		for {
+			line, err := lines.ReadBytes('\n')
+			require.NoError(b, err)
+			if bytes.Contains(line, want) {
+				if bytes.Contains(line, []byte(`"error"`)) {
+					b.Fatalf("%s refused: %s", method, line)
+				}
+				return
+			}
+		}
+	}
+	exchange(0, mcpwire.MethodInitialize, mcpwire.NewInitializeParams("bench", testkit.Identity().AgentID))
+	_, err = stdin.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"))
+	require.NoError(b, err)
+	call := map[string]any{"name": "echo__echo", "arguments": map[string]string{"message": "hello"}}
+	b.ReportAllocs()
+	for i := 1; b.Loop(); i++ {
+		exchange(i, mcpwire.MethodToolsCall, call)
+	}
 }
 
 // BenchmarkObservers is the observers' own cost for one round of
