@@ -123,9 +123,9 @@ func benchmarkRound(b *testing.B, withLas bool, obs observe.Observer) {
 		second = bramatest.Call("", "echo__echo", `{"message":"hello"}`)
 	}
 	calls := func(n int) []chat.ToolCall {
-		echo := second
-		echo.ID = fmt.Sprintf("e%d", n)
-		return []chat.ToolCall{bramatest.Call(fmt.Sprintf("m%d", n), "singularity_memory_recall", `{"query":"market"}`), echo}
+		then := second
+		then.ID = fmt.Sprintf("e%d", n)
+		return []chat.ToolCall{bramatest.Call(fmt.Sprintf("m%d", n), "singularity_memory_recall", `{"query":"market"}`), then}
 	}
 	largest := 0
 	srv.SetHandler(func(r *bramatest.Request) bramatest.Reply {
