@@ -43,8 +43,8 @@ const benchRounds = 8
 
 // BenchmarkRound measures the runtime's own cost of one model round: a
 // zero-latency Brama (the in-process test server, which verifies the
-// signature and skims the body's shape rather than decoding every
-// message, as a remote gateway costs the machine nothing) answers every request
+// signature and skims the body's shape rather than decoding every message,
+// as a remote gateway costs the machine nothing) answers every request
 // with one built-in memory call and one Las call (the example Las's
 // echo__echo, a real child process), and the being runs them with every
 // durable write of docs/state.md#the-journal: one journal step for the
@@ -352,11 +352,16 @@ func benchmarkLasFloor(b *testing.B) {
 			<-exited
 		}
 	})
-	lines := bufio.NewReader(stdout)
+	// The pipe's reads have a deadline, so a Las that stops answering
+	// fails the benchmark instead of hanging it.
+	pipe, ok := stdout.(*os.File)
+	require.True(b, ok, "the Las's stdout is a pipe")
+	lines := bufio.NewReader(pipe)
 	// exchange writes one request and reads lines up to its answer.
 	exchange := func(id int, method string, params any) {
 		frame, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 		require.NoError(b, err)
+		require.NoError(b, pipe.SetReadDeadline(time.Now().Add(waitLimit)))
 		_, err = stdin.Write(append(frame, '\n'))
 		require.NoError(b, err)
 		want := []byte(fmt.Sprintf(`"id":%d`, id))

@@ -138,9 +138,9 @@ func TestCycleEndCheckpointInBackground(t *testing.T) {
 // TestFailedBackgroundCheckpointIsHeld: a cycle-end state.json that
 // fails in the background is held like any failed write. The step on its
 // way meanwhile lands; the being shows storage_unavailable, writes the
-// checkpoint again before its next step, waits
-// 1 s, then 2 s (the injected clock shows the waits asked for) and asks
-// the model nothing meanwhile; when it lands the being carries on, the
+// checkpoint again before its next step, waits 1 s, then 2 s (the
+// injected clock shows the waits asked for) and asks the model nothing
+// meanwhile; when it lands the being carries on, the
 // failures are journaled as one warning, and a resume finds it whole.
 func TestFailedBackgroundCheckpointIsHeld(t *testing.T) {
 	t.Parallel()

@@ -18,7 +18,11 @@ func TestWarmPoolRunsEveryRun(t *testing.T) {
 	busy, release := make(chan struct{}), make(chan struct{})
 	ran := make(chan int, 4)
 	p.Schedule(func() { close(busy); <-release; ran <- 1 })
-	<-busy
+	select {
+	case <-busy:
+	case <-time.After(5 * time.Second):
+		require.FailNow(t, "the first run never began")
+	}
 	p.Schedule(func() { ran <- 2 }) // the first goroutine is busy: a goroutine of its own
 	require.Equal(t, 2, receive(t, ran))
 	close(release)

@@ -20,17 +20,18 @@ import (
 const longLifeCycles = 1500
 
 // BenchmarkLongLife measures the long-life target of
-// docs/differences.md#measured-targets: a being's round rate late in a long
-// life against its rate in its first cycles. A zero-latency in-process Brama
-// (skimming each body, as in BenchmarkRound: a full decode grows with the
-// window, which fills during the early cycles) answers round 1 of every cycle with a memory call and round 2 with a plain
-// reply; built-in tools only; the default window of 200 messages. The being
-// lives longLifeCycles cycles whatever b.N is (run it with -benchtime 1x).
-// Its round rate is sampled every 10 cycles; early-rounds/s and
-// late-rounds/s are the medians of the ten samples of the first and of
-// the last 100 cycles, late/early their ratio (a stall of the shared disk
-// or CPU in one sample moves a median little), and late/early-whole the
-// ratio of the two windows' whole rates.
+// docs/differences.md#measured-targets: a being's round rate late in a
+// long life against its rate in its first cycles. A zero-latency
+// in-process Brama (skimming each body, as in BenchmarkRound: a full
+// decode grows with the window, which fills during the early cycles)
+// answers round 1 of every cycle with a memory call and round 2 with a
+// plain reply; built-in tools only; the default window of 200 messages.
+// The being lives longLifeCycles cycles whatever b.N is (run it with
+// -benchtime 1x). Its round rate is sampled every 10 cycles;
+// early-rounds/s and late-rounds/s are the medians of the ten samples of
+// the first and of the last 100 cycles, late/early their ratio (a stall of
+// the shared disk or CPU in one sample moves a median little), and
+// late/early-whole the ratio of the two windows' whole rates.
 //
 // "recall" leaves the mind as it is, so the ratio shows what the runtime
 // itself carries as the being ages (the window keeps it near 1 while the
