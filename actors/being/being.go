@@ -2,21 +2,27 @@
 // by cycle (docs/cycle.md#anatomy-of-a-cycle). It is the single writer of its
 // state directory, the parent of its ledger, its Las actor and the child
 // beings it spawns, and a client of the family's brama gateway. Every step of
-// a cycle that waits on another actor continues by message (ReenterAfter), so
+// a cycle that waits on another actor continues by message, so
 // the mailbox is never blocked on Brama or Las: the debug endpoint and stop
 // requests are served while a model call is in flight.
+//
+// The being is a state machine over typed events (phase.go): its durable
+// writes go to its durable-step engine (internal/durable), which answers
+// Committed or Checkpointed with the tag of what follows (steps.go); its
+// asks to other actors and its jobs on worker goroutines answer with a
+// reply of a named kind (replies.go). No step keeps a continuation.
 package being
 
 import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/wisent/singularity/actors/ledger"
+	"github.com/wisent/singularity/internal/durable"
 	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
@@ -27,88 +33,86 @@ import (
 	"github.com/wisent/singularity/supervision"
 )
 
-// Being is the actor. Create it with Props.
+// Being is the actor. Create it with Props. Its fields are grouped by
+// concern; the cycle in progress, a shutdown in progress and the boot's
+// repair of the family live in values of their own (cycleRun, stopping,
+// booting) that exist only while they run.
 type Being struct {
 	opts Options
 	log  *slog.Logger
 	// me names the being to the observer (set once the state is loaded).
 	me observe.Being
 
-	store   *state.Store
-	journal *state.Journal
-	archive *state.Archive
-	st      *state.Being
+	// engine makes the being's steps durable and owns its files; st is
+	// the state as applied (every event of it durable).
+	engine *durable.Engine
+	st     *state.Being
 
-	ledger *actor.PID
-	las    *actor.PID
-	// link is what the being knows of its Las; lasTools is the Las part
-	// of the catalogue, offered while link is lasUp.
-	link     lasLink
-	lasTools []chat.Tool
-	// lasReason is the reason of Las's last restart (docs/las.md#las-at-boot).
-	lasReason string
-	catalog   *catalogView
+	ledger  *actor.PID
+	las     lasSide
+	catalog *catalogView
+	tools   *builtin.Tools
 
 	children []*childRef
 
 	// phase is where the being is in its life (phase.go); cycle is set
-	// while a cycle runs, stop from the first stop request on.
+	// while a cycle runs, stop from the first stop request on, boot
+	// while the boot repairs the family.
 	phase phase
 	cycle *cycleRun
 	stop  *stopping
-	// epoch invalidates continuations of work abandoned at shutdown or
-	// by a crash.
-	epoch uint64
-	// stopTick cancels the sleep before the next cycle; tickDeferred is a
-	// tick that came while a write was in flight.
-	stopTick     func() bool
-	tickDeferred bool
-
-	tools *builtin.Tools
-
-	// write is the durable write in flight or held for storage (nil when
-	// none); warnings wait to be journaled with the next step.
-	write        *write
-	nextWrite    uint64
-	warnings     []state.Event
-	storage      storageFault
-	checkpointed uint64 // the seq the last checkpoint includes
-	encoder      state.EncodeCache
-	// background is the cycle-end checkpoint whose state.json is being
-	// written while the being goes on; heldCheckpoint is one that failed,
-	// written before the next step; stopAfterCheckpoint is a stop that
-	// waits for background to land.
-	background          *checkpoint
-	heldCheckpoint      *checkpoint
-	stopAfterCheckpoint bool
-	checkpointLock      sync.Mutex
-	archiveBacklog      archiveBacklog
+	boot  *booting
 	// booted is set once the boot step is durable: only then may the
 	// being write (a refused boot leaves its directory as it was).
 	booted bool
-	// failedCycles counts consecutive cycles that ended in an error: the
-	// wait before the next doubles with each (docs/cycle.md#storage-faults).
-	failedCycles int
+	// epoch invalidates replies to work abandoned at shutdown or by a
+	// crash.
+	epoch uint64
+	next  schedule
 
+	health health
+	purse  purse
+}
+
+// lasSide is what the being knows of its Las actor: its pid, the link
+// (phase.go), the Las part of the catalogue (offered while the link is
+// lasUp) and the reason of its last restart (docs/las.md#las-at-boot).
+type lasSide struct {
+	pid    *actor.PID
+	link   lasLink
+	tools  []chat.Tool
+	reason string
+}
+
+// schedule is what lies between two cycles: the timer of the next tick
+// (or of the spend limiter's retry), a tick that came while a write was
+// in flight, the count of consecutive cycles that ended in an error (the
+// wait before the next doubles with each, docs/cycle.md#storage-faults),
+// and the report of the cycle whose end is being written.
+type schedule struct {
+	cancel   func() bool
+	deferred bool
+	failed   int
+	ended    *cycleEnd
+}
+
+// health is what the supervisor told of the being's restarts.
+type health struct {
 	restarts    int
 	lastFailure string
+}
 
-	// lastReservation is the reservation of the last completion, the
-	// estimate of the next one's; throttled is set while a spend limit
-	// makes the being wait, admitAgain is what its retry timer resumes.
-	lastReservation money.Amount
-	throttled       bool
-	// departedHeld and departedEarned add up the money of children that
-	// stopped (BeingStopped), which the family ledger still counts.
+// purse is the being's money besides its budget: the reservation of the
+// last completion (the estimate of the next one's), whether a spend
+// limit makes it wait, whether the balance could not pay for the
+// smallest completion (exhausted even with remaining above zero), and
+// the money of children that stopped (BeingStopped), which the family
+// ledger still counts.
+type purse struct {
+	lastReservation              money.Amount
+	throttled                    bool
+	exhausted                    bool
 	departedHeld, departedEarned money.Amount
-	// exhausted is set once the balance could not pay for the smallest
-	// completion: the being is exhausted even with remaining above zero.
-	exhausted  bool
-	admitAgain func(ctx actor.Context)
-
-	// inline makes durable writes run on the caller's goroutine and
-	// continue at once: tests that drive the handlers one by one set it.
-	inline bool
 }
 
 var _ actor.Actor = (*Being)(nil)
@@ -133,29 +137,28 @@ func New(opts Options) *Being {
 
 // incarnations numbers every being value ever made. A restarted being is
 // a new value under the same PID, and its predecessor may still post
-// ticks (its continuations run until the supervisor's backoff ends): the
+// ticks (its replies run until the supervisor's backoff ends): the
 // epoch of each incarnation starts in its own range so that none of them
 // is mistaken for the new incarnation's own.
 var incarnations atomic.Uint64
 
 // onPanic marks a crashed incarnation before the panic reaches the
 // supervisor: until the restart (which waits out the backoff) protoactor
-// still runs continuations of this incarnation, and they must do nothing
-// — no tool call, no save — so the successor starts from the saved state.
+// still runs replies of this incarnation, and they must do nothing — no
+// tool call, no save — so the successor starts from the saved state.
 func (b *Being) onPanic() {
 	if r := recover(); r != nil {
 		b.epoch++
-		if b.stopTick != nil {
-			b.stopTick()
-		}
-		if b.storage.cancel != nil {
-			b.storage.cancel()
+		b.cancelTimer()
+		if b.engine != nil {
+			b.engine.Cancel()
 		}
 		panic(r)
 	}
 }
 
-// tick starts the next cycle; gen ties it to the timer that sent it.
+// tick starts the next cycle; epoch ties it to the incarnation that
+// scheduled it.
 type tick struct{ epoch uint64 }
 
 // Receive dispatches one message; each case calls a plain method.
@@ -174,6 +177,10 @@ func (b *Being) Receive(ctx actor.Context) {
 		if msg.epoch == b.epoch {
 			b.startCycle(ctx)
 		}
+	case durable.Signal:
+		if b.engine != nil {
+			b.onDurable(ctx, b.engine.Handle(msg))
+		}
 	case messages.StopBeing:
 		b.handleStop(ctx, msg)
 	case *messages.StopBeing:
@@ -186,16 +193,10 @@ func (b *Being) Receive(ctx actor.Context) {
 		b.handleGraceExpired(ctx, msg)
 	case messages.LasCatalogChanged, messages.LasRestarted, messages.LasSurfaceMissing, messages.LasUnavailable, messages.LasWarning:
 		b.handleLasEvent(ctx, msg)
-	case writeDone:
-		b.handleWriteDone(ctx, msg)
-	case writeRetry:
-		b.handleWriteRetry(ctx, msg)
-	case checkpointDone:
-		b.handleCheckpointDone(ctx, msg)
 	case admitRetry:
 		b.handleAdmitRetry(ctx, msg)
 	case messages.Restarted:
-		b.restarts, b.lastFailure = msg.Restarts, msg.Reason
+		b.health = health{restarts: msg.Restarts, lastFailure: msg.Reason}
 	case messages.InjectPanic:
 		if b.opts.FaultInjection {
 			panic(errors.New("being: injected panic"))
@@ -209,7 +210,7 @@ func (b *Being) Receive(ctx actor.Context) {
 // handleStarted loads the state directory, opens the journal, spawns the
 // ledger and Las, brings back recorded children and starts living.
 func (b *Being) handleStarted(ctx actor.Context) {
-	if err := b.load(); err != nil {
+	if err := b.load(ctx); err != nil {
 		b.failStart(ctx, err)
 		return
 	}
@@ -245,41 +246,42 @@ func (b *Being) failStart(ctx actor.Context, err error) {
 	b.stopWith(ctx, err)
 }
 
+// engineConfig is the configuration of the being's durable-step engine;
+// its signals come back through ctx's mailbox (none when ctx has no
+// actor system: a being driven handler by handler, whose writes run
+// inline).
+func (b *Being) engineConfig(ctx actor.Context) durable.Config {
+	cfg := durable.Config{
+		Writers: b.opts.Writers, Inline: b.opts.inline, AfterFunc: b.opts.clockAfter, Now: b.opts.clock,
+		Fault: b.opts.StorageFault, CheckpointEvents: b.opts.CheckpointEvents, SegmentBytes: b.opts.SegmentBytes,
+		Observer: b.opts.Observer, Log: b.log,
+	}
+	if ctx != nil {
+		if system := ctx.ActorSystem(); system != nil {
+			self := ctx.Self()
+			cfg.Post = func(s durable.Signal) { system.Root.Send(self, s) }
+		}
+	}
+	return cfg
+}
+
 // load reads the being's state: the checkpoint, then the journal
 // events after it (docs/state.md#resume-and-recovery). A fresh being
 // (Options.Fresh) has no files yet and reads nothing; its first durable
 // write is the boot step. Loading writes nothing.
-func (b *Being) load() error {
+func (b *Being) load(ctx actor.Context) error {
 	if b.opts.Fresh != nil {
 		st := *b.opts.Fresh
 		b.st = &st
+		b.engine = durable.New(b.engineConfig(ctx))
 		return nil
 	}
-	store, err := state.Open(b.opts.StateDir)
+	engine, st, err := durable.Open(b.opts.StateDir, b.engineConfig(ctx))
 	if err != nil {
 		return err
 	}
-	store.SetFault(b.opts.StorageFault)
-	st, err := store.Load()
-	if err != nil {
-		return err
-	}
-	// Nothing is written before the boot step: a torn last line is cut
-	// by the first append, and its warning goes with that step.
-	journal, err := store.ReopenJournal()
-	if err != nil {
-		return err
-	}
-	if cut := journal.Repaired(); cut > 0 {
-		b.warn(fmt.Sprintf("activity journal: removed a torn last line of %d bytes", cut))
-	}
-	archive, err := store.OpenArchive()
-	if err != nil {
-		journal.Close()
-		return err
-	}
-	b.store, b.st, b.journal, b.archive = store, st, journal, archive
-	if err := b.recover(journal.Loaded()); err != nil {
+	b.engine, b.st = engine, st
+	if err := b.recover(engine.Loaded()); err != nil {
 		return err
 	}
 	b.closeInterruptedCalls()
@@ -297,7 +299,7 @@ func (b *Being) recover(events []state.Event) error {
 		return b.reconcile(events)
 	}
 	from := b.st.Seq()
-	if last := b.journal.NextSeq() - 1; last > from && (len(events) == 0 || events[0].Seq > from+1) {
+	if last := b.engine.NextSeq() - 1; last > from && (len(events) == 0 || events[0].Seq > from+1) {
 		// A crash between a rotation and its checkpoint: the events
 		// past the checkpoint begin in the previous segment.
 		all, err := state.ReadAll(b.opts.StateDir)
@@ -313,7 +315,7 @@ func (b *Being) recover(events []state.Event) error {
 			applied++
 		}
 	}
-	b.checkpointed = from
+	b.engine.SetCheckpointed(from)
 	if applied > 0 {
 		b.log.Info("caught up with the journal", "events", applied)
 	}
@@ -330,7 +332,7 @@ func (b *Being) reconcile(events []state.Event) error {
 		b.st.Budget = budget
 		b.warn(fmt.Sprintf("recovered %d money event(s) from the journal after a crash", applied))
 	}
-	seq := b.journal.NextSeq() - 1
+	seq := b.engine.NextSeq() - 1
 	b.st.JournalSeq = &seq
 	return nil
 }
@@ -356,20 +358,17 @@ func (b *Being) closeInterruptedCalls() {
 func (b *Being) handleStopping() {
 	b.phase = phaseStopped // this incarnation is over, gracefully or not
 	b.epoch++
-	if b.stopTick != nil {
-		b.stopTick()
+	b.cancelTimer()
+	if b.engine != nil {
+		b.engine.Close()
 	}
-	if b.storage.cancel != nil {
-		b.storage.cancel()
-	}
-	// A write still in flight finishes first (the files' locks).
-	if b.journal != nil {
-		b.journal.Close()
-		b.journal = nil
-	}
-	if b.archive != nil {
-		b.archive.Close()
-		b.archive = nil
+}
+
+// cancelTimer cancels the sleep before the next cycle (or the spend
+// limiter's retry).
+func (b *Being) cancelTimer() {
+	if b.next.cancel != nil {
+		b.next.cancel()
 	}
 }
 

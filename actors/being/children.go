@@ -51,6 +51,23 @@ func sanitizeName(s string) string {
 	return string(out)
 }
 
+// spawning is a spawn call in progress: the tool's effect, the child's
+// directory, its starting balance and the child to start once the call's
+// step is durable.
+type spawning struct {
+	spawn   builtin.Spawn
+	dir     string
+	balance money.Amount
+	child   *childStart
+}
+
+// childStart is a spawned child's actor, started once it is recorded.
+type childStart struct {
+	id, name  string
+	opts      Options
+	actorName string
+}
+
 // spawnChild carries out the spawn tool's effect
 // (docs/family.md#spawning, docs/money.md#funded-children). A funded
 // child's endowment is granted first, as a step of its own: only once
@@ -61,43 +78,55 @@ func sanitizeName(s string) string {
 // does the child actor start — except in once mode, where the child
 // waits for the next `run --resume`. A crash between the steps is
 // repaired at the next start (completeGrants, removeUngranted).
-func (b *Being) spawnChild(ctx actor.Context, spawn builtin.Spawn, done func(toolResult)) {
+func (b *Being) spawnChild(ctx actor.Context, spawn builtin.Spawn) {
 	req := spawn.Child
-	dir := filepath.Join(b.opts.StateDir, "children", req.ID)
+	s := &spawning{spawn: spawn, dir: filepath.Join(b.opts.StateDir, "children", req.ID), balance: b.opts.StartingBalance}
+	b.cycle.tool.spawn = s
 	if req.Endowment.Sign() <= 0 {
-		b.createChild(ctx, spawn, dir, b.opts.StartingBalance, done)
+		b.createChild(ctx)
 		return
 	}
-	grant := state.EndowmentGranted(spawn.Record(dir), req.Endowment)
-	b.commitAs(ctx, []state.Event{grant}, waitChild, func(ctx actor.Context) {
-		ctx.Send(b.ledger, messages.EndowmentGranted{Amount: req.Endowment})
-		b.cycle.waiting = waitChild
-		b.createChild(ctx, spawn, dir, req.Endowment, done)
-	})
+	s.balance = req.Endowment
+	b.commit(ctx, []state.Event{state.EndowmentGranted(spawn.Record(s.dir), req.Endowment)}, nextGrant)
+}
+
+// grantDurable tells the ledger of the durable grant and writes the
+// child's directory.
+func (b *Being) grantDurable(ctx actor.Context) {
+	ctx.Send(b.ledger, messages.EndowmentGranted{Amount: b.cycle.tool.spawn.balance})
+	b.cycle.waiting = waitChild
+	b.createChild(ctx)
 }
 
 // createChild writes the child's state directory with its starting
-// balance on the writer pool, then finishes the spawn call.
-func (b *Being) createChild(ctx actor.Context, spawn builtin.Spawn, dir string, balance money.Amount, done func(toolResult)) {
-	req := spawn.Child
-	opts := b.opts.child(dir, req.Name, req.Ticker, req.Specialty)
-	fresh := NewState(opts.Identity, balance, opts.Model, opts.now())
-	actorName := childActorName(req.Name, req.ID)
-	started := builtin.ChildStarted{Actor: ctx.Self().Id + "/" + actorName, StateDir: dir}
+// balance on the writer pool (childWritten finishes the call).
+func (b *Being) createChild(ctx actor.Context) {
+	s := b.cycle.tool.spawn
+	req := s.spawn.Child
+	opts := b.opts.child(s.dir, req.Name, req.Ticker, req.Specialty)
+	fresh := NewState(opts.Identity, s.balance, opts.Model, opts.now())
+	s.child = &childStart{id: req.ID, name: req.Name, opts: opts, actorName: childActorName(req.Name, req.ID)}
+	parent, dir, fault := b.opts.StateDir, s.dir, b.opts.StorageFault
+	b.writerJob(ctx, replyChildWritten, func() error {
+		return ensureChild(parent, dir, opts.Identity, fresh, fault)
+	})
+}
+
+// childWritten finishes the spawn call: its result records the child,
+// which starts once that step is durable.
+func (b *Being) childWritten(ctx actor.Context, err error) {
+	s := b.cycle.tool.spawn
+	b.cycle.tool.spawn = nil
+	started := builtin.ChildStarted{Actor: ctx.Self().Id + "/" + s.child.actorName, StateDir: s.dir}
 	if b.opts.Mode == Once {
 		started.Status = state.StatusStarting
 	}
-	parent, fault := b.opts.StateDir, b.opts.StorageFault
-	b.onWriter(ctx, func() error {
-		return ensureChild(parent, dir, opts.Identity, fresh, fault)
-	}, func(err error) {
-		res := spawn.Finish(started, err)
-		r := toolResult{outcome: res.Outcome, changes: res.Changes}
-		if err == nil {
-			r.after = func(ctx actor.Context) { b.startChild(ctx, req.ID, req.Name, opts, actorName) }
-		}
-		done(r)
-	})
+	res := s.spawn.Finish(started, err)
+	r := toolResult{outcome: res.Outcome, changes: res.Changes}
+	if err == nil {
+		r.child = s.child
+	}
+	b.toolDone(ctx, r)
 }
 
 // ensureChild makes dir hold the child's first state: written from
@@ -120,53 +149,78 @@ func ensureChild(parent, dir string, id state.Identity, fresh *state.Being, faul
 	return nil
 }
 
+// booting is the boot's repair of the family (repairFamily): the grants
+// still to complete, and the child directories removed for want of one.
+type booting struct {
+	grants  []state.Grant
+	removed []string
+}
+
+// repairFamily finishes what a crash left between a grant and its
+// child (removeUngranted, completeGrants) before the children resume.
+func (b *Being) repairFamily(ctx actor.Context) {
+	if len(b.st.Grants) == 0 && b.opts.Fresh != nil {
+		b.familyRepaired(ctx)
+		return
+	}
+	b.boot = &booting{grants: append([]state.Grant(nil), b.st.Grants...)}
+	b.removeUngranted(ctx)
+}
+
 // completeGrants finishes, exactly once, every grant whose child is not
 // recorded (docs/money.md#funded-children): a crash came between the
 // grant and the spawn call's result. The child is created from the grant
-// when its state is missing, then recorded in the mind; its actor starts
-// with the other recorded children. A child that cannot be created is a
-// warning, and its grant is tried again at the next start.
-func (b *Being) completeGrants(ctx actor.Context, pending []state.Grant, then func(ctx actor.Context)) {
-	if len(pending) == 0 {
-		then(ctx)
+// when its state is missing (grantChildWritten), then recorded in the
+// mind; its actor starts with the other recorded children. A child that
+// cannot be created is a warning, and its grant is tried again at the
+// next start.
+func (b *Being) completeGrants(ctx actor.Context) {
+	if len(b.boot.grants) == 0 {
+		b.boot = nil
+		b.familyRepaired(ctx)
 		return
 	}
-	g, rest := pending[0], pending[1:]
+	g := b.boot.grants[0]
 	rec := g.Child
 	dir := filepath.Join(b.opts.StateDir, "children", rec.ID)
 	opts := b.opts.child(dir, rec.Name, rec.Ticker, rec.Specialty)
 	fresh := NewState(opts.Identity, g.Amount, opts.Model, rec.CreatedAt)
 	parent, fault := b.opts.StateDir, b.opts.StorageFault
-	b.onWriter(ctx, func() error {
+	b.writerJob(ctx, replyGrantChild, func() error {
 		return ensureChild(parent, dir, opts.Identity, fresh, fault)
-	}, func(err error) {
-		if err != nil {
-			b.warn("child " + rec.Name + " of a grant cannot be created yet: " + err.Error())
-			b.completeGrants(ctx, rest, then)
-			return
-		}
-		rec.StateDir = dir
-		rec.Status = state.StatusRunning
-		if b.opts.Mode == Once {
-			rec.Status = state.StatusStarting
-		}
-		b.warn("completed the grant of child " + rec.ID + " interrupted by the previous stop")
-		b.commit(ctx, []state.Event{state.ChildAdded(rec)}, func(ctx actor.Context) {
-			b.completeGrants(ctx, rest, then)
-		})
 	})
+}
+
+// grantChildWritten records the child of the first grant still to
+// complete, then goes on with the next.
+func (b *Being) grantChildWritten(ctx actor.Context, err error) {
+	g := b.boot.grants[0]
+	b.boot.grants = b.boot.grants[1:]
+	rec := g.Child
+	if err != nil {
+		b.warn("child " + rec.Name + " of a grant cannot be created yet: " + err.Error())
+		b.completeGrants(ctx)
+		return
+	}
+	rec.StateDir = filepath.Join(b.opts.StateDir, "children", rec.ID)
+	rec.Status = state.StatusRunning
+	if b.opts.Mode == Once {
+		rec.Status = state.StatusStarting
+	}
+	b.warn("completed the grant of child " + rec.ID + " interrupted by the previous stop")
+	b.commit(ctx, []state.Event{state.ChildAdded(rec)}, nextGrantDone)
 }
 
 // removeUngranted removes every directory under children/ that neither
 // a grant nor a child record accounts for (docs/money.md#funded-children):
 // a spawn that crashed before its step was durable left it, and no child
 // ever lived there. Each removal is a warning.
-func (b *Being) removeUngranted(ctx actor.Context, then func(ctx actor.Context)) {
+func (b *Being) removeUngranted(ctx actor.Context) {
 	// The records as they stand now, copied for the writer's job.
 	st := state.Being{Mind: state.Mind{Children: slices.Clone(b.st.Mind.Children)}, Grants: slices.Clone(b.st.Grants)}
 	root := filepath.Join(b.opts.StateDir, "children")
-	var removed []string
-	b.onWriter(ctx, func() error {
+	repair := b.boot
+	b.writerJob(ctx, replyUngranted, func() error {
 		entries, err := os.ReadDir(root)
 		if err != nil {
 			return nil // no children/ yet
@@ -181,21 +235,25 @@ func (b *Being) removeUngranted(ctx actor.Context, then func(ctx actor.Context))
 			if err := os.RemoveAll(filepath.Join(root, name)); err != nil {
 				return err
 			}
-			removed = append(removed, name)
+			repair.removed = append(repair.removed, name)
 		}
-		if len(removed) > 0 {
+		if len(repair.removed) > 0 {
 			return state.SyncDir(root)
 		}
 		return nil
-	}, func(err error) {
-		for _, id := range removed {
-			b.warn("removed child directory " + id + " without a grant")
-		}
-		if err != nil {
-			b.warn("child directories without a grant not removed: " + err.Error())
-		}
-		then(ctx)
 	})
+}
+
+// ungrantedRemoved journals the removals (with the next step) and
+// completes the grants.
+func (b *Being) ungrantedRemoved(ctx actor.Context, err error) {
+	for _, id := range b.boot.removed {
+		b.warn("removed child directory " + id + " without a grant")
+	}
+	if err != nil {
+		b.warn("child directories without a grant not removed: " + err.Error())
+	}
+	b.completeGrants(ctx)
 }
 
 // bootChild writes a spawned child's first state.json.
@@ -210,47 +268,22 @@ func bootChild(dir string, id state.Identity, fresh *state.Being, fault state.Fa
 
 // startChild starts a spawned child's actor once its record is durable
 // (in once mode it only records it).
-func (b *Being) startChild(ctx actor.Context, id, name string, opts Options, actorName string) {
-	ref := &childRef{id: id, name: name}
+func (b *Being) startChild(ctx actor.Context, c *childStart) {
+	ref := &childRef{id: c.id, name: c.name}
 	b.children = append(b.children, ref)
 	if b.opts.Mode == Once {
 		return
 	}
+	opts := c.opts
 	opts.Mode = Run
-	pid, err := ctx.SpawnNamed(Props(opts), actorName)
+	pid, err := ctx.SpawnNamed(Props(opts), c.actorName)
 	if err != nil {
-		b.warn("child " + name + " cannot be started: " + err.Error())
+		b.warn("child " + c.name + " cannot be started: " + err.Error())
 		ref.done = true
 		return
 	}
 	ref.pid = pid
 }
-
-// onWriter runs work on the family's writer pool and continues with its
-// error on the mailbox; continuations of an incarnation that ended are
-// dropped.
-func (b *Being) onWriter(ctx actor.Context, work func() error, cont func(error)) {
-	if b.inline {
-		cont(work())
-		return
-	}
-	epoch := b.epoch
-	system := ctx.ActorSystem()
-	future := actor.NewFuture(system, fileTimeout)
-	b.opts.Writers.Do(func() { system.Root.Send(future.PID(), writeResult{work()}) })
-	ctx.ReenterAfter(future, func(res any, err error) {
-		if b.epoch != epoch {
-			return
-		}
-		if r, ok := res.(writeResult); ok {
-			err = r.err
-		}
-		cont(err)
-	})
-}
-
-// writeResult carries a writer job's error through a future.
-type writeResult struct{ err error }
 
 // resumeChildren brings back every recorded child from its own directory
 // (docs/family.md#resume-of-children): exhausted or failed children are loaded for the
@@ -298,8 +331,8 @@ func (b *Being) handleChildStopped(ctx actor.Context, msg messages.BeingStopped)
 	for _, ref := range b.children {
 		if ref.id == msg.ID && !ref.done {
 			ref.done = true
-			b.departedHeld = b.departedHeld.Add(msg.Held)
-			b.departedEarned = b.departedEarned.Add(msg.Earned)
+			b.purse.departedHeld = b.purse.departedHeld.Add(msg.Held)
+			b.purse.departedEarned = b.purse.departedEarned.Add(msg.Earned)
 			if ref.pid != nil {
 				ctx.Stop(ref.pid)
 			}

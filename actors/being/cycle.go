@@ -22,7 +22,8 @@ const (
 	ReportBudgetExhausted = "budget_exhausted"
 )
 
-// cycleRun is the cycle in progress.
+// cycleRun is the cycle in progress: where it stands, and what its
+// next step needs from the one before (a reply, a durable write).
 type cycleRun struct {
 	round   int
 	actions []string
@@ -34,9 +35,32 @@ type cycleRun struct {
 	waiting waitFor
 	held    waitFor
 	// reservation is the round's (docs/money.md#no-overdraft); ticket is
-	// the spend limiter's admission of it (0 without limits).
+	// the spend limiter's admission of it (0 without limits); request is
+	// the round's completion request, asked once it is admitted; wait is
+	// the spend limiter's wait before it is asked again.
 	reservation ledger.Reservation
 	ticket      uint64
+	request     messages.CompletionRequest
+	wait        time.Duration
+	// completion is the gateway's answer, priced by the ledger; debited
+	// is its cost, told to the ledger once its step is durable; reply
+	// is its assistant message; err is the refusal a billed rejection
+	// ends the cycle with.
+	completion messages.CompletionResponse
+	debited    messages.CostDebited
+	reply      chat.Message
+	err        error
+	// tool is the call in progress (tools.go); elapsed and finish go to
+	// the observer with the next step.
+	tool    toolCall
+	elapsed time.Duration
+	finish  string
+}
+
+// cycleEnd is a cycle that ended, while its checkpoint is written.
+type cycleEnd struct {
+	report messages.CycleReport
+	err    error
 }
 
 // startCycle runs step 1 and 2 of docs/cycle.md#anatomy-of-a-cycle: the
@@ -46,8 +70,8 @@ func (b *Being) startCycle(ctx actor.Context) {
 	if b.phase != phaseIdle || b.stop != nil {
 		return
 	}
-	if b.write != nil {
-		b.tickDeferred = true
+	if b.engine.Busy() {
+		b.next.deferred = true
 		return
 	}
 	if !b.solvent() {
@@ -62,7 +86,7 @@ func (b *Being) startCycle(ctx actor.Context) {
 // solvent is the solvency gate: remaining above zero, and the last
 // reservation affordable (docs/money.md#no-overdraft). The being's copy
 // of the budget is the ledger's last answer, so no ask is needed.
-func (b *Being) solvent() bool { return b.st.Budget.Remaining.Sign() > 0 && !b.exhausted }
+func (b *Being) solvent() bool { return b.st.Budget.Remaining.Sign() > 0 && !b.purse.exhausted }
 
 // frame journals the next cycle's cycle_started with its framing message
 // (and the stimulus on cycle 1) as one step, then starts the first round.
@@ -76,7 +100,7 @@ func (b *Being) frame(ctx actor.Context) {
 	if cycle == 1 && b.opts.Stimulus != "" {
 		msgs = append(msgs, chat.Message{Role: chat.RoleUser, Content: prompt.Stimulus(b.opts.Stimulus)})
 	}
-	b.commit(ctx, []state.Event{state.CycleStarted(b.opts.now(), cycle, msgs...)}, b.startRound)
+	b.commit(ctx, []state.Event{state.CycleStarted(b.opts.now(), cycle, msgs...)}, nextRound)
 }
 
 // startRound runs one model round, or ends the cycle at the round limit.
@@ -100,7 +124,7 @@ func (b *Being) startRound(ctx actor.Context) {
 	if !ok {
 		// Not even the smallest completion is affordable: the being is
 		// exhausted with remaining ≥ 0 (docs/money.md#no-overdraft).
-		b.exhausted = true
+		b.purse.exhausted = true
 		b.endCycle(ctx, b.report(ReportBudgetExhausted, nil, b.cycle.actions), nil)
 		return
 	}
@@ -108,9 +132,9 @@ func (b *Being) startRound(ctx actor.Context) {
 		b.log.Info("max_tokens lowered to what the balance pays for", "max_tokens", reservation.MaxTokens, "remaining", b.st.Budget.Remaining.String())
 	}
 	b.cycle.round++
-	b.lastReservation = reservation.Bound
+	b.purse.lastReservation = reservation.Bound
 	b.cycle.reservation = reservation
-	req := messages.CompletionRequest{
+	b.cycle.request = messages.CompletionRequest{
 		AgentID:      b.st.Identity.AgentID,
 		Model:        b.st.Mind.CurrentModel,
 		Messages:     []chat.Message{system},
@@ -120,25 +144,18 @@ func (b *Being) startRound(ctx actor.Context) {
 		MaxTokens:    reservation.MaxTokens,
 	}
 	if !b.limited() {
-		b.requestCompletion(ctx, req)
+		b.requestCompletion(ctx)
 		return
 	}
-	b.admit(ctx, reservation.Bound, func(ctx actor.Context, ticket uint64) {
-		b.cycle.ticket = ticket
-		b.requestCompletion(ctx, req)
-	})
+	b.admit(ctx)
 }
 
 // requestCompletion asks the gateway for the round's completion.
-func (b *Being) requestCompletion(ctx actor.Context, req messages.CompletionRequest) {
+func (b *Being) requestCompletion(ctx actor.Context) {
 	b.cycle.waiting = waitModel
-	b.ask(ctx, b.opts.Gateway, req, b.modelTimeout(), func(res any, err error) {
-		resp, ok := res.(messages.CompletionResponse)
-		if err != nil || !ok {
-			resp = messages.CompletionResponse{Err: supervision.Upstream(supervision.ClassBrama, supervision.Indeterminate, "completion: no answer from the gateway: %w", replyError(err, "unexpected reply"))}
-		}
-		b.handleCompletion(ctx, resp)
-	})
+	req := b.cycle.request
+	b.cycle.request = messages.CompletionRequest{} // the window is not held twice
+	b.request(ctx, b.opts.Gateway, req, b.modelTimeout(), replyCompletion)
 }
 
 func (b *Being) modelTimeout() time.Duration {
@@ -148,10 +165,21 @@ func (b *Being) modelTimeout() time.Duration {
 	return 130 * time.Second
 }
 
-// handleCompletion has the ledger price the completion, then journals it
-// with its debit as one step (docs/money.md#debit): only once that is
-// durable does the ledger take the cost, the assistant message join the
-// conversation and any tool run.
+// completionAnswered takes the gateway's answer: the ledger prices the
+// completion, then it is journaled with its debit as one step
+// (docs/money.md#debit): only once that is durable does the ledger take
+// the cost, the assistant message join the conversation and any tool
+// run.
+func (b *Being) completionAnswered(ctx actor.Context, r reply) {
+	resp, ok := r.res.(messages.CompletionResponse)
+	if r.err != nil || !ok {
+		resp = messages.CompletionResponse{Err: supervision.Upstream(supervision.ClassBrama, supervision.Indeterminate, "completion: no answer from the gateway: %w", replyError(r.err, "unexpected reply"))}
+	}
+	b.handleCompletion(ctx, resp)
+}
+
+// handleCompletion has the ledger price a completion (or ends the cycle
+// on an unbilled refusal).
 func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResponse) {
 	b.cycle.waiting = waitNothing
 	if resp.Err != nil && !resp.Billed {
@@ -160,22 +188,29 @@ func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResp
 		return
 	}
 	b.cycle.waiting = waitLedger
-	b.ask(ctx, b.ledger, messages.DebitRequest{Usage: resp.Usage, Elapsed: resp.Elapsed, Prices: resp.Prices}, askTimeout, func(res any, err error) {
-		b.cycle.waiting = waitNothing
-		debit, ok := res.(messages.DebitResponse)
-		if err == nil && !ok {
-			err = errors.New("unexpected ledger reply")
-		}
-		if err != nil {
-			b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), supervision.Errorf(supervision.ClassState, "debit: %w", err))
-			return
-		}
-		if resp.Err != nil {
-			b.commitBilledRejection(ctx, resp, debit)
-			return
-		}
-		b.commitCompletion(ctx, resp, debit)
-	})
+	b.cycle.completion = resp
+	b.request(ctx, b.ledger, messages.DebitRequest{Usage: resp.Usage, Elapsed: resp.Elapsed, Prices: resp.Prices}, askTimeout, replyDebit)
+}
+
+// debitAnswered journals the priced completion.
+func (b *Being) debitAnswered(ctx actor.Context, r reply) {
+	b.cycle.waiting = waitNothing
+	resp := b.cycle.completion
+	b.cycle.completion = messages.CompletionResponse{}
+	debit, ok := r.res.(messages.DebitResponse)
+	err := r.err
+	if err == nil && !ok {
+		err = errors.New("unexpected ledger reply")
+	}
+	if err != nil {
+		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), supervision.Errorf(supervision.ClassState, "debit: %w", err))
+		return
+	}
+	if resp.Err != nil {
+		b.commitBilledRejection(ctx, resp, debit)
+		return
+	}
+	b.commitCompletion(ctx, resp, debit)
 }
 
 // commitBilledRejection debits a completion refused as malformed that
@@ -192,10 +227,16 @@ func (b *Being) commitBilledRejection(ctx actor.Context, resp messages.Completio
 		state.ModelCompleted(at, b.st.Cycle, resp.Usage),
 		state.Debited(at, b.st.Cycle, debit.API, debit.Instance, debit.Tokens),
 	}
-	b.commit(ctx, step, func(ctx actor.Context) {
-		ctx.Send(b.ledger, messages.CostDebited{API: debit.API, Instance: debit.Instance, Tokens: debit.Tokens})
-		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), resp.Err)
-	})
+	b.cycle.debited = messages.CostDebited{API: debit.API, Instance: debit.Instance, Tokens: debit.Tokens}
+	b.cycle.err = resp.Err
+	b.commit(ctx, step, nextRejected)
+}
+
+// rejectionDurable tells the ledger of the billed rejection's cost and
+// ends the cycle on its error.
+func (b *Being) rejectionDurable(ctx actor.Context) {
+	ctx.Send(b.ledger, b.cycle.debited)
+	b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), b.cycle.err)
 }
 
 // commitCompletion is the completion's step: model_completed with the
@@ -219,17 +260,26 @@ func (b *Being) commitCompletion(ctx actor.Context, resp messages.CompletionResp
 		state.ModelCompleted(at, b.st.Cycle, resp.Usage, msg),
 		state.Debited(at, b.st.Cycle, debit.API, debit.Instance, debit.Tokens),
 	}
-	b.commitTimed(ctx, step, waitNothing, resp.Elapsed, resp.FinishReason, func(ctx actor.Context) {
-		ctx.Send(b.ledger, messages.CostDebited{API: debit.API, Instance: debit.Instance, Tokens: debit.Tokens})
-		if len(msg.ToolCalls) == 0 {
-			content := msg.Content
-			b.endCycle(ctx, b.report(ReportCompleted, &content, b.cycle.actions), nil)
-			return
-		}
-		b.cycle.calls = msg.ToolCalls
-		b.cycle.next = 0
-		b.nextTool(ctx)
-	})
+	b.cycle.debited = messages.CostDebited{API: debit.API, Instance: debit.Instance, Tokens: debit.Tokens}
+	b.cycle.reply = msg
+	b.cycle.elapsed, b.cycle.finish = resp.Elapsed, resp.FinishReason
+	b.commit(ctx, step, nextTools)
+}
+
+// completionDurable tells the ledger of the completion's cost, then runs
+// its tools, or ends the cycle on its content.
+func (b *Being) completionDurable(ctx actor.Context) {
+	ctx.Send(b.ledger, b.cycle.debited)
+	msg := b.cycle.reply
+	b.cycle.reply = chat.Message{}
+	if len(msg.ToolCalls) == 0 {
+		content := msg.Content
+		b.endCycle(ctx, b.report(ReportCompleted, &content, b.cycle.actions), nil)
+		return
+	}
+	b.cycle.calls = msg.ToolCalls
+	b.cycle.next = 0
+	b.nextTool(ctx)
 }
 
 // report builds the cycle report from the current budget.
@@ -252,44 +302,30 @@ func (b *Being) report(status string, final *string, actions []string) messages.
 
 // endCycle closes the cycle, writes the cycle-end checkpoint and then
 // decides what comes next (afterCycle). In run a cycle error is
-// journaled as a warning (with the checkpoint's step).
+// journaled as a warning (with the checkpoint's step), and the next
+// cycle need not wait for state.json: the cycle's steps are durable in
+// the journal already.
 func (b *Being) endCycle(ctx actor.Context, report messages.CycleReport, err error) {
 	b.closeCycle()
 	report.Err = err
 	if err != nil && b.opts.Mode != Once && !permanentBrama(err) {
 		b.warn(err.Error())
 	}
-	// In run the next cycle need not wait for state.json: the cycle's
-	// steps are durable in the journal already.
-	background := b.opts.Mode == Run
-	b.commitCheckpointAs(ctx, background, func(ctx actor.Context) { b.afterCycle(ctx, report, err) })
-}
-
-// commitCheckpoint journals the pending warnings (if any), then writes a
-// checkpoint, then continues.
-func (b *Being) commitCheckpoint(ctx actor.Context, then func(ctx actor.Context)) {
-	b.commitCheckpointAs(ctx, false, then)
-}
-
-// commitCheckpointAs is commitCheckpoint, the checkpoint written in the
-// background when background is set (writeCheckpointAs).
-func (b *Being) commitCheckpointAs(ctx actor.Context, background bool, then func(ctx actor.Context)) {
-	if b.journal == nil || b.opts.Mode == Dormant {
-		then(ctx)
-		return
+	b.next.ended = &cycleEnd{report: report, err: err}
+	n := nextCycleEnd | thenCheckpoint
+	if b.opts.Mode == Run {
+		n |= inBackground
 	}
-	if len(b.warnings) > 0 {
-		b.commit(ctx, nil, func(ctx actor.Context) { b.writeCheckpointAs(ctx, background, then) })
-		return
-	}
-	b.writeCheckpointAs(ctx, background, then)
+	b.commit(ctx, nil, n)
 }
 
 // afterCycle decides what follows a cycle whose end is durable
 // (docs/cycle.md#run-loop-errors-and-shutdown): once reports to the
 // parent; run sleeps and continues (longer after failing cycles), stops
 // exhausted, or fails on a permanent Brama error.
-func (b *Being) afterCycle(ctx actor.Context, report messages.CycleReport, err error) {
+func (b *Being) afterCycle(ctx actor.Context) {
+	report, err := b.next.ended.report, b.next.ended.err
+	b.next.ended = nil
 	b.observeCycle(report, err)
 	b.sendParent(ctx, report)
 	if b.opts.Mode == Once {
@@ -314,9 +350,9 @@ func (b *Being) afterCycle(ctx actor.Context, report messages.CycleReport, err e
 		b.stopWith(ctx, err)
 		return
 	case err != nil:
-		b.failedCycles++
+		b.next.failed++
 	default:
-		b.failedCycles = 0
+		b.next.failed = 0
 	}
 	if b.stop != nil {
 		b.continueShutdown(ctx)
@@ -370,12 +406,12 @@ func nextWait(interval time.Duration, failed int) time.Duration {
 // cancels the sleep.
 func (b *Being) scheduleTick(ctx actor.Context) {
 	self, system, epoch := ctx.Self(), ctx.ActorSystem(), b.epoch
-	wait := nextWait(b.opts.CycleInterval, b.failedCycles)
+	wait := nextWait(b.opts.CycleInterval, b.next.failed)
 	if wait <= 0 {
 		ctx.Send(self, tick{epoch})
 		return
 	}
-	b.stopTick = b.opts.clockAfter(wait, func() { system.Root.Send(self, tick{epoch}) })
+	b.next.cancel = b.opts.clockAfter(wait, func() { system.Root.Send(self, tick{epoch}) })
 }
 
 // abandonCycle ends a cycle cut short by a stop request at a round
@@ -393,25 +429,8 @@ func (b *Being) abandonCycle(ctx actor.Context) {
 // goes on with the shutdown asked meanwhile.
 func (b *Being) closeCycle() {
 	b.cycle = nil
-	b.throttled = false
+	b.purse.throttled = false
 	b.phase = phaseIdle
-}
-
-// askTimeout bounds asks to the being's own fast children (the ledger).
-const askTimeout = 10 * time.Second
-
-// ask sends msg to pid and continues with cont on the mailbox when the
-// answer arrives or the deadline passes. Continuations of work abandoned
-// since (a shutdown, a restart) are dropped.
-func (b *Being) ask(ctx actor.Context, pid *actor.PID, msg any, timeout time.Duration, cont func(any, error)) {
-	epoch := b.epoch
-	future := ctx.RequestFuture(pid, msg, timeout)
-	ctx.ReenterAfter(future, func(res any, err error) {
-		if b.epoch != epoch {
-			return
-		}
-		cont(res, err)
-	})
 }
 
 // permanentBrama reports a permanent Brama failure, which ends a being

@@ -40,8 +40,8 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 		"current_model": b.st.Mind.CurrentModel,
 		"last_action":   last,
 		"tools":         b.toolCount(),
-		"restarts":      b.restarts,
-		"last_failure":  b.lastFailure,
+		"restarts":      b.health.restarts,
+		"last_failure":  b.health.lastFailure,
 	}
 	if b.cycle != nil && b.cycle.waiting != waitNothing {
 		d.Figures["waiting_for"] = b.cycle.waiting.String()
@@ -49,21 +49,21 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 	if t := b.inTransit(); t.Sign() != 0 {
 		d.Figures["in_transit"] = t.String()
 	}
-	if b.departedHeld.Sign() != 0 || b.departedEarned.Sign() != 0 {
-		d.Figures["departed_held"] = b.departedHeld.String()
-		d.Figures["departed_earned"] = b.departedEarned.String()
+	if p := b.purse; p.departedHeld.Sign() != 0 || p.departedEarned.Sign() != 0 {
+		d.Figures["departed_held"] = p.departedHeld.String()
+		d.Figures["departed_earned"] = p.departedEarned.String()
 	}
-	if b.throttled {
+	if b.purse.throttled {
 		d.Status = StatusThrottled
 	}
-	if b.storage.failing {
+	if f := b.engine.Storage(); f.Failing {
 		// A durable write is held: the being waits for storage
 		// (docs/cycle.md#storage-faults).
 		d.Status = StatusStorageUnavailable
-		d.Figures["storage_attempts"] = b.storage.attempts
-		d.Figures["storage_error"] = b.storage.last
+		d.Figures["storage_attempts"] = f.Attempts
+		d.Figures["storage_error"] = f.Last
 	}
-	for _, pid := range []*actor.PID{b.ledger, b.las} {
+	for _, pid := range []*actor.PID{b.ledger, b.las.pid} {
 		if pid != nil {
 			d.Children = append(d.Children, pid)
 		}

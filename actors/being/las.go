@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/wisent/singularity/actors/las"
+	"github.com/wisent/singularity/internal/durable"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
@@ -18,7 +19,7 @@ import (
 // only for the tree) never starts a Las process.
 func (b *Being) startLas(ctx actor.Context) {
 	if b.opts.Las == nil || b.opts.Mode == Dormant {
-		b.link = lasAbsent
+		b.las.link = lasAbsent
 		b.afterLasReady(ctx)
 		return
 	}
@@ -31,29 +32,32 @@ func (b *Being) startLas(ctx actor.Context) {
 		b.failStart(ctx, supervision.Errorf(supervision.ClassMCP, "cannot start Las: %w", err))
 		return
 	}
-	b.las = pid
-	b.link = lasStarting
-	b.ask(ctx, pid, messages.LasCatalogRequest{}, b.lasBootTimeout(), func(res any, err error) {
-		resp, ok := res.(messages.LasCatalogResponse)
-		switch {
-		case b.phase != phaseBooting:
-			// Stopped while Las was starting: the shutdown goes on.
-			b.continueShutdown(ctx)
-		case err != nil || !ok:
-			// Not ready within the boot wait (docs/las.md#las-at-boot): Las
-			// keeps trying and its tools join when it is ready.
-			b.lasNotReady(ctx)
-		case !resp.Available && errors.Is(resp.Err, las.ErrIntensityExceeded):
-			// Its LasUnavailable follows and decides (handleLasEvent).
-		case !resp.Available:
-			b.link = lasLost
-			b.failStart(ctx, resp.Err)
-		default:
-			b.lasTools = resp.Tools
-			b.link = lasUp
-			b.afterLasReady(ctx)
-		}
-	})
+	b.las.pid = pid
+	b.las.link = lasStarting
+	b.request(ctx, pid, messages.LasCatalogRequest{}, b.lasBootTimeout(), replyLasCatalog)
+}
+
+// lasCatalogAnswered takes Las's boot catalogue.
+func (b *Being) lasCatalogAnswered(ctx actor.Context, r reply) {
+	resp, ok := r.res.(messages.LasCatalogResponse)
+	switch {
+	case b.phase != phaseBooting:
+		// Stopped while Las was starting: the shutdown goes on.
+		b.continueShutdown(ctx)
+	case r.err != nil || !ok:
+		// Not ready within the boot wait (docs/las.md#las-at-boot): Las
+		// keeps trying and its tools join when it is ready.
+		b.lasNotReady(ctx)
+	case !resp.Available && errors.Is(resp.Err, las.ErrIntensityExceeded):
+		// Its LasUnavailable follows and decides (handleLasEvent).
+	case !resp.Available:
+		b.las.link = lasLost
+		b.failStart(ctx, resp.Err)
+	default:
+		b.las.tools = resp.Tools
+		b.las.link = lasUp
+		b.afterLasReady(ctx)
+	}
 }
 
 func (b *Being) lasBootTimeout() time.Duration {
@@ -74,108 +78,62 @@ func (b *Being) afterLasReady(ctx actor.Context) {
 		b.resumeChildren(ctx)
 		return
 	}
-	if b.journal != nil {
+	if b.engine.Opened() {
 		b.commitBoot(ctx)
 		return
 	}
 	// A fresh being: its directory and first state.json come now, from
 	// a copy (the writer encodes it while the actor goes on).
 	snapshot := *b.st
-	fresh, fault := &snapshot, b.opts.StorageFault
-	var opened *openedState
-	b.onWriter(ctx, func() error {
-		var err error
-		opened, err = createState(b.opts.StateDir, fresh, fault)
-		return err
-	}, func(err error) {
-		if err != nil {
-			b.failStart(ctx, err)
-			return
-		}
-		b.store, b.journal, b.archive = opened.store, opened.journal, opened.archive
-		b.commitBoot(ctx)
-	})
+	b.onDurable(ctx, b.engine.Create(nextNothing, b.opts.StateDir, &snapshot))
+}
+
+// created boots a fresh being whose directory is written.
+func (b *Being) created(ctx actor.Context, ev durable.Created) {
+	if ev.Err != nil {
+		b.failStart(ctx, ev.Err)
+		return
+	}
+	b.commitBoot(ctx)
 }
 
 // commitBoot journals started (with the warnings of the load) and writes
-// a checkpoint; then the being lives.
+// a checkpoint (resume, nextBootStep); then the being lives.
 func (b *Being) commitBoot(ctx actor.Context) {
-	b.commit(ctx, []state.Event{state.Started(b.opts.now())}, func(ctx actor.Context) {
-		b.st.Status = state.StatusRunning // durable with the boot checkpoint
-		b.writeCheckpoint(ctx, func(ctx actor.Context) {
-			b.booted = true
-			if b.phase != phaseBooting {
-				return // stopped meanwhile: the shutdown goes on
-			}
-			b.repairFamily(ctx, func(ctx actor.Context) {
-				if b.phase != phaseBooting {
-					return // stopped meanwhile: the shutdown goes on
-				}
-				b.phase = phaseIdle
-				b.resumeChildren(ctx)
-				ctx.Send(ctx.Self(), tick{b.epoch})
-			})
-		})
-	})
+	b.commit(ctx, []state.Event{state.Started(b.opts.now())}, nextBootStep)
 }
 
-// repairFamily finishes what a crash left between a grant and its
-// child (completeGrants, removeUngranted) before the children resume.
-func (b *Being) repairFamily(ctx actor.Context, then func(ctx actor.Context)) {
-	if len(b.st.Grants) == 0 && b.opts.Fresh != nil {
-		then(ctx)
+// bootDurable follows the boot checkpoint: the boot step is durable, the
+// family is repaired, and the being lives. A being stopped meanwhile
+// goes on with its shutdown instead.
+func (b *Being) bootDurable(ctx actor.Context) {
+	b.booted = true
+	if b.phase != phaseBooting {
 		return
 	}
-	pending := append([]state.Grant(nil), b.st.Grants...)
-	b.removeUngranted(ctx, func(ctx actor.Context) {
-		b.completeGrants(ctx, pending, then)
-	})
+	b.repairFamily(ctx)
 }
 
-// openedState is a fresh being's state directory, once written.
-type openedState struct {
-	store   *state.Store
-	journal *state.Journal
-	archive *state.Archive
-}
-
-// createState writes a fresh being's directory and first state.json and
-// opens its journal and archive; it runs on a writer goroutine.
-func createState(dir string, fresh *state.Being, fault state.Fault) (*openedState, error) {
-	store, err := state.Open(dir)
-	if err != nil {
-		return nil, err
+// familyRepaired starts living: the children resume, the first cycle
+// begins.
+func (b *Being) familyRepaired(ctx actor.Context) {
+	if b.phase != phaseBooting {
+		return // stopped meanwhile: the shutdown goes on
 	}
-	store.SetFault(fault)
-	if fault != nil {
-		if err := fault(state.StateFile); err != nil {
-			return nil, err
-		}
-	}
-	if err := store.Create(fresh); err != nil {
-		return nil, err
-	}
-	journal, err := store.OpenJournal(fresh.StartedAt, 0)
-	if err != nil {
-		return nil, err
-	}
-	archive, err := store.OpenArchive()
-	if err != nil {
-		journal.Close()
-		return nil, err
-	}
-	return &openedState{store: store, journal: journal, archive: archive}, nil
+	b.phase = phaseIdle
+	b.resumeChildren(ctx)
+	ctx.Send(ctx.Self(), tick{b.epoch})
 }
 
 // handleLasEvent follows what the Las actor reports about itself.
 func (b *Being) handleLasEvent(ctx actor.Context, msg any) {
 	switch e := msg.(type) {
 	case messages.LasCatalogChanged:
-		b.lasTools = e.Tools
-		if b.link == lasStarting && b.phase != phaseBooting {
-			b.link = lasUp // a Las that was late at boot is ready now
+		b.las.tools = e.Tools
+		if b.las.link == lasStarting && b.phase != phaseBooting {
+			b.las.link = lasUp // a Las that was late at boot is ready now
 		}
-		if b.link != lasUp {
+		if b.las.link != lasUp {
 			return // the boot catalogue is built from these tools when it is
 		}
 		if err := b.rebuildCatalog(); err != nil {
@@ -183,7 +141,7 @@ func (b *Being) handleLasEvent(ctx actor.Context, msg any) {
 		}
 	case messages.LasRestarted:
 		b.log.Warn("Las restarted", "restarts", e.Restarts, "reason", e.Reason)
-		b.lasReason = e.Reason
+		b.las.reason = e.Reason
 		if b.opts.Observer != nil {
 			b.opts.Observer.LasRestarted(b.me, "las")
 		}
@@ -227,13 +185,13 @@ func (b *Being) handleLasEvent(ctx actor.Context, msg any) {
 // Las actor's LasUnavailable carries it, while its termination (which usually
 // overtakes it) does not.
 func (b *Being) lasEnded(reason string) {
-	offered := b.link == lasUp
+	offered := b.las.link == lasUp
 	switch {
-	case reason != "" && b.link != lasGone:
-		b.link = lasGone
+	case reason != "" && b.las.link != lasGone:
+		b.las.link = lasGone
 		b.warn(reason)
-	case reason == "" && (b.link == lasUp || b.link == lasStarting):
-		b.link = lasLost
+	case reason == "" && (b.las.link == lasUp || b.las.link == lasStarting):
+		b.las.link = lasLost
 	}
 	if offered {
 		if err := b.rebuildCatalog(); err != nil {
@@ -251,7 +209,7 @@ func (b *Being) lasNotReady(ctx actor.Context) {
 		b.failStart(ctx, err)
 		return
 	}
-	why := b.lasReason
+	why := b.las.reason
 	if why == "" {
 		why = "no answer"
 	}

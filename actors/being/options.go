@@ -138,6 +138,11 @@ type Options struct {
 	Observer observe.Observer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// inline runs durable writes and writer jobs on the caller's
+	// goroutine, their outcome handled at once: tests that drive the
+	// handlers one by one set it.
+	inline bool
 }
 
 func (o Options) now() state.Time { return state.Time{Time: o.clock().UTC()} }

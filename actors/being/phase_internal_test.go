@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,7 +120,7 @@ func TestShutdownLadder(t *testing.T) {
 	child := actor.NewPID("test", "being/being-Bo-1")
 	lasPID := actor.NewPID("test", "being/las")
 	b.children = []*childRef{{id: "c1", name: "Bo", pid: child}}
-	b.las = lasPID
+	b.las.pid = lasPID
 	b.phase = phaseIdle
 
 	b.handleStop(ctx, messages.StopBeing{})
@@ -152,7 +153,7 @@ func TestShutdownWhileBooting(t *testing.T) {
 	b.booted = false
 	ctx := &stepContext{}
 	lasPID := actor.NewPID("test", "being/las")
-	b.las, b.link = lasPID, lasStarting
+	b.las.pid, b.las.link = lasPID, lasStarting
 	require.Equal(t, phaseBooting, b.phase)
 	before := testkit.Snapshot(t, b.opts.StateDir)
 
@@ -217,25 +218,25 @@ func TestLasLink(t *testing.T) {
 	for _, terminationFirst := range []bool{true, false} {
 		b := loadedBeing(t)
 		ctx := &stepContext{}
-		b.las = actor.NewPID("test", "being/las")
-		b.link = lasUp
-		b.lasTools = []chat.Tool{{Type: "function", Function: chat.Function{Name: "echo__echo", Description: "echo", Parameters: []byte(`{"type":"object"}`)}}}
+		b.las.pid = actor.NewPID("test", "being/las")
+		b.las.link = lasUp
+		b.las.tools = []chat.Tool{{Type: "function", Function: chat.Function{Name: "echo__echo", Description: "echo", Parameters: []byte(`{"type":"object"}`)}}}
 		require.NoError(t, b.rebuildCatalog())
 		b.phase = phaseIdle
 		withLas := b.toolCount()
 
 		unavailable := messages.LasUnavailable{Reason: "restart intensity exceeded"}
 		if terminationFirst {
-			b.handleTerminated(ctx, &actor.Terminated{Who: b.las})
-			assert.Equal(t, lasLost, b.link)
+			b.handleTerminated(ctx, &actor.Terminated{Who: b.las.pid})
+			assert.Equal(t, lasLost, b.las.link)
 			b.handleLasEvent(ctx, unavailable)
 		} else {
 			b.handleLasEvent(ctx, unavailable)
-			b.handleTerminated(ctx, &actor.Terminated{Who: b.las})
+			b.handleTerminated(ctx, &actor.Terminated{Who: b.las.pid})
 		}
 		b.handleLasEvent(ctx, unavailable)
 		b.flushWarnings(ctx) // what Receive does after every message
-		assert.Equal(t, lasGone, b.link)
+		assert.Equal(t, lasGone, b.las.link)
 		assert.Equal(t, withLas-1, b.toolCount())
 		assert.Equal(t, []string{unavailable.String()}, journalWarnings(beingJournal(t, b)))
 		assert.Equal(t, phaseIdle, b.phase, "the being lives on with built-in tools")
@@ -246,24 +247,31 @@ func TestLasLink(t *testing.T) {
 // step is held; a stop that does not wait gives the step up, writes
 // nothing more and stops, and the next load closes the call left open.
 func TestStopNowGivesUpOnStorage(t *testing.T) {
-	b := loadedBeing(t)
 	clock := testkit.NewStepClock()
-	b.opts.Clock = clock
+	broken := errors.New("no space left on device")
+	var full atomic.Bool
+	b := loadedBeing(t, func(o *Options) {
+		o.Clock = clock
+		o.StorageFault = func(string) error {
+			if full.Load() {
+				return broken
+			}
+			return nil
+		}
+	})
 	ctx := &stepContext{}
 	calls := []chat.ToolCall{call("a", "singularity_memory_recall"), call("b", "singularity_memory_recall")}
 	// The completion asking for both calls is durable.
-	b.commit(ctx, []state.Event{state.ModelCompleted(b.opts.now(), 0, chat.Usage{}, chat.Message{Role: chat.RoleAssistant, ToolCalls: calls})}, func(actor.Context) {})
+	b.commit(ctx, []state.Event{state.ModelCompleted(b.opts.now(), 0, chat.Usage{}, chat.Message{Role: chat.RoleAssistant, ToolCalls: calls})}, nextNothing)
 	b.cycle = &cycleRun{round: 1, calls: calls, next: 1}
 	b.phase = phaseCycling
-	broken := errors.New("no space left on device")
-	b.store.SetFault(func(string) error { return broken })
-	b.journal.SetFault(func() error { return broken })
+	full.Store(true)
 	before := testkit.Snapshot(t, b.opts.StateDir)
 
 	finished := state.ToolFinished(b.opts.now(), 0, "singularity_memory_recall", outcome.Success)
 	finished.Chat = &chat.Message{Role: chat.RoleTool, ToolCallID: "a", Name: "singularity_memory_recall", Content: "{}"}
 	b.commitTool(ctx, finished, nil, toolResult{})
-	require.True(t, b.storage.failing, "the step is held")
+	require.True(t, b.engine.Storage().Failing, "the step is held")
 	retry := clock.Next(t, time.Second)
 	assert.Equal(t, time.Second, retry.After)
 	assert.Empty(t, resultsFor(b.st.Conversation), "nothing of the held step took effect")
@@ -274,7 +282,7 @@ func TestStopNowGivesUpOnStorage(t *testing.T) {
 	assert.Equal(t, before, testkit.Snapshot(t, b.opts.StateDir), "nothing was written")
 
 	again := New(b.opts)
-	require.NoError(t, again.load())
+	require.NoError(t, again.load(nil))
 	t.Cleanup(again.handleStopping)
 	assert.Equal(t, map[string]int{"a": 1, "b": 1}, resultsFor(again.st.Conversation), "the load closed both open calls")
 }
@@ -312,7 +320,7 @@ func TestNextWait(t *testing.T) {
 func TestTornJournalRepairedOnlyByTheBootStep(t *testing.T) {
 	b := loadedBeing(t)
 	ctx := &stepContext{}
-	b.commit(ctx, []state.Event{state.Started(b.opts.now())}, func(actor.Context) {})
+	b.commit(ctx, []state.Event{state.Started(b.opts.now())}, nextNothing)
 	b.handleStopping()
 	path := filepath.Join(b.opts.StateDir, state.JournalFile)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
@@ -323,14 +331,14 @@ func TestTornJournalRepairedOnlyByTheBootStep(t *testing.T) {
 	before := testkit.Snapshot(t, b.opts.StateDir)
 
 	refused := New(b.opts)
-	refused.inline = true
-	require.NoError(t, refused.load())
+	refused.opts.inline = true
+	require.NoError(t, refused.load(nil))
 	refused.handleStopping() // the boot is refused after the load
 	assert.Equal(t, before, testkit.Snapshot(t, b.opts.StateDir), "loading wrote nothing")
 
 	booted := New(b.opts)
-	booted.inline = true
-	require.NoError(t, booted.load())
+	booted.opts.inline = true
+	require.NoError(t, booted.load(nil))
 	t.Cleanup(booted.handleStopping)
 	booted.commitBoot(ctx)
 	events, err := state.ReadJournal(path)

@@ -94,52 +94,58 @@ func (b *Being) reservePricing() ledger.Pricing {
 // balance less the reservation of its next completion, estimated by the
 // last one (docs/money.md#funded-children).
 func (b *Being) available() money.Amount {
-	return b.st.Budget.Remaining.Sub(b.lastReservation)
+	return b.st.Budget.Remaining.Sub(b.purse.lastReservation)
 }
 
 // limited reports whether spend limits apply to this being.
 func (b *Being) limited() bool { return b.opts.SpendLimiter != nil }
 
-// admit has the family's spend limiter admit a reservation, then goes
-// on with the round. A refusal makes the being wait (status throttled)
-// until the limiter says the reservation fits, journaling the wait once;
-// a limiter that does not answer in time is asked again after a second.
-func (b *Being) admit(ctx actor.Context, bound money.Amount, then func(ctx actor.Context, ticket uint64)) {
-	req := messages.SpendRequest{Being: b.opts.StateDir, Amount: bound, BeingLimit: b.opts.SpendLimit}
+// admit has the family's spend limiter admit the round's reservation;
+// the round's completion is asked once it is (admissionAnswered).
+func (b *Being) admit(ctx actor.Context) {
+	req := messages.SpendRequest{Being: b.opts.StateDir, Amount: b.cycle.reservation.Bound, BeingLimit: b.opts.SpendLimit}
 	b.cycle.waiting = waitLimit
-	b.ask(ctx, b.opts.SpendLimiter, req, askTimeout, func(res any, err error) {
-		reply, ok := res.(messages.SpendResponse)
-		if b.phase != phaseCycling {
-			// Draining: this is the round boundary a stop waits for.
-			if err == nil && ok && reply.Admitted {
-				b.settle(ctx, reply.Ticket, money.Zero) // never used
-			}
-			b.cycle.waiting = waitNothing
-			b.abandonCycle(ctx)
-			return
-		}
-		if err == nil && ok && reply.Admitted {
-			b.cycle.waiting = waitNothing
-			b.throttled = false
-			then(ctx, reply.Ticket)
-			return
-		}
-		wait := time.Second
-		if ok && err == nil {
-			wait = max(reply.RetryAfter, time.Millisecond)
-		}
-		if !b.throttled {
-			b.throttled = true
-			b.warn(fmt.Sprintf("spend limit reached; waiting %d s", int64((wait+time.Second-1)/time.Second)))
-			b.commit(ctx, nil, func(ctx actor.Context) { b.retryAdmit(ctx, wait, bound, then) })
-			return
-		}
-		b.retryAdmit(ctx, wait, bound, then)
-	})
+	b.request(ctx, b.opts.SpendLimiter, req, askTimeout, replyAdmission)
 }
 
-// retryAdmit asks the limiter again after wait.
-func (b *Being) retryAdmit(ctx actor.Context, wait time.Duration, bound money.Amount, then func(ctx actor.Context, ticket uint64)) {
+// admissionAnswered goes on with the round once the reservation is
+// admitted. A refusal makes the being wait (status throttled) until the
+// limiter says the reservation fits, journaling the wait once; a limiter
+// that does not answer in time is asked again after a second.
+func (b *Being) admissionAnswered(ctx actor.Context, r reply) {
+	reply, ok := r.res.(messages.SpendResponse)
+	admitted := r.err == nil && ok && reply.Admitted
+	if b.phase != phaseCycling {
+		// Draining: this is the round boundary a stop waits for.
+		if admitted {
+			b.settle(ctx, reply.Ticket, money.Zero) // never used
+		}
+		b.cycle.waiting = waitNothing
+		b.abandonCycle(ctx)
+		return
+	}
+	if admitted {
+		b.cycle.waiting = waitNothing
+		b.purse.throttled = false
+		b.cycle.ticket = reply.Ticket
+		b.requestCompletion(ctx)
+		return
+	}
+	b.cycle.wait = time.Second
+	if ok && r.err == nil {
+		b.cycle.wait = max(reply.RetryAfter, time.Millisecond)
+	}
+	if !b.purse.throttled {
+		b.purse.throttled = true
+		b.warn(fmt.Sprintf("spend limit reached; waiting %d s", int64((b.cycle.wait+time.Second-1)/time.Second)))
+		b.commit(ctx, nil, nextAdmitWait)
+		return
+	}
+	b.waitToAdmit(ctx)
+}
+
+// waitToAdmit asks the limiter again after the cycle's wait.
+func (b *Being) waitToAdmit(ctx actor.Context) {
 	if b.phase != phaseCycling {
 		// A stop came while the wait's warning was being written.
 		b.cycle.waiting = waitNothing
@@ -148,25 +154,22 @@ func (b *Being) retryAdmit(ctx actor.Context, wait time.Duration, bound money.Am
 	}
 	b.cycle.waiting = waitLimit
 	self, system, epoch := ctx.Self(), ctx.ActorSystem(), b.epoch
-	b.stopTick = b.opts.clockAfter(wait, func() { system.Root.Send(self, admitRetry{epoch: epoch}) })
-	b.admitAgain = func(ctx actor.Context) { b.admit(ctx, bound, then) }
+	b.next.cancel = b.opts.clockAfter(b.cycle.wait, func() { system.Root.Send(self, admitRetry{epoch: epoch}) })
 }
 
 // admitRetry is the timer's word to ask the limiter again.
 type admitRetry struct{ epoch uint64 }
 
 func (b *Being) handleAdmitRetry(ctx actor.Context, msg admitRetry) {
-	if msg.epoch != b.epoch || b.admitAgain == nil {
+	if msg.epoch != b.epoch || b.cycle == nil || b.cycle.waiting != waitLimit {
 		return
 	}
-	again := b.admitAgain
-	b.admitAgain = nil
 	if b.phase != phaseCycling {
 		b.cycle.waiting = waitNothing
 		b.abandonCycle(ctx)
 		return
 	}
-	again(ctx)
+	b.admit(ctx)
 }
 
 // settle tells the limiter what the admitted completion actually cost.

@@ -22,6 +22,9 @@ type stopping struct {
 	// giveUp is set once a write held for storage was given up: the
 	// being writes nothing more while storage fails.
 	giveUp bool
+	// afterCheckpoint is set while the end waits for the background
+	// checkpoint to land (stopped).
+	afterCheckpoint bool
 }
 
 // graceExpired is sent to self when the shutdown grace has passed.
@@ -34,8 +37,9 @@ func (b *Being) beginStop() {
 		return
 	}
 	b.stop = &stopping{}
-	if b.stopTick != nil {
-		b.stopTick()
+	b.cancelTimer()
+	if b.engine != nil {
+		b.engine.Stopping()
 	}
 }
 
@@ -67,22 +71,22 @@ func (b *Being) handleStop(ctx actor.Context, msg messages.StopBeing) {
 		// The cycle is abandoned as soon as the ledger has answered or
 		// the write in flight has landed; a write held because storage
 		// fails is given up by a stop that does not wait.
-		if b.stop.now && b.storage.failing && b.cycle.waiting == waitStorage {
+		if b.stop.now && b.engine.Storage().Failing && b.cycle.waiting == waitStorage {
 			b.phase = phaseDraining
 			b.abandonWork(ctx, "shutdown without waiting")
 		}
 	case phaseSaving:
 		// Storage that fails the final save is given up on by a stop
 		// that does not wait.
-		if b.stop.now && b.dropHeldWrite() {
+		if b.stop.now && b.engine.DropHeld() {
 			b.stopped(ctx)
 		}
 	default:
 		// Outside a cycle a write held for storage (the boot step, a
 		// checkpoint, warnings) is given up by a stop that does not
 		// wait: none of it took effect.
-		if b.stop.now {
-			b.dropHeldWrite()
+		if b.stop.now && b.engine != nil {
+			b.engine.DropHeld()
 		}
 		b.continueShutdown(ctx)
 	}
@@ -103,7 +107,7 @@ func (b *Being) abandonWork(ctx actor.Context, why string) {
 	waiting := b.cycle.waiting
 	switch waiting {
 	case waitStorage:
-		if !b.dropHeldWrite() {
+		if !b.engine.DropHeld() {
 			// A write in flight lands (or fails) within one fsync.
 			b.phase = phaseAbandoning
 			b.stop.abandonWhy = why
@@ -131,13 +135,13 @@ func (b *Being) abandonWork(ctx actor.Context, why string) {
 		b.abandonCycle(ctx)
 		return
 	}
-	b.commit(ctx, closing, b.abandonCycle)
+	b.commit(ctx, closing, nextAbandoned)
 }
 
 // givingUpOnStorage reports a stop that does not wait while storage
 // fails: the being then writes nothing more (a crash would lose as much).
 func (b *Being) givingUpOnStorage() bool {
-	return b.stop != nil && (b.stop.now || b.stop.giveUp) && b.storage.failing
+	return b.stop != nil && (b.stop.now || b.stop.giveUp) && b.engine.Storage().Failing
 }
 
 // closePendingCalls returns the tool_finished events that close the
@@ -215,12 +219,12 @@ func (b *Being) continueShutdown(ctx actor.Context) {
 			}
 		}
 		b.phase = phaseStoppingLas
-		if b.las != nil {
-			ctx.Stop(b.las)
+		if b.las.pid != nil {
+			ctx.Stop(b.las.pid)
 		}
 		fallthrough
 	case phaseStoppingLas:
-		if b.las == nil && b.write == nil {
+		if b.las.pid == nil && !b.engine.Busy() {
 			b.finalSave(ctx)
 		}
 	case phaseCycling, phaseDraining, phaseAbandoning, phaseSaving, phaseStopped:
@@ -252,23 +256,21 @@ func (b *Being) finalSave(ctx actor.Context) {
 		return
 	}
 	// Applying stopped sets the status, once it is durable.
-	b.commit(ctx, []state.Event{state.Stopped(b.opts.now(), b.st.Cycle, status)}, func(ctx actor.Context) {
-		b.commitCheckpoint(ctx, b.stopped)
-	})
+	b.commit(ctx, []state.Event{state.Stopped(b.opts.now(), b.st.Cycle, status)}, nextFinalStep)
 }
 
 // stopped ends the being: files closed, the parent told. Warnings still
 // queued (storage came back during the final save) are journaled first.
 func (b *Being) stopped(ctx actor.Context) {
-	if b.background != nil {
+	if b.engine.Writing() {
 		// A cycle-end checkpoint still writes state.json: the being ends
-		// when it has landed (handleCheckpointDone), so nothing of it
-		// writes after the stop.
-		b.stopAfterCheckpoint = true
+		// when it has landed (landed), so nothing of it writes after the
+		// stop.
+		b.stop.afterCheckpoint = true
 		return
 	}
-	if len(b.warnings) > 0 && b.booted && b.write == nil && b.journal != nil && !b.givingUpOnStorage() {
-		b.commit(ctx, nil, b.stopped)
+	if b.engine.Warnings() && b.booted && !b.engine.Busy() && b.engine.Opened() && !b.givingUpOnStorage() {
+		b.commit(ctx, nil, nextStopped)
 		return
 	}
 	if b.stop.graceTimer != nil {
@@ -287,8 +289,8 @@ func (b *Being) stoppedMessage() messages.BeingStopped {
 	if b.st != nil {
 		msg.Name = b.st.Identity.Name
 		msg.Status = b.st.Status
-		msg.Held = b.entry().Held().Add(b.departedHeld)
-		msg.Earned = b.st.Budget.Earned.Add(b.departedEarned)
+		msg.Held = b.entry().Held().Add(b.purse.departedHeld)
+		msg.Earned = b.st.Budget.Earned.Add(b.purse.departedEarned)
 	}
 	if b.stop != nil {
 		msg.Err = b.stop.err
@@ -308,14 +310,14 @@ func (b *Being) handleTerminated(ctx actor.Context, msg *actor.Terminated) {
 		return
 	}
 	who := msg.Who
-	if b.las != nil && who.Equal(b.las) {
+	if b.las.pid != nil && who.Equal(b.las.pid) {
 		// Its LasUnavailable, sent while it stopped, journals the reason;
 		// the termination (a system message) usually overtakes it.
-		b.las = nil
+		b.las.pid = nil
 		if b.phase == phaseIdle || b.phase == phaseCycling {
 			b.lasEnded("")
-		} else if b.link == lasUp || b.link == lasStarting {
-			b.link = lasLost // stopped by the shutdown (or a failed boot)
+		} else if b.las.link == lasUp || b.las.link == lasStarting {
+			b.las.link = lasLost // stopped by the shutdown (or a failed boot)
 		}
 		b.continueShutdown(ctx)
 		return

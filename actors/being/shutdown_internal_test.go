@@ -36,19 +36,22 @@ func (c *stepContext) Stop(pid *actor.PID)           { c.stopped = append(c.stop
 // loaded and booted as after its boot step, without Las or children.
 // Its durable writes run inline, so each handler's effect is complete
 // when it returns.
-func loadedBeing(t *testing.T) *Being {
+func loadedBeing(t *testing.T, configure ...func(*Options)) *Being {
 	t.Helper()
 	id := testkit.Identity()
 	opts := Options{
 		StateDir: filepath.Join(t.TempDir(), "state"), Identity: id, Mode: Run,
 		ContextMessages: 200, MaxToolRounds: 8, Logger: slog.New(slog.DiscardHandler),
 	}
+	for _, c := range configure {
+		c(&opts)
+	}
 	fresh := func() (*state.Being, error) { return NewState(id, money.MustParse("1"), "m", opts.now()), nil }
 	_, _, _, err := state.Boot(opts.StateDir, false, id, fresh)
 	require.NoError(t, err)
 	b := New(opts)
-	b.inline = true
-	require.NoError(t, b.load())
+	b.opts.inline = true
+	require.NoError(t, b.load(nil))
 	t.Cleanup(b.handleStopping)
 	b.st.Status = state.StatusRunning
 	b.booted = true

@@ -3,13 +3,13 @@ package being
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/wisent/singularity/actors/ledger"
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/boundary"
 	"github.com/wisent/singularity/internal/tools/builtin"
@@ -46,8 +46,8 @@ type catalogView struct {
 // warning.
 func (b *Being) rebuildCatalog() error {
 	var lasTools []chat.Tool
-	if b.link == lasUp {
-		lasTools = b.lasTools
+	if b.las.link == lasUp {
+		lasTools = b.las.tools
 	}
 	view, err := sharedCatalog(lasTools, b.opts.Most != nil)
 	if err != nil {
@@ -55,6 +55,29 @@ func (b *Being) rebuildCatalog() error {
 	}
 	b.catalog = view
 	return nil
+}
+
+// toolCall is the tool call in progress and what its steps need: the
+// call, when it began, a built-in's arguments while the model list is
+// asked, its result while the ledger prices a credit, the credit told to
+// the ledger once the step is durable, and a spawn in progress.
+type toolCall struct {
+	call     chat.ToolCall
+	began    time.Time
+	args     json.RawMessage
+	finished state.Event
+	result   toolResult
+	credited *money.Amount
+	spawn    *spawning
+}
+
+// toolResult is what one tool call produced: its outcome, the mind
+// changes to journal with it, and a spawned child to start once that
+// step is durable.
+type toolResult struct {
+	outcome outcome.Outcome
+	changes []state.Event
+	child   *childStart
 }
 
 // nextTool runs the next tool call of the round, or starts the next
@@ -70,52 +93,34 @@ func (b *Being) nextTool(ctx actor.Context) {
 	}
 	call := b.cycle.calls[b.cycle.next]
 	b.cycle.next++
-	began := time.Now()
-	b.runTool(ctx, call, func(r toolResult) {
-		r.elapsed = time.Since(began)
-		b.finishTool(ctx, call, r)
-	})
-}
-
-// toolResult is what one tool call produced: its outcome, the mind
-// changes to journal with it, and what to do once that step is durable
-// (start a spawned child).
-type toolResult struct {
-	outcome outcome.Outcome
-	changes []state.Event
-	after   func(ctx actor.Context)
-	elapsed time.Duration // from the call to its outcome (for the observer)
-}
-
-// only is a result with nothing but an outcome.
-func only(done func(toolResult)) func(outcome.Outcome) {
-	return func(o outcome.Outcome) { done(toolResult{outcome: o}) }
+	b.cycle.tool = toolCall{call: call, began: time.Now()}
+	b.runTool(ctx, call)
 }
 
 // runTool produces the result of one call, synchronously for the
-// built-ins and by message for Las, Most, the model list, the file
-// tools and a child's state directory.
-func (b *Being) runTool(ctx actor.Context, call chat.ToolCall, done func(toolResult)) {
+// built-ins and by reply for Las, Most, the model list, the file tools
+// and a child's state directory; each ends in toolDone.
+func (b *Being) runTool(ctx actor.Context, call chat.ToolCall) {
 	name := call.Function.Name
 	origin, known := b.catalog.cat.Lookup(name)
 	if !known {
-		done(toolResult{outcome: catalog.UnknownTool()})
+		b.toolDone(ctx, toolResult{outcome: catalog.UnknownTool()})
 		return
 	}
 	args, ok := objectArguments(call.Function.Arguments)
 	if !ok {
-		done(toolResult{outcome: outcome.Failure("invalid_arguments", "arguments must be a JSON object")})
+		b.toolDone(ctx, toolResult{outcome: outcome.Failure("invalid_arguments", "arguments must be a JSON object")})
 		return
 	}
 	switch origin {
 	case catalog.Las:
 		b.cycle.waiting = waitLas
-		b.callLas(ctx, name, args, only(done))
+		b.callLas(ctx, name, args)
 	case catalog.Most:
 		b.cycle.waiting = waitMost
-		b.callMost(ctx, name, args, only(done))
+		b.callMost(ctx, name, args)
 	case catalog.Builtin:
-		b.callBuiltin(ctx, name, args, done)
+		b.callBuiltin(ctx, name, args)
 	}
 }
 
@@ -123,42 +128,63 @@ func (b *Being) runTool(ctx actor.Context, call chat.ToolCall, done func(toolRes
 // (they change the being's state and take microseconds); the file tools
 // do blocking file I/O and never touch the state, so they run on a
 // worker goroutine; switch_model first asks the gateway for the models
-// Brama advertises, by message.
-func (b *Being) callBuiltin(ctx actor.Context, name string, args json.RawMessage, done func(toolResult)) {
+// Brama advertises (modelsAnswered).
+func (b *Being) callBuiltin(ctx actor.Context, name string, args json.RawMessage) {
 	switch name {
 	case builtin.SelfSwitchModel:
 		b.cycle.waiting = waitModels
-		b.withModels(ctx, func(advertised []string, selectors bool) {
-			b.runBuiltin(ctx, builtin.Request{Name: name, Args: args, Mind: &b.st.Mind, Advertised: advertised, NoSelectors: !selectors}, done)
-		})
+		b.cycle.tool.args = args
+		b.request(ctx, b.opts.Gateway, messages.ModelsRequest{}, b.modelTimeout(), replyModels)
 	case builtin.FileRead, builtin.FileWrite:
 		b.cycle.waiting = waitFile
 		tools := b.tools
-		b.async(ctx, fileTimeout, func() any {
+		b.work(ctx, replyFile, fileTimeout, func() any {
 			return tools.Call(builtin.Request{Name: name, Args: args}).Outcome
-		}, func(res any, err error) {
-			o, ok := res.(outcome.Outcome)
-			if err != nil || !ok {
-				o = outcome.Failure(fileErrorCode(name), "the file operation did not finish in time")
-			}
-			done(toolResult{outcome: o})
 		})
 	default:
-		b.runBuiltin(ctx, builtin.Request{Name: name, Args: args, Mind: &b.st.Mind, Available: b.available()}, done)
+		b.runBuiltin(ctx, builtin.Request{Name: name, Args: args, Mind: &b.st.Mind, Available: b.available()})
 	}
+}
+
+// modelsAnswered runs switch_model with the models Brama advertises and
+// whether the gateway is Brama, whose selectors may be switched to. A
+// listing that failed gives no model ids: none can be confirmed; one
+// that did not come in time also refuses selectors, since the gateway is
+// unknown.
+func (b *Being) modelsAnswered(ctx actor.Context, r reply) {
+	var advertised []string
+	selectors := false
+	if resp, ok := r.res.(messages.ModelsResponse); r.err == nil && ok {
+		selectors = resp.Selectors
+		if resp.Err == nil {
+			advertised = resp.IDs
+		}
+	}
+	args := b.cycle.tool.args
+	b.cycle.tool.args = nil
+	b.runBuiltin(ctx, builtin.Request{Name: builtin.SelfSwitchModel, Args: args, Mind: &b.st.Mind, Advertised: advertised, NoSelectors: !selectors})
+}
+
+// fileAnswered takes a file tool's outcome.
+func (b *Being) fileAnswered(ctx actor.Context, r reply) {
+	o, ok := r.res.(outcome.Outcome)
+	if r.err != nil || !ok {
+		o = outcome.Failure(fileErrorCode(b.cycle.tool.call.Function.Name), "the file operation did not finish in time")
+	}
+	b.toolDone(ctx, toolResult{outcome: o})
 }
 
 // runBuiltin runs a built-in tool on the mailbox. Its mind changes go
 // with its outcome into the journal; a spawn first has the child's state
 // directory written (spawnChild).
-func (b *Being) runBuiltin(ctx actor.Context, req builtin.Request, done func(toolResult)) {
+func (b *Being) runBuiltin(ctx actor.Context, req builtin.Request) {
 	res := b.tools.Call(req)
 	if spawn, ok := res.Effect.(builtin.Spawn); ok {
 		b.cycle.waiting = waitChild
-		b.spawnChild(ctx, spawn, done)
+		b.spawnChild(ctx, spawn)
 		return
 	}
-	done(toolResult{outcome: res.Outcome, changes: res.Changes})
+	b.toolDone(ctx, toolResult{outcome: res.Outcome, changes: res.Changes})
 }
 
 // objectArguments accepts only a JSON object (docs/tools.md#the-catalogue);
@@ -175,13 +201,17 @@ func objectArguments(text string) (json.RawMessage, bool) {
 	return json.RawMessage(trimmed), true
 }
 
-// finishTool applies the output boundary and journals the call as one
-// step (docs/cycle.md#anatomy-of-a-cycle): tool_finished with the tool
-// message and the action record, revenue_credited when the result is
-// trusted revenue evidence, then the call's mind changes. Only once that
-// step is durable does any of it take effect.
-func (b *Being) finishTool(ctx actor.Context, call chat.ToolCall, res toolResult) {
+// toolDone applies the output boundary to the call's result and
+// journals the call as one step (docs/cycle.md#anatomy-of-a-cycle):
+// tool_finished with the tool message and the action record,
+// revenue_credited when the result is trusted revenue evidence, then the
+// call's mind changes. Only once that step is durable does any of it
+// take effect.
+func (b *Being) toolDone(ctx actor.Context, res toolResult) {
 	b.cycle.waiting = waitNothing
+	tool := &b.cycle.tool
+	b.cycle.elapsed = time.Since(tool.began)
+	call := tool.call
 	name := b.catalog.cat.Canonical(call.Function.Name)
 	raw := res.outcome
 	o, reason := boundary.Screen{Workspace: b.opts.Workspace, Secrets: b.opts.Secrets}.Apply(raw)
@@ -206,66 +236,85 @@ func (b *Being) finishTool(ctx actor.Context, call chat.ToolCall, res toolResult
 		return
 	}
 	b.cycle.waiting = waitLedger
-	b.ask(ctx, b.ledger, messages.CreditRequest{Tool: name, Result: raw.Content}, askTimeout, func(reply any, err error) {
-		b.cycle.waiting = waitNothing
-		credit, ok := reply.(messages.CreditResponse)
-		switch {
-		case err != nil || !ok:
-			b.warn("revenue not credited: " + errText(err, "unexpected ledger reply"))
-			b.commitTool(ctx, finished, nil, res)
-		case credit.Credited:
-			b.commitTool(ctx, finished, &credit, res)
-		default:
-			b.commitTool(ctx, finished, nil, res)
-		}
-	})
+	tool.finished, tool.result = finished, res
+	b.request(ctx, b.ledger, messages.CreditRequest{Tool: name, Result: raw.Content}, askTimeout, replyCredit)
 }
 
-// commitTool writes a call's step and, once it is durable, tells the
-// ledger of the credit, carries out what the call left for after (a
-// spawned child starts) and goes on with the next call.
+// creditAnswered journals the call with the credit the ledger priced.
+func (b *Being) creditAnswered(ctx actor.Context, r reply) {
+	b.cycle.waiting = waitNothing
+	tool := &b.cycle.tool
+	finished, res := tool.finished, tool.result
+	tool.finished, tool.result = state.Event{}, toolResult{}
+	credit, ok := r.res.(messages.CreditResponse)
+	switch {
+	case r.err != nil || !ok:
+		b.warn("revenue not credited: " + errText(r.err, "unexpected ledger reply"))
+		b.commitTool(ctx, finished, nil, res)
+	case credit.Credited:
+		b.commitTool(ctx, finished, &credit, res)
+	default:
+		b.commitTool(ctx, finished, nil, res)
+	}
+}
+
+// commitTool writes a call's step; once it is durable, toolDurable tells
+// the ledger of the credit, starts a spawned child and goes on with the
+// next call.
 func (b *Being) commitTool(ctx actor.Context, finished state.Event, credit *messages.CreditResponse, res toolResult) {
 	step := []state.Event{finished}
+	tool := &b.cycle.tool
+	tool.credited = nil
 	if credit != nil {
 		step = append(step, state.RevenueCredited(finished.At, finished.Cycle, credit.Amount, credit.Source))
+		amount := credit.Amount
+		tool.credited = &amount
 	}
 	step = append(step, res.changes...)
-	b.commitTimed(ctx, step, waitFile, res.elapsed, "", func(ctx actor.Context) {
-		if credit != nil {
-			ctx.Send(b.ledger, messages.RevenueCredited{Amount: credit.Amount})
-		}
-		if res.after != nil {
-			res.after(ctx)
-		}
-		b.nextTool(ctx)
-	})
+	tool.result = toolResult{child: res.child}
+	b.commit(ctx, step, nextTool)
+}
+
+// toolDurable follows a call's durable step.
+func (b *Being) toolDurable(ctx actor.Context) {
+	tool := b.cycle.tool
+	b.cycle.tool = toolCall{}
+	if tool.credited != nil {
+		ctx.Send(b.ledger, messages.RevenueCredited{Amount: *tool.credited})
+	}
+	if c := tool.result.child; c != nil {
+		b.startChild(ctx, c)
+	}
+	b.nextTool(ctx)
 }
 
 // callLas forwards a call to the Las actor under the MCP deadline. When
 // Las is down the call fails as unknown_tool (docs/las.md#las-unavailable).
-func (b *Being) callLas(ctx actor.Context, name string, args json.RawMessage, done func(outcome.Outcome)) {
-	if b.las == nil || b.link != lasUp {
-		done(catalog.UnknownTool())
+func (b *Being) callLas(ctx actor.Context, name string, args json.RawMessage) {
+	if b.las.pid == nil || b.las.link != lasUp {
+		b.toolDone(ctx, toolResult{outcome: catalog.UnknownTool()})
 		return
 	}
 	deadline := b.opts.clock().Add(b.opts.MCPTimeout)
 	req := messages.LasCallRequest{Tool: name, Arguments: args, Deadline: deadline}
-	b.ask(ctx, b.las, req, b.opts.MCPTimeout+askTimeout, func(res any, err error) {
-		resp, ok := res.(messages.LasCallResponse)
-		if err != nil || !ok {
-			done(outcome.Unknown("mcp", "Las did not answer: "+errText(err, "unexpected reply")))
-			return
-		}
-		done(resp.Outcome)
-	})
+	b.request(ctx, b.las.pid, req, b.opts.MCPTimeout+askTimeout, replyLas)
 }
 
-// callMost runs a Most tool on a worker goroutine and continues by
-// message.
-func (b *Being) callMost(ctx actor.Context, name string, args json.RawMessage, done func(outcome.Outcome)) {
+// lasAnswered takes a Las call's outcome.
+func (b *Being) lasAnswered(ctx actor.Context, r reply) {
+	resp, ok := r.res.(messages.LasCallResponse)
+	if r.err != nil || !ok {
+		b.toolDone(ctx, toolResult{outcome: outcome.Unknown("mcp", "Las did not answer: "+errText(r.err, "unexpected reply"))})
+		return
+	}
+	b.toolDone(ctx, toolResult{outcome: resp.Outcome})
+}
+
+// callMost runs a Most tool on a worker goroutine.
+func (b *Being) callMost(ctx actor.Context, name string, args json.RawMessage) {
 	client, log := b.opts.Most, b.log
 	timeout := b.modelTimeout()
-	b.async(ctx, timeout, func() any {
+	b.work(ctx, replyMost, timeout, func() any {
 		c, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		o, err := client.Call(c, name, args)
@@ -273,59 +322,14 @@ func (b *Being) callMost(ctx actor.Context, name string, args json.RawMessage, d
 			log.Warn("Most call failed", "tool", name, "err", err)
 		}
 		return o
-	}, func(res any, err error) {
-		o, ok := res.(outcome.Outcome)
-		if err != nil || !ok {
-			done(outcome.Unknown("remote", "Most did not answer in time"))
-			return
-		}
-		done(o)
 	})
 }
 
-// withModels asks the gateway which models Brama advertises (for
-// singularity_self_switch_model) without blocking the mailbox, and whether
-// it is Brama, whose selectors may be switched to. A listing that failed
-// continues with nil: no model id can be confirmed; one that did not come
-// in time also refuses selectors, since the gateway is unknown.
-func (b *Being) withModels(ctx actor.Context, cont func(advertised []string, selectors bool)) {
-	b.ask(ctx, b.opts.Gateway, messages.ModelsRequest{}, b.modelTimeout(), func(res any, err error) {
-		resp, ok := res.(messages.ModelsResponse)
-		if err != nil || !ok {
-			cont(nil, false)
-			return
-		}
-		if resp.Err != nil {
-			cont(nil, resp.Selectors)
-			return
-		}
-		cont(resp.IDs, resp.Selectors)
-	})
-}
-
-// async runs work on a goroutine and continues with its result on the
-// mailbox, within timeout.
-func (b *Being) async(ctx actor.Context, timeout time.Duration, work func() any, cont func(any, error)) {
-	epoch := b.epoch
-	system := ctx.ActorSystem()
-	future := actor.NewFuture(system, timeout)
-	go func() { system.Root.Send(future.PID(), work()) }()
-	ctx.ReenterAfter(future, func(res any, err error) {
-		if b.epoch != epoch {
-			return
-		}
-		cont(res, err)
-	})
-}
-
-// errText is the text of an ask's failure (see replyError).
-func errText(err error, fallback string) string { return replyError(err, fallback).Error() }
-
-// replyError is an ask's failure: err, or fallback when the answer came
-// but was not the expected type.
-func replyError(err error, fallback string) error {
-	if err != nil {
-		return err
+// mostAnswered takes a Most call's outcome.
+func (b *Being) mostAnswered(ctx actor.Context, r reply) {
+	o, ok := r.res.(outcome.Outcome)
+	if r.err != nil || !ok {
+		o = outcome.Unknown("remote", "Most did not answer in time")
 	}
-	return errors.New(fallback)
+	b.toolDone(ctx, toolResult{outcome: o})
 }

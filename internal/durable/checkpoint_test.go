@@ -1,4 +1,4 @@
-package being
+package durable
 
 import (
 	"bufio"
@@ -28,7 +28,8 @@ import (
 func TestOvertakingCheckpointArchivesTheBacklogFirst(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	id := testkit.Identity()
-	st := NewState(id, money.MustParse("10"), "test-model", state.Now())
+	st := &state.Being{SchemaVersion: state.SchemaVersion, Identity: id, Status: state.StatusStarting,
+		Budget: state.Budget{Starting: money.MustParse("10"), Remaining: money.MustParse("10")}, StartedAt: state.Now(), UpdatedAt: state.Now(), JournalSeq: new(uint64)}
 	store, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) { return st, nil })
 	require.NoError(t, err)
 	var full atomic.Bool
@@ -43,7 +44,7 @@ func TestOvertakingCheckpointArchivesTheBacklogFirst(t *testing.T) {
 	defer archive.Close()
 
 	var lock sync.Mutex
-	backlog := &archiveBacklog{}
+	backlog := &state.Encoded{}
 	checkpointOf := func(generation, seq uint64, texts ...string) *checkpoint {
 		var archived state.Encoded
 		for _, text := range texts {

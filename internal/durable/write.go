@@ -1,0 +1,451 @@
+package durable
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/wisent/singularity/internal/observe"
+	"github.com/wisent/singularity/internal/store/state"
+)
+
+// Event is what the engine answers: Committed, Checkpointed, Landed,
+// Unavailable, Recovered or Created.
+type Event interface{ durableEvent() }
+
+// Committed says a step is durable: the owner applies Events (numbered,
+// stamped, the queued warnings first) and goes on with Tag.
+type Committed struct {
+	Tag    Tag
+	Events []state.Event
+}
+
+// Checkpointed says a checkpoint is written as far as the owner waits
+// for it: the owner keeps only Kept of its conversation and goes on with
+// Tag. A background checkpoint's state.json is still being written
+// then; its Landed follows.
+type Checkpointed struct {
+	Tag  Tag
+	Kept state.Encoded
+}
+
+// Landed says a checkpoint's state.json was written, or (Applied false)
+// that it was not the newest or, in the background, failed and is held.
+// When Applied the owner's state includes Seq, written at UpdatedAt.
+// Background marks the landing of a background checkpoint.
+type Landed struct {
+	Applied    bool
+	Background bool
+	Seq        uint64
+	UpdatedAt  state.Time
+}
+
+// Unavailable says a write failed; it is held and tried again after the
+// backoff. Attempts counts the failures since storage last worked.
+type Unavailable struct {
+	Attempts int
+	Err      error
+}
+
+// Recovered says storage works again after Attempts failures; their
+// warning goes with the next step.
+type Recovered struct{ Attempts int }
+
+// Created says a fresh being's directory was written (Err nil) or not.
+type Created struct {
+	Tag Tag
+	Err error
+}
+
+func (Committed) durableEvent()    {}
+func (Checkpointed) durableEvent() {}
+func (Landed) durableEvent()       {}
+func (Unavailable) durableEvent()  {}
+func (Recovered) durableEvent()    {}
+func (Created) durableEvent()      {}
+
+// Signal is the engine's own message to itself through the owner's
+// mailbox: a write's attempt ended, its retry is due, a background
+// checkpoint landed, a fresh directory was written. The owner hands it
+// to Handle.
+type Signal struct {
+	e      *Engine
+	kind   signalKind
+	id     uint64
+	cp     *checkpoint
+	opened *opened
+	tag    Tag
+	err    error
+}
+
+type signalKind uint8
+
+const (
+	writeDone signalKind = iota
+	writeRetry
+	checkpointDone
+	createDone
+)
+
+// write is one durable write in the slot: a journal step or a
+// checkpoint. The writer goroutine and the owner take turns on it: the
+// owner builds it, the job runs it, the owner reads the outcome after
+// the done signal.
+type write struct {
+	id  uint64
+	tag Tag
+	// step is the journal step, numbered; lines are its encoding.
+	step  []state.Event
+	lines []byte
+	// checkpoint, when set, is written instead: the archived messages
+	// first, then state.json, rotating the journal first when it grew
+	// past the segment size. rewrite marks a failed background
+	// checkpoint written again.
+	checkpoint *checkpoint
+	rewrite    bool
+
+	appended bool // the step is committed (a retry skips it)
+	attempts int
+	err      error // the last attempt's failure
+}
+
+type checkpoint struct {
+	archived state.Encoded
+	kept     state.Encoded
+	// encode renders state.json on the writer goroutine; data keeps it
+	// for the attempts after the first.
+	encode    func() ([]byte, error)
+	data      []byte
+	seq       uint64
+	updatedAt state.Time
+	archDone  bool
+	// background lets the owner go on once the journal's rotation (if
+	// due) is done: the same writer goroutine then appends the archive,
+	// encodes and writes state.json, and reports it by its signal.
+	// generation orders the being's checkpoints in the store
+	// (state.Store.WriteCheckpoint); lock, the engine's, is held while
+	// one is written, and guards backlog.
+	background bool
+	generation uint64
+	lock       *sync.Mutex
+	backlog    *state.Encoded
+}
+
+// Step makes events durable as one step: the queued warnings first,
+// each event without a time stamped at, and without a cycle (but
+// started) given cycle. Its Committed comes when the step is durable.
+func (e *Engine) Step(tag Tag, events []state.Event, at state.Time, cycle uint64) []Event {
+	step := append(e.takeWarnings(), events...)
+	for i := range step {
+		if step[i].At.IsZero() {
+			step[i].At = at
+		}
+		if step[i].Type != state.EventStarted && step[i].Cycle == 0 {
+			step[i].Cycle = cycle
+		}
+	}
+	numbered, lines, err := e.journal.Encode(step)
+	if err != nil {
+		// Only a bug makes an event unencodable: end like a crash would.
+		panic(err)
+	}
+	return e.submit(&write{tag: tag, step: numbered, lines: lines})
+}
+
+// Checkpoint writes snapshot as state.json: archived (the messages that
+// left the window) go to conversation.jsonl first; kept is the window
+// the snapshot holds. The journal holds every event the checkpoint
+// includes before it is written, so a checkpoint that is late, or lost
+// to a crash, only makes the next load apply more events.
+//
+// With background set the owner may go on as soon as the journal's
+// rotation (when due) is done, while the archive and state.json are
+// written: one background checkpoint is in flight at a time, and none
+// while the family's writers have jobs waiting (with every writer busy,
+// going on would only queue more work while holding the next request and
+// the snapshot both). A snapshot that goes on in the background gets
+// slices of its own; one the owner waits for shares the state's, which
+// nothing changes meanwhile. It is encoded on the writer, when its turn
+// comes, by the engine's encoder under the checkpoint lock.
+func (e *Engine) Checkpoint(tag Tag, snapshot state.Being, kept, archived state.Encoded, background bool) []Event {
+	seq := e.journal.NextSeq() - 1
+	snapshot.JournalSeq = &seq
+	background = background && !e.cfg.Inline && e.background == nil && !e.cfg.Writers.Backlogged()
+	if background {
+		snapshot.OwnSlices()
+	}
+	encoder := &e.encoder
+	cp := &checkpoint{archived: archived, kept: kept, seq: seq, updatedAt: snapshot.UpdatedAt, background: background,
+		lock: &e.lock, backlog: &e.backlog, encode: func() ([]byte, error) {
+			return encoder.Encode(&snapshot)
+		}}
+	return e.submit(&write{tag: tag, checkpoint: cp, appended: true})
+}
+
+// Handle takes one of the engine's signals; signals of another engine
+// (an earlier incarnation) or of a closed one are ignored.
+func (e *Engine) Handle(s Signal) []Event {
+	if s.e != e || e.closed {
+		return nil
+	}
+	switch s.kind {
+	case writeDone:
+		if w := e.slot; w != nil && w.id == s.id {
+			return e.done(w)
+		}
+	case writeRetry:
+		if w := e.slot; w != nil && w.id == s.id {
+			e.fault.cancel = nil
+			return e.run(w)
+		}
+	case checkpointDone:
+		return e.landed(s.cp, s.err)
+	case createDone:
+		return e.created(s)
+	}
+	return nil
+}
+
+// submit puts w in the slot and starts it; a failed background
+// checkpoint goes first.
+func (e *Engine) submit(w *write) []Event {
+	if e.slot != nil {
+		panic("durable: a write is already in the slot")
+	}
+	if cp := e.held; cp != nil {
+		e.held = nil
+		e.queued = w
+		w = &write{checkpoint: cp, appended: true, rewrite: true}
+	}
+	e.nextID++
+	w.id = e.nextID
+	e.slot = w
+	return e.run(w)
+}
+
+// run starts one attempt of w on the writer pool (or inline).
+func (e *Engine) run(w *write) []Event {
+	w.attempts++
+	if cp := w.checkpoint; cp != nil && cp.generation == 0 {
+		cp.generation = w.id
+	}
+	journal, archive, store, commit, segment := e.journal, e.archive, e.store, e.commit, e.segmentBytes()
+	obs := e.cfg.Observer
+	if e.cfg.Inline {
+		w.err = timed(obs, func() error { return w.attempt(commit, journal, archive, store, segment) })
+		return e.done(w)
+	}
+	post, id := e.cfg.Post, w.id
+	e.cfg.Writers.Do(func() {
+		w.err = timed(obs, func() error { return w.attempt(commit, journal, archive, store, segment) })
+		cp := w.checkpoint
+		background := w.err == nil && cp != nil && cp.background
+		post(Signal{e: e, kind: writeDone, id: id})
+		if background {
+			// The owner goes on meanwhile; nothing of cp changes but
+			// here until its signal. attempt took the lock.
+			err := timed(obs, func() error { return cp.write(archive, store) })
+			cp.lock.Unlock()
+			post(Signal{e: e, kind: checkpointDone, cp: cp, err: err})
+		}
+	})
+	return nil
+}
+
+// done takes the outcome of w's attempt.
+func (e *Engine) done(w *write) []Event {
+	if w.err != nil {
+		return e.hold(w)
+	}
+	e.slot = nil
+	var out []Event
+	if e.fault.Failing && e.held == nil {
+		// A failed background checkpoint still to be written again keeps
+		// the failure open: its warning counts that attempt too.
+		out = append(out, e.recovered())
+	}
+	switch cp := w.checkpoint; {
+	case w.rewrite:
+		out = append(out, e.applied(cp))
+		if next := e.queued; next != nil {
+			e.queued = nil
+			out = append(out, e.submit(next)...)
+		}
+	case cp != nil && cp.background:
+		e.background = cp
+		out = append(out, Checkpointed{Tag: w.tag, Kept: cp.kept})
+	case cp != nil:
+		out = append(out, e.applied(cp), Checkpointed{Tag: w.tag, Kept: cp.kept})
+	default:
+		out = append(out, Committed{Tag: w.tag, Events: w.step})
+	}
+	return out
+}
+
+// hold logs the failure (once per attempt) and tries again after a
+// backoff that doubles from 1 s to 5 min.
+func (e *Engine) hold(w *write) []Event {
+	e.failed(w.err)
+	delay := RetryFirst << min(w.attempts-1, 20)
+	if delay > RetryMax || delay <= 0 {
+		delay = RetryMax
+	}
+	post, id := e.cfg.Post, w.id
+	e.fault.cancel = e.cfg.AfterFunc(delay, func() {
+		if post != nil {
+			post(Signal{e: e, kind: writeRetry, id: id})
+		}
+	})
+	return []Event{Unavailable{Attempts: e.fault.Attempts, Err: w.err}}
+}
+
+// landed takes the outcome of the background checkpoint. One that
+// failed is held like any failed write: it is written again in the slot
+// before the next step, with the storage backoff from then on. A stop in
+// progress drops it instead: the final save writes a later checkpoint.
+func (e *Engine) landed(cp *checkpoint, err error) []Event {
+	if cp != e.background {
+		return nil
+	}
+	e.background = nil
+	if err == nil {
+		l := e.applied(cp)
+		l.Background = true
+		return []Event{l}
+	}
+	out := []Event{}
+	if !e.stopping && cp.seq > e.checkpointed {
+		e.failed(err)
+		cp.background = false
+		e.held = cp
+		out = append(out, Unavailable{Attempts: e.fault.Attempts, Err: err})
+	}
+	return append(out, Landed{Background: true})
+}
+
+// applied records a checkpoint whose state.json is durable. A background
+// checkpoint may land after a later one was written in the slot; the
+// later one stands.
+func (e *Engine) applied(cp *checkpoint) Landed {
+	if cp.seq < e.checkpointed {
+		return Landed{}
+	}
+	e.checkpointed = cp.seq
+	return Landed{Applied: true, Seq: cp.seq, UpdatedAt: cp.updatedAt}
+}
+
+// failed counts and logs one failed attempt of a durable write.
+func (e *Engine) failed(err error) {
+	if !e.fault.Failing {
+		e.fault = Fault{Failing: true, Since: e.cfg.Now()}
+	}
+	e.fault.Attempts++
+	e.fault.Last = err.Error()
+	e.cfg.Log.Warn("storage unavailable: "+err.Error(), "attempt", e.fault.Attempts)
+}
+
+// recovered queues, for the next step, one warning standing for every
+// failed attempt.
+func (e *Engine) recovered() Recovered {
+	w := state.Warning(state.Time{}, 0, "storage unavailable: "+e.fault.Last)
+	w.Repeats = e.fault.Attempts
+	e.warnings = append(e.warnings, w)
+	e.cfg.Log.Info("storage available again", "attempts", e.fault.Attempts)
+	r := Recovered{Attempts: e.fault.Attempts}
+	e.fault = Fault{}
+	return r
+}
+
+func (e *Engine) takeWarnings() []state.Event {
+	w := e.warnings
+	e.warnings = nil
+	return w
+}
+
+// timed runs do, its duration reported to obs (when not nil).
+func timed(obs observe.Observer, do func() error) error {
+	if obs == nil {
+		return do()
+	}
+	began := time.Now()
+	err := do()
+	obs.DurableWrite(time.Since(began))
+	return err
+}
+
+// attempt does what is left of w; it runs on a writer goroutine.
+func (w *write) attempt(c Committer, j *state.Journal, a *state.Archive, s *state.Store, segment int64) error {
+	if !w.appended {
+		if err := c.Commit(w.lines, len(w.step)); err != nil {
+			return err
+		}
+		w.appended = true
+	}
+	cp := w.checkpoint
+	if cp == nil {
+		return nil
+	}
+	// The being's checkpoints are written one at a time, in order: the
+	// archive is appended to in the order of the conversation.
+	cp.lock.Lock()
+	if cp.background {
+		// Only the rotation is ordered against the owner's next steps;
+		// the rest is written after the owner is told (run), which
+		// unlocks.
+		if err := rotateIfLong(j, segment); err != nil {
+			cp.lock.Unlock()
+			return err
+		}
+		return nil
+	}
+	defer cp.lock.Unlock()
+	if err := rotateIfLong(j, segment); err != nil {
+		return err
+	}
+	return cp.write(a, s)
+}
+
+// rotateIfLong starts a new journal segment when the current one grew
+// past segment bytes (0: never). It is called only for a checkpoint
+// that includes every event so far.
+func rotateIfLong(j *state.Journal, segment int64) error {
+	if segment > 0 && j.Size() > segment {
+		return j.Rotate()
+	}
+	return nil
+}
+
+// write does what is left of the checkpoint: the archived messages,
+// then state.json. The caller holds cp.lock.
+//
+// The messages go to the archive through the engine's backlog: a
+// background checkpoint whose append failed may be overtaken by the
+// next checkpoint (written in the slot while the failed one still held
+// the lock), and that one, which no longer carries those messages, must
+// append them first, in order, before its state.json drops them.
+func (cp *checkpoint) write(a *state.Archive, s *state.Store) error {
+	if !cp.archDone {
+		*cp.backlog = append(*cp.backlog, cp.archived...)
+		cp.archDone = true
+	}
+	if len(*cp.backlog) > 0 {
+		if err := a.AppendEncoded(*cp.backlog); err != nil {
+			return err
+		}
+		*cp.backlog = nil
+	}
+	if cp.data == nil {
+		data, err := cp.encode()
+		if err != nil {
+			// Only a bug makes the state unencodable; the write is held
+			// and its error logged like a storage failure's.
+			return fmt.Errorf("cannot encode state: %w", err)
+		}
+		cp.data = data
+	}
+	if err := s.WriteCheckpoint(cp.data, cp.generation); err != nil {
+		return err
+	}
+	cp.data = nil // the next checkpoint encodes its own
+	return nil
+}
