@@ -25,6 +25,7 @@ import (
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Being is the actor. Create it with Props.
@@ -227,13 +228,13 @@ func (b *Being) handleStarted(ctx actor.Context) {
 		Funding:   b.opts.Funding,
 	})
 	if err != nil {
-		b.failStart(ctx, supervision.Errorf(supervision.ClassConfiguration, "%w", err))
+		b.failStart(ctx, fault.Errorf(fault.ClassConfiguration, "%w", err))
 		return
 	}
 	b.tools = tools
 	pid, err := ctx.SpawnNamed(props, supervision.LedgerChildName)
 	if err != nil {
-		b.failStart(ctx, supervision.Errorf(supervision.ClassRuntime, "spawn ledger: %w", err))
+		b.failStart(ctx, fault.Errorf(fault.ClassRuntime, "spawn ledger: %w", err))
 		return
 	}
 	b.ledger = pid

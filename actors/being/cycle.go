@@ -12,7 +12,7 @@ import (
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Report statuses of a cycle (docs/cycle.md#the-cycle-report).
@@ -135,7 +135,7 @@ func (b *Being) requestCompletion(ctx actor.Context, req messages.CompletionRequ
 	b.ask(ctx, b.opts.Gateway, req, b.modelTimeout(), func(res any, err error) {
 		resp, ok := res.(messages.CompletionResponse)
 		if err != nil || !ok {
-			resp = messages.CompletionResponse{Err: supervision.Upstream(supervision.ClassBrama, supervision.Indeterminate, "completion: no answer from the gateway: %w", replyError(err, "unexpected reply"))}
+			resp = messages.CompletionResponse{Err: fault.Upstream(fault.ClassBrama, fault.Indeterminate, "completion: no answer from the gateway: %w", replyError(err, "unexpected reply"))}
 		}
 		b.handleCompletion(ctx, resp)
 	})
@@ -167,7 +167,7 @@ func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResp
 			err = errors.New("unexpected ledger reply")
 		}
 		if err != nil {
-			b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), supervision.Errorf(supervision.ClassState, "debit: %w", err))
+			b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), fault.Errorf(fault.ClassState, "debit: %w", err))
 			return
 		}
 		if resp.Err != nil {
@@ -417,5 +417,5 @@ func (b *Being) ask(ctx actor.Context, pid *actor.PID, msg any, timeout time.Dur
 // permanentBrama reports a permanent Brama failure, which ends a being
 // with status failed (docs/cycle.md#run-loop-errors-and-shutdown).
 func permanentBrama(err error) bool {
-	return err != nil && supervision.ClassOf(err) == supervision.ClassBrama && supervision.KindOf(err) == supervision.Permanent
+	return err != nil && fault.ClassOf(err) == fault.ClassBrama && fault.KindOf(err) == fault.Permanent
 }
