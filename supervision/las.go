@@ -66,8 +66,8 @@ func LasDecider(reason any) actor.Directive {
 // LasPolicy is the supervision policy of a being's Las actor. When it
 // gives up (a permanent failure, or the intensity exceeded) it stops the
 // Las actor; the actor then tells its parent with messages.LasUnavailable
-// from its stopping handler (this package cannot name message types:
-// messages depends on it).
+// from its stopping handler (this package names no message types: it
+// does not import messages).
 func LasPolicy(cfg LasConfig) Policy {
 	return Policy{
 		Name:      "las",

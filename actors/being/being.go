@@ -195,7 +195,7 @@ func (b *Being) Receive(ctx actor.Context) {
 		b.handleCheckpointDone(ctx, msg)
 	case admitRetry:
 		b.handleAdmitRetry(ctx, msg)
-	case messages.Restarted:
+	case supervision.Restarted:
 		b.restarts, b.lastFailure = msg.Restarts, msg.Reason
 	case messages.InjectPanic:
 		if b.opts.FaultInjection {

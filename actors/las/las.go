@@ -101,7 +101,7 @@ type heldCall struct {
 // replaces the Las value on restart, but the props' producer hands every
 // incarnation the same history. Only the actor's goroutine touches it.
 type history struct {
-	restarts   int    // from the supervisor's messages.Restarted
+	restarts   int    // from the supervisor's supervision.Restarted
 	lastReason string // the failure that caused the last restart
 	booted     bool   // a session was ready once: missing surfaces are now transient
 	failure    error  // what the last incarnation failed with, until the next is up
@@ -187,7 +187,7 @@ func (a *Las) Receive(ctx actor.Context) {
 		a.handleStopping(ctx)
 	case *actor.Stopped:
 		a.worker.stop()
-	case messages.Restarted:
+	case supervision.Restarted:
 		a.handleRestarted(ctx, m)
 	case messages.LasCallRequest:
 		a.handleCall(ctx, ctx.Sender(), m)
@@ -253,7 +253,7 @@ func (a *Las) handleRestarting() {
 
 // handleRestarted keeps the supervisor's restart news for the debug
 // tree and passes it on to the parent as LasRestarted.
-func (a *Las) handleRestarted(ctx actor.Context, m messages.Restarted) {
+func (a *Las) handleRestarted(ctx actor.Context, m supervision.Restarted) {
 	a.h.restarts, a.h.lastReason = m.Restarts, m.Reason
 	a.tell(ctx, messages.LasRestarted{Restarts: m.Restarts, Reason: m.Reason})
 }

@@ -88,7 +88,7 @@ func (a *Remote) Receive(ctx actor.Context) {
 		a.handleStopping(ctx)
 	case *actor.Stopped:
 		a.worker.stop()
-	case messages.Restarted:
+	case supervision.Restarted:
 		a.h.restarts, a.h.lastReason = m.Restarts, m.Reason
 		a.tell(ctx, messages.LasRestarted{Restarts: m.Restarts, Reason: m.Reason})
 	case remoteConnected:
