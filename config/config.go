@@ -22,7 +22,7 @@ import (
 	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // MaxStimulusBytes bounds the external observation of cycle 1.
@@ -142,7 +142,7 @@ type LookupEnv func(name string) (string, bool)
 const AuthSecretEnv = "WISENT_APP_AGENT_AUTH_SECRET"
 
 func configError(format string, args ...any) error {
-	return supervision.Errorf(supervision.ClassConfiguration, format, args...)
+	return fault.Errorf(fault.ClassConfiguration, format, args...)
 }
 
 // Load validates every option and returns the runtime configuration, or
@@ -639,7 +639,7 @@ func bramaCredentials(b *Brama, f BramaFlags, env LookupEnv) error {
 		b.Secret, err = bramaSecret(f.SecretFile, env)
 	case AuthBearer:
 		if f.APIKeyFile == "" {
-			return supervision.New(supervision.ClassSecret, "BRAMA_API_KEY_FILE is required when BRAMA_AUTH is bearer")
+			return fault.New(fault.ClassSecret, "BRAMA_API_KEY_FILE is required when BRAMA_AUTH is bearer")
 		}
 		b.APIKey, err = ReadSecretFile(f.APIKeyFile)
 	}
@@ -653,7 +653,7 @@ func bramaSecret(file string, env LookupEnv) (identity.Secret, error) {
 	if v, ok := env(AuthSecretEnv); ok && v != "" {
 		return identity.NewSecret([]byte(v)), nil
 	}
-	return identity.Secret{}, supervision.New(supervision.ClassSecret, "BRAMA_HMAC_SECRET_FILE or WISENT_APP_AGENT_AUTH_SECRET is required")
+	return identity.Secret{}, fault.New(fault.ClassSecret, "BRAMA_HMAC_SECRET_FILE or WISENT_APP_AGENT_AUTH_SECRET is required")
 }
 
 // ReadSecretFile reads a credential from path
@@ -663,21 +663,21 @@ func bramaSecret(file string, env LookupEnv) (identity.Secret, error) {
 func ReadSecretFile(path string) (identity.Secret, error) {
 	info, err := os.Stat(path)
 	if err != nil {
-		return identity.Secret{}, supervision.Errorf(supervision.ClassSecret, "%s: %w", path, osError{err})
+		return identity.Secret{}, fault.Errorf(fault.ClassSecret, "%s: %w", path, osError{err})
 	}
 	if !info.Mode().IsRegular() {
-		return identity.Secret{}, supervision.Errorf(supervision.ClassSecret, "not a regular file: %s", path)
+		return identity.Secret{}, fault.Errorf(fault.ClassSecret, "not a regular file: %s", path)
 	}
 	if info.Mode().Perm()&0o077 != 0 {
-		return identity.Secret{}, supervision.Errorf(supervision.ClassSecret, "%s must not be group/world accessible", path)
+		return identity.Secret{}, fault.Errorf(fault.ClassSecret, "%s must not be group/world accessible", path)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return identity.Secret{}, supervision.Errorf(supervision.ClassSecret, "%s: %w", path, osError{err})
+		return identity.Secret{}, fault.Errorf(fault.ClassSecret, "%s: %w", path, osError{err})
 	}
 	value := strings.TrimRight(string(data), "\r\n")
 	if value == "" {
-		return identity.Secret{}, supervision.Errorf(supervision.ClassSecret, "%s is empty", path)
+		return identity.Secret{}, fault.Errorf(fault.ClassSecret, "%s is empty", path)
 	}
 	return identity.NewSecret([]byte(value)), nil
 }

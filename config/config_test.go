@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/testkit"
 )
 
@@ -143,7 +143,7 @@ func TestLoadRefusals(t *testing.T) {
 			_, err := Load(flags, setEmpty)
 			require.Error(t, err)
 			assert.Equal(t, c.want, err.Error())
-			assert.Equal(t, 2, supervision.ExitCode(err))
+			assert.Equal(t, 2, fault.ExitCode(err))
 		})
 	}
 }
@@ -180,7 +180,7 @@ func TestLoadRequired(t *testing.T) {
 		_, err := Load(flags, noEnv)
 		require.Error(t, err, c.want)
 		assert.Equal(t, c.want, err.Error())
-		assert.Equal(t, 2, supervision.ExitCode(err))
+		assert.Equal(t, 2, fault.ExitCode(err))
 	}
 }
 
@@ -246,7 +246,7 @@ func TestLoadGateways(t *testing.T) {
 		_, err := Load(withFlags(f.flags(), c.mutate), noEnv)
 		require.Error(t, err, c.want)
 		assert.Equal(t, c.want, err.Error())
-		assert.Equal(t, 2, supervision.ExitCode(err))
+		assert.Equal(t, 2, fault.ExitCode(err))
 		assert.NotContains(t, err.Error(), "sk-live-123")
 	}
 }
@@ -352,7 +352,7 @@ func TestSecretFileRefusals(t *testing.T) {
 			_, err := ReadSecretFile(c.path)
 			require.Error(t, err)
 			assert.Equal(t, c.want, err.Error())
-			assert.Equal(t, 2, supervision.ExitCode(err))
+			assert.Equal(t, 2, fault.ExitCode(err))
 			assert.NotContains(t, err.Error(), "topsecret")
 		})
 	}

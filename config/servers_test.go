@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 func TestLoadServers(t *testing.T) {
@@ -55,7 +55,7 @@ func TestLoadServersSecretFileRules(t *testing.T) {
 	_, err := LoadServers(path)
 	require.Error(t, err)
 	assert.Equal(t, "secret file: "+key+" must not be group/world accessible", err.Error())
-	assert.Equal(t, 2, supervision.ExitCode(err))
+	assert.Equal(t, 2, fault.ExitCode(err))
 }
 
 func TestLoadLasWithServersFile(t *testing.T) {

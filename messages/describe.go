@@ -3,21 +3,18 @@
 // here beyond String().
 package messages
 
-import "github.com/asynkron/protoactor-go/actor"
+import "github.com/wisent/singularity/internal/debug/describe"
 
 // DescribeRequest asks any actor to describe itself for the debug
-// endpoint. Every actor answers with a Description.
-type DescribeRequest struct{}
+// endpoint. Every actor answers with a Description. It is the debug
+// endpoint's own type (package internal/debug/describe), named here with
+// the other messages.
+type DescribeRequest = describe.Request
 
 // Description is one actor's own view of itself: its kind ("family", "brama",
 // "being", "ledger", "las"), its name, its status and the kind-specific
 // figures of docs/debug.md#figures. Children are filled in by whoever
 // assembles the tree, by asking each child in turn. Figures must never hold a
-// secret, an environment value or a secret's path.
-type Description struct {
-	Kind     string         `json:"kind"`
-	Name     string         `json:"name"`
-	Status   string         `json:"status"`
-	Figures  map[string]any `json:"figures,omitempty"`
-	Children []*actor.PID   `json:"-"` // the children to ask next, in display order
-}
+// secret, an environment value or a secret's path. It is the debug
+// endpoint's own type (package internal/debug/describe).
+type Description = describe.Description

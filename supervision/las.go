@@ -4,11 +4,13 @@ import (
 	"errors"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Transient failures of a Las session (docs/las.md#supervision). The Las
-// actor panics with a ClassMCP/Transient error wrapping one of these; the Las
-// decider restarts on them.
+// actor panics with a fault.ClassMCP/fault.Transient error wrapping one of
+// these; the Las decider restarts on them.
 var (
 	ErrLasExited       = errors.New("Las process exited")
 	ErrLasStdoutClosed = errors.New("Las stdout closed")
@@ -55,7 +57,7 @@ func LasDecider(reason any) actor.Directive {
 			return actor.RestartDirective
 		}
 	}
-	if KindOf(err) == Permanent {
+	if fault.KindOf(err) == fault.Permanent {
 		return actor.StopDirective
 	}
 	return actor.RestartDirective
@@ -64,8 +66,8 @@ func LasDecider(reason any) actor.Directive {
 // LasPolicy is the supervision policy of a being's Las actor. When it
 // gives up (a permanent failure, or the intensity exceeded) it stops the
 // Las actor; the actor then tells its parent with messages.LasUnavailable
-// from its stopping handler (this package cannot name message types:
-// messages depends on it).
+// from its stopping handler (this package names no message types: it
+// does not import messages).
 func LasPolicy(cfg LasConfig) Policy {
 	return Policy{
 		Name:      "las",

@@ -9,12 +9,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
-
-	"github.com/wisent/singularity/messages"
 )
 
 // crashOnce is a supervised child that panics with the error it is sent
-// and reports each messages.Restarted it reads, with how many Started
+// and reports each Restarted it reads, with how many Started
 // all its incarnations have handled by then (shared across them).
 type crashOnce struct {
 	news    chan<- restartNews
@@ -22,7 +20,7 @@ type crashOnce struct {
 }
 
 type restartNews struct {
-	messages.Restarted
+	Restarted
 	startedBefore int32
 }
 
@@ -30,7 +28,7 @@ func (c *crashOnce) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		c.started.Add(1)
-	case messages.Restarted:
+	case Restarted:
 		c.news <- restartNews{m, c.started.Load()}
 	case error:
 		panic(m)
@@ -86,7 +84,7 @@ func TestRestartNewsReachesEveryRestartedChild(t *testing.T) {
 				system.Root.Send(child, errors.New(reason))
 				select {
 				case got := <-news:
-					require.Equal(t, messages.Restarted{Restarts: n + 1, Reason: reason}, got.Restarted)
+					require.Equal(t, Restarted{Restarts: n + 1, Reason: reason}, got.Restarted)
 					require.Equal(t, int32(n+2), got.startedBefore, "the news of restart %d comes after that incarnation's Started", n+1)
 				case <-time.After(10 * time.Second):
 					t.Fatalf("no restart news after %q", reason)

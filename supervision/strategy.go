@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/wisent/singularity/messages"
 )
 
 // Intensity bounds how often a child may be restarted: more than
@@ -142,7 +140,7 @@ func ChildPrefixed(prefix string) func(child *actor.PID) bool {
 // its intensity. A failure no route matches is escalated.
 //
 // Every restarted child hears of it the same way: once the new
-// incarnation is up, the strategy sends it a messages.Restarted with its
+// incarnation is up, the strategy sends it a Restarted with its
 // restart count (one record per child id, kept by this strategy) and the
 // failure that caused the restart; Las and child beings show both in the
 // debug tree. The news arrives after Started, but messages queued for the
@@ -234,7 +232,7 @@ func (s *Strategy) HandleFailure(system *actor.ActorSystem, supervisor actor.Sup
 		}
 		ev.Kind, ev.Delay = RestartScheduled, delay
 		s.notify(system, p, ev, actor.RestartDirective)
-		news := messages.Restarted{Restarts: restarts, Reason: fmt.Sprint(reason)}
+		news := Restarted{Restarts: restarts, Reason: fmt.Sprint(reason)}
 		s.clock.AfterFunc(delay, func() {
 			supervisor.RestartChildren(child)
 			// The new incarnation reads this after its Started, behind

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // manualClock is a Clock that moves only when the test says so.
@@ -107,7 +109,7 @@ func (s *recordingSupervisor) counts() (restarted, stopped, escalated int) {
 	return len(s.restarted), len(s.stopped), len(s.escalated)
 }
 
-var transient = Upstream(ClassMCP, Transient, "Las process exited: %w", ErrLasExited)
+var transient = fault.Upstream(fault.ClassMCP, fault.Transient, "Las process exited: %w", ErrLasExited)
 
 func TestBackoffDelay(t *testing.T) {
 	b := Backoff{}
@@ -225,13 +227,13 @@ func TestLasDecider(t *testing.T) {
 	}{
 		{"exited", transient, actor.RestartDirective},
 		{"stdout closed", fmt.Errorf("ctx: %w", ErrLasStdoutClosed), actor.RestartDirective},
-		{"stdin write", Upstream(ClassMCP, Transient, "x: %w", ErrLasStdinWrite), actor.RestartDirective},
-		{"ping", Upstream(ClassMCP, Transient, "x: %w", ErrLasUnresponsive), actor.RestartDirective},
-		{"oversize", Upstream(ClassMCP, Transient, "x: %w", ErrLasLineTooLong), actor.RestartDirective},
-		{"surface after restart", Upstream(ClassMCP, Transient, "required Las surface unavailable: finance"), actor.RestartDirective},
-		{"version", Upstream(ClassMCP, Permanent, "Las negotiated an unsupported MCP version"), actor.StopDirective},
-		{"surface at boot", Upstream(ClassMCP, Permanent, "required Las surface unavailable: finance"), actor.StopDirective},
-		{"spawn", Upstream(ClassMCP, Permanent, "cannot start Las: %w", errors.New("no such file")), actor.StopDirective},
+		{"stdin write", fault.Upstream(fault.ClassMCP, fault.Transient, "x: %w", ErrLasStdinWrite), actor.RestartDirective},
+		{"ping", fault.Upstream(fault.ClassMCP, fault.Transient, "x: %w", ErrLasUnresponsive), actor.RestartDirective},
+		{"oversize", fault.Upstream(fault.ClassMCP, fault.Transient, "x: %w", ErrLasLineTooLong), actor.RestartDirective},
+		{"surface after restart", fault.Upstream(fault.ClassMCP, fault.Transient, "required Las surface unavailable: finance"), actor.RestartDirective},
+		{"version", fault.Upstream(fault.ClassMCP, fault.Permanent, "Las negotiated an unsupported MCP version"), actor.StopDirective},
+		{"surface at boot", fault.Upstream(fault.ClassMCP, fault.Permanent, "required Las surface unavailable: finance"), actor.StopDirective},
+		{"spawn", fault.Upstream(fault.ClassMCP, fault.Permanent, "cannot start Las: %w", errors.New("no such file")), actor.StopDirective},
 		{"bug", "index out of range", actor.RestartDirective},
 	}
 	for _, tt := range tests {
@@ -247,7 +249,7 @@ func TestStrategyPermanentStopsWithoutRestart(t *testing.T) {
 	s := ForLas(LasConfig{Clock: clock, Notify: func(_ *actor.ActorSystem, ev Event) { kinds = append(kinds, ev.Kind) }})
 	sup := &recordingSupervisor{}
 	s.HandleFailure(nil, sup, actor.NewPID("nonhost", "b/las"), nil,
-		Upstream(ClassMCP, Permanent, "Las negotiated an unsupported MCP version"), nil)
+		fault.Upstream(fault.ClassMCP, fault.Permanent, "Las negotiated an unsupported MCP version"), nil)
 	clock.Advance(time.Hour)
 	restarted, stopped, _ := sup.counts()
 	assert.Zero(t, restarted)

@@ -31,6 +31,7 @@ import (
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Being is the actor. Create it with Props. Its fields are grouped by
@@ -195,7 +196,7 @@ func (b *Being) Receive(ctx actor.Context) {
 		b.handleLasEvent(ctx, msg)
 	case admitRetry:
 		b.handleAdmitRetry(ctx, msg)
-	case messages.Restarted:
+	case supervision.Restarted:
 		b.health = health{restarts: msg.Restarts, lastFailure: msg.Reason}
 	case messages.InjectPanic:
 		if b.opts.FaultInjection {
@@ -228,13 +229,13 @@ func (b *Being) handleStarted(ctx actor.Context) {
 		Funding:   b.opts.Funding,
 	})
 	if err != nil {
-		b.failStart(ctx, supervision.Errorf(supervision.ClassConfiguration, "%w", err))
+		b.failStart(ctx, fault.Errorf(fault.ClassConfiguration, "%w", err))
 		return
 	}
 	b.tools = tools
 	pid, err := ctx.SpawnNamed(props, supervision.LedgerChildName)
 	if err != nil {
-		b.failStart(ctx, supervision.Errorf(supervision.ClassRuntime, "spawn ledger: %w", err))
+		b.failStart(ctx, fault.Errorf(fault.ClassRuntime, "spawn ledger: %w", err))
 		return
 	}
 	b.ledger = pid

@@ -12,7 +12,7 @@ import (
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Report statuses of a cycle (docs/cycle.md#the-cycle-report).
@@ -173,7 +173,7 @@ func (b *Being) modelTimeout() time.Duration {
 func (b *Being) completionAnswered(ctx actor.Context, r reply) {
 	resp, ok := r.res.(messages.CompletionResponse)
 	if r.err != nil || !ok {
-		resp = messages.CompletionResponse{Err: supervision.Upstream(supervision.ClassBrama, supervision.Indeterminate, "completion: no answer from the gateway: %w", replyError(r.err, "unexpected reply"))}
+		resp = messages.CompletionResponse{Err: fault.Upstream(fault.ClassBrama, fault.Indeterminate, "completion: no answer from the gateway: %w", replyError(r.err, "unexpected reply"))}
 	}
 	b.handleCompletion(ctx, resp)
 }
@@ -203,7 +203,7 @@ func (b *Being) debitAnswered(ctx actor.Context, r reply) {
 		err = errors.New("unexpected ledger reply")
 	}
 	if err != nil {
-		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), supervision.Errorf(supervision.ClassState, "debit: %w", err))
+		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), fault.Errorf(fault.ClassState, "debit: %w", err))
 		return
 	}
 	if resp.Err != nil {
@@ -436,5 +436,5 @@ func (b *Being) closeCycle() {
 // permanentBrama reports a permanent Brama failure, which ends a being
 // with status failed (docs/cycle.md#run-loop-errors-and-shutdown).
 func permanentBrama(err error) bool {
-	return err != nil && supervision.ClassOf(err) == supervision.ClassBrama && supervision.KindOf(err) == supervision.Permanent
+	return err != nil && fault.ClassOf(err) == fault.ClassBrama && fault.KindOf(err) == fault.Permanent
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // startLas spawns the being's Las actor and asks for its catalogue; the
@@ -29,7 +30,7 @@ func (b *Being) startLas(ctx actor.Context) {
 	opts.Logger = b.opts.Logger
 	pid, err := ctx.SpawnNamed(las.Props(opts), supervision.LasChildName)
 	if err != nil {
-		b.failStart(ctx, supervision.Errorf(supervision.ClassMCP, "cannot start Las: %w", err))
+		b.failStart(ctx, fault.Errorf(fault.ClassMCP, "cannot start Las: %w", err))
 		return
 	}
 	b.las.pid = pid
@@ -171,7 +172,7 @@ func (b *Being) handleLasEvent(ctx actor.Context, msg any) {
 			}
 			err := e.Err
 			if err == nil {
-				err = supervision.New(supervision.ClassMCP, e.String())
+				err = fault.New(fault.ClassMCP, e.String())
 			}
 			b.failStart(ctx, err)
 			return
@@ -224,5 +225,5 @@ func (b *Being) requiredSurfaceError() error {
 	if b.opts.Las == nil || len(b.opts.Las.RequiredSurfaces) == 0 {
 		return nil
 	}
-	return supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "required Las surface unavailable: %s", b.opts.Las.RequiredSurfaces[0])
+	return fault.Upstream(fault.ClassMCP, fault.Permanent, "required Las surface unavailable: %s", b.opts.Las.RequiredSurfaces[0])
 }

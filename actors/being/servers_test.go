@@ -20,6 +20,7 @@ import (
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/bramatest"
 	"github.com/wisent/singularity/test/testkit"
 )
@@ -219,7 +220,7 @@ func TestLasFailingAtEveryBoot(t *testing.T) {
 				stopped := h.stopped()
 				require.Error(t, stopped.Err)
 				assert.Equal(t, tt.fails, stopped.Err.Error())
-				assert.Equal(t, 3, supervision.ExitCode(stopped.Err))
+				assert.Equal(t, 3, fault.ExitCode(stopped.Err))
 				return
 			}
 			r := h.report()

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Auth is how the client authenticates with the gateway
@@ -29,7 +29,7 @@ func ParseAuth(s string) (Auth, error) {
 	case AuthHMAC, AuthBearer, AuthNone:
 		return a, nil
 	}
-	return "", supervision.New(supervision.ClassConfiguration, "BRAMA_AUTH must be hmac, bearer or none")
+	return "", fault.New(fault.ClassConfiguration, "BRAMA_AUTH must be hmac, bearer or none")
 }
 
 // Brama reports whether a is Brama's own HMAC mode, the only one in which

@@ -20,6 +20,7 @@ import (
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // DefaultTimeout bounds one HTTP exchange when ClientConfig.Timeout is
@@ -94,10 +95,10 @@ type Client struct {
 func NewClient(cfg ClientConfig) (*Client, error) {
 	base, err := url.Parse(cfg.BaseURL)
 	if err != nil {
-		return nil, supervision.Errorf(supervision.ClassConfiguration, "BRAMA_BASE_URL: %w", err)
+		return nil, fault.Errorf(fault.ClassConfiguration, "BRAMA_BASE_URL: %w", err)
 	}
 	if (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, supervision.New(supervision.ClassConfiguration, "BRAMA_BASE_URL must use http or https")
+		return nil, fault.New(fault.ClassConfiguration, "BRAMA_BASE_URL must use http or https")
 	}
 	c := &Client{
 		auth:     cfg.Auth,
@@ -312,7 +313,7 @@ func (c *Client) Health(ctx context.Context) error {
 		return permanent("invalid health response: missing status")
 	}
 	if *h.Status != "ok" {
-		return supervision.Upstream(supervision.ClassBrama, supervision.Transient, "health status is %q, not \"ok\"", *h.Status)
+		return fault.Upstream(fault.ClassBrama, fault.Transient, "health status is %q, not \"ok\"", *h.Status)
 	}
 	return nil
 }
@@ -425,24 +426,24 @@ func transportError(ctx context.Context, err error, sent, hasEffect bool) error 
 		err = fmt.Errorf("%w (%w)", cause, err)
 	}
 	if !sent {
-		return supervision.Upstream(supervision.ClassBrama, supervision.Transient, "request not sent: %w", err)
+		return fault.Upstream(fault.ClassBrama, fault.Transient, "request not sent: %w", err)
 	}
-	kind := supervision.Transient
+	kind := fault.Transient
 	if hasEffect {
-		kind = supervision.Indeterminate
+		kind = fault.Indeterminate
 	}
-	return supervision.Upstream(supervision.ClassBrama, kind, "no complete response: %w", err)
+	return fault.Upstream(fault.ClassBrama, kind, "no complete response: %w", err)
 }
 
 // statusError is the error for a non-2xx answer
 // (docs/brama.md#error-classes): 429 and 5xx are transient, every other
 // status permanent.
 func statusError(code int, body []byte) error {
-	kind := supervision.Permanent
+	kind := fault.Permanent
 	if code == http.StatusTooManyRequests || code >= 500 {
-		kind = supervision.Transient
+		kind = fault.Transient
 	}
-	return supervision.Upstream(supervision.ClassBrama, kind, "HTTP %d: %s", code, errorText(body))
+	return fault.Upstream(fault.ClassBrama, kind, "HTTP %d: %s", code, errorText(body))
 }
 
 // errorText is the message of {"error":{"message":…}} when the body has

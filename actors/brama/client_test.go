@@ -17,7 +17,7 @@ import (
 
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/wire/chat"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/bramatest"
 )
 
@@ -72,7 +72,7 @@ func TestWrongSecretIsPermanent(t *testing.T) {
 	srv := newServer(t)
 	c := newClient(t, srv.URL, func(cfg *ClientConfig) { cfg.Secret = identity.NewSecret([]byte("not-the-secret")) })
 	_, err := c.Complete(testContext(t), sampleParams())
-	requireBramaError(t, err, supervision.Permanent, "brama: HTTP 401: invalid signature")
+	requireBramaError(t, err, fault.Permanent, "brama: HTTP 401: invalid signature")
 	reqs := srv.Requests()
 	require.Len(t, reqs, 1)
 	require.False(t, reqs[0].Verified)
@@ -132,7 +132,7 @@ func TestTamperedRequestIsRejected(t *testing.T) {
 			t.Cleanup(transport.CloseIdleConnections)
 			c := newClient(t, srv.URL, func(cfg *ClientConfig) { cfg.Transport = tamper{next: transport, mutate: tt.mutate} })
 			_, err := c.Complete(testContext(t), sampleParams())
-			requireBramaError(t, err, supervision.Permanent, "brama: HTTP 401: invalid signature")
+			requireBramaError(t, err, fault.Permanent, "brama: HTTP 401: invalid signature")
 			require.Empty(t, srv.Completions())
 		})
 	}
@@ -162,7 +162,7 @@ func TestNewClientRefusesBadBaseURL(t *testing.T) {
 	for _, base := range []string{"ftp://host", "host:80", "http://", "::"} {
 		_, err := NewClient(ClientConfig{BaseURL: base})
 		require.Error(t, err, base)
-		require.Equal(t, supervision.ClassConfiguration, supervision.ClassOf(err), base)
+		require.Equal(t, fault.ClassConfiguration, fault.ClassOf(err), base)
 	}
 }
 
@@ -172,18 +172,18 @@ func TestHTTPStatusErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		reply bramatest.Reply
-		kind  supervision.Kind
+		kind  fault.Kind
 		text  string
 	}{
-		{"400 with error message", bramatest.ErrorReply(400, "unknown model"), supervision.Permanent, "brama: HTTP 400: unknown model"},
-		{"401", bramatest.ErrorReply(401, "expired"), supervision.Permanent, "brama: HTTP 401: expired"},
-		{"404 plain body", bramatest.Reply{Status: 404, Body: []byte("no such route")}, supervision.Permanent, "brama: HTTP 404: no such route"},
-		{"429", bramatest.ErrorReply(429, "slow down"), supervision.Transient, "brama: HTTP 429: slow down"},
-		{"500 long body cut at 800 characters", bramatest.Reply{Status: 500, Body: []byte(long)}, supervision.Transient, "brama: HTTP 500: " + long[:800]},
-		{"502 multibyte body cut at 800 characters", bramatest.Reply{Status: 502, Body: []byte(wide)}, supervision.Transient, "brama: HTTP 502: " + strings.Repeat("ż", 800)},
-		{"503", bramatest.ErrorReply(503, "overloaded"), supervision.Transient, "brama: HTTP 503: overloaded"},
-		{"error without message uses the body", bramatest.Reply{Status: 400, Body: []byte(`{"error":"bad"}`)}, supervision.Permanent, `brama: HTTP 400: {"error":"bad"}`},
-		{"redirect is not followed", bramatest.Reply{Status: 307, Body: []byte("moved")}, supervision.Permanent, "brama: HTTP 307: moved"},
+		{"400 with error message", bramatest.ErrorReply(400, "unknown model"), fault.Permanent, "brama: HTTP 400: unknown model"},
+		{"401", bramatest.ErrorReply(401, "expired"), fault.Permanent, "brama: HTTP 401: expired"},
+		{"404 plain body", bramatest.Reply{Status: 404, Body: []byte("no such route")}, fault.Permanent, "brama: HTTP 404: no such route"},
+		{"429", bramatest.ErrorReply(429, "slow down"), fault.Transient, "brama: HTTP 429: slow down"},
+		{"500 long body cut at 800 characters", bramatest.Reply{Status: 500, Body: []byte(long)}, fault.Transient, "brama: HTTP 500: " + long[:800]},
+		{"502 multibyte body cut at 800 characters", bramatest.Reply{Status: 502, Body: []byte(wide)}, fault.Transient, "brama: HTTP 502: " + strings.Repeat("ż", 800)},
+		{"503", bramatest.ErrorReply(503, "overloaded"), fault.Transient, "brama: HTTP 503: overloaded"},
+		{"error without message uses the body", bramatest.Reply{Status: 400, Body: []byte(`{"error":"bad"}`)}, fault.Permanent, `brama: HTTP 400: {"error":"bad"}`},
+		{"redirect is not followed", bramatest.Reply{Status: 307, Body: []byte("moved")}, fault.Permanent, "brama: HTTP 307: moved"},
 	}
 	srv := newServer(t)
 	c := newClient(t, srv.URL)
@@ -203,13 +203,13 @@ func TestConnectionRefusedIsTransient(t *testing.T) {
 	require.NoError(t, ln.Close())
 	c := newClient(t, "http://"+addr)
 	_, err = c.Complete(testContext(t), sampleParams())
-	requireBramaKind(t, err, supervision.Transient)
+	requireBramaKind(t, err, fault.Transient)
 	require.True(t, hasPrefix(err.Error(), "brama: request not sent: "), err.Error())
 	require.Contains(t, err.Error(), "connection refused")
 
 	require.Error(t, c.Health(testContext(t)))
 	_, err = c.Models(testContext(t))
-	requireBramaKind(t, err, supervision.Transient)
+	requireBramaKind(t, err, fault.Transient)
 }
 
 func TestConnectionDroppedMidResponseIsIndeterminate(t *testing.T) {
@@ -219,7 +219,7 @@ func TestConnectionDroppedMidResponseIsIndeterminate(t *testing.T) {
 	srv.Enqueue(reply)
 	c := newClient(t, srv.URL)
 	_, err := c.Complete(testContext(t), sampleParams())
-	requireBramaError(t, err, supervision.Indeterminate, "brama: no complete response: unexpected EOF")
+	requireBramaError(t, err, fault.Indeterminate, "brama: no complete response: unexpected EOF")
 	require.Len(t, srv.Completions(), 1, "the request was delivered")
 }
 
@@ -228,7 +228,7 @@ func TestTimeoutAfterSendingIsIndeterminate(t *testing.T) {
 	srv.Enqueue(bramatest.Reply{Stall: true})
 	c := newClient(t, srv.URL, func(cfg *ClientConfig) { cfg.Timeout = 200 * time.Millisecond })
 	got, err := c.Complete(testContext(t), sampleParams())
-	requireBramaKind(t, err, supervision.Indeterminate)
+	requireBramaKind(t, err, fault.Indeterminate)
 	require.Equal(t, "brama: no complete response: timed out after 200ms", err.Error())
 	require.GreaterOrEqual(t, got.Elapsed, 200*time.Millisecond)
 	require.Len(t, srv.Completions(), 1)
@@ -240,7 +240,7 @@ func TestHealth(t *testing.T) {
 
 	sick := newServer(t, func(cfg *bramatest.Config) { cfg.HealthStatus = "degraded" })
 	err := newClient(t, sick.URL).Health(testContext(t))
-	requireBramaError(t, err, supervision.Transient, `brama: health status is "degraded", not "ok"`)
+	requireBramaError(t, err, fault.Transient, `brama: health status is "degraded", not "ok"`)
 }
 
 func TestModelsAndAvailability(t *testing.T) {

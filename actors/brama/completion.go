@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/wisent/singularity/internal/wire/chat"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Finish reasons a gateway may report.
@@ -116,7 +116,7 @@ type responseBody struct {
 
 // permanent returns a permanent Brama error with the given message.
 func permanent(format string, args ...any) error {
-	return supervision.Upstream(supervision.ClassBrama, supervision.Permanent, format, args...)
+	return fault.Upstream(fault.ClassBrama, fault.Permanent, format, args...)
 }
 
 // ReservationUsage is the token count a completion is charged when a

@@ -10,7 +10,7 @@ import (
 	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/bramatest"
 )
 
@@ -152,11 +152,11 @@ func TestResponseValidation(t *testing.T) {
 			got, err := c.Complete(testContext(t), sampleParams())
 			switch {
 			case tt.prefix:
-				requireBramaKind(t, err, supervision.Permanent)
+				requireBramaKind(t, err, fault.Permanent)
 				require.True(t, hasPrefix(err.Error(), tt.err), err.Error())
 				return
 			case tt.err != "":
-				requireBramaError(t, err, supervision.Permanent, tt.err)
+				requireBramaError(t, err, fault.Permanent, tt.err)
 				return
 			}
 			require.NoError(t, err)
@@ -188,7 +188,7 @@ func TestCheckUsage(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := checkUsage(tt.in)
 			if tt.bad {
-				requireBramaError(t, err, supervision.Permanent, "brama: usage total does not match prompt plus completion")
+				requireBramaError(t, err, fault.Permanent, "brama: usage total does not match prompt plus completion")
 				return
 			}
 			require.NoError(t, err)
@@ -304,7 +304,7 @@ func TestLenientValidation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := parseCompletion([]byte(tt.body), true, reservation)
 			if tt.err != "" {
-				requireBramaError(t, err, supervision.Permanent, tt.err)
+				requireBramaError(t, err, fault.Permanent, tt.err)
 				return
 			}
 			require.NoError(t, err)
@@ -334,7 +334,7 @@ func TestBilledRejection(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := parseCompletion([]byte(tt.body), false, chat.Usage{})
-			requireBramaKind(t, err, supervision.Permanent)
+			requireBramaKind(t, err, fault.Permanent)
 			if !tt.billed {
 				require.Equal(t, Completion{}, got)
 				return

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/wisent/singularity/internal/wire/chat"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // FuzzParseCompletion checks parseCompletion, the validation of a 2xx body
@@ -54,10 +54,10 @@ func FuzzParseCompletion(f *testing.F) {
 			t.Fatalf("lenient validation of %q differs from strict: %+v %v, was %+v", body, lc, lerr, c)
 		}
 		if err != nil {
-			if supervision.ClassOf(err) != supervision.ClassBrama || supervision.KindOf(err) != supervision.Permanent ||
+			if fault.ClassOf(err) != fault.ClassBrama || fault.KindOf(err) != fault.Permanent ||
 				!strings.HasPrefix(err.Error(), "brama: ") {
 				t.Fatalf("parseCompletion(%q): %v is not a permanent brama error (class %v, kind %v)",
-					body, err, supervision.ClassOf(err), supervision.KindOf(err))
+					body, err, fault.ClassOf(err), fault.KindOf(err))
 			}
 			// A refusal returns nothing, or the billed usage alone
 			// (docs/brama.md#billed-rejections), which adds up.

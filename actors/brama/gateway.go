@@ -12,7 +12,7 @@ import (
 
 	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Defaults of GatewayConfig.
@@ -224,7 +224,7 @@ func (g *Gateway) complete(system *actor.ActorSystem, sender *actor.PID, p Param
 	client := g.cfg.Client
 	deadline := asked.Add(client.timeout)
 	if !time.Now().Before(deadline) {
-		err := supervision.Upstream(supervision.ClassBrama, supervision.Transient, "completion waited %s for a free worker and was not sent", client.timeout)
+		err := fault.Upstream(fault.ClassBrama, fault.Transient, "completion waited %s for a free worker and was not sent", client.timeout)
 		g.answer(system, sender, &p, &Completion{}, err)
 		return
 	}
@@ -240,7 +240,7 @@ func (g *Gateway) complete(system *actor.ActorSystem, sender *actor.PID, p Param
 // makes every new worker grow (copy) its stack once more.
 func (g *Gateway) answer(system *actor.ActorSystem, sender *actor.PID, p *Params, comp *Completion, err error) {
 	if err != nil && g.state.base.Err() != nil {
-		err = supervision.Upstream(supervision.ClassBrama, supervision.Indeterminate, "completion abandoned at shutdown")
+		err = fault.Upstream(fault.ClassBrama, fault.Indeterminate, "completion abandoned at shutdown")
 		g.log.Warn("completion abandoned at shutdown", "agent_id", p.AgentID, "elapsed", comp.Elapsed)
 	}
 	g.state.record(err)
@@ -250,7 +250,7 @@ func (g *Gateway) answer(system *actor.ActorSystem, sender *actor.PID, p *Params
 	}
 	g.state.finished()
 	if err != nil {
-		g.log.Debug("completion failed", "agent_id", p.AgentID, "kind", supervision.KindOf(err).String(), "error", err)
+		g.log.Debug("completion failed", "agent_id", p.AgentID, "kind", fault.KindOf(err).String(), "error", err)
 	}
 	system.Root.Send(sender, g.response(p, comp, err))
 }
@@ -345,10 +345,10 @@ func (s *gatewayState) record(err error) {
 		s.completed.Add(1)
 		return
 	}
-	switch supervision.KindOf(err) {
-	case supervision.Transient:
+	switch fault.KindOf(err) {
+	case fault.Transient:
 		s.transient.Add(1)
-	case supervision.Indeterminate:
+	case fault.Indeterminate:
 		s.indeterminate.Add(1)
 	default:
 		s.permanent.Add(1)

@@ -15,7 +15,7 @@ import (
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/bramatest"
 )
 
@@ -126,7 +126,7 @@ func TestGatewayPricesAndLowersMaxTokens(t *testing.T) {
 
 	srv.Enqueue(bramatest.StopWithToolsReply(bramatest.Usage(8, 2), bramatest.Call("c1", "echo", `{}`)))
 	resp = askCompletion(t, system, pid, completionRequest("agent-ada"))
-	requireBramaError(t, resp.Err, supervision.Permanent, "brama: stop finish reason with tool calls")
+	requireBramaError(t, resp.Err, fault.Permanent, "brama: stop finish reason with tool calls")
 	require.True(t, resp.Billed)
 	require.Equal(t, bramatest.Usage(8, 2), resp.Usage)
 	require.NotNil(t, resp.Prices)
@@ -219,10 +219,10 @@ func TestGatewayCountsErrorsByClass(t *testing.T) {
 		dropped,
 	)
 	system, pid := startGateway(t, newClient(t, srv.URL))
-	wantKinds := []supervision.Kind{supervision.KindNone, supervision.Permanent, supervision.Transient, supervision.Transient, supervision.Indeterminate}
+	wantKinds := []fault.Kind{fault.KindNone, fault.Permanent, fault.Transient, fault.Transient, fault.Indeterminate}
 	for _, want := range wantKinds {
 		resp := askCompletion(t, system, pid, completionRequest("agent-1"))
-		if want == supervision.KindNone {
+		if want == fault.KindNone {
 			require.NoError(t, resp.Err)
 			continue
 		}
@@ -239,8 +239,8 @@ func TestGatewayPermanentErrorExitsThree(t *testing.T) {
 	c := newClient(t, srv.URL, func(cfg *ClientConfig) { cfg.Secret = configSecret("wrong") })
 	system, pid := startGateway(t, c)
 	resp := askCompletion(t, system, pid, completionRequest("agent-1"))
-	requireBramaError(t, resp.Err, supervision.Permanent, "brama: HTTP 401: invalid signature")
-	require.Equal(t, 3, supervision.ExitCode(resp.Err))
+	requireBramaError(t, resp.Err, fault.Permanent, "brama: HTTP 401: invalid signature")
+	require.Equal(t, 3, fault.ExitCode(resp.Err))
 }
 
 func TestGatewayRefusesRequestWithoutSender(t *testing.T) {
@@ -285,7 +285,7 @@ func TestGatewayShutdownAbandonsAfterGrace(t *testing.T) {
 	res, err := f.Result()
 	require.NoError(t, err)
 	resp := res.(messages.CompletionResponse)
-	requireBramaError(t, resp.Err, supervision.Indeterminate, "brama: completion abandoned at shutdown")
+	requireBramaError(t, resp.Err, fault.Indeterminate, "brama: completion abandoned at shutdown")
 }
 
 // TestGatewayShutdownLetsCallFinishWithinGrace stops the gateway while a

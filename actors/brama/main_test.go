@@ -15,7 +15,7 @@ import (
 
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/wire/chat"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/bramatest"
 	"github.com/wisent/singularity/test/testkit"
 )
@@ -71,19 +71,19 @@ func testContext(t testing.TB) context.Context {
 
 // requireBramaError checks an error's exact text, class and kind, and
 // that the secret is nowhere in it.
-func requireBramaError(t testing.TB, err error, kind supervision.Kind, text string) {
+func requireBramaError(t testing.TB, err error, kind fault.Kind, text string) {
 	t.Helper()
 	require.Error(t, err)
 	require.Equal(t, text, err.Error())
 	requireBramaKind(t, err, kind)
 }
 
-func requireBramaKind(t testing.TB, err error, kind supervision.Kind) {
+func requireBramaKind(t testing.TB, err error, kind fault.Kind) {
 	t.Helper()
 	require.Error(t, err)
-	require.Equal(t, supervision.ClassBrama, supervision.ClassOf(err))
-	require.Equal(t, kind, supervision.KindOf(err), "kind of %q", err)
-	require.Equal(t, 3, supervision.ExitCode(err))
+	require.Equal(t, fault.ClassBrama, fault.ClassOf(err))
+	require.Equal(t, kind, fault.KindOf(err), "kind of %q", err)
+	require.Equal(t, 3, fault.ExitCode(err))
 	require.NotContains(t, err.Error(), testSecret)
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		require.NotContains(t, e.Error(), testSecret)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/internal/identity"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/bramatest"
 	"github.com/wisent/singularity/test/testkit"
 )
@@ -80,13 +80,13 @@ func TestBearerWrongKeyIsRedacted(t *testing.T) {
 		cfg.Auth, cfg.APIKey = AuthBearer, identity.NewSecret([]byte(wrong))
 	})
 	_, err := c.Complete(testContext(t), sampleParams())
-	requireBramaError(t, err, supervision.Permanent, "brama: HTTP 401: invalid api key")
+	requireBramaError(t, err, fault.Permanent, "brama: HTTP 401: invalid api key")
 
 	echo := bramatest.Start(t, bramatest.Config{Auth: "none"})
 	echo.Enqueue(bramatest.ErrorReply(401, "Incorrect API key provided: "+wrong))
 	c = newClient(t, echo.URL, func(cfg *ClientConfig) { cfg.Auth, cfg.APIKey = AuthNone, identity.NewSecret([]byte(wrong)) })
 	_, err = c.Complete(testContext(t), sampleParams())
-	requireBramaError(t, err, supervision.Permanent, "brama: HTTP 401: Incorrect API key provided: [redacted]")
+	requireBramaError(t, err, fault.Permanent, "brama: HTTP 401: Incorrect API key provided: [redacted]")
 }
 
 func TestKeylessGatewaySendsNoCredentials(t *testing.T) {
@@ -216,7 +216,7 @@ func TestRetriesAreBounded(t *testing.T) {
 	}
 	select {
 	case err := <-done:
-		requireBramaError(t, err, supervision.Transient, "brama: HTTP 503: overloaded")
+		requireBramaError(t, err, fault.Transient, "brama: HTTP 503: overloaded")
 	case <-time.After(testWait):
 		t.Fatal("no answer")
 	}
@@ -231,12 +231,12 @@ func TestNothingThatMayHaveBeenProcessedIsRetried(t *testing.T) {
 	tests := []struct {
 		name  string
 		reply bramatest.Reply
-		kind  supervision.Kind
+		kind  fault.Kind
 	}{
-		{"dropped response", dropped, supervision.Indeterminate},
-		{"500", bramatest.ErrorReply(500, "boom"), supervision.Transient},
-		{"400", bramatest.ErrorReply(400, "bad"), supervision.Permanent},
-		{"timeout", bramatest.Reply{Stall: true}, supervision.Indeterminate},
+		{"dropped response", dropped, fault.Indeterminate},
+		{"500", bramatest.ErrorReply(500, "boom"), fault.Transient},
+		{"400", bramatest.ErrorReply(400, "bad"), fault.Permanent},
+		{"timeout", bramatest.Reply{Stall: true}, fault.Indeterminate},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -267,7 +267,7 @@ func TestRefusedConnectionIsRetried(t *testing.T) {
 	timer.Fire()
 	select {
 	case err := <-done:
-		requireBramaKind(t, err, supervision.Transient)
+		requireBramaKind(t, err, fault.Transient)
 		require.Contains(t, err.Error(), "connection refused")
 	case <-time.After(testWait):
 		t.Fatal("no answer")
@@ -278,7 +278,7 @@ func TestRetryWaitThatOutlastsTheTimeoutIsNotTaken(t *testing.T) {
 	srv, c := newGateway(t, AuthNone, func(cfg *ClientConfig) { cfg.Retries = 2; cfg.Timeout = 2 * time.Second })
 	srv.Enqueue(bramatest.RetryAfterReply(http.StatusTooManyRequests, "30"))
 	got, err := c.Complete(testContext(t), sampleParams())
-	requireBramaError(t, err, supervision.Transient, "brama: HTTP 429: slow down")
+	requireBramaError(t, err, fault.Transient, "brama: HTTP 429: slow down")
 	require.Equal(t, 1, got.Attempts)
 	require.Less(t, got.Elapsed, time.Second, "the client did not wait in vain")
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Options configure the family.
@@ -99,7 +100,7 @@ func (f *Family) Receive(ctx actor.Context) {
 func (f *Family) handleStarted(ctx actor.Context) {
 	gw, err := ctx.SpawnNamed(brama.Props(f.opts.Gateway), "brama")
 	if err != nil {
-		f.finish(ctx, messages.FamilyStopped{Status: "failed", Err: supervision.Errorf(supervision.ClassRuntime, "spawn gateway: %w", err)})
+		f.finish(ctx, messages.FamilyStopped{Status: "failed", Err: fault.Errorf(fault.ClassRuntime, "spawn gateway: %w", err)})
 		return
 	}
 	f.gateway = gw
@@ -108,7 +109,7 @@ func (f *Family) handleStarted(ctx actor.Context) {
 	if f.opts.SpendLimits {
 		pid, err := ctx.SpawnNamed(limits.Props(f.opts.FamilySpendLimit, f.opts.Now), limits.Name)
 		if err != nil {
-			f.finish(ctx, messages.FamilyStopped{Status: "failed", Err: supervision.Errorf(supervision.ClassRuntime, "spawn spend limiter: %w", err)})
+			f.finish(ctx, messages.FamilyStopped{Status: "failed", Err: fault.Errorf(fault.ClassRuntime, "spawn spend limiter: %w", err)})
 			return
 		}
 		f.limits = pid
@@ -116,7 +117,7 @@ func (f *Family) handleStarted(ctx actor.Context) {
 	}
 	root, err := ctx.SpawnNamed(being.Props(rootOpts), RootName)
 	if err != nil {
-		f.finish(ctx, messages.FamilyStopped{Status: "failed", Err: supervision.Errorf(supervision.ClassRuntime, "spawn root being: %w", err)})
+		f.finish(ctx, messages.FamilyStopped{Status: "failed", Err: fault.Errorf(fault.ClassRuntime, "spawn root being: %w", err)})
 		return
 	}
 	f.root = root
@@ -153,13 +154,13 @@ func (f *Family) handleTerminated(ctx actor.Context, msg *actor.Terminated) {
 	switch {
 	case f.root != nil && msg.Who.Equal(f.root):
 		f.root = nil
-		f.finish(ctx, messages.FamilyStopped{Status: state.StatusFailed, Err: supervision.New(supervision.ClassRuntime, "root being stopped unexpectedly")})
+		f.finish(ctx, messages.FamilyStopped{Status: state.StatusFailed, Err: fault.New(fault.ClassRuntime, "root being stopped unexpectedly")})
 	case f.gateway != nil && msg.Who.Equal(f.gateway):
 		f.gateway = nil
 		if f.done {
 			return
 		}
-		f.failure = supervision.New(supervision.ClassRuntime, "brama gateway stopped unexpectedly")
+		f.failure = fault.New(fault.ClassRuntime, "brama gateway stopped unexpectedly")
 		f.log.Error("brama gateway stopped; stopping the family")
 		if f.root == nil {
 			f.finish(ctx, messages.FamilyStopped{Status: state.StatusFailed, Err: f.failure})

@@ -18,7 +18,7 @@ import (
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/bramatest"
 	"github.com/wisent/singularity/test/testkit"
 )
@@ -90,10 +90,10 @@ func TestFamilyEnds(t *testing.T) {
 		shutdown   bool
 		wantStatus string
 		wantErr    bool
-		wantClass  supervision.Class
+		wantClass  fault.Class
 	}{
 		{name: "shutdown right after start", boot: true, shutdown: true, wantStatus: state.StatusStopped},
-		{name: "root cannot load its state", boot: false, wantStatus: state.StatusFailed, wantErr: true, wantClass: supervision.ClassState},
+		{name: "root cannot load its state", boot: false, wantStatus: state.StatusFailed, wantErr: true, wantClass: fault.ClassState},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,7 +109,7 @@ func TestFamilyEnds(t *testing.T) {
 			assert.Equal(t, tt.wantStatus, got.Status)
 			if tt.wantErr {
 				require.Error(t, got.Err)
-				assert.Equal(t, tt.wantClass, supervision.ClassOf(got.Err), "%v", got.Err)
+				assert.Equal(t, tt.wantClass, fault.ClassOf(got.Err), "%v", got.Err)
 			} else {
 				assert.NoError(t, got.Err)
 			}

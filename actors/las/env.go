@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/wisent/singularity/internal/identity"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // basePath is the PATH Las runs with (docs/las.md#spawn).
@@ -54,7 +54,7 @@ func environment(o Options) ([]string, error) {
 		"LAS_RELEASE_WATERMARK_FILE="+o.ReleaseWatermark,
 	)
 	if o.AgentID != "" && !identity.Valid(o.AgentID) {
-		return nil, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "invalid immutable Las agent identity")
+		return nil, fault.Upstream(fault.ClassMCP, fault.Permanent, "invalid immutable Las agent identity")
 	}
 	skip := ""
 	if o.Skip != nil {
@@ -64,7 +64,7 @@ func environment(o Options) ([]string, error) {
 		return env, nil
 	}
 	if o.AgentID == "" {
-		return nil, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "Skarbiec requires an explicit immutable Las agent identity")
+		return nil, fault.Upstream(fault.ClassMCP, fault.Permanent, "Skarbiec requires an explicit immutable Las agent identity")
 	}
 	for _, name := range skarbiecPassThrough {
 		if v, ok := o.LookupEnv(name); ok {
@@ -112,11 +112,11 @@ func serverEnvironment(o Options) ([]string, error) {
 		}
 	}
 	if o.AgentID != "" && !identity.Valid(o.AgentID) {
-		return nil, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "invalid immutable Las agent identity")
+		return nil, fault.Upstream(fault.ClassMCP, fault.Permanent, "invalid immutable Las agent identity")
 	}
 	if o.server.Name == "skarbiec" {
 		if o.AgentID == "" {
-			return nil, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "Skarbiec requires an explicit immutable Las agent identity")
+			return nil, fault.Upstream(fault.ClassMCP, fault.Permanent, "Skarbiec requires an explicit immutable Las agent identity")
 		}
 		for _, name := range skarbiecPassThrough {
 			if v, ok := o.LookupEnv(name); ok {

@@ -13,6 +13,7 @@ import (
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // SurfaceSeparator joins a server's name and its tool's name.
@@ -147,7 +148,7 @@ func (g *Group) handleStarted(ctx actor.Context) {
 		mo.server = &srv
 		pid, err := ctx.SpawnNamed(Props(mo), s.Name)
 		if err != nil {
-			g.failBoot(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "cannot start Las %s: %w", s.Name, err))
+			g.failBoot(ctx, fault.Upstream(fault.ClassMCP, fault.Permanent, "cannot start Las %s: %w", s.Name, err))
 			return
 		}
 		m := &member{server: s, pid: pid}
@@ -163,7 +164,7 @@ func (g *Group) handleStopping(ctx actor.Context) {
 	if g.bootTimer != nil {
 		g.bootTimer()
 	}
-	resp := messages.LasCatalogResponse{Available: false, Err: supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "Las is unavailable")}
+	resp := messages.LasCatalogResponse{Available: false, Err: fault.Upstream(fault.ClassMCP, fault.Permanent, "Las is unavailable")}
 	if g.failure != nil {
 		resp.Err = g.failure
 	}
@@ -275,7 +276,7 @@ func (g *Group) settle(ctx actor.Context) {
 	}
 	tools := g.tools()
 	if missing := missingSurface(tools, g.opts.RequiredSurfaces); missing != "" {
-		g.failBoot(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "required Las surface unavailable: %s", missing))
+		g.failBoot(ctx, fault.Upstream(fault.ClassMCP, fault.Permanent, "required Las surface unavailable: %s", missing))
 		return
 	}
 	g.booted = true
@@ -299,7 +300,7 @@ func (g *Group) failBoot(ctx actor.Context, err error) {
 		ctx.Send(pid, messages.LasCatalogResponse{Available: false, Err: err})
 	}
 	g.catalogs = nil
-	reason := strings.TrimPrefix(err.Error(), supervision.ClassMCP.Prefix()+": ")
+	reason := strings.TrimPrefix(err.Error(), fault.ClassMCP.Prefix()+": ")
 	g.tell(ctx, messages.LasUnavailable{Reason: reason, Err: err})
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/wisent/singularity/internal/wire/mcpwire"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Outcome messages of calls that never reached Las or whose effect is
@@ -100,7 +101,7 @@ type heldCall struct {
 // replaces the Las value on restart, but the props' producer hands every
 // incarnation the same history. Only the actor's goroutine touches it.
 type history struct {
-	restarts   int    // from the supervisor's messages.Restarted
+	restarts   int    // from the supervisor's supervision.Restarted
 	lastReason string // the failure that caused the last restart
 	booted     bool   // a session was ready once: missing surfaces are now transient
 	failure    error  // what the last incarnation failed with, until the next is up
@@ -186,7 +187,7 @@ func (a *Las) Receive(ctx actor.Context) {
 		a.handleStopping(ctx)
 	case *actor.Stopped:
 		a.worker.stop()
-	case messages.Restarted:
+	case supervision.Restarted:
 		a.handleRestarted(ctx, m)
 	case messages.LasCallRequest:
 		a.handleCall(ctx, ctx.Sender(), m)
@@ -229,7 +230,7 @@ func (a *Las) handleStarted(ctx actor.Context) {
 	self, system := ctx.Self(), ctx.ActorSystem()
 	proc, err := spawn(a.opts, env, a.gen, func(m any) { system.Root.Send(self, m) })
 	if err != nil {
-		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "cannot start Las: %w", err))
+		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Permanent, "cannot start Las: %w", err))
 		return
 	}
 	a.proc = proc
@@ -252,7 +253,7 @@ func (a *Las) handleRestarting() {
 
 // handleRestarted keeps the supervisor's restart news for the debug
 // tree and passes it on to the parent as LasRestarted.
-func (a *Las) handleRestarted(ctx actor.Context, m messages.Restarted) {
+func (a *Las) handleRestarted(ctx actor.Context, m supervision.Restarted) {
 	a.h.restarts, a.h.lastReason = m.Restarts, m.Reason
 	a.tell(ctx, messages.LasRestarted{Restarts: m.Restarts, Reason: m.Reason})
 }
@@ -274,9 +275,9 @@ func (a *Las) handleStopping(ctx actor.Context) {
 	var gone *messages.LasUnavailable
 	if failure != nil {
 		gone = &messages.LasUnavailable{Reason: failure.Error(), Err: failure}
-		if supervision.KindOf(failure) != supervision.Permanent {
+		if fault.KindOf(failure) != fault.Permanent {
 			gone.Reason = supervision.ReasonIntensityExceeded
-			last := supervision.Upstream(supervision.ClassMCP, supervision.Permanent,
+			last := fault.Upstream(fault.ClassMCP, fault.Permanent,
 				"Las unavailable: %s (last failure: %w)", supervision.ReasonIntensityExceeded, failure)
 			last.Err = errors.Join(last.Err, ErrIntensityExceeded)
 			gone.Err = last
@@ -287,7 +288,7 @@ func (a *Las) handleStopping(ctx actor.Context) {
 		reply(ctx, c.sender, messages.LasCallResponse{Outcome: outcome.Unknown(mcpwire.ErrorCodeMCP, msgUnavailable)})
 	}
 	a.h.held = nil
-	resp := messages.LasCatalogResponse{Available: false, Err: supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "Las is unavailable")}
+	resp := messages.LasCatalogResponse{Available: false, Err: fault.Upstream(fault.ClassMCP, fault.Permanent, "Las is unavailable")}
 	if gone != nil {
 		resp.Err = gone.Err
 	}
@@ -318,9 +319,9 @@ func (a *Las) stopTimers() {
 // reads as if it went on.
 func (a *Las) fail(ctx actor.Context, err error) {
 	a.h.failure = err
-	a.log.Warn("Las failed", "error", a.opts.Secrets.RedactString(err.Error()), "kind", supervision.KindOf(err).String())
+	a.log.Warn("Las failed", "error", a.opts.Secrets.RedactString(err.Error()), "kind", fault.KindOf(err).String())
 	a.answerPending(ctx, "Las failed during the call: "+err.Error())
-	if supervision.KindOf(err) == supervision.Permanent {
+	if fault.KindOf(err) == fault.Permanent {
 		for _, pid := range a.h.catalogs {
 			reply(ctx, pid, messages.LasCatalogResponse{Available: false, Err: err})
 		}
@@ -358,7 +359,7 @@ func (a *Las) handleReadEnded(ctx actor.Context, m readEnded) {
 		return
 	}
 	if errors.Is(m.err, mcpwire.ErrLineTooLong) {
-		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: %w", supervision.ErrLasLineTooLong, m.err))
+		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w: %w", supervision.ErrLasLineTooLong, m.err))
 		return
 	}
 	// Stdout closed. If the process is exiting its exit report follows
@@ -371,7 +372,7 @@ func (a *Las) handleEOFSettled(ctx actor.Context, m eofSettled) {
 	if m.gen != a.gen || a.proc == nil {
 		return
 	}
-	a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w", supervision.ErrLasStdoutClosed))
+	a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w", supervision.ErrLasStdoutClosed))
 }
 
 func (a *Las) handleExited(ctx actor.Context, m processExited) {
@@ -382,14 +383,14 @@ func (a *Las) handleExited(ctx actor.Context, m processExited) {
 	if m.err != nil {
 		status = m.err.Error()
 	}
-	a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w (%s)", supervision.ErrLasExited, status))
+	a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w (%s)", supervision.ErrLasExited, status))
 }
 
 func (a *Las) handleWriteFailed(ctx actor.Context, m writeFailed) {
 	if m.gen != a.gen || a.proc == nil {
 		return
 	}
-	a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: %w", supervision.ErrLasStdinWrite, m.err))
+	a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w: %w", supervision.ErrLasStdinWrite, m.err))
 }
 
 // --- requests ------------------------------------------------------------
@@ -404,7 +405,7 @@ func (a *Las) request(ctx actor.Context, kind reqKind, method string, params any
 	if err != nil {
 		// Only our own parameters are encoded here; raw arguments were
 		// checked to be a JSON object before.
-		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "encode %s: %w", method, err))
+		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Permanent, "encode %s: %w", method, err))
 		return 0
 	}
 	p := &pending{kind: kind, method: method, sender: sender}
@@ -419,7 +420,7 @@ func (a *Las) send(ctx actor.Context, frame []byte) {
 		return
 	}
 	if err := a.proc.write(frame); err != nil {
-		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: %w", supervision.ErrLasStdinWrite, err))
+		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w: %w", supervision.ErrLasStdinWrite, err))
 		return
 	}
 }
@@ -448,16 +449,16 @@ func (a *Las) handleExpired(ctx actor.Context, m requestExpired) {
 		reply(ctx, p.sender, messages.LasCallResponse{Outcome: outcome.Unknown(mcpwire.ErrorCodeMCP, msgNoAnswer)})
 		a.ping(ctx, nil)
 	case reqPing:
-		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: liveness ping deadline exceeded", supervision.ErrLasUnresponsive))
+		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w: liveness ping deadline exceeded", supervision.ErrLasUnresponsive))
 		return
 	case reqInitialize:
 		// Our own sentence (docs/las.md#las-at-boot), still a transient
 		// failure that is restarted like any other.
-		a.fail(ctx, &supervision.Error{Class: supervision.ClassMCP, Kind: supervision.Transient, Err: supervision.ErrLasUnresponsive,
+		a.fail(ctx, &fault.Error{Class: fault.ClassMCP, Kind: fault.Transient, Err: supervision.ErrLasUnresponsive,
 			Msg: fmt.Sprintf("Las did not answer initialize within %s s", seconds(a.opts.CallTimeout))})
 		return
 	default:
-		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: no answer to %s within the deadline", supervision.ErrLasUnresponsive, p.method))
+		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w: no answer to %s within the deadline", supervision.ErrLasUnresponsive, p.method))
 		return
 	}
 }
@@ -518,11 +519,11 @@ func (a *Las) handleResponse(ctx actor.Context, msg mcpwire.Message) {
 
 func (a *Las) onInitialize(ctx actor.Context, msg mcpwire.Message) {
 	if msg.Error != nil {
-		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "Las refused initialize: %s", msg.Error.Message))
+		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Permanent, "Las refused initialize: %s", msg.Error.Message))
 		return
 	}
 	if err := mcpwire.CheckInitialize(msg.Result); err != nil {
-		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "Las negotiated an unsupported MCP version"))
+		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Permanent, "Las negotiated an unsupported MCP version"))
 		return
 	}
 	a.notify(ctx, mcpwire.MethodInitialized, nil)
@@ -551,7 +552,7 @@ func (a *Las) onList(ctx actor.Context, msg mcpwire.Message) {
 	}
 	if err != nil {
 		if a.phase != phaseReady {
-			a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w", err))
+			a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w", err))
 			return
 		}
 		// A re-list that failed keeps the catalogue Las had.
@@ -602,11 +603,11 @@ func (a *Las) finishListing(ctx actor.Context, tools []chat.Tool) {
 	if missing := missingSurface(tools, a.opts.RequiredSurfaces); missing != "" {
 		switch {
 		case !a.h.booted:
-			a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "required Las surface unavailable: %s", missing))
+			a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Permanent, "required Las surface unavailable: %s", missing))
 			return
 		case a.phase != phaseReady:
 			a.tell(ctx, messages.LasSurfaceMissing{Surface: missing})
-			a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: %s", supervision.ErrLasSurface, missing))
+			a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w: %s", supervision.ErrLasSurface, missing))
 			return
 		default:
 			a.tell(ctx, messages.LasSurfaceMissing{Surface: missing})

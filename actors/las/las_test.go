@@ -20,6 +20,7 @@ import (
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/testkit"
 	"github.com/wisent/singularity/world/examplelas"
 )
@@ -149,8 +150,8 @@ func TestEnvironmentRules(t *testing.T) {
 			env, err := environment(tt.opts)
 			if tt.wantErr != "" {
 				require.EqualError(t, err, tt.wantErr)
-				assert.Equal(t, supervision.Permanent, supervision.KindOf(err))
-				assert.Equal(t, 3, supervision.ExitCode(err))
+				assert.Equal(t, fault.Permanent, fault.KindOf(err))
+				assert.Equal(t, 3, fault.ExitCode(err))
 				return
 			}
 			require.NoError(t, err)
@@ -397,7 +398,7 @@ func TestPermanentFailuresAreNotRetried(t *testing.T) {
 			gone := h.gone()
 			assert.Equal(t, tt.want, gone.Reason)
 			require.EqualError(t, gone.Err, tt.want)
-			assert.Equal(t, 3, supervision.ExitCode(gone.Err))
+			assert.Equal(t, 3, fault.ExitCode(gone.Err))
 			h.assertUnavailable()
 			assert.Zero(t, h.restarts)
 			ev := <-h.decisions
@@ -634,7 +635,7 @@ func TestListToolsHangOnInitialize(t *testing.T) {
 	_, err := ListTools(context.Background(), opts)
 	require.Error(t, err)
 	assert.Equal(t, "mcp: Las did not answer initialize within 0.2 s", err.Error())
-	assert.Equal(t, 3, supervision.ExitCode(err))
+	assert.Equal(t, 3, fault.ExitCode(err))
 }
 
 // TestLongStderrLineIsCut: a 2 MiB stderr line is logged cut at 64 KiB

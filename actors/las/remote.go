@@ -19,6 +19,7 @@ import (
 	"github.com/wisent/singularity/internal/wire/mcpwire"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Messages the remote session's goroutines post to the actor.
@@ -87,7 +88,7 @@ func (a *Remote) Receive(ctx actor.Context) {
 		a.handleStopping(ctx)
 	case *actor.Stopped:
 		a.worker.stop()
-	case messages.Restarted:
+	case supervision.Restarted:
 		a.h.restarts, a.h.lastReason = m.Restarts, m.Reason
 		a.tell(ctx, messages.LasRestarted{Restarts: m.Restarts, Reason: m.Reason})
 	case remoteConnected:
@@ -100,7 +101,7 @@ func (a *Remote) Receive(ctx actor.Context) {
 		a.handleListed(ctx, m)
 	case remoteBroken:
 		if m.gen == a.gen {
-			a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: %s", supervision.ErrLasUnresponsive, a.opts.Secrets.RedactString(m.err.Error())))
+			a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w: %s", supervision.ErrLasUnresponsive, a.opts.Secrets.RedactString(m.err.Error())))
 		}
 	case messages.LasCallRequest:
 		a.handleCall(ctx, ctx.Sender(), m)
@@ -169,17 +170,17 @@ func (a *Remote) handleConnected(ctx actor.Context, m remoteConnected) {
 	}
 	switch {
 	case errors.Is(m.err, mcpwire.ErrUnsupportedVersion):
-		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "Las negotiated an unsupported MCP version"))
+		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Permanent, "Las negotiated an unsupported MCP version"))
 		return
 	case errors.Is(m.err, errInitializeTimeout):
-		a.fail(ctx, &supervision.Error{Class: supervision.ClassMCP, Kind: supervision.Transient, Err: supervision.ErrLasUnresponsive,
+		a.fail(ctx, &fault.Error{Class: fault.ClassMCP, Kind: fault.Transient, Err: supervision.ErrLasUnresponsive,
 			Msg: fmt.Sprintf("Las did not answer initialize within %s s", seconds(a.opts.CallTimeout))})
 		return
 	case m.err != nil:
 		if m.session != nil {
 			_ = m.session.Close()
 		}
-		a.fail(ctx, supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%w: %s", supervision.ErrLasExited, a.opts.Secrets.RedactString(m.err.Error())))
+		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w: %s", supervision.ErrLasExited, a.opts.Secrets.RedactString(m.err.Error())))
 		return
 	}
 	a.session = m.session
@@ -357,8 +358,8 @@ func (a *Remote) handlePing(ctx actor.Context) {
 
 func (a *Remote) fail(ctx actor.Context, err error) {
 	a.h.failure = err
-	a.log.Warn("Las failed", "error", a.opts.Secrets.RedactString(err.Error()), "kind", supervision.KindOf(err).String())
-	if supervision.KindOf(err) == supervision.Permanent {
+	a.log.Warn("Las failed", "error", a.opts.Secrets.RedactString(err.Error()), "kind", fault.KindOf(err).String())
+	if fault.KindOf(err) == fault.Permanent {
 		for _, pid := range a.h.catalogs {
 			ctx.Send(pid, messages.LasCatalogResponse{Available: false, Err: err})
 		}
@@ -391,9 +392,9 @@ func (a *Remote) handleStopping(ctx actor.Context) {
 		return
 	}
 	gone := messages.LasUnavailable{Reason: failure.Error(), Err: failure}
-	if supervision.KindOf(failure) != supervision.Permanent {
+	if fault.KindOf(failure) != fault.Permanent {
 		gone.Reason = supervision.ReasonIntensityExceeded
-		last := supervision.Upstream(supervision.ClassMCP, supervision.Permanent,
+		last := fault.Upstream(fault.ClassMCP, fault.Permanent,
 			"Las unavailable: %s (last failure: %w)", supervision.ReasonIntensityExceeded, failure)
 		last.Err = errors.Join(last.Err, ErrIntensityExceeded)
 		gone.Err = last

@@ -12,6 +12,7 @@ import (
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // ToolsCommandTimeout is the fixed MCP deadline of the `tools` command.
@@ -54,15 +55,15 @@ func (h *host) Receive(ctx actor.Context) {
 	case messages.LasUnavailable:
 		err := m.Err
 		if err == nil {
-			err = supervision.Upstream(supervision.ClassMCP, supervision.Permanent, "Las unavailable: %s", m.Reason)
+			err = fault.Upstream(fault.ClassMCP, fault.Permanent, "Las unavailable: %s", m.Reason)
 		}
 		h.settle(ctx, listed{err: err})
 	case messages.LasRestarted:
 		h.lastReason = m.Reason
 	case giveUp:
-		err := supervision.Upstream(supervision.ClassMCP, supervision.Indeterminate, "Las did not list its tools within the deadline")
+		err := fault.Upstream(fault.ClassMCP, fault.Indeterminate, "Las did not list its tools within the deadline")
 		if h.lastReason != "" {
-			err = supervision.Upstream(supervision.ClassMCP, supervision.Transient, "%s", strings.TrimPrefix(h.lastReason, supervision.ClassMCP.Prefix()+": "))
+			err = fault.Upstream(fault.ClassMCP, fault.Transient, "%s", strings.TrimPrefix(h.lastReason, fault.ClassMCP.Prefix()+": "))
 		}
 		h.settle(ctx, listed{err: err})
 		ctx.Respond(h.result)
@@ -104,7 +105,7 @@ func ListTools(ctx context.Context, opts Options) ([]chat.Tool, error) {
 		actor.WithSupervisor(supervision.ForLas(supervision.LasConfig{})))
 	hostPID, err := system.Root.SpawnNamed(props, "tools")
 	if err != nil {
-		return nil, supervision.Errorf(supervision.ClassRuntime, "start Las host: %w", err)
+		return nil, fault.Errorf(fault.ClassRuntime, "start Las host: %w", err)
 	}
 	defer func() { _ = system.Root.StopFuture(hostPID).Wait() }()
 
@@ -119,7 +120,7 @@ func ListTools(ctx context.Context, opts Options) ([]chat.Tool, error) {
 		// Past the wait: the host says why Las is not ready.
 		res, err = system.Root.RequestFuture(hostPID, giveUp{}, 5*time.Second).Result()
 		if err != nil {
-			return nil, supervision.Upstream(supervision.ClassMCP, supervision.Indeterminate, "Las did not list its tools within the deadline")
+			return nil, fault.Upstream(fault.ClassMCP, fault.Indeterminate, "Las did not list its tools within the deadline")
 		}
 	}
 	r := res.(listed)

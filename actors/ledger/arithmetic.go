@@ -11,7 +11,7 @@ import (
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Pricing is what a being pays (docs/configuration.md#variables): per million
@@ -26,7 +26,7 @@ type Pricing struct {
 // Validate refuses negative prices with the configuration sentence.
 func (p Pricing) Validate() error {
 	if p.InputPerMillion.Sign() < 0 || p.OutputPerMillion.Sign() < 0 || p.InstancePerHour.Sign() < 0 {
-		return supervision.New(supervision.ClassConfiguration, "prices and balance cannot be negative")
+		return fault.New(fault.ClassConfiguration, "prices and balance cannot be negative")
 	}
 	return nil
 }
@@ -70,7 +70,7 @@ func ApplyDebit(b state.Budget, d Debit) state.Budget {
 func addSaturating(a, b uint64) uint64 { return state.AddSaturating(a, b) }
 
 // ErrNegativeRevenue is the refusal of a negative credit.
-var ErrNegativeRevenue = supervision.New(supervision.ClassState, "revenue cannot be negative")
+var ErrNegativeRevenue = fault.New(fault.ClassState, "revenue cannot be negative")
 
 // ApplyCredit adds revenue v to b: earned += v, remaining += v. A
 // negative v is refused with "state: revenue cannot be negative".

@@ -11,7 +11,7 @@ import (
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 var m = money.MustParse
@@ -74,7 +74,7 @@ func TestApplyDebitAndCredit(t *testing.T) {
 	_, err = ApplyCredit(b, m("-0.01"))
 	require.Error(t, err)
 	assert.Equal(t, "state: revenue cannot be negative", err.Error())
-	assert.Equal(t, supervision.ClassState, supervision.ClassOf(err))
+	assert.Equal(t, fault.ClassState, fault.ClassOf(err))
 }
 
 func TestPricingValidate(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Recover brings a budget loaded from a state.json without journal_seq
@@ -61,7 +61,7 @@ func Recover(b state.Budget, events []state.Event, p Pricing) (state.Budget, int
 		cut = cutNet
 	}
 	if cut < 0 {
-		return b, 0, supervision.Errorf(supervision.ClassState,
+		return b, 0, fault.Errorf(fault.ClassState,
 			"journal does not account for the saved budget: remaining %s, starting %s, journal net %s",
 			b.Remaining, b.Starting, net)
 	}
@@ -71,7 +71,7 @@ func Recover(b state.Budget, events []state.Event, p Pricing) (state.Budget, int
 		switch e.Type {
 		case state.EventCostDebited:
 			if e.Amount.Sign() < 0 {
-				return b, applied, supervision.Errorf(supervision.ClassState, "journal holds a negative debit %s", e.Amount)
+				return b, applied, fault.Errorf(fault.ClassState, "journal holds a negative debit %s", e.Amount)
 			}
 			d := Debit{Amount: e.Amount, API: e.Amount}
 			if u, ok := usageBefore(events, i); ok {

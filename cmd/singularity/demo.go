@@ -15,7 +15,7 @@ import (
 	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/world/examplelas"
 	"github.com/wisent/singularity/world/simbrama"
 )
@@ -43,7 +43,7 @@ func (c *exampleLasCmd) Run(e *env) error {
 		args = []string{c.Config}
 	}
 	if code := examplelas.Main(args); code != 0 {
-		return supervision.Errorf(supervision.ClassMCP, "example Las exited with code %d", code)
+		return fault.Errorf(fault.ClassMCP, "example Las exited with code %d", code)
 	}
 	return nil
 }
@@ -64,24 +64,24 @@ func (d *demoCmd) Run(e *env) (err error) {
 	defer func() {
 		if d.Dir == "" {
 			if rmErr := os.RemoveAll(sandbox); rmErr != nil && err == nil {
-				err = supervision.Errorf(supervision.ClassState, "sandbox: %w", rmErr)
+				err = fault.Errorf(fault.ClassState, "sandbox: %w", rmErr)
 			} else if rmErr == nil {
 				fmt.Fprintf(e.stdout, "sandbox %s removed (give --dir to keep one)\n", sandbox)
 			}
 			return
 		}
 		if rmErr := os.Remove(filepath.Join(sandbox, demoSecretFile)); rmErr != nil && !os.IsNotExist(rmErr) && err == nil {
-			err = supervision.Errorf(supervision.ClassState, "sandbox: %w", rmErr)
+			err = fault.Errorf(fault.ClassState, "sandbox: %w", rmErr)
 		}
 	}()
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
-		return supervision.Errorf(supervision.ClassRuntime, "demo secret: %w", err)
+		return fault.Errorf(fault.ClassRuntime, "demo secret: %w", err)
 	}
 	secretHex := []byte(hex.EncodeToString(secret))
 	sim, err := simbrama.Start(secretHex, simbrama.Options{RootName: "Ada", GrandchildParent: "Bo"})
 	if err != nil {
-		return supervision.Errorf(supervision.ClassRuntime, "simulated Brama: %w", err)
+		return fault.Errorf(fault.ClassRuntime, "simulated Brama: %w", err)
 	}
 	defer sim.Close()
 
@@ -91,7 +91,7 @@ func (d *demoCmd) Run(e *env) (err error) {
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return supervision.Errorf(supervision.ClassRuntime, "demo: %w", err)
+		return fault.Errorf(fault.ClassRuntime, "demo: %w", err)
 	}
 	fmt.Fprintf(e.stdout, "Singularity demo world — a SIMULATION: the model is a scripted simulated Brama at %s,\n", sim.URL())
 	fmt.Fprintf(e.stdout, "the skills come from the example Las; no real money moves.\n")
@@ -184,16 +184,16 @@ func (d *demoCmd) sandbox() (string, error) {
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "singularity-demo-")
 		if err != nil {
-			return "", supervision.Errorf(supervision.ClassState, "sandbox: %w", err)
+			return "", fault.Errorf(fault.ClassState, "sandbox: %w", err)
 		}
 		return tmp, nil
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", supervision.Errorf(supervision.ClassState, "sandbox: %w", err)
+		return "", fault.Errorf(fault.ClassState, "sandbox: %w", err)
 	}
 	if err := os.MkdirAll(abs, 0o700); err != nil {
-		return "", supervision.Errorf(supervision.ClassState, "sandbox: %w", err)
+		return "", fault.Errorf(fault.ClassState, "sandbox: %w", err)
 	}
 	return abs, nil
 }
@@ -210,12 +210,12 @@ func (d *demoCmd) configuration(sandbox, bramaURL string, secret []byte) (config
 	}
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(sandbox, name), data, 0o600); err != nil {
-			return config.Runtime{}, supervision.Errorf(supervision.ClassState, "sandbox: %w", err)
+			return config.Runtime{}, fault.Errorf(fault.ClassState, "sandbox: %w", err)
 		}
 	}
 	workspace := filepath.Join(sandbox, "workspace")
 	if err := os.MkdirAll(workspace, 0o700); err != nil {
-		return config.Runtime{}, supervision.Errorf(supervision.ClassState, "sandbox: %w", err)
+		return config.Runtime{}, fault.Errorf(fault.ClassState, "sandbox: %w", err)
 	}
 	stateDir := filepath.Join(sandbox, "state")
 	resume := false

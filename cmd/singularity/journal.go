@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/wisent/singularity/internal/journalview"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // journalCmd prints a family's journal events in time order
@@ -40,7 +40,7 @@ func (j *journalCmd) Run(e *env) error {
 		return err
 	}
 	if j.Being != "" && !slices.ContainsFunc(fam, j.wanted) {
-		return supervision.Errorf(supervision.ClassConfiguration, "no being %q in the family at %s", j.Being, j.StateDir)
+		return fault.Errorf(fault.ClassConfiguration, "no being %q in the family at %s", j.Being, j.StateDir)
 	}
 	out := bufio.NewWriter(e.stdout)
 	seen := map[string]journalview.Being{}
@@ -66,7 +66,7 @@ func (j *journalCmd) Run(e *env) error {
 		for _, fb := range order {
 			lines, err := fb.f.Next()
 			if err != nil {
-				return supervision.Errorf(supervision.ClassState, "cannot read the journal of %s: %w", fb.being.Name, err)
+				return fault.Errorf(fault.ClassState, "cannot read the journal of %s: %w", fb.being.Name, err)
 			}
 			for _, l := range lines {
 				batch = append(batch, entry{fb, l})
@@ -111,7 +111,7 @@ func (j *journalCmd) family() ([]journalview.Being, error) { return j.familySeen
 func (j *journalCmd) familySeen(seen map[string]journalview.Being) ([]journalview.Being, error) {
 	fam, err := journalview.FamilySeen(j.StateDir, seen)
 	if err != nil {
-		return nil, supervision.Errorf(supervision.ClassState, "cannot read the family at %s: %w", j.StateDir, err)
+		return nil, fault.Errorf(fault.ClassState, "cannot read the family at %s: %w", j.StateDir, err)
 	}
 	return fam, nil
 }

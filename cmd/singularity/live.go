@@ -28,7 +28,7 @@ import (
 	"github.com/wisent/singularity/internal/tools/builtin"
 	"github.com/wisent/singularity/internal/tools/most"
 	"github.com/wisent/singularity/messages"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // modelMargin is added to the HTTP timeout for a being's wait on the
@@ -279,7 +279,7 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, 
 		release()
 		system.Shutdown()
 		writers.Close()
-		return nil, supervision.Errorf(supervision.ClassRuntime, "spawn family: %w", err)
+		return nil, fault.Errorf(fault.ClassRuntime, "spawn family: %w", err)
 	}
 	l := &live{system: system, family: pid, events: events, debug: dbg, log: e.log, grace: rt.ShutdownGrace, writers: writers}
 	if dbg != nil {
@@ -323,7 +323,7 @@ func (l *live) shutdown(sigs <-chan os.Signal) messages.FamilyStopped {
 			hurried("the family did not stop within its shutdown grace")
 		case <-giveUp:
 			l.close()
-			return messages.FamilyStopped{Status: state.StatusFailed, Err: supervision.New(supervision.ClassRuntime, "the family did not stop in time")}
+			return messages.FamilyStopped{Status: state.StatusFailed, Err: fault.New(fault.ClassRuntime, "the family did not stop in time")}
 		}
 	}
 }
@@ -400,7 +400,7 @@ func runOnce(e *env, rt config.Runtime) error {
 				}
 				out, err := reportJSON(msg)
 				if err != nil {
-					return supervision.Errorf(supervision.ClassRuntime, "report: %w", err)
+					return fault.Errorf(fault.ClassRuntime, "report: %w", err)
 				}
 				fmt.Fprintln(e.stdout, string(out))
 				return stopped.Err
@@ -409,7 +409,7 @@ func runOnce(e *env, rt config.Runtime) error {
 				if msg.Err != nil {
 					return msg.Err
 				}
-				return supervision.New(supervision.ClassRuntime, "the being stopped before its cycle ended")
+				return fault.New(fault.ClassRuntime, "the being stopped before its cycle ended")
 			}
 		case <-sigs:
 			stopped := l.shutdown(sigs)

@@ -15,7 +15,7 @@ import (
 	"github.com/wisent/singularity/actors/las"
 	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/logging"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // cli is the whole command line. Every subcommand that boots a being embeds
@@ -73,7 +73,7 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		kong.Vars{"las_only": las.DefaultOnly, "version": version()},
 	)
 	if err != nil {
-		fmt.Fprintln(stderr, supervision.Line(supervision.Errorf(supervision.ClassRuntime, "command line: %w", err)))
+		fmt.Fprintln(stderr, fault.Line(fault.Errorf(fault.ClassRuntime, "command line: %w", err)))
 		return 5
 	}
 	defer func() {
@@ -87,20 +87,20 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 	}()
 	kctx, err := parser.Parse(args)
 	if err != nil {
-		fmt.Fprintln(stderr, supervision.Line(supervision.Errorf(supervision.ClassConfiguration, "%w", err)))
+		fmt.Fprintln(stderr, fault.Line(fault.Errorf(fault.ClassConfiguration, "%w", err)))
 		return 2
 	}
 	log, err := logging.New(stderr, c.Log.Level, c.Log.Format)
 	if err != nil {
-		fmt.Fprintln(stderr, supervision.Line(supervision.Errorf(supervision.ClassConfiguration, "%w", err)))
+		fmt.Fprintln(stderr, fault.Line(fault.Errorf(fault.ClassConfiguration, "%w", err)))
 		return 2
 	}
 	ctx, stop := signalContext(context.Background())
 	defer stop()
 	err = kctx.Run(&env{ctx: ctx, stdout: stdout, stderr: stderr, log: log})
 	if err != nil {
-		fmt.Fprintln(stderr, supervision.Line(err))
-		return supervision.ExitCode(err)
+		fmt.Fprintln(stderr, fault.Line(err))
+		return fault.ExitCode(err)
 	}
 	return 0
 }

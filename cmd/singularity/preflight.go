@@ -10,7 +10,7 @@ import (
 	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/tools/catalog"
 	"github.com/wisent/singularity/internal/wire/chat"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // doctorReport is what a successful `doctor` prints.
@@ -42,7 +42,7 @@ func runDoctor(e *env, rt config.Runtime) error {
 			return err
 		}
 		if !ok {
-			return supervision.Errorf(supervision.ClassConfiguration, "configured Brama model is unavailable: %s", rt.Brama.Model)
+			return fault.Errorf(fault.ClassConfiguration, "configured Brama model is unavailable: %s", rt.Brama.Model)
 		}
 	}
 	mostStatus := json.RawMessage("null")
@@ -63,7 +63,7 @@ func runDoctor(e *env, rt config.Runtime) error {
 	}
 	out, err := json.Marshal(doctorReport{OK: true, BramaModel: rt.Brama.Model, Most: mostStatus, LasTools: len(tools)})
 	if err != nil {
-		return supervision.Errorf(supervision.ClassRuntime, "doctor report: %w", err)
+		return fault.Errorf(fault.ClassRuntime, "doctor report: %w", err)
 	}
 	fmt.Fprintln(e.stdout, string(out))
 	return nil
@@ -107,7 +107,7 @@ func runTools(e *env, t *toolsCmd) error {
 	}
 	out, err := catalog.FormatJSON(tools)
 	if err != nil {
-		return supervision.Errorf(supervision.ClassRuntime, "catalogue: %w", err)
+		return fault.Errorf(fault.ClassRuntime, "catalogue: %w", err)
 	}
 	fmt.Fprintln(e.stdout, string(out))
 	return nil

@@ -9,7 +9,7 @@ import (
 
 	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/money"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // statusCmd prints a family's tree and ledger from its state directories
@@ -23,7 +23,7 @@ type statusCmd struct {
 func (s *statusCmd) Run(e *env) error {
 	fam, err := accounts.Read(s.StateDir)
 	if err != nil {
-		return supervision.Errorf(supervision.ClassState, "%w", err)
+		return fault.Errorf(fault.ClassState, "%w", err)
 	}
 	if s.Format == "json" {
 		err = writeStatusJSON(e.stdout, fam)
@@ -31,10 +31,10 @@ func (s *statusCmd) Run(e *env) error {
 		err = writeStatusTable(e.stdout, fam)
 	}
 	if err != nil {
-		return supervision.Errorf(supervision.ClassRuntime, "status: %w", err)
+		return fault.Errorf(fault.ClassRuntime, "status: %w", err)
 	}
 	if len(fam.Unreadable) > 0 {
-		return supervision.Errorf(supervision.ClassState, "%w", fam.Unreadable[0])
+		return fault.Errorf(fault.ClassState, "%w", fam.Unreadable[0])
 	}
 	return nil
 }

@@ -1,6 +1,6 @@
 // Package debug is the read-only debug endpoint of docs/debug.md#routes: it
 // collects the live actor tree by asking every actor to describe itself
-// (messages.DescribeRequest) and serves it as JSON, as indented text and as a
+// (describe.Request) and serves it as JSON, as indented text and as a
 // self-refreshing HTML page; it serves each being's journal tail and balance
 // series from the state directories (read, never written) and the family's
 // metrics; all on a loopback address unless remote access is allowed
@@ -23,7 +23,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/internal/debug/describe"
 )
 
 // DefaultDeadline is the collection deadline used when none is given.
@@ -51,7 +51,7 @@ var _ Requester = (*actor.RootContext)(nil)
 var _ Requester = (actor.SenderContext)(nil)
 
 // Collect walks the live actor tree from pid: it asks each actor for its
-// messages.Description and then, concurrently, each of the children the
+// describe.Description and then, concurrently, each of the children the
 // description lists, keeping the listed order. deadline bounds the whole
 // walk (not each ask); ctx may end it sooner. An actor that does not
 // answer before the deadline, is stopped, or answers with something other
@@ -130,27 +130,27 @@ func (c *collector) claim(pid *actor.PID) bool {
 }
 
 // ask sends one DescribeRequest with the time left before ctx's deadline.
-func (c *collector) ask(ctx context.Context, pid *actor.PID) (messages.Description, bool) {
+func (c *collector) ask(ctx context.Context, pid *actor.PID) (describe.Description, bool) {
 	if ctx.Err() != nil {
-		return messages.Description{}, false
+		return describe.Description{}, false
 	}
 	left := time.Until(deadlineOf(ctx))
 	if left <= 0 {
-		return messages.Description{}, false
+		return describe.Description{}, false
 	}
-	res, err := c.root.RequestFuture(pid, messages.DescribeRequest{}, left).Result()
+	res, err := c.root.RequestFuture(pid, describe.Request{}, left).Result()
 	if err != nil {
-		return messages.Description{}, false
+		return describe.Description{}, false
 	}
 	switch d := res.(type) {
-	case messages.Description:
+	case describe.Description:
 		return d, true
-	case *messages.Description:
+	case *describe.Description:
 		if d != nil {
 			return *d, true
 		}
 	}
-	return messages.Description{}, false
+	return describe.Description{}, false
 }
 
 // deadlineOf returns ctx's deadline; Collect always sets one.

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/internal/debug/describe"
 	"github.com/wisent/singularity/test/debugtest"
 )
 
@@ -77,7 +77,7 @@ func TestCollectUnresponsiveWithinDeadline(t *testing.T) {
 	spec := debugtest.Family()
 	spec.Children = append(spec.Children, debugtest.Spec{
 		ID: "stuck", Silent: true,
-		Description: messages.Description{Kind: "brama", Name: "never told"},
+		Description: describe.Description{Kind: "brama", Name: "never told"},
 	})
 	system, pid := spawnTree(t, spec)
 
@@ -161,8 +161,8 @@ func TestCollectCancelledContext(t *testing.T) {
 type selfLister struct{}
 
 func (selfLister) Receive(ctx actor.Context) {
-	if _, ok := ctx.Message().(messages.DescribeRequest); ok {
-		ctx.Respond(&messages.Description{Kind: "being", Name: "loop", Status: "running",
+	if _, ok := ctx.Message().(describe.Request); ok {
+		ctx.Respond(&describe.Description{Kind: "being", Name: "loop", Status: "running",
 			Children: []*actor.PID{ctx.Self(), ctx.Self()}})
 	}
 }
@@ -184,7 +184,7 @@ func TestCollectRedactsFigures(t *testing.T) {
 	t.Setenv("DEBUG_TEST_API_KEY", secret)
 	spec := debugtest.Spec{
 		ID: "leaky",
-		Description: messages.Description{Kind: "being", Name: "Eve", Status: "running", Figures: map[string]any{
+		Description: describe.Description{Kind: "being", Name: "Eve", Status: "running", Figures: map[string]any{
 			"api_token":           "tok-123456",
 			"Session-Cookie":      "c=1",
 			"brama hmac secret":   "s",
@@ -224,7 +224,7 @@ func TestCollectRedactsFigures(t *testing.T) {
 }
 
 func TestCollectRedactsNames(t *testing.T) {
-	spec := debugtest.Spec{ID: "odd", Description: messages.Description{
+	spec := debugtest.Spec{ID: "odd", Description: describe.Description{
 		Kind: "las", Name: "/home/me/.ssh/id_ed25519", Status: "failed: read /run/key"}}
 	system, pid := spawnTree(t, spec)
 	tree := Collect(testContext(t), system.Root, pid, testWait)

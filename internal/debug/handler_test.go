@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/internal/debug/describe"
 	"github.com/wisent/singularity/test/debugtest"
 )
 
@@ -104,7 +104,7 @@ func TestHandlerPageIsSelfContained(t *testing.T) {
 func TestHandlerUnresponsiveWithinDeadline(t *testing.T) {
 	spec := debugtest.Family()
 	spec.Children = append(spec.Children, debugtest.Spec{ID: "stuck", Silent: true,
-		Description: messages.Description{Kind: "las"}})
+		Description: describe.Description{Kind: "las"}})
 	const deadline = 300 * time.Millisecond
 	srv := newTestServer(t, spec, deadline)
 

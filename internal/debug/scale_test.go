@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/internal/debug/describe"
 	"github.com/wisent/singularity/test/debugtest"
 )
 
@@ -15,12 +15,12 @@ import (
 // ledger, described with the figures a being and a ledger report
 // (actors/being/describe.go), the shape of a family of thousands.
 func wideFamily(n int) debugtest.Spec {
-	root := debugtest.Spec{ID: "family", Description: messages.Description{Kind: "family", Name: "family", Status: "running"}}
+	root := debugtest.Spec{ID: "family", Description: describe.Description{Kind: "family", Name: "family", Status: "running"}}
 	for i := range n {
 		balance := fmt.Sprintf("%d.%06d", 10+i%7, i)
 		root.Children = append(root.Children, debugtest.Spec{
 			ID: fmt.Sprintf("being-%d", i),
-			Description: messages.Description{Kind: "being", Name: fmt.Sprintf("S%d", i), Status: "running", Figures: map[string]any{
+			Description: describe.Description{Kind: "being", Name: fmt.Sprintf("S%d", i), Status: "running", Figures: map[string]any{
 				"id": fmt.Sprintf("agent-%08d", i), "cycle": uint64(40 + i%60), "balance": balance,
 				"starting": "20", "spent": "9.5", "earned": "0", "granted": "0", "remaining": balance,
 				"current_model": "test-model", "last_action": "singularity_memory_recall:success",
@@ -28,7 +28,7 @@ func wideFamily(n int) debugtest.Spec {
 			}},
 			Children: []debugtest.Spec{{
 				ID: "ledger",
-				Description: messages.Description{Kind: "ledger", Name: "ledger", Status: "running", Figures: map[string]any{
+				Description: describe.Description{Kind: "ledger", Name: "ledger", Status: "running", Figures: map[string]any{
 					"remaining": balance, "spent": "9.5", "earned": "0",
 				}},
 			}},

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // errNotLoopback is the sentence of docs/debug.md#turning-it-on for a
@@ -26,19 +26,19 @@ const errNotLoopback = "debug address must be loopback"
 func Listen(addr string, allowRemote bool) (net.Listener, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, supervision.Errorf(supervision.ClassConfiguration, "debug address: %w", err)
+		return nil, fault.Errorf(fault.ClassConfiguration, "debug address: %w", err)
 	}
 	if !allowRemote && !loopbackHost(host) {
-		return nil, supervision.New(supervision.ClassConfiguration, errNotLoopback)
+		return nil, fault.New(fault.ClassConfiguration, errNotLoopback)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, supervision.Errorf(supervision.ClassRuntime, "debug endpoint: %w", err)
+		return nil, fault.Errorf(fault.ClassRuntime, "debug endpoint: %w", err)
 	}
 	if !allowRemote {
 		if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
 			_ = ln.Close()
-			return nil, supervision.New(supervision.ClassConfiguration, errNotLoopback)
+			return nil, fault.New(fault.ClassConfiguration, errNotLoopback)
 		}
 	}
 	return ln, nil
@@ -199,7 +199,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	<-done
 	if err == nil && s.err != nil {
-		err = supervision.Errorf(supervision.ClassRuntime, "debug endpoint: %w", s.err)
+		err = fault.Errorf(fault.ClassRuntime, "debug endpoint: %w", s.err)
 	}
 	return err
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/debugtest"
 )
 
@@ -31,14 +31,14 @@ func TestListen(t *testing.T) {
 		addr        string
 		allowRemote bool
 		err         string // empty: accepted
-		class       supervision.Class
+		class       fault.Class
 	}{
-		{"0.0.0.0:0", false, refused, supervision.ClassConfiguration},
-		{":0", false, refused, supervision.ClassConfiguration},
-		{"[::]:0", false, refused, supervision.ClassConfiguration},
-		{"192.0.2.1:0", false, refused, supervision.ClassConfiguration},
-		{"example.com:0", false, refused, supervision.ClassConfiguration},
-		{"127.0.0.1", false, "configuration: debug address: address 127.0.0.1: missing port in address", supervision.ClassConfiguration},
+		{"0.0.0.0:0", false, refused, fault.ClassConfiguration},
+		{":0", false, refused, fault.ClassConfiguration},
+		{"[::]:0", false, refused, fault.ClassConfiguration},
+		{"192.0.2.1:0", false, refused, fault.ClassConfiguration},
+		{"example.com:0", false, refused, fault.ClassConfiguration},
+		{"127.0.0.1", false, "configuration: debug address: address 127.0.0.1: missing port in address", fault.ClassConfiguration},
 		{"127.0.0.1:0", false, "", 0},
 		{"127.0.0.2:0", false, "", 0},
 		{"[::1]:0", false, "", 0},
@@ -55,8 +55,8 @@ func TestListen(t *testing.T) {
 				require.Error(t, err)
 				assert.Nil(t, ln)
 				assert.Equal(t, tt.err, err.Error())
-				assert.Equal(t, tt.class, supervision.ClassOf(err))
-				assert.Equal(t, 2, supervision.ExitCode(err))
+				assert.Equal(t, tt.class, fault.ClassOf(err))
+				assert.Equal(t, 2, fault.ExitCode(err))
 				return
 			}
 			require.NoError(t, err)
@@ -74,7 +74,7 @@ func TestListenAddressInUse(t *testing.T) {
 	defer first.Close()
 	_, err = Listen(first.Addr().String(), false)
 	require.Error(t, err)
-	assert.Equal(t, supervision.ClassRuntime, supervision.ClassOf(err))
+	assert.Equal(t, fault.ClassRuntime, fault.ClassOf(err))
 	assert.Contains(t, err.Error(), "runtime: debug endpoint: ")
 }
 
@@ -154,7 +154,7 @@ func TestServerListenThenServe(t *testing.T) {
 	// The port is claimed before anything serves: a second bind fails.
 	_, err := Listen(s.Addr().String(), false)
 	require.Error(t, err)
-	assert.Equal(t, supervision.ClassRuntime, supervision.ClassOf(err))
+	assert.Equal(t, fault.ClassRuntime, fault.ClassOf(err))
 
 	require.NoError(t, s.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("served"))
@@ -175,8 +175,8 @@ func TestServerListenBusyPort(t *testing.T) {
 	s := NewServer(ServerConfig{Addr: busy.Addr().String()})
 	err = s.Listen()
 	require.Error(t, err)
-	assert.Equal(t, supervision.ClassRuntime, supervision.ClassOf(err))
-	assert.Equal(t, 5, supervision.ExitCode(err))
+	assert.Equal(t, fault.ClassRuntime, fault.ClassOf(err))
+	assert.Equal(t, 5, fault.ExitCode(err))
 	assert.Equal(t, "runtime: debug endpoint: listen tcp "+busy.Addr().String()+": bind: address already in use", err.Error())
 	assert.Nil(t, s.Addr())
 	require.NoError(t, s.Shutdown(context.Background()))

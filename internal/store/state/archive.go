@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/wisent/singularity/internal/wire/chat"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Archive is a being's conversation.jsonl: the messages that left the
@@ -56,7 +56,7 @@ func (a *Archive) Append(msgs ...chat.Message) error {
 	enc.SetEscapeHTML(false)
 	for _, m := range msgs {
 		if err := enc.Encode(m); err != nil {
-			return supervision.Errorf(supervision.ClassState, "cannot encode archived message: %w", err)
+			return fault.Errorf(fault.ClassState, "cannot encode archived message: %w", err)
 		}
 	}
 	return a.file.appendLines(buf.Bytes())

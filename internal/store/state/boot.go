@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Check applies the boot gates of docs/state.md#boot-gates to dir
@@ -36,14 +36,14 @@ func Check(dir string, resume bool, id Identity, newBeing func() (*Being, error)
 	case exists && !resume:
 		return nil, false, alreadyExists(dir)
 	case !exists && resume:
-		return nil, false, supervision.New(supervision.ClassState, "resume requested but no state exists")
+		return nil, false, fault.New(fault.ClassState, "resume requested but no state exists")
 	}
 	b, err := Load(dir)
 	if err != nil {
 		return nil, false, err
 	}
 	if b.Identity != id {
-		return nil, false, supervision.New(supervision.ClassState, "resume identity does not match configuration")
+		return nil, false, fault.New(fault.ClassState, "resume identity does not match configuration")
 	}
 	return b, true, nil
 }
@@ -70,6 +70,6 @@ func Boot(dir string, resume bool, id Identity, newBeing func() (*Being, error))
 }
 
 func alreadyExists(dir string) error {
-	return supervision.Errorf(supervision.ClassState,
+	return fault.Errorf(fault.ClassState,
 		"state already exists at %s; use --resume or a new directory", filepath.Join(dir, StateFile))
 }

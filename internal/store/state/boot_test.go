@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/internal/store/money"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 func fixtureIdentity(t *testing.T) Identity {
@@ -122,8 +122,8 @@ func TestBootGates(t *testing.T) {
 				return nil, nil
 			})
 			require.Error(t, err)
-			assert.Equal(t, supervision.ClassState, supervision.ClassOf(err))
-			assert.Equal(t, 4, supervision.ExitCode(err))
+			assert.Equal(t, fault.ClassState, fault.ClassOf(err))
+			assert.Equal(t, 4, fault.ExitCode(err))
 			want := strings.ReplaceAll(tt.want, "<path>", path)
 			if tt.prefix {
 				assert.True(t, strings.HasPrefix(err.Error(), want), err.Error())

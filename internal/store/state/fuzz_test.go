@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/wisent/singularity/internal/store/state"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // journalSeeds are lines in the shape of docs/state.md#the-journal, as the
@@ -100,8 +100,8 @@ func readJournal(t *testing.T, path string, data []byte) ([]state.Event, error) 
 		t.Fatal(err)
 	}
 	events, err := state.ReadJournal(path)
-	if err != nil && supervision.ClassOf(err) != supervision.ClassState {
-		t.Fatalf("ReadJournal(%q): %v has class %v, want state", data, err, supervision.ClassOf(err))
+	if err != nil && fault.ClassOf(err) != fault.ClassState {
+		t.Fatalf("ReadJournal(%q): %v has class %v, want state", data, err, fault.ClassOf(err))
 	}
 	return events, err
 }
@@ -179,7 +179,7 @@ func FuzzLoad(f *testing.F) {
 			t.Fatalf("Load left %d entries in the directory", len(entries))
 		}
 		if err != nil {
-			if supervision.ClassOf(err) != supervision.ClassState || b != nil {
+			if fault.ClassOf(err) != fault.ClassState || b != nil {
 				t.Fatalf("Load(%q) = %v, %v: want a state error and no being", data, b, err)
 			}
 			return

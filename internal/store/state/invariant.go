@@ -2,7 +2,7 @@ package state
 
 import (
 	"github.com/wisent/singularity/internal/store/money"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // JournalTotals sums the journal's money events: every cost_debited amount
@@ -44,21 +44,21 @@ func Totals(events []Event) MoneyTotals {
 // grants and no amount negative except remaining.
 func CheckInvariant(b Budget, events []Event) error {
 	if err := b.check(); err != nil {
-		return supervision.Errorf(supervision.ClassState, "ledger invariant violated: %w", err)
+		return fault.Errorf(fault.ClassState, "ledger invariant violated: %w", err)
 	}
 	t := Totals(events)
 	want := b.Starting.Sub(t.Debited).Add(t.Credited).Sub(t.Granted)
 	if !b.Remaining.Equal(want) {
-		return supervision.Errorf(supervision.ClassState,
+		return fault.Errorf(fault.ClassState,
 			"ledger invariant violated: remaining %s, but starting %s − debited %s + credited %s − granted %s = %s",
 			b.Remaining, b.Starting, t.Debited, t.Credited, t.Granted, want)
 	}
 	if !b.Granted.Equal(t.Granted) {
-		return supervision.Errorf(supervision.ClassState,
+		return fault.Errorf(fault.ClassState,
 			"ledger invariant violated: granted %s, but the journal's grants sum to %s", b.Granted, t.Granted)
 	}
 	if want := b.Expected(); !b.Remaining.Equal(want) {
-		return supervision.Errorf(supervision.ClassState,
+		return fault.Errorf(fault.ClassState,
 			"ledger invariant violated: remaining %s, but starting − spent + earned − granted = %s", b.Remaining, want)
 	}
 	return nil

@@ -17,7 +17,7 @@ import (
 	"sync"
 
 	"github.com/wisent/singularity/internal/store/money"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // objectWriter writes a JSON object with fields in call order.
@@ -115,7 +115,7 @@ func openAppend(path string, lazy bool) (*appendFile, int64, error) {
 	_, statErr := os.Lstat(path)
 	created := errors.Is(statErr, fs.ErrNotExist)
 	fail := func(what string, err error) (*appendFile, int64, error) {
-		return nil, 0, supervision.Errorf(supervision.ClassState, "cannot %s %s: %w", what, path, err)
+		return nil, 0, fault.Errorf(fault.ClassState, "cannot %s %s: %w", what, path, err)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, FileMode)
 	if err != nil {
@@ -128,7 +128,7 @@ func openAppend(path string, lazy bool) (*appendFile, int64, error) {
 	}
 	if !info.Mode().IsRegular() {
 		_ = f.Close()
-		return nil, 0, supervision.Errorf(supervision.ClassState, "%s is not a regular file", path)
+		return nil, 0, fault.Errorf(fault.ClassState, "%s is not a regular file", path)
 	}
 	whole, err := lastNewline(f, info.Size())
 	if err != nil {
@@ -179,7 +179,7 @@ func lastNewline(f *os.File, size int64) (int64, error) {
 // write fails the file is cut back so no partial line stays behind.
 func (a *appendFile) appendLines(data []byte) error {
 	failed := func(err error) error {
-		return supervision.Errorf(supervision.ClassState, "cannot append to %s: %w", a.path, err)
+		return fault.Errorf(fault.ClassState, "cannot append to %s: %w", a.path, err)
 	}
 	if a.dirty {
 		if err := os.Truncate(a.path, a.size); err != nil {
@@ -343,7 +343,7 @@ func (j *Journal) Encode(step []Event) ([]Event, []byte, error) {
 		e.Seq = j.next + uint64(i)
 		line, err := e.MarshalJSON()
 		if err != nil {
-			return nil, nil, supervision.Errorf(supervision.ClassState, "cannot encode journal event: %w", err)
+			return nil, nil, fault.Errorf(fault.ClassState, "cannot encode journal event: %w", err)
 		}
 		buf.Write(line)
 		buf.WriteByte('\n')
@@ -411,7 +411,7 @@ func (j *Journal) Rotate() error {
 	}
 	if _, err := os.Lstat(path); err == nil { // not renamed yet
 		if err := os.Rename(path, old); err != nil {
-			return supervision.Errorf(supervision.ClassState, "cannot rotate %s: %w", path, err)
+			return fault.Errorf(fault.ClassState, "cannot rotate %s: %w", path, err)
 		}
 	}
 	file, _, err := openAppend(path, false)
@@ -438,7 +438,7 @@ func segmentName(first uint64) string { return fmt.Sprintf("activity-%d.jsonl", 
 func Segments(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, supervision.Errorf(supervision.ClassState, "cannot list %s: %w", dir, err)
+		return nil, fault.Errorf(fault.ClassState, "cannot list %s: %w", dir, err)
 	}
 	type seg struct {
 		first uint64
@@ -600,7 +600,7 @@ func plainString(raw []byte) (string, bool) {
 func readJournal(path string, past uint64) ([]Event, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, supervision.Errorf(supervision.ClassState, "cannot read journal %s: %w", path, err)
+		return nil, fault.Errorf(fault.ClassState, "cannot read journal %s: %w", path, err)
 	}
 	defer f.Close()
 	var events []Event
@@ -608,13 +608,13 @@ func readJournal(path string, past uint64) ([]Event, error) {
 	for n := 1; ; n++ {
 		line, err := r.ReadBytes('\n')
 		if len(line) > 0 && line[len(line)-1] != '\n' {
-			return events, supervision.Errorf(supervision.ClassState, "journal %s line %d: %w", path, n, ErrTornLine)
+			return events, fault.Errorf(fault.ClassState, "journal %s line %d: %w", path, n, ErrTornLine)
 		}
 		if len(line) > 0 {
 			if t := bytes.TrimLeft(line, " \t\r"); len(t) > 0 && t[0] != '{' {
 				// null, a list or a scalar would decode without error
 				// into an empty event: a journal line is an object.
-				return events, supervision.Errorf(supervision.ClassState, "journal %s line %d: %w", path, n, errNotObject)
+				return events, fault.Errorf(fault.ClassState, "journal %s line %d: %w", path, n, errNotObject)
 			}
 			// The reference's events carry no seq: they count by
 			// position.
@@ -626,7 +626,7 @@ func readJournal(path string, past uint64) ([]Event, error) {
 			if past > 0 {
 				h, herr := readHead(line)
 				if herr != nil {
-					return events, supervision.Errorf(supervision.ClassState, "journal %s line %d: %w", path, n, herr)
+					return events, fault.Errorf(fault.ClassState, "journal %s line %d: %w", path, n, herr)
 				}
 				e = Event{Type: h.Type, Seq: h.Seq, Cycle: h.Cycle, Amount: h.Amount}
 				if e.Seq == 0 {
@@ -636,7 +636,7 @@ func readJournal(path string, past uint64) ([]Event, error) {
 			if e.Seq == 0 || e.Seq > past {
 				e = Event{}
 				if uerr := json.Unmarshal(line, &e); uerr != nil {
-					return events, supervision.Errorf(supervision.ClassState, "journal %s line %d: %w", path, n, uerr)
+					return events, fault.Errorf(fault.ClassState, "journal %s line %d: %w", path, n, uerr)
 				}
 				if e.Seq == 0 {
 					e.Seq = position
@@ -648,7 +648,7 @@ func readJournal(path string, past uint64) ([]Event, error) {
 			return events, nil
 		}
 		if err != nil {
-			return events, supervision.Errorf(supervision.ClassState, "cannot read journal %s: %w", path, err)
+			return events, fault.Errorf(fault.ClassState, "cannot read journal %s: %w", path, err)
 		}
 	}
 }

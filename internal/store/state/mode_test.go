@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // nobody is the uid a foreign state directory is chowned to.
@@ -131,8 +131,8 @@ func TestOpenRefusesForeignDirectory(t *testing.T) {
 			require.Error(t, err)
 			assert.Nil(t, s)
 			assert.Equal(t, "state: state directory "+dir+" is not owned by this user", err.Error())
-			assert.Equal(t, supervision.ClassState, supervision.ClassOf(err))
-			assert.Equal(t, 4, supervision.ExitCode(err))
+			assert.Equal(t, fault.ClassState, fault.ClassOf(err))
+			assert.Equal(t, 4, fault.ExitCode(err))
 
 			assert.Equal(t, tt.mode, dirMode(t, dir), "the mode is left as it was")
 			assert.Equal(t, nobody, dirOwner(t, dir))
@@ -160,7 +160,7 @@ func TestBootRefusesForeignDirectory(t *testing.T) {
 	})
 	require.Error(t, err)
 	assert.Equal(t, "state: state directory "+dir+" is not owned by this user", err.Error())
-	assert.Equal(t, 4, supervision.ExitCode(err))
+	assert.Equal(t, 4, fault.ExitCode(err))
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Empty(t, entries, "a refused boot leaves no file behind")

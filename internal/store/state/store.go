@@ -10,7 +10,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // File names inside a state directory (docs/state.md#the-state-directory,
@@ -73,7 +73,7 @@ func (s *Store) faultFor(name string) func() error {
 // included.
 func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, DirMode); err != nil {
-		return nil, supervision.Errorf(supervision.ClassState, "cannot create state directory %s: %w", dir, err)
+		return nil, fault.Errorf(fault.ClassState, "cannot create state directory %s: %w", dir, err)
 	}
 	if err := claimDir(dir); err != nil {
 		return nil, err
@@ -92,21 +92,21 @@ func Open(dir string) (*Store, error) {
 func claimDir(dir string) error {
 	info, err := os.Stat(dir)
 	if err != nil {
-		return supervision.Errorf(supervision.ClassState, "cannot read state directory %s: %w", dir, err)
+		return fault.Errorf(fault.ClassState, "cannot read state directory %s: %w", dir, err)
 	}
 	st, ok := info.Sys().(*syscall.Stat_t)
 	if !ok {
-		return supervision.Errorf(supervision.ClassState, "cannot read the owner of state directory %s", dir)
+		return fault.Errorf(fault.ClassState, "cannot read the owner of state directory %s", dir)
 	}
 	if int64(st.Uid) != int64(os.Geteuid()) {
-		return supervision.Errorf(supervision.ClassState, "state directory %s is not owned by this user", dir)
+		return fault.Errorf(fault.ClassState, "state directory %s is not owned by this user", dir)
 	}
 	const special = fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 	if info.Mode().Perm() == DirMode && info.Mode()&special == 0 {
 		return nil
 	}
 	if err := os.Chmod(dir, DirMode); err != nil {
-		return supervision.Errorf(supervision.ClassState, "cannot restrict state directory %s to mode 0700: %w", dir, err)
+		return fault.Errorf(fault.ClassState, "cannot restrict state directory %s to mode 0700: %w", dir, err)
 	}
 	return nil
 }
@@ -126,9 +126,9 @@ func Exists(dir string) (bool, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return false, nil
 	case err != nil:
-		return false, supervision.Errorf(supervision.ClassState, "cannot read state file %s: %w", path, err)
+		return false, fault.Errorf(fault.ClassState, "cannot read state file %s: %w", path, err)
 	case !info.Mode().IsRegular():
-		return false, supervision.Errorf(supervision.ClassState, "state file %s is not a regular file", path)
+		return false, fault.Errorf(fault.ClassState, "state file %s is not a regular file", path)
 	}
 	return true, nil
 }
@@ -143,7 +143,7 @@ func Load(dir string) (*Being, error) {
 	path := filepath.Join(dir, StateFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, supervision.Errorf(supervision.ClassState, "cannot read state file %s: %w", path, err)
+		return nil, fault.Errorf(fault.ClassState, "cannot read state file %s: %w", path, err)
 	}
 	return Decode(path, data)
 }
@@ -160,22 +160,22 @@ func Decode(path string, data []byte) (*Being, error) {
 			SchemaVersion *string `json:"schema_version"`
 		}
 		if herr := json.Unmarshal(data, &head); herr != nil {
-			return nil, supervision.Errorf(supervision.ClassState, "malformed state file %s: %w", path, herr)
+			return nil, fault.Errorf(fault.ClassState, "malformed state file %s: %w", path, herr)
 		}
 		if head.SchemaVersion == nil {
-			return nil, supervision.Errorf(supervision.ClassState, "malformed state file %s: schema_version is missing", path)
+			return nil, fault.Errorf(fault.ClassState, "malformed state file %s: schema_version is missing", path)
 		}
 		if *head.SchemaVersion != SchemaVersion {
-			return nil, supervision.Errorf(supervision.ClassState, "unsupported state schema %s", *head.SchemaVersion)
+			return nil, fault.Errorf(fault.ClassState, "unsupported state schema %s", *head.SchemaVersion)
 		}
 		if err != nil {
-			return nil, supervision.Errorf(supervision.ClassState, "malformed state file %s: %w", path, err)
+			return nil, fault.Errorf(fault.ClassState, "malformed state file %s: %w", path, err)
 		}
 		// The head is fine after all (its key in another case, which
 		// encoding/json matches): b is as decoded.
 	}
 	if err := b.Budget.check(); err != nil {
-		return nil, supervision.Errorf(supervision.ClassState, "malformed state file %s: %w", path, err)
+		return nil, fault.Errorf(fault.ClassState, "malformed state file %s: %w", path, err)
 	}
 	return b, nil
 }
@@ -211,7 +211,7 @@ func Encode(b *Being) ([]byte, error) {
 func (s *Store) Save(b *Being) error {
 	data, err := Encode(b)
 	if err != nil {
-		return supervision.Errorf(supervision.ClassState, "cannot encode state: %w", err)
+		return fault.Errorf(fault.ClassState, "cannot encode state: %w", err)
 	}
 	return s.writeAtomic(data, false)
 }
@@ -245,7 +245,7 @@ func (s *Store) WriteCheckpoint(data []byte, generation uint64) error {
 func (s *Store) Create(b *Being) error {
 	data, err := Encode(b)
 	if err != nil {
-		return supervision.Errorf(supervision.ClassState, "cannot encode state: %w", err)
+		return fault.Errorf(fault.ClassState, "cannot encode state: %w", err)
 	}
 	return s.writeAtomic(data, true)
 }
@@ -254,12 +254,12 @@ func (s *Store) writeAtomic(data []byte, create bool) (err error) {
 	final := s.Path(StateFile)
 	if s.fault != nil {
 		if err := s.fault(StateFile); err != nil {
-			return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+			return fault.Errorf(fault.ClassState, "cannot save state %s: %w", final, err)
 		}
 	}
 	f, err := os.CreateTemp(s.dir, tempPattern)
 	if err != nil {
-		return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+		return fault.Errorf(fault.ClassState, "cannot save state %s: %w", final, err)
 	}
 	tmp := f.Name()
 	defer func() {
@@ -271,16 +271,16 @@ func (s *Store) writeAtomic(data []byte, create bool) (err error) {
 	// CreateTemp already uses 0600; say so explicitly so a future change of
 	// the library default cannot widen the file.
 	if err = f.Chmod(FileMode); err != nil {
-		return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+		return fault.Errorf(fault.ClassState, "cannot save state %s: %w", final, err)
 	}
 	if _, err = f.Write(data); err != nil {
-		return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+		return fault.Errorf(fault.ClassState, "cannot save state %s: %w", final, err)
 	}
 	if err = f.Sync(); err != nil {
-		return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+		return fault.Errorf(fault.ClassState, "cannot save state %s: %w", final, err)
 	}
 	if err = f.Close(); err != nil {
-		return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+		return fault.Errorf(fault.ClassState, "cannot save state %s: %w", final, err)
 	}
 	if create {
 		// link fails if the name exists: the creation is exclusive.
@@ -288,14 +288,14 @@ func (s *Store) writeAtomic(data []byte, create bool) (err error) {
 			if errors.Is(err, fs.ErrExist) {
 				return alreadyExists(s.dir)
 			}
-			return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+			return fault.Errorf(fault.ClassState, "cannot save state %s: %w", final, err)
 		}
 		_ = os.Remove(tmp)
 	} else if err = os.Rename(tmp, final); err != nil {
-		return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+		return fault.Errorf(fault.ClassState, "cannot save state %s: %w", final, err)
 	}
 	if err = syncDir(s.dir); err != nil {
-		return supervision.Errorf(supervision.ClassState, "cannot save state %s: %w", final, err)
+		return fault.Errorf(fault.ClassState, "cannot save state %s: %w", final, err)
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 const fixture = "testdata/reference-state-being-v1.json"
@@ -167,7 +167,7 @@ func TestDecodeRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Decode("p", []byte(tt.data))
 			require.Error(t, err)
-			assert.Equal(t, supervision.ClassState, supervision.ClassOf(err))
+			assert.Equal(t, fault.ClassState, fault.ClassOf(err))
 			assert.Equal(t, tt.want, err.Error())
 		})
 	}

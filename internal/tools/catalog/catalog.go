@@ -14,7 +14,7 @@ import (
 	"github.com/wisent/singularity/internal/tools/most"
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/internal/wire/chat"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Origin says who serves a tool.
@@ -83,13 +83,13 @@ func Standard(las []chat.Tool, mostEnabled bool) (*Catalog, error) {
 func (c *Catalog) register(t chat.Tool, origin Origin) error {
 	name := t.Function.Name
 	if !ValidName(name) {
-		return supervision.Errorf(supervision.ClassTool, "invalid tool name: %s", name)
+		return fault.Errorf(fault.ClassTool, "invalid tool name: %s", name)
 	}
 	if !isObject(t.Function.Parameters) {
-		return supervision.Errorf(supervision.ClassTool, "tool schema is not an object: %s", name)
+		return fault.Errorf(fault.ClassTool, "tool schema is not an object: %s", name)
 	}
 	if _, dup := c.origin[name]; dup {
-		return supervision.Errorf(supervision.ClassTool, "duplicate tool: %s", name)
+		return fault.Errorf(fault.ClassTool, "duplicate tool: %s", name)
 	}
 	if t.Type == "" {
 		t.Type = "function"
@@ -175,7 +175,7 @@ func FormatJSON(tools []chat.Tool) ([]byte, error) {
 	}
 	b, err := json.MarshalIndent(tools, "", "  ")
 	if err != nil {
-		return nil, supervision.Errorf(supervision.ClassRuntime, "encode catalog: %w", err)
+		return nil, fault.Errorf(fault.ClassRuntime, "encode catalog: %w", err)
 	}
 	return append(b, '\n'), nil
 }

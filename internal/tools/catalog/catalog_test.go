@@ -11,7 +11,7 @@ import (
 	"github.com/wisent/singularity/internal/tools/builtin"
 	"github.com/wisent/singularity/internal/tools/most"
 	"github.com/wisent/singularity/internal/wire/chat"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 var obj = json.RawMessage(`{"type":"object","properties":{}}`)
@@ -75,8 +75,8 @@ func TestBuildRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Standard(tt.las, true)
 			require.EqualError(t, err, tt.want)
-			assert.Equal(t, supervision.ClassTool, supervision.ClassOf(err))
-			assert.Equal(t, 5, supervision.ExitCode(err))
+			assert.Equal(t, fault.ClassTool, fault.ClassOf(err))
+			assert.Equal(t, 5, fault.ExitCode(err))
 		})
 	}
 }

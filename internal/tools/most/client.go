@@ -21,7 +21,7 @@ import (
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/boundary"
 	"github.com/wisent/singularity/internal/tools/outcome"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Error codes of Most tool failures.
@@ -118,7 +118,7 @@ func (h HealthReport) SendCapable() bool {
 // report a send-capable backend. Failures are classified ClassMost.
 func (c *Client) CheckHealth(ctx context.Context) (HealthReport, error) {
 	if !c.token.IsSet() {
-		return HealthReport{}, supervision.New(supervision.ClassMost, "Most credential is not configured")
+		return HealthReport{}, fault.New(fault.ClassMost, "Most credential is not configured")
 	}
 	body, err := c.do(ctx, http.MethodGet, "/healthz", nil)
 	if err != nil {
@@ -126,10 +126,10 @@ func (c *Client) CheckHealth(ctx context.Context) (HealthReport, error) {
 	}
 	var h HealthReport
 	if err := json.Unmarshal(body, &h); err != nil {
-		return HealthReport{}, supervision.Upstream(supervision.ClassMost, supervision.Permanent, "health answer is not a JSON object")
+		return HealthReport{}, fault.Upstream(fault.ClassMost, fault.Permanent, "health answer is not a JSON object")
 	}
 	if !h.SendCapable() {
-		return h, supervision.Upstream(supervision.ClassMost, supervision.Permanent, "no send-capable backend")
+		return h, fault.Upstream(fault.ClassMost, fault.Permanent, "no send-capable backend")
 	}
 	return h, nil
 }
@@ -144,7 +144,7 @@ func (c *Client) health(ctx context.Context, args json.RawMessage) (outcome.Outc
 	}
 	var h HealthReport
 	if err := json.Unmarshal(body, &h); err != nil {
-		err := failed(supervision.Permanent, "Most health answer is not a JSON object", "health answer is not a JSON object")
+		err := failed(fault.Permanent, "Most health answer is not a JSON object", "health answer is not a JSON object")
 		return remoteFailure(err), err
 	}
 	content, _ := json.Marshal(struct {
@@ -232,15 +232,15 @@ func (c *Client) sendMessage(ctx context.Context, args json.RawMessage) (outcome
 // callError is a failed Most call: the classified error for the log and
 // the sentence shown to the model, which names no URL or path.
 type callError struct {
-	err    *supervision.Error
+	err    *fault.Error
 	public string
 }
 
 func (e *callError) Error() string { return e.err.Error() }
 func (e *callError) Unwrap() error { return e.err }
 
-func failed(kind supervision.Kind, public, format string, args ...any) *callError {
-	return &callError{err: supervision.Upstream(supervision.ClassMost, kind, format, args...), public: public}
+func failed(kind fault.Kind, public, format string, args ...any) *callError {
+	return &callError{err: fault.Upstream(fault.ClassMost, kind, format, args...), public: public}
 }
 
 // do sends one request and returns the body of a 2xx answer. Failures are
@@ -254,7 +254,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) ([]by
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return nil, failed(supervision.Permanent, "Most request could not be built", "build request: %w", err)
+		return nil, failed(fault.Permanent, "Most request could not be built", "build request: %w", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+string(c.token.Reveal()))
 	req.Header.Set("Accept", "application/json")
@@ -265,25 +265,25 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) ([]by
 	if err != nil {
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
-			return nil, failed(supervision.Transient, "Most could not be reached", "%s %s: %w", method, path, err)
+			return nil, failed(fault.Transient, "Most could not be reached", "%s %s: %w", method, path, err)
 		}
 		// The URL error names the URL only; the token is in a header.
-		return nil, failed(supervision.Indeterminate, "Most connection failed after the request was sent", "%s %s: %w", method, path, err)
+		return nil, failed(fault.Indeterminate, "Most connection failed after the request was sent", "%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return nil, failed(supervision.Indeterminate, "Most answer could not be read", "%s %s: read answer: %w", method, path, err)
+		return nil, failed(fault.Indeterminate, "Most answer could not be read", "%s %s: read answer: %w", method, path, err)
 	}
 	if resp.StatusCode/100 == 2 {
 		return data, nil
 	}
-	kind := supervision.Permanent
+	kind := fault.Permanent
 	switch {
 	case resp.StatusCode == http.StatusServiceUnavailable:
-		kind = supervision.Indeterminate
+		kind = fault.Indeterminate
 	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
-		kind = supervision.Transient
+		kind = fault.Transient
 	}
 	// An error body may echo the request, bearer token included: the
 	// token never goes further than this (docs/tools.md#the-output-boundary).
@@ -300,14 +300,14 @@ func remoteFailure(err error) outcome.Outcome {
 	if errors.As(err, &ce) {
 		public = ce.public
 	}
-	return outcome.Unknown(CodeRemote, fmt.Sprintf("%s (%v)", public, supervision.KindOf(err)))
+	return outcome.Unknown(CodeRemote, fmt.Sprintf("%s (%v)", public, fault.KindOf(err)))
 }
 
 // created turns a 2xx body into the success outcome carrying it. A body
 // that is not JSON leaves the effect unknown.
 func created(body []byte) (outcome.Outcome, error) {
 	if !json.Valid(body) {
-		return outcome.Outcome{}, failed(supervision.Indeterminate, "Most answer is not JSON", "answer is not JSON")
+		return outcome.Outcome{}, failed(fault.Indeterminate, "Most answer is not JSON", "answer is not JSON")
 	}
 	var compact bytes.Buffer
 	_ = json.Compact(&compact, body)

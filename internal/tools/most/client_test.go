@@ -16,7 +16,7 @@ import (
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/outcome"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 const (
@@ -185,7 +185,7 @@ func TestWrongTokenIsPermanent(t *testing.T) {
 	o, err := c.Call(context.Background(), Health, json.RawMessage(`{}`))
 	require.Equal(t, outcome.Indeterminate, o.Status)
 	require.Equal(t, CodeRemote, o.ErrorCode)
-	require.Equal(t, supervision.Permanent, supervision.KindOf(err))
+	require.Equal(t, fault.Permanent, fault.KindOf(err))
 	require.NotContains(t, err.Error(), "wrong-token")
 	require.NotContains(t, string(o.Content), "wrong-token")
 }
@@ -194,16 +194,16 @@ func TestUpstreamFailures(t *testing.T) {
 	tests := []struct {
 		status int
 		body   string
-		kind   supervision.Kind
+		kind   fault.Kind
 		shown  string
 	}{
-		{503, `{"error":"backend down"}`, supervision.Indeterminate, `Most answered HTTP 503: {"error":"backend down"} (indeterminate)`},
-		{500, "boom", supervision.Transient, "Most answered HTTP 500: boom (transient)"},
-		{502, "", supervision.Transient, "Most answered HTTP 502: empty answer (transient)"},
-		{429, "slow down", supervision.Transient, "Most answered HTTP 429: slow down (transient)"},
-		{404, `{"error":"chat not found"}`, supervision.Permanent, `Most answered HTTP 404: {"error":"chat not found"} (permanent)`},
-		{422, strings.Repeat("é", 400), supervision.Permanent, "Most answered HTTP 422: " + strings.Repeat("é", 150) + " (permanent)"},
-		{200, "not json", supervision.Indeterminate, "Most answer is not JSON (indeterminate)"},
+		{503, `{"error":"backend down"}`, fault.Indeterminate, `Most answered HTTP 503: {"error":"backend down"} (indeterminate)`},
+		{500, "boom", fault.Transient, "Most answered HTTP 500: boom (transient)"},
+		{502, "", fault.Transient, "Most answered HTTP 502: empty answer (transient)"},
+		{429, "slow down", fault.Transient, "Most answered HTTP 429: slow down (transient)"},
+		{404, `{"error":"chat not found"}`, fault.Permanent, `Most answered HTTP 404: {"error":"chat not found"} (permanent)`},
+		{422, strings.Repeat("é", 400), fault.Permanent, "Most answered HTTP 422: " + strings.Repeat("é", 150) + " (permanent)"},
+		{200, "not json", fault.Indeterminate, "Most answer is not JSON (indeterminate)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.shown, func(t *testing.T) {
@@ -211,8 +211,8 @@ func TestUpstreamFailures(t *testing.T) {
 			f.status, f.body = tc.status, tc.body
 			o, err := c.Call(context.Background(), SendMessage, json.RawMessage(`{"chat_id":"`+chatUUID+`","text":"t"}`))
 			require.Error(t, err)
-			require.Equal(t, supervision.ClassMost, supervision.ClassOf(err))
-			require.Equal(t, tc.kind, supervision.KindOf(err))
+			require.Equal(t, fault.ClassMost, fault.ClassOf(err))
+			require.Equal(t, tc.kind, fault.KindOf(err))
 			require.Equal(t, outcome.Indeterminate, o.Status)
 			require.Equal(t, CodeRemote, o.ErrorCode)
 			var msg struct{ Message string }
@@ -230,7 +230,7 @@ func TestUnreachable(t *testing.T) {
 	require.NoError(t, l.Close())
 	c := New("http://"+addr, identity.NewSecret([]byte(testToken)), nil)
 	o, err := c.Call(context.Background(), Health, json.RawMessage(`{}`))
-	require.Equal(t, supervision.Transient, supervision.KindOf(err))
+	require.Equal(t, fault.Transient, fault.KindOf(err))
 	require.JSONEq(t, `{"message":"Most could not be reached (transient)"}`, string(o.Content))
 	require.Equal(t, outcome.Indeterminate, o.Status)
 }
@@ -246,7 +246,7 @@ func TestConnectionDropAfterSend(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c := New(srv.URL, identity.NewSecret([]byte(testToken)), srv.Client())
 	o, err := c.Call(context.Background(), CreateChat, json.RawMessage(`{"from":"a","to":["b"],"text":"t"}`))
-	require.Equal(t, supervision.Indeterminate, supervision.KindOf(err))
+	require.Equal(t, fault.Indeterminate, fault.KindOf(err))
 	require.JSONEq(t, `{"message":"Most connection failed after the request was sent (indeterminate)"}`, string(o.Content))
 }
 
@@ -274,7 +274,7 @@ func TestCheckHealth(t *testing.T) {
 				return
 			}
 			require.Error(t, err)
-			require.Equal(t, supervision.ClassMost, supervision.ClassOf(err))
+			require.Equal(t, fault.ClassMost, fault.ClassOf(err))
 		})
 	}
 	f, c := serve(t, testToken)

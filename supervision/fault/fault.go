@@ -1,9 +1,9 @@
-// Package supervision holds the failure vocabulary of the runtime and the
-// supervisor strategies built on it: the error classes that decide a
-// process exit code, the upstream kinds (permanent, transient,
-// indeterminate) that decide whether an actor is restarted, and the
-// strategies that restart Las and child-being actors with capped backoff.
-package supervision
+// Package fault is the runtime's failure vocabulary and nothing else: the
+// error classes that decide an operator's one-line message and the process
+// exit code, and the upstream kinds (permanent, transient, indeterminate)
+// that decide whether a failed actor is restarted. It imports the standard
+// library only, so any package may use it, however low it sits.
+package fault
 
 import (
 	"errors"

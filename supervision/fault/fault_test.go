@@ -1,4 +1,4 @@
-package supervision
+package fault
 
 import (
 	"errors"
