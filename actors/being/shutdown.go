@@ -99,7 +99,7 @@ func (b *Being) handleGraceExpired(ctx actor.Context, msg graceExpired) {
 	}
 }
 
-// abandonWork drops the step in flight: its continuation is invalidated,
+// abandonWork drops the step in flight: its reply is invalidated,
 // a warning is journaled, and tool calls that will not run are closed
 // with an outcome so the conversation stays well formed. A ledger answer
 // is awaited instead (phase abandoning): it carries money.

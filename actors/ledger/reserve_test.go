@@ -24,7 +24,7 @@ func TestBound(t *testing.T) {
 
 func TestReserve(t *testing.T) {
 	m := money.MustParse
-	// The figures: a completion of about 0.0027 USD.
+	// Prices that make a completion cost about 0.0027 USD.
 	p := Pricing{InputPerMillion: m("0.5"), OutputPerMillion: m("1"), InstancePerHour: m("0")}
 	tests := []struct {
 		name      string
