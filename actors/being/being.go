@@ -217,6 +217,7 @@ func (b *Being) handleStarted(ctx actor.Context) {
 	}
 	b.st.HoldEncoded() // conversation.go
 	b.log = b.log.With("being", b.st.Identity.Name, "agent_id", b.st.Identity.AgentID)
+	b.engine.SetLogger(b.log)
 	b.me = observe.Being{Name: b.st.Identity.Name, ID: b.beingID(), AgentID: b.st.Identity.AgentID}
 	props, err := ledger.Props(b.st.Identity.Name, b.opts.Pricing, b.st.Budget)
 	if err != nil {

@@ -151,6 +151,10 @@ func (e *Engine) install(store *state.Store, journal *state.Journal, archive *st
 	}
 }
 
+// SetLogger makes log the engine's logger (the owner's, once it knows
+// its name).
+func (e *Engine) SetLogger(log *slog.Logger) { e.cfg.Log = log }
+
 // NextSeq is the seq the next journaled event gets.
 func (e *Engine) NextSeq() uint64 { return e.journal.NextSeq() }
 

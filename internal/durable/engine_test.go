@@ -1,0 +1,173 @@
+package durable
+
+import (
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/test/testkit"
+)
+
+// timers is a backoff clock the test fires by hand.
+type timers struct{ due []func() }
+
+func (c *timers) after(_ time.Duration, f func()) func() bool {
+	c.due = append(c.due, f)
+	return func() bool { return true }
+}
+
+// bootedDir writes a fresh being's directory and returns it.
+func bootedDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "state")
+	id := testkit.Identity()
+	ten := money.MustParse("10")
+	fresh := &state.Being{SchemaVersion: state.SchemaVersion, Identity: id, Status: state.StatusStarting,
+		Budget: state.Budget{Starting: ten, Remaining: ten}, StartedAt: state.Now(), UpdatedAt: state.Now(), JournalSeq: new(uint64)}
+	_, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) { return fresh, nil })
+	require.NoError(t, err)
+	return dir
+}
+
+// recorder is a Committer that counts and can refuse commits, in front
+// of the local one: the seam a fenced commit plugs into.
+type recorder struct {
+	next    Committer
+	refuse  atomic.Bool
+	commits int
+	events  int
+}
+
+func (r *recorder) Commit(lines []byte, n int) error {
+	if r.refuse.Load() {
+		return errors.New("fence lost")
+	}
+	r.commits++
+	r.events += n
+	return r.next.Commit(lines, n)
+}
+
+// TestStepCommitsThroughTheCommitter: a step is durable only through the
+// engine's Committer; one it refuses is held, answered Unavailable,
+// retried on the backoff and answered Committed once it goes through,
+// with the storage warning queued for the next step.
+func TestStepCommitsThroughTheCommitter(t *testing.T) {
+	dir := bootedDir(t)
+	clock := &timers{}
+	rec := &recorder{}
+	e, _, err := Open(dir, Config{Inline: true, AfterFunc: clock.after})
+	require.NoError(t, err)
+	defer e.Close()
+	rec.next = e.commit
+	e.commit = rec
+
+	at := state.Now()
+	out := e.Step(7, []state.Event{state.Started(at)}, at, 0)
+	require.Len(t, out, 1)
+	c, ok := out[0].(Committed)
+	require.True(t, ok, "%#v", out[0])
+	assert.Equal(t, Tag(7), c.Tag)
+	require.Len(t, c.Events, 1)
+	assert.Equal(t, uint64(1), c.Events[0].Seq)
+	assert.Equal(t, 1, rec.commits)
+
+	rec.refuse.Store(true)
+	out = e.Step(8, []state.Event{state.Warning(at, 1, "hello")}, at, 1)
+	require.Len(t, out, 1)
+	u, ok := out[0].(Unavailable)
+	require.True(t, ok, "%#v", out[0])
+	assert.Equal(t, 1, u.Attempts)
+	assert.True(t, e.Busy(), "the step is held in the slot")
+	assert.True(t, e.Storage().Failing)
+	events, err := state.ReadJournal(filepath.Join(dir, state.JournalFile))
+	require.NoError(t, err)
+	assert.Len(t, events, 1, "nothing of the held step is in the journal")
+
+	rec.refuse.Store(false)
+	require.Len(t, clock.due, 1)
+	// The backoff's timer posts a retry; inline, the test hands it over.
+	retry := Signal{e: e, kind: writeRetry, id: e.slot.id}
+	out = e.Handle(retry)
+	require.Len(t, out, 2)
+	assert.Equal(t, Recovered{Attempts: 1}, out[0])
+	c, ok = out[1].(Committed)
+	require.True(t, ok)
+	assert.Equal(t, Tag(8), c.Tag)
+	assert.Equal(t, uint64(2), c.Events[0].Seq)
+	assert.False(t, e.Busy())
+	assert.False(t, e.Storage().Failing)
+	assert.True(t, e.Warnings(), "the failure's warning waits for the next step")
+	assert.Empty(t, e.Handle(retry), "a retry of a write that landed is ignored")
+
+	out = e.Step(9, nil, at, 1)
+	c = out[0].(Committed)
+	require.Len(t, c.Events, 1)
+	assert.Equal(t, "storage unavailable: fence lost", c.Events[0].Message)
+	assert.Equal(t, 1, c.Events[0].Repeats)
+}
+
+// TestDropHeldGivesUpTheStep: a step held for storage is given up whole
+// by DropHeld, and the engine takes new writes afterwards.
+func TestDropHeldGivesUpTheStep(t *testing.T) {
+	dir := bootedDir(t)
+	var full atomic.Bool
+	clock := &timers{}
+	e, _, err := Open(dir, Config{Inline: true, AfterFunc: clock.after, Fault: func(file string) error {
+		if full.Load() {
+			return syscall.ENOSPC
+		}
+		return nil
+	}})
+	require.NoError(t, err)
+	defer e.Close()
+	at := state.Now()
+	assert.False(t, e.DropHeld(), "nothing is held")
+
+	full.Store(true)
+	out := e.Step(1, []state.Event{state.Started(at)}, at, 0)
+	require.IsType(t, Unavailable{}, out[0])
+	assert.True(t, e.DropHeld())
+	assert.False(t, e.Busy())
+
+	full.Store(false)
+	out = e.Step(2, []state.Event{state.Started(at)}, at, 0)
+	c := out[len(out)-1].(Committed)
+	assert.Equal(t, uint64(1), c.Events[0].Seq, "the dropped step took no seq in the journal")
+	events, err := state.ReadJournal(filepath.Join(dir, state.JournalFile))
+	require.NoError(t, err)
+	assert.Len(t, events, 1)
+}
+
+// TestCheckpointIsAppliedOnlyWhenNewest: a checkpoint in the slot
+// answers Landed (applied, with its seq) and Checkpointed with the
+// window kept, and its state.json includes every event journaled.
+func TestCheckpointIsAppliedOnlyWhenNewest(t *testing.T) {
+	dir := bootedDir(t)
+	e, st, err := Open(dir, Config{Inline: true})
+	require.NoError(t, err)
+	defer e.Close()
+	at := state.Now()
+	for range 3 {
+		out := e.Step(0, []state.Event{state.Warning(at, 0, "w")}, at, 0)
+		st.Apply(out[0].(Committed).Events[0])
+	}
+	assert.False(t, e.CheckpointDue())
+	snapshot := *st
+	snapshot.UpdatedAt = at
+	out := e.Checkpoint(5, snapshot, nil, nil, true)
+	require.Len(t, out, 2, "inline, a background checkpoint is written in the slot")
+	assert.Equal(t, Landed{Applied: true, Seq: 3, UpdatedAt: at}, out[0])
+	assert.Equal(t, Checkpointed{Tag: 5}, out[1])
+	assert.Equal(t, uint64(3), e.Checkpointed())
+	saved, err := state.Load(dir)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), saved.Seq())
+}
