@@ -14,6 +14,7 @@ import (
 	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/internal/wire/gateway"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
 	"github.com/wisent/singularity/test/bramatest"
@@ -372,7 +373,7 @@ func TestEncodedMessagesSentAsParsed(t *testing.T) {
 		chat.Message{Role: chat.RoleUser, Content: "<b>a & b</b> \u2028 \"quoted\""},
 		chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "f", Arguments: `{"x":"<y>"}`}}}},
 	)
-	c := &Client{maxField: FieldMaxTokens}
+	c := &Client{maxField: gateway.FieldMaxTokens}
 	want, err := c.encode(p)
 	require.NoError(t, err)
 	split := p
