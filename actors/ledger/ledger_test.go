@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
@@ -116,7 +117,7 @@ func TestRecover(t *testing.T) {
 		state.Started(now),
 		state.CycleStarted(now, 1),
 		state.ModelCompleted(now, 1, u),
-		state.CostDebited(now, 1, debit.Amount),
+		state.Debited(now, 1, debit.Amount, money.Zero, 0), // the reference's, amount only
 		state.ToolFinished(now, 1, "finance__sell", "success"),
 		state.RevenueCredited(now, 1, m("0.5"), "finance__sell"),
 	}

@@ -98,7 +98,7 @@ func TestLedgerProperties(t *testing.T) {
 					t.Fatalf("amount %s is not api + instance", d.Amount)
 				}
 				b = ApplyDebit(b, d)
-				events = append(events, state.ModelCompleted(state.Now(), cycle, u), state.CostDebited(state.Now(), cycle, d.Amount))
+				events = append(events, state.ModelCompleted(state.Now(), cycle, u), state.Debited(state.Now(), cycle, d.Amount, money.Zero, 0))
 				model.remaining.Sub(model.remaining, new(big.Rat).Add(wantAPI, wantInst))
 				model.api.Add(model.api, wantAPI)
 				model.instance.Add(model.instance, wantInst)
@@ -179,7 +179,7 @@ func TestRecoverProperty(t *testing.T) {
 				u.TotalTokens = u.PromptTokens + u.CompletionTokens
 				d := ComputeDebit(p, u, time.Duration(rapid.Int64Range(0, 1e12).Draw(t, "ns")))
 				b = ApplyDebit(b, d)
-				events = append(events, state.ModelCompleted(state.Now(), uint64(i), u), state.CostDebited(state.Now(), uint64(i), d.Amount))
+				events = append(events, state.ModelCompleted(state.Now(), uint64(i), u), state.Debited(state.Now(), uint64(i), d.Amount, money.Zero, 0))
 			} else {
 				text, _ := decimalGen(t, "rev")
 				v, ok := Revenue("trading__x", []byte(`{"revenue_usd":"`+text+`"}`))

@@ -42,7 +42,7 @@ func step(t *testing.T, j *state.Journal, events ...state.Event) {
 	require.NoError(t, err)
 }
 
-func TestFamilyAndFind(t *testing.T) {
+func TestFamilyAndValidID(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "state")
 	newBeing(t, root, "Ada", "1")
 	newBeing(t, filepath.Join(root, "children", "c-bo"), "Bo", "0.5")
@@ -58,13 +58,10 @@ func TestFamilyAndFind(t *testing.T) {
 	assert.Equal(t, []string{"Ada/agent-test/1", "Bo/c-bo/0.5", "Di/c-di/0.25"}, got)
 	assert.Equal(t, []int{0, 1, 2}, []int{fam[0].Depth, fam[1].Depth, fam[2].Depth})
 
-	b, ok := journalview.Find(root, "c-di")
-	require.True(t, ok)
-	assert.Equal(t, "Di", b.Name)
-	for _, id := range []string{"", ".", "..", "../x", "a/b", "nobody", strings.Repeat("x", 200)} {
-		_, ok := journalview.Find(root, id)
-		assert.False(t, ok, "%q", id)
+	for _, id := range []string{"", ".", "..", "../x", "a/b", strings.Repeat("x", 200)} {
+		assert.False(t, journalview.ValidID(id), "%q", id)
 	}
+	assert.True(t, journalview.ValidID("c-di"))
 	_, err = journalview.Family(filepath.Join(root, "missing"))
 	assert.Error(t, err)
 }
@@ -191,7 +188,7 @@ func TestTextAndJSON(t *testing.T) {
 		{state.Started(t0), "2026-03-01T12:00:00.000Z Ada started seq=7"},
 		{state.Debited(t0, 2, money.MustParse("0.0000365"), money.MustParse("0.01"), 42),
 			"2026-03-01T12:00:00.000Z Ada cost_debited seq=7 cycle=2 amount=0.01 tokens=42"},
-		{state.CostDebited(t0, 2, money.MustParse("0.0000365")), "2026-03-01T12:00:00.000Z Ada cost_debited seq=7 cycle=2 amount=0.000037"},
+		{state.Debited(t0, 2, money.MustParse("0.0000365"), money.Zero, 0), "2026-03-01T12:00:00.000Z Ada cost_debited seq=7 cycle=2 amount=0.000037"},
 		{state.ToolFinished(t0, 2, "echo__echo", "failed"), "2026-03-01T12:00:00.000Z Ada tool_finished seq=7 cycle=2 tool=echo__echo status=failed"},
 		{state.RevenueCredited(t0, 2, money.MustParse("0.05"), "finance__sell"), "2026-03-01T12:00:00.000Z Ada revenue_credited seq=7 cycle=2 amount=0.05 source=finance__sell"},
 		{state.Warning(t0, 2, "a b"), `2026-03-01T12:00:00.000Z Ada warning seq=7 cycle=2 message="a b"`},

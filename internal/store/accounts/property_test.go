@@ -192,7 +192,11 @@ func (f *simFamily) check(when string) {
 		}
 		entries = append(entries, e)
 	}
-	if t := accounts.Sum(entries); !t.Exact() {
+	var t accounts.Totals
+	for _, e := range entries {
+		t.Add(e)
+	}
+	if !t.Exact() {
 		f.fatal("%s: family in memory %s", when, t.Verdict())
 	}
 }

@@ -5,13 +5,6 @@ import (
 	"github.com/wisent/singularity/supervision"
 )
 
-// JournalTotals sums the journal's money events: every cost_debited amount
-// and every revenue_credited amount.
-func JournalTotals(events []Event) (debited, credited money.Amount) {
-	t := Totals(events)
-	return t.Debited, t.Credited
-}
-
 // MoneyTotals are the sums of a journal's money events.
 type MoneyTotals struct {
 	Debited, Credited, Granted money.Amount

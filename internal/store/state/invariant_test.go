@@ -8,6 +8,12 @@ import (
 	"github.com/wisent/singularity/internal/store/money"
 )
 
+// CostDebited is the reference runtime's debit, all of it API spending:
+// a cost_debited with its amount alone.
+func CostDebited(at Time, cycle uint64, amount money.Amount) Event {
+	return Debited(at, cycle, amount, money.Zero, 0)
+}
+
 func TestCheckInvariant(t *testing.T) {
 	m := money.MustParse
 	events := []Event{

@@ -120,11 +120,6 @@ func New(env Env) (*Tools, error) {
 	return &Tools{env: env, root: root}, nil
 }
 
-// Has reports whether name is a built-in tool.
-func Has(name string) bool {
-	return slices.ContainsFunc(specs, func(s spec) bool { return s.name == name })
-}
-
 // Request is one call of a built-in tool.
 type Request struct {
 	Name string
