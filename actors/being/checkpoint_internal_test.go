@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/test/testkit"
@@ -28,7 +27,7 @@ import (
 func TestOvertakingCheckpointArchivesTheBacklogFirst(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	id := testkit.Identity()
-	st := NewState(id, money.MustParse("10"), "test-model", state.Now())
+	st := NewState(id, testkit.USD("10"), "test-model", state.Now())
 	store, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) { return st, nil })
 	require.NoError(t, err)
 	var full atomic.Bool

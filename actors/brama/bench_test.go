@@ -9,11 +9,11 @@ import (
 
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/prices"
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/internal/wire/gateway"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // benchServer answers every completion at once with the same reply.
@@ -157,7 +157,7 @@ func BenchmarkClientCompleteInMemoryBearer(b *testing.B) {
 // with a prices file of two models to look the price up in.
 func BenchmarkGatewayCompleteInMemoryBearer(b *testing.B) {
 	system, pid := startGateway(b, memoryClient(b, bearerClient), func(cfg *GatewayConfig) {
-		cfg.Prices = prices.Table{"test-model": {Input: money.MustParse("0.15"), Output: money.MustParse("0.6")}, "other": {}}
+		cfg.Prices = prices.Table{"test-model": {Input: testkit.USD("0.15"), Output: testkit.USD("0.6")}, "other": {}}
 	})
 	req := completionRequest("agent-1")
 	b.ReportAllocs()

@@ -90,7 +90,7 @@ func TestLedgerActor(t *testing.T) {
 		"remaining": "0.504865722222", "spent": "0.005134277778", "earned": "0.5", "starting": "0.01", "granted": "0",
 	}}, desc)
 	b := state.Budget{Starting: m("0.01"), Remaining: m("0.01")}.Debit(deb.API, deb.Instance, deb.Tokens).Credit(cr.Amount)
-	assert.NoError(t, state.CheckInvariant(b, []state.Event{
+	assert.NoError(t, testkit.CheckInvariant(b, []state.Event{
 		state.Debited(state.Now(), 1, deb.API, deb.Instance, deb.Tokens),
 		state.RevenueCredited(state.Now(), 1, cr.Amount, cr.Source),
 	}))
@@ -135,7 +135,7 @@ func TestRecover(t *testing.T) {
 		got, n, err := Recover(afterDebit, events, p)
 		require.NoError(t, err)
 		assert.Equal(t, 1, n)
-		assert.NoError(t, state.CheckInvariant(got, events))
+		assert.NoError(t, testkit.CheckInvariant(got, events))
 		assert.Equal(t, "1.498", got.Remaining.String())
 	})
 	t.Run("debit lagging: split recomputed", func(t *testing.T) {
@@ -149,7 +149,7 @@ func TestRecover(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "0.002", got.APISpent.String(), "api capped at the journaled amount")
 		assert.Equal(t, "0", got.InstanceSpent.String())
-		assert.NoError(t, state.CheckInvariant(got, events[:4]))
+		assert.NoError(t, testkit.CheckInvariant(got, events[:4]))
 	})
 	t.Run("completion without its debit is lost", func(t *testing.T) {
 		got, n, err := Recover(start, events[:3], p)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 const fixturePath = "/work/shared/fixtures/reference-state-being-v1.json"
@@ -47,7 +47,7 @@ func TestFraming(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Framing(tc.cycle, money.MustParse(tc.remaining), money.MustParse(tc.earned), money.MustParse(tc.net), tc.model, tc.recent)
+			got := Framing(tc.cycle, testkit.USD(tc.remaining), testkit.USD(tc.earned), testkit.USD(tc.net), tc.model, tc.recent)
 			require.Equal(t, tc.want, got)
 			require.True(t, state.IsFraming(chat.Message{Role: chat.RoleUser, Content: got}))
 		})
@@ -75,9 +75,9 @@ func TestFramingMatchesReferenceFixture(t *testing.T) {
 		}
 	}
 	require.Len(t, framings, 2)
-	require.Equal(t, framings[0], Framing(1, money.MustParse("10"), money.MustParse("0"), money.MustParse("0"), "any", nil))
-	require.Equal(t, framings[1], Framing(2, money.MustParse("9.9973"), b.Budget.Earned,
-		b.Budget.Earned.Sub(money.MustParse("0.0027")), b.Mind.CurrentModel, b.RecentActions))
+	require.Equal(t, framings[0], Framing(1, testkit.USD("10"), testkit.USD("0"), testkit.USD("0"), "any", nil))
+	require.Equal(t, framings[1], Framing(2, testkit.USD("9.9973"), b.Budget.Earned,
+		b.Budget.Earned.Sub(testkit.USD("0.0027")), b.Mind.CurrentModel, b.RecentActions))
 	require.Equal(t, InitialSystemPrompt(b.Identity.Name, b.Identity.Specialty), b.Mind.SystemPrompt)
 }
 
