@@ -22,6 +22,7 @@ import (
 	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/wire/gateway"
 	"github.com/wisent/singularity/supervision/fault"
 )
 
@@ -78,28 +79,23 @@ type Runtime struct {
 type Brama struct {
 	BaseURL *url.URL
 	Model   string
-	// Auth is AuthHMAC, AuthBearer or AuthNone.
-	Auth string
+	// Auth is gateway.AuthHMAC, gateway.AuthBearer or gateway.AuthNone,
+	// never the zero value.
+	Auth gateway.Auth
 	// Secret is the HMAC key (hmac only); APIKey the bearer key (bearer
 	// only). The other is unset.
 	Secret      identity.Secret
 	APIKey      identity.Secret
 	MaxTokens   int
 	Temperature float64
-	// MaxTokensField is "max_tokens" or "max_completion_tokens".
-	MaxTokensField string
+	// MaxTokensField is gateway.FieldMaxTokens or
+	// gateway.FieldMaxCompletionTokens, never the zero value.
+	MaxTokensField gateway.MaxTokensField
 	// Retries is BRAMA_RETRIES.
 	Retries int
 	// Prices is BRAMA_PRICES_FILE's table; nil when unset.
 	Prices prices.Table
 }
-
-// The values of BRAMA_AUTH.
-const (
-	AuthHMAC   = "hmac"
-	AuthBearer = "bearer"
-	AuthNone   = "none"
-)
 
 // Las is how to start and pin the skill process.
 type Las struct {
@@ -452,29 +448,23 @@ func loadBrama(f BramaFlags) (Brama, error) {
 	if err != nil {
 		return Brama{}, err
 	}
-	auth := f.Auth
-	if auth == "" {
-		auth = AuthHMAC
-	}
-	if auth != AuthHMAC && auth != AuthBearer && auth != AuthNone {
-		return Brama{}, configError("BRAMA_AUTH must be hmac, bearer or none")
+	auth, err := gateway.ParseAuth(f.Auth)
+	if err != nil {
+		return Brama{}, configError("%w", err)
 	}
 	if strings.TrimSpace(f.Model) == "" {
 		return Brama{}, configError("model must not be empty")
 	}
-	if auth != AuthHMAC && isSelector(f.Model) {
-		return Brama{}, configError("BRAMA_MODEL must name a model when BRAMA_AUTH is not hmac")
+	if err := auth.CheckModel(f.Model); err != nil {
+		return Brama{}, configError("%w", err)
 	}
 	maxTokens, err := strconv.ParseUint(f.MaxTokens, 10, 31)
 	if err != nil || maxTokens == 0 {
 		return Brama{}, configError("max tokens must be positive")
 	}
-	field := f.MaxField
-	if field == "" {
-		field = "max_tokens"
-	}
-	if field != "max_tokens" && field != "max_completion_tokens" {
-		return Brama{}, configError("BRAMA_MAX_TOKENS_FIELD must be max_tokens or max_completion_tokens")
+	field, err := gateway.ParseMaxTokensField(f.MaxField)
+	if err != nil {
+		return Brama{}, configError("%w", err)
 	}
 	temp, err := strconv.ParseFloat(f.Temperature, 64)
 	if err != nil || math.IsNaN(temp) || math.IsInf(temp, 0) || temp < 0 || temp > 2 {
@@ -494,18 +484,6 @@ func loadBrama(f BramaFlags) (Brama, error) {
 		BaseURL: base, Model: f.Model, Auth: auth, MaxTokens: int(maxTokens), Temperature: temp,
 		MaxTokensField: field, Retries: int(retries), Prices: table,
 	}, nil
-}
-
-// isSelector reports whether model is one of Brama's selectors
-// (docs/brama.md#model-selection): "any", "any-vision-capable", "best", or
-// a "task:" prefix. It is the same rule as brama.IsSelector, which config
-// does not import.
-func isSelector(model string) bool {
-	switch model {
-	case "any", "any-vision-capable", "best":
-		return true
-	}
-	return strings.HasPrefix(model, "task:")
 }
 
 // loadPrices reads BRAMA_PRICES_FILE (docs/brama.md#per-model-prices); an
@@ -635,9 +613,9 @@ func debugAddress(addr string, allowRemote bool) (string, error) {
 func bramaCredentials(b *Brama, f BramaFlags, env LookupEnv) error {
 	var err error
 	switch b.Auth {
-	case AuthHMAC:
+	case gateway.AuthHMAC:
 		b.Secret, err = bramaSecret(f.SecretFile, env)
-	case AuthBearer:
+	case gateway.AuthBearer:
 		if f.APIKeyFile == "" {
 			return fault.New(fault.ClassSecret, "BRAMA_API_KEY_FILE is required when BRAMA_AUTH is bearer")
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/wire/gateway"
 	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/testkit"
 )
@@ -203,11 +204,11 @@ func TestLoadGateways(t *testing.T) {
 	}
 	rt, err := Load(withFlags(f.flags(), bearer), noEnv)
 	require.NoError(t, err)
-	assert.Equal(t, AuthBearer, rt.Brama.Auth)
+	assert.Equal(t, gateway.AuthBearer, rt.Brama.Auth)
 	assert.Equal(t, "sk-live-123", string(rt.Brama.APIKey.Reveal()))
 	assert.False(t, rt.Brama.Secret.IsSet(), "no HMAC secret is needed or read")
 	assert.Equal(t, 2, rt.Brama.Retries)
-	assert.Equal(t, "max_tokens", rt.Brama.MaxTokensField)
+	assert.Equal(t, gateway.FieldMaxTokens, rt.Brama.MaxTokensField)
 	assert.NotContains(t, fmt.Sprintf("%v %+v %#v", rt, rt, rt), "sk-live-123")
 
 	none := func(c *Flags) {
@@ -220,9 +221,9 @@ func TestLoadGateways(t *testing.T) {
 	}
 	rt, err = Load(withFlags(f.flags(), none), noEnv)
 	require.NoError(t, err)
-	assert.Equal(t, AuthNone, rt.Brama.Auth)
+	assert.Equal(t, gateway.AuthNone, rt.Brama.Auth)
 	assert.False(t, rt.Brama.APIKey.IsSet())
-	assert.Equal(t, "max_completion_tokens", rt.Brama.MaxTokensField)
+	assert.Equal(t, gateway.FieldMaxCompletionTokens, rt.Brama.MaxTokensField)
 	assert.Equal(t, 0, rt.Brama.Retries)
 	assert.Equal(t, "0.6", rt.Brama.Prices["gpt-small"].Output.String())
 

@@ -61,8 +61,6 @@ func (r CycleReport) String() string {
 // prove a crashed child is restarted from its saved state.
 type InjectPanic struct{}
 
-func (InjectPanic) String() string { return "InjectPanic{}" }
-
 // ShutdownFamily asks the family to stop every being, children first,
 // then the gateway. Now skips the waiting (a second Ctrl-C).
 type ShutdownFamily struct {

@@ -110,8 +110,6 @@ func (r ModelsResponse) String() string {
 // {"status":"ok"}. The gateway answers with a HealthResponse.
 type HealthRequest struct{}
 
-func (HealthRequest) String() string { return "HealthRequest{}" }
-
 // HealthResponse carries nil when Brama is healthy, else the classified
 // error.
 type HealthResponse struct {

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/actors/being"
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/internal/wire/chat"
@@ -75,7 +74,7 @@ func TestWindowCutInLongRun(t *testing.T) {
 	info, err := os.Stat(filepath.Join(opts.StateDir, "conversation.jsonl"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
-	require.NoError(t, state.CheckInvariant(st.Budget, h.journal()))
+	require.NoError(t, testkit.CheckInvariant(st.Budget, h.journal()))
 }
 
 // assertCallsAnswered checks that every tool call in conv is answered by
@@ -341,8 +340,8 @@ func TestOnceExhaustedMidCycle(t *testing.T) {
 	opts := options(t, being.Once)
 	// The round reserves 2048 output tokens (0.002048) and costs 0.002;
 	// the 0.0002 left pays for 200 tokens, below the 256 worth a call.
-	opts.StartingBalance = money.MustParse("0.0022")
-	opts.Pricing.OutputPerMillion = money.MustParse("1")
+	opts.StartingBalance = testkit.USD("0.0022")
+	opts.Pricing.OutputPerMillion = testkit.USD("1")
 	h := start(t, srv, opts)
 	r := h.report()
 	require.NoError(t, r.Err)
@@ -361,7 +360,7 @@ func TestOnceExhaustedMidCycle(t *testing.T) {
 	assert.Equal(t, []string{"started", "cycle_started", "model_completed", "cost_debited", "tool_finished", "memory_added", "stopped"}, testkit.Types(events))
 	assert.Len(t, st.Mind.Memories, 1, "the memory of the journaled step is in the mind")
 	assert.Equal(t, state.StatusExhausted, events[len(events)-1].Status)
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 }
 
 // TestResumeAfterCrashMidRound: a crash after a round's cost was made

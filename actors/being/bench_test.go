@@ -94,8 +94,8 @@ func benchmarkReservation(b *testing.B) {
 		msgs = append(msgs, chat.Message{Role: chat.RoleTool, ToolCallID: fmt.Sprintf("e%d", i), Name: "echo__echo",
 			Content: `{"chat_id":null,"content":{"content":[{"type":"text","text":"{\"message\":\"hello\"}"}]},"error_code":null,"message_id":null,"status":"success"}`})
 	}
-	p := ledger.Pricing{InputPerMillion: money.MustParse("0.15"), OutputPerMillion: money.MustParse("0.6")}
-	remaining := money.MustParse("9.87")
+	p := ledger.Pricing{InputPerMillion: testkit.USD("0.15"), OutputPerMillion: testkit.USD("0.6")}
+	remaining := testkit.USD("9.87")
 	b.ReportAllocs()
 	for b.Loop() {
 		bound := chat.SizeBound(msgs) + 6000
@@ -153,8 +153,8 @@ func benchmarkRound(b *testing.B, withLas bool, obs observe.Observer) {
 	opts.MaxToolRounds = benchRounds
 	opts.ContextMessages = 4*benchRounds + 2
 	opts.ShutdownGrace = 50 * time.Millisecond
-	opts.Pricing.InputPerMillion = money.MustParse("0.15")
-	opts.Pricing.OutputPerMillion = money.MustParse("0.6")
+	opts.Pricing.InputPerMillion = testkit.USD("0.15")
+	opts.Pricing.OutputPerMillion = testkit.USD("0.6")
 	h := start(b, srv, opts)
 	select {
 	case <-ready:
@@ -190,7 +190,7 @@ func benchmarkRound(b *testing.B, withLas bool, obs observe.Observer) {
 	mu.Unlock()
 	events := h.journal()
 	st := h.state()
-	require.NoError(b, state.CheckInvariant(st.Budget, events))
+	require.NoError(b, testkit.CheckInvariant(st.Budget, events))
 	succeeded := func(e state.Event) bool { return e.Type == state.EventToolFinished && e.Status == "success" }
 	if n := testkit.CountWhere(events, succeeded); n < 2*b.N {
 		b.Fatalf("%d tool calls finished for %d rounds", n, b.N)
@@ -205,7 +205,7 @@ func benchmarkFloor(b *testing.B) {
 	b.ReportAllocs()
 	dir := filepath.Join(b.TempDir(), "state")
 	id := testkit.Identity()
-	st := being.NewState(id, money.MustParse("10"), "test-model", state.Now())
+	st := being.NewState(id, testkit.USD("10"), "test-model", state.Now())
 	framing, cycle := floorConversation()
 	st.Conversation = append(st.Conversation, framing)
 	st.Conversation = append(st.Conversation, cycle...)
@@ -219,7 +219,7 @@ func benchmarkFloor(b *testing.B) {
 	defer archive.Close()
 	data, err := state.Encode(st)
 	require.NoError(b, err)
-	api := money.MustParse("0.000036")
+	api := testkit.USD("0.000036")
 	at := state.Now()
 	completion := []state.Event{
 		state.ModelCompleted(at, 1, chat.Usage{PromptTokens: 120, CompletionTokens: 30, TotalTokens: 150}, cycle[0]),
@@ -404,11 +404,11 @@ func BenchmarkObservers(b *testing.B) {
 	}}
 	completion := []state.Event{
 		state.ModelCompleted(at, 1, chat.Usage{PromptTokens: 120, CompletionTokens: 30, TotalTokens: 150}, reply),
-		state.Debited(at, 1, money.MustParse("0.000036"), money.Zero, 150),
+		state.Debited(at, 1, testkit.USD("0.000036"), money.Zero, 150),
 	}
 	memory := []state.Event{state.ToolFinished(at, 1, "singularity_memory_recall", "success")}
 	echo := []state.Event{state.ToolFinished(at, 1, "echo__echo", "success")}
-	balance := money.MustParse("9.99")
+	balance := testkit.USD("9.99")
 	for i := 0; b.Loop(); i++ {
 		obs.Step(observe.Step{Being: me, Events: completion, Status: "running", Balance: balance, Elapsed: time.Millisecond, Finish: "tool_calls"})
 		obs.DurableWrite(200 * time.Microsecond)

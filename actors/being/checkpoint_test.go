@@ -129,7 +129,7 @@ func TestCycleEndCheckpointInBackground(t *testing.T) {
 	require.NotNil(t, st.JournalSeq)
 	assert.Equal(t, events[len(events)-1].Seq, *st.JournalSeq, "the final checkpoint includes every event")
 	assert.Equal(t, uint64(2), st.Cycle)
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 	for i, e := range events {
 		require.Equal(t, uint64(i+1), e.Seq, "seq has no gaps")
 	}
@@ -206,7 +206,7 @@ func TestFailedBackgroundCheckpointIsHeld(t *testing.T) {
 
 			st := h.state()
 			events := h.journal()
-			require.NoError(t, state.CheckInvariant(st.Budget, events))
+			require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 			assert.Equal(t, state.StatusStopped, st.Status)
 			assert.Equal(t, events[len(events)-1].Seq, *st.JournalSeq)
 			var storage []state.Event
@@ -226,7 +226,7 @@ func TestFailedBackgroundCheckpointIsHeld(t *testing.T) {
 			again.shutdown()
 			st = again.state()
 			events = again.journal()
-			require.NoError(t, state.CheckInvariant(st.Budget, events))
+			require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 			for i, e := range events {
 				require.Equal(t, uint64(i+1), e.Seq, "seq has no gaps")
 			}
@@ -272,5 +272,5 @@ func TestStopWaitsForBackgroundCheckpoint(t *testing.T) {
 	require.NotNil(t, st.JournalSeq)
 	assert.Equal(t, events[len(events)-1].Seq, *st.JournalSeq, "the cycle-end checkpoint landed before the being ended")
 	assert.Equal(t, uint64(1), st.Cycle)
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // TestResumeKeepsEndedChildrenDormant: `run --resume` brings back recorded
@@ -41,12 +42,12 @@ func testDormantChild(t *testing.T, status string) {
 	childDir := filepath.Join(opts.StateDir, "children", childID)
 	childIdentity := opts.Identity
 	childIdentity.Name, childIdentity.Ticker = "Bo", "BO"
-	child := being.NewState(childIdentity, money.MustParse("1"), opts.Model, state.Now())
+	child := being.NewState(childIdentity, testkit.USD("1"), opts.Model, state.Now())
 	child.Status = status
 	child.Cycle = 7
 	if status == state.StatusExhausted {
 		child.Budget.Remaining = money.Zero
-		child.Budget.APISpent = money.MustParse("1")
+		child.Budget.APISpent = testkit.USD("1")
 	}
 	_, _, _, err := state.Boot(childDir, false, childIdentity, func() (*state.Being, error) { return child, nil })
 	require.NoError(t, err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/internal/store/accounts"
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/builtin"
 	"github.com/wisent/singularity/test/bramatest"
@@ -47,7 +46,7 @@ func TestSpawnMovesTheEndowment(t *testing.T) {
 	assert.Equal(t, state.EventToolFinished, types[grant+1], "the grant is a step of its own, before the call's result")
 	assert.Equal(t, state.EventChildAdded, types[grant+2])
 	assert.Contains(t, string(testkit.Journal(t, opts.StateDir)[grant+3].Chat.Content), "insufficient_funds")
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 
 	child, err := state.Load(filepath.Join(opts.StateDir, "children", st.Mind.Children[0].ID))
 	require.NoError(t, err)
@@ -82,7 +81,7 @@ func TestStartRepairsInterruptedGrants(t *testing.T) {
 	j, err := store.OpenJournal(state.Now(), 0)
 	require.NoError(t, err)
 	rec := state.Child{ID: "0b0e0000-0000-4000-8000-000000000001", Name: "Bo", Ticker: "BO", Specialty: "books", Status: state.StatusRunning}
-	_, err = j.AppendStep([]state.Event{state.EndowmentGranted(rec, money.MustParse("3"))})
+	_, err = j.AppendStep([]state.Event{state.EndowmentGranted(rec, testkit.USD("3"))})
 	require.NoError(t, err)
 	require.NoError(t, j.Close())
 	stray := filepath.Join(opts.StateDir, "children", "stray")

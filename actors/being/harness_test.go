@@ -18,7 +18,6 @@ import (
 	"github.com/wisent/singularity/actors/family"
 	"github.com/wisent/singularity/actors/las"
 	identitypkg "github.com/wisent/singularity/internal/identity"
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
@@ -47,7 +46,7 @@ func options(t testing.TB, mode being.Mode) being.Options {
 		Identity:        testkit.Identity(),
 		Mode:            mode,
 		Model:           "test-model",
-		StartingBalance: money.MustParse("10"),
+		StartingBalance: testkit.USD("10"),
 		Workspace:       t.TempDir(),
 		MaxToolRounds:   8,
 		ContextMessages: 200,

@@ -40,7 +40,7 @@ func TestFamilySpendLimit(t *testing.T) {
 	// at one instant add up, and how much simulated time passes per
 	// completion depends on the interleaving.
 	const served = 40
-	limit := money.MustParse("0.01")
+	limit := testkit.USD("0.01")
 	srv := newBrama(t)
 	var count sync.Mutex
 	completions := 0
@@ -75,7 +75,7 @@ func TestFamilySpendLimit(t *testing.T) {
 				opts.Identity.Name = fmt.Sprintf("B%d", i)
 				opts.Gateway = gateway
 				opts.SpendLimiter = limiter
-				opts.Pricing.InputPerMillion = money.MustParse("1")
+				opts.Pricing.InputPerMillion = testkit.USD("1")
 				opts.CycleInterval = time.Minute
 				opts.Now, opts.Clock = clock.Now, clock
 				_, _, _, err := state.Boot(opts.StateDir, false, opts.Identity, func() (*state.Being, error) {
@@ -124,7 +124,7 @@ func TestFamilySpendLimit(t *testing.T) {
 		require.NoError(t, err)
 		st, err := state.Load(dir)
 		require.NoError(t, err)
-		require.NoError(t, state.CheckInvariant(st.Budget, events))
+		require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 		for _, e := range events {
 			switch {
 			case e.Type == state.EventCostDebited:
@@ -180,8 +180,8 @@ func TestThrottledBeing(t *testing.T) {
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return limiterNow }
 	opts := options(t, being.Run)
 	opts.Clock = clock
-	opts.Pricing.InputPerMillion = money.MustParse("1")
-	own := money.MustParse("0.002") // below one reservation: one completion an hour
+	opts.Pricing.InputPerMillion = testkit.USD("1")
+	own := testkit.USD("0.002") // below one reservation: one completion an hour
 	opts.SpendLimit = &own
 	h := start(t, srv, opts, func(fo *family.Options) { fo.SpendLimits, fo.Now = true, now })
 

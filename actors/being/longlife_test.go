@@ -13,6 +13,7 @@ import (
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // longLifeCycles is how long the being of BenchmarkLongLife lives; each
@@ -110,7 +111,7 @@ func benchmarkLongLife(b *testing.B, tool string, args func(n int) string, mind 
 		st = h.state()
 		require.Equal(b, uint64(longLifeCycles), st.Cycle)
 		require.LessOrEqual(b, len(st.Conversation), opts.ContextMessages+4)
-		require.NoError(b, state.CheckInvariant(st.Budget, h.journal()))
+		require.NoError(b, testkit.CheckInvariant(st.Budget, h.journal()))
 	}
 	mu.Lock()
 	defer mu.Unlock()

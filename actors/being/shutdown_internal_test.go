@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/actors/ledger"
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/internal/wire/chat"
@@ -46,7 +45,7 @@ func loadedBeing(t *testing.T, configure ...func(*Options)) *Being {
 	for _, c := range configure {
 		c(&opts)
 	}
-	fresh := func() (*state.Being, error) { return NewState(id, money.MustParse("1"), "m", opts.now()), nil }
+	fresh := func() (*state.Being, error) { return NewState(id, testkit.USD("1"), "m", opts.now()), nil }
 	_, _, _, err := state.Boot(opts.StateDir, false, id, fresh)
 	require.NoError(t, err)
 	b := New(opts)
@@ -96,7 +95,7 @@ func TestStopNowWhileCrediting(t *testing.T) {
 	// The ledger's answer lands: the call's step (result and credit) is
 	// written, then the round goes on to its next step, which abandons.
 	b.cycle.waiting = waitNothing
-	credit := messages.CreditResponse{Credited: true, Amount: money.MustParse("0.05"), Source: calls[0].Function.Name}
+	credit := messages.CreditResponse{Credited: true, Amount: testkit.USD("0.05"), Source: calls[0].Function.Name}
 	finished := state.ToolFinished(b.opts.now(), b.st.Cycle, calls[0].Function.Name, outcome.Success)
 	finished.Chat = &chat.Message{Role: chat.RoleTool, ToolCallID: "sell", Name: calls[0].Function.Name,
 		Content: outcome.Succeeded([]byte(`{"revenue_usd":"0.05"}`)).Envelope()}
@@ -112,7 +111,7 @@ func TestStopNowWhileCrediting(t *testing.T) {
 	assert.Equal(t, state.StatusStopped, saved.Status)
 	assert.Equal(t, b.st.Conversation, saved.Conversation)
 	assert.Equal(t, "1.05", saved.Budget.Remaining.String())
-	require.NoError(t, state.CheckInvariant(saved.Budget, beingJournal(t, b)))
+	require.NoError(t, testkit.CheckInvariant(saved.Budget, beingJournal(t, b)))
 }
 
 // TestStopNowWhileDebiting: a second Ctrl-C while the being waits for
@@ -122,7 +121,7 @@ func TestStopNowWhileDebiting(t *testing.T) {
 	b := loadedBeing(t)
 	ctx := &stepContext{}
 	prev := []chat.ToolCall{call("r1", "singularity_memory_recall")}
-	b.cycle = &cycleRun{round: 2, calls: prev, next: 1, waiting: waitLedger, reservation: ledger.Reservation{Bound: money.MustParse("0.01")}}
+	b.cycle = &cycleRun{round: 2, calls: prev, next: 1, waiting: waitLedger, reservation: ledger.Reservation{Bound: testkit.USD("0.01")}}
 	b.phase = phaseCycling
 	say(b,
 		chat.Message{Role: chat.RoleAssistant, ToolCalls: prev},
@@ -140,7 +139,7 @@ func TestStopNowWhileDebiting(t *testing.T) {
 	b.cycle.waiting = waitNothing
 	b.commitCompletion(ctx,
 		messages.CompletionResponse{Message: chat.Message{ToolCalls: next}, Usage: chat.Usage{PromptTokens: 1, TotalTokens: 1}},
-		messages.DebitResponse{Amount: money.MustParse("0.01"), API: money.MustParse("0.01"), Tokens: 1})
+		messages.DebitResponse{Amount: testkit.USD("0.01"), API: testkit.USD("0.01"), Tokens: 1})
 
 	assert.Equal(t, phaseStopped, b.phase)
 	assert.Equal(t, map[string]int{"r1": 1, "r2": 1}, resultsFor(b.st.Conversation))
@@ -148,6 +147,6 @@ func TestStopNowWhileDebiting(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "0.99", saved.Budget.Remaining.String())
 	events := beingJournal(t, b)
-	require.NoError(t, state.CheckInvariant(saved.Budget, events))
+	require.NoError(t, testkit.CheckInvariant(saved.Budget, events))
 	assert.Equal(t, []string{"model_completed", "cost_debited", "tool_finished", "stopped"}, testkit.Types(events))
 }

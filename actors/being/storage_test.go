@@ -155,7 +155,7 @@ func TestStorageFaultsAtEveryStep(t *testing.T) {
 				st := h.state()
 				events, err := state.ReadAll(opts.StateDir)
 				require.NoError(t, err)
-				require.NoError(t, state.CheckInvariant(st.Budget, events))
+				require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 				assert.Equal(t, state.StatusStopped, st.Status)
 				assert.Len(t, st.Mind.Memories, 1, "the memory of the held step exists once")
 				warned := false
@@ -180,7 +180,7 @@ func TestStorageFaultsAtEveryStep(t *testing.T) {
 				st = again.state()
 				events, err = state.ReadAll(opts.StateDir)
 				require.NoError(t, err)
-				require.NoError(t, state.CheckInvariant(st.Budget, events))
+				require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 				for i, e := range events {
 					require.Equal(t, uint64(i+1), e.Seq, "seq has no gaps")
 				}
@@ -245,7 +245,7 @@ func TestFailingCyclesBackOff(t *testing.T) {
 	assert.Equal(t, uint64(failures+2), st.Cycle)
 	assert.LessOrEqual(t, unansweredFramings(st.Conversation), 1)
 	events := h.journal()
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 	warnings := 0
 	for _, e := range events {
 		if e.Type == state.EventWarning {
@@ -328,7 +328,7 @@ func TestDurableWritesPerRound(t *testing.T) {
 		state.StateFile:   3,                          // boot, cycle end, shutdown
 	}, writes.writes)
 	events := h.journal()
-	require.NoError(t, state.CheckInvariant(h.state().Budget, events))
+	require.NoError(t, testkit.CheckInvariant(h.state().Budget, events))
 }
 
 // TestJournalSegments: with a tiny segment size every checkpoint starts
@@ -361,7 +361,7 @@ func TestJournalSegments(t *testing.T) {
 		require.Equal(t, uint64(i+1), e.Seq, "seq runs on across segments")
 	}
 	st := again.state()
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 	assert.Equal(t, st.Seq(), events[len(events)-1].Seq, "the last checkpoint includes every event")
 	assert.Len(t, st.Mind.Memories, 1)
 }

@@ -9,10 +9,11 @@ import (
 
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/prices"
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/internal/wire/gateway"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // benchServer answers every completion at once with the same reply.
@@ -91,7 +92,7 @@ func BenchmarkPrepareAndParse(b *testing.B) {
 	p := sampleParams()
 	reply, _ := json.Marshal(bramatest.TextReply("ok", bramatest.Usage(100, 10)).JSON)
 	key := []byte(testSecret)
-	c := &Client{maxField: FieldMaxTokens}
+	c := &Client{maxField: gateway.FieldMaxTokens}
 	b.ReportAllocs()
 	for b.Loop() {
 		body, err := c.encode(p)
@@ -134,7 +135,7 @@ func memoryClient(b *testing.B, mods ...func(*ClientConfig)) *Client {
 // bearerClient is memoryClient for a provider with a bearer key and
 // lenient validation, with retries on (none is taken).
 func bearerClient(cfg *ClientConfig) {
-	cfg.Auth, cfg.APIKey, cfg.Secret, cfg.Retries = AuthBearer, identity.NewSecret([]byte(testAPIKey)), identity.Secret{}, 2
+	cfg.Auth, cfg.APIKey, cfg.Secret, cfg.Retries = gateway.AuthBearer, identity.NewSecret([]byte(testAPIKey)), identity.Secret{}, 2
 }
 
 // BenchmarkClientCompleteInMemoryBearer is BenchmarkClientCompleteInMemory
@@ -156,7 +157,7 @@ func BenchmarkClientCompleteInMemoryBearer(b *testing.B) {
 // with a prices file of two models to look the price up in.
 func BenchmarkGatewayCompleteInMemoryBearer(b *testing.B) {
 	system, pid := startGateway(b, memoryClient(b, bearerClient), func(cfg *GatewayConfig) {
-		cfg.Prices = prices.Table{"test-model": {Input: money.MustParse("0.15"), Output: money.MustParse("0.6")}, "other": {}}
+		cfg.Prices = prices.Table{"test-model": {Input: testkit.USD("0.15"), Output: testkit.USD("0.6")}, "other": {}}
 	})
 	req := completionRequest("agent-1")
 	b.ReportAllocs()

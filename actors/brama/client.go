@@ -19,6 +19,7 @@ import (
 
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/internal/wire/gateway"
 	"github.com/wisent/singularity/supervision"
 	"github.com/wisent/singularity/supervision/fault"
 )
@@ -43,18 +44,19 @@ type ClientConfig struct {
 	// kept; a base whose path ends in /v1 gets "models" and
 	// "chat/completions" (docs/brama.md#endpoints).
 	BaseURL string
-	// Auth is how requests are authenticated. Zero means AuthHMAC.
-	Auth Auth
-	// Secret is the family's HMAC key (AuthHMAC). It is revealed only to
+	// Auth is how requests are authenticated. Zero means
+	// gateway.AuthHMAC.
+	Auth gateway.Auth
+	// Secret is the family's HMAC key (gateway.AuthHMAC). It is revealed only to
 	// sign a request and never appears in an error.
 	Secret identity.Secret
-	// APIKey is the bearer key (AuthBearer), revealed only to build the
+	// APIKey is the bearer key (gateway.AuthBearer), revealed only to build the
 	// Authorization header of each request.
 	APIKey identity.Secret
 	// MaxTokensField names the request field that carries MaxTokens:
-	// FieldMaxTokens (the zero value "" means it) or
-	// FieldMaxCompletionTokens.
-	MaxTokensField string
+	// gateway.FieldMaxTokens (the zero value "" means it) or
+	// gateway.FieldMaxCompletionTokens.
+	MaxTokensField gateway.MaxTokensField
 	// Retries is how many times one completion is sent again after a
 	// retryable failure (docs/brama.md#retries). Zero means none.
 	Retries int
@@ -75,10 +77,10 @@ type ClientConfig struct {
 // or any other with a bearer key or none. It is safe for concurrent use;
 // the gateway shares one Client among all in-flight completions.
 type Client struct {
-	auth        Auth
+	auth        gateway.Auth
 	secret      identity.Secret
 	apiKey      identity.Secret
-	maxField    string
+	maxField    gateway.MaxTokensField
 	retries     int
 	timeout     time.Duration
 	timedOut    error // the cause recorded when timeout fires
@@ -111,10 +113,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		clock:    cfg.Clock,
 	}
 	if c.auth == "" {
-		c.auth = AuthHMAC
+		c.auth = gateway.AuthHMAC
 	}
 	if c.maxField == "" {
-		c.maxField = FieldMaxTokens
+		c.maxField = gateway.FieldMaxTokens
 	}
 	c.healthURL, c.modelsURL, c.completeURL = endpoints(base)
 	if c.timeout <= 0 {
@@ -162,7 +164,7 @@ func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 func (c *Client) Timeout() time.Duration { return c.timeout }
 
 // Auth is the client's authentication mode.
-func (c *Client) Auth() Auth { return c.auth }
+func (c *Client) Auth() gateway.Auth { return c.auth }
 
 // Complete asks the gateway for one completion and validates it
 // (docs/brama.md#the-completion-request, docs/brama.md#response-validation):
@@ -238,7 +240,7 @@ func (c *Client) encode(p Params) ([]byte, error) {
 		return nil, err
 	}
 	if p.MaxTokens != 0 {
-		if c.maxField == FieldMaxCompletionTokens {
+		if c.maxField == gateway.FieldMaxCompletionTokens {
 			out = append(out, `,"max_completion_tokens":`...)
 		} else {
 			out = append(out, `,"max_tokens":`...)

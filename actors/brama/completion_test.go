@@ -7,9 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/internal/prices"
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/internal/wire/gateway"
 	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/bramatest"
 )
@@ -197,31 +196,6 @@ func TestCheckUsage(t *testing.T) {
 	}
 }
 
-func TestIsSelector(t *testing.T) {
-	tests := []struct {
-		model string
-		want  bool
-	}{
-		{"any", true},
-		{"any-vision-capable", true},
-		{"best", true},
-		{"task:", true},
-		{"task:code-review", true},
-		{"Any", false},
-		{"any-vision", false},
-		{"best ", false},
-		{"gpt-4o", false},
-		{"tasks:x", false},
-		{"", false},
-	}
-	for _, tt := range tests {
-		require.Equal(t, tt.want, IsSelector(tt.model), tt.model)
-	}
-	require.True(t, Advertised(nil, "any"))
-	require.True(t, Advertised([]string{"a", "b"}, "b"))
-	require.False(t, Advertised([]string{"a", "b"}, "c"))
-}
-
 // TestLenientValidation is docs/brama.md#lenient-validation: with a gateway
 // other than Brama each quirk passes with its warning, and everything else
 // is refused as Brama would.
@@ -350,16 +324,6 @@ func TestReservationUsage(t *testing.T) {
 	require.Equal(t, chat.Usage{}, ReservationUsage(-1, -5))
 }
 
-func TestReservationTokenCost(t *testing.T) {
-	p := prices.Pair{Input: money.MustParse("0.15"), Output: money.MustParse("0.6")}
-	// 1200×0.15/1e6 + 2048×0.6/1e6 = 0.00018 + 0.0012288
-	require.Equal(t, "0.0014088", ReservationTokenCost(p, 1200, 2048).String())
-	// Each part rounds up on its own: 1×1e-7/1e6 is 1e-13, charged 1e-12.
-	tiny := prices.Pair{Input: money.MustParse("0.0000001"), Output: money.MustParse("0.0000001")}
-	require.Equal(t, "0.000000000002", ReservationTokenCost(tiny, 1, 1).String())
-	require.Equal(t, "0", ReservationTokenCost(prices.Pair{}, 1200, 2048).String())
-}
-
 // TestEncodeMatchesRequestBody holds the hand-written completion body to
 // what encoding/json writes for requestBody, byte for byte: with and
 // without tools (encoded beforehand or not), either max tokens field,
@@ -382,13 +346,13 @@ func TestEncodeMatchesRequestBody(t *testing.T) {
 	system := []chat.Message{{Role: chat.RoleSystem, Content: "You are Ada."}}
 	cases := []struct {
 		name  string
-		field string
+		field gateway.MaxTokensField
 		p     Params
 	}{
-		{"tools encoded", FieldMaxTokens, Params{Model: "m-1", Messages: system, Encoded: encoded, Tools: tools, ToolsEncoded: toolsEncoded, MaxTokens: 2048, Temperature: 0.2}},
-		{"tools not encoded", FieldMaxCompletionTokens, Params{Model: "m-1", Messages: system, Encoded: encoded, Tools: tools, MaxTokens: 300, Temperature: 1}},
-		{"no tools, no max", FieldMaxTokens, Params{Model: "auto:<cheap>", Messages: append(system, window...)}},
-		{"encoded but empty tools", FieldMaxTokens, Params{Model: "m", Messages: system, ToolsEncoded: json.RawMessage(`null`), Temperature: 0.7}},
+		{"tools encoded", gateway.FieldMaxTokens, Params{Model: "m-1", Messages: system, Encoded: encoded, Tools: tools, ToolsEncoded: toolsEncoded, MaxTokens: 2048, Temperature: 0.2}},
+		{"tools not encoded", gateway.FieldMaxCompletionTokens, Params{Model: "m-1", Messages: system, Encoded: encoded, Tools: tools, MaxTokens: 300, Temperature: 1}},
+		{"no tools, no max", gateway.FieldMaxTokens, Params{Model: "auto:<cheap>", Messages: append(system, window...)}},
+		{"encoded but empty tools", gateway.FieldMaxTokens, Params{Model: "m", Messages: system, ToolsEncoded: json.RawMessage(`null`), Temperature: 0.7}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -398,7 +362,7 @@ func TestEncodeMatchesRequestBody(t *testing.T) {
 			msgs, err := appendMessages(nil, tc.p.Messages, tc.p.Encoded)
 			require.NoError(t, err)
 			rb := requestBody{Model: tc.p.Model, Messages: msgs, Temperature: tc.p.Temperature, Tools: tc.p.Tools}
-			if tc.field == FieldMaxCompletionTokens {
+			if tc.field == gateway.FieldMaxCompletionTokens {
 				rb.MaxCompletionTokens = tc.p.MaxTokens
 			} else {
 				rb.MaxTokens = tc.p.MaxTokens

@@ -12,11 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/internal/prices"
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/internal/wire/gateway"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // startGateway spawns a gateway named "brama" on a fresh actor system and
@@ -99,8 +100,8 @@ func TestGatewayAnswersWithValidatedCompletion(t *testing.T) {
 func TestGatewayPricesAndLowersMaxTokens(t *testing.T) {
 	srv := newServer(t)
 	table := prices.Table{
-		"test-model": {Input: money.MustParse("1"), Output: money.MustParse("2")},
-		"answerer":   {Input: money.MustParse("3"), Output: money.MustParse("4")},
+		"test-model": {Input: testkit.USD("1"), Output: testkit.USD("2")},
+		"answerer":   {Input: testkit.USD("3"), Output: testkit.USD("4")},
 	}
 	system, pid := startGateway(t, newClient(t, srv.URL), func(cfg *GatewayConfig) { cfg.MaxTokens = 99; cfg.Prices = table })
 
@@ -372,7 +373,7 @@ func TestEncodedMessagesSentAsParsed(t *testing.T) {
 		chat.Message{Role: chat.RoleUser, Content: "<b>a & b</b> \u2028 \"quoted\""},
 		chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "f", Arguments: `{"x":"<y>"}`}}}},
 	)
-	c := &Client{maxField: FieldMaxTokens}
+	c := &Client{maxField: gateway.FieldMaxTokens}
 	want, err := c.encode(p)
 	require.NoError(t, err)
 	split := p

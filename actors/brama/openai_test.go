@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/internal/identity"
+	"github.com/wisent/singularity/internal/wire/gateway"
 	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/bramatest"
 	"github.com/wisent/singularity/test/testkit"
@@ -20,17 +21,17 @@ const testAPIKey = "sk-test-key-never-printed-42"
 
 // newGateway runs an OpenAI-compatible test server (bearer or none) and a
 // client for it configured against its /v1 base.
-func newGateway(t *testing.T, auth Auth, mods ...func(*ClientConfig)) (*bramatest.Server, *Client) {
+func newGateway(t *testing.T, auth gateway.Auth, mods ...func(*ClientConfig)) (*bramatest.Server, *Client) {
 	t.Helper()
 	scfg := bramatest.Config{Auth: string(auth), Models: []string{"gpt-small", "gpt-large"}}
-	if auth == AuthBearer {
+	if auth == gateway.AuthBearer {
 		scfg.APIKey = []byte(testAPIKey)
 	}
 	srv := bramatest.Start(t, scfg)
 	c := newClient(t, srv.URL, append([]func(*ClientConfig){func(cfg *ClientConfig) {
 		cfg.Auth = auth
 		cfg.Secret = identity.Secret{}
-		if auth == AuthBearer {
+		if auth == gateway.AuthBearer {
 			cfg.APIKey = identity.NewSecret([]byte(testAPIKey))
 		}
 	}}, mods...)...)
@@ -38,7 +39,7 @@ func newGateway(t *testing.T, auth Auth, mods ...func(*ClientConfig)) (*bramates
 }
 
 func TestBearerGateway(t *testing.T) {
-	srv, c := newGateway(t, AuthBearer)
+	srv, c := newGateway(t, gateway.AuthBearer)
 	require.True(t, strings.HasSuffix(srv.URL, "/v1"), srv.URL)
 	ctx := testContext(t)
 
@@ -72,25 +73,25 @@ func TestBearerGateway(t *testing.T) {
 }
 
 func TestBearerWrongKeyIsRedacted(t *testing.T) {
-	srv, _ := newGateway(t, AuthBearer)
+	srv, _ := newGateway(t, gateway.AuthBearer)
 	// A gateway that echoes the key it refused.
 	const wrong = "sk-wrong-key-echoed-back"
 	srv.SetHandler(func(*bramatest.Request) bramatest.Reply { return bramatest.TextReply("x", bramatest.Usage(1, 1)) })
 	c := newClient(t, srv.URL, func(cfg *ClientConfig) {
-		cfg.Auth, cfg.APIKey = AuthBearer, identity.NewSecret([]byte(wrong))
+		cfg.Auth, cfg.APIKey = gateway.AuthBearer, identity.NewSecret([]byte(wrong))
 	})
 	_, err := c.Complete(testContext(t), sampleParams())
 	requireBramaError(t, err, fault.Permanent, "brama: HTTP 401: invalid api key")
 
 	echo := bramatest.Start(t, bramatest.Config{Auth: "none"})
 	echo.Enqueue(bramatest.ErrorReply(401, "Incorrect API key provided: "+wrong))
-	c = newClient(t, echo.URL, func(cfg *ClientConfig) { cfg.Auth, cfg.APIKey = AuthNone, identity.NewSecret([]byte(wrong)) })
+	c = newClient(t, echo.URL, func(cfg *ClientConfig) { cfg.Auth, cfg.APIKey = gateway.AuthNone, identity.NewSecret([]byte(wrong)) })
 	_, err = c.Complete(testContext(t), sampleParams())
 	requireBramaError(t, err, fault.Permanent, "brama: HTTP 401: Incorrect API key provided: [redacted]")
 }
 
 func TestKeylessGatewaySendsNoCredentials(t *testing.T) {
-	srv, c := newGateway(t, AuthNone)
+	srv, c := newGateway(t, gateway.AuthNone)
 	ctx := testContext(t)
 	require.NoError(t, c.Health(ctx))
 	srv.Enqueue(bramatest.TextReply("hi", bramatest.Usage(1, 1)))
@@ -123,7 +124,7 @@ func TestEndpoints(t *testing.T) {
 }
 
 func TestMaxCompletionTokensField(t *testing.T) {
-	srv, c := newGateway(t, AuthNone, func(cfg *ClientConfig) { cfg.MaxTokensField = FieldMaxCompletionTokens })
+	srv, c := newGateway(t, gateway.AuthNone, func(cfg *ClientConfig) { cfg.MaxTokensField = gateway.FieldMaxCompletionTokens })
 	srv.Enqueue(bramatest.TextReply("hi", bramatest.Usage(1, 1)))
 	_, err := c.Complete(testContext(t), sampleParams())
 	require.NoError(t, err)
@@ -133,7 +134,7 @@ func TestMaxCompletionTokensField(t *testing.T) {
 }
 
 func TestLenientQuirksThroughTheGateway(t *testing.T) {
-	srv, c := newGateway(t, AuthBearer)
+	srv, c := newGateway(t, gateway.AuthBearer)
 	echo := bramatest.Call("c1", "echo", `{}`)
 	replies := []struct {
 		reply bramatest.Reply
@@ -161,7 +162,7 @@ func TestLenientQuirksThroughTheGateway(t *testing.T) {
 // clock; nothing sleeps.
 func TestRetryAfterIsHonoured(t *testing.T) {
 	clock := testkit.NewStepClock()
-	srv, c := newGateway(t, AuthBearer, func(cfg *ClientConfig) { cfg.Retries = 2; cfg.Clock = clock })
+	srv, c := newGateway(t, gateway.AuthBearer, func(cfg *ClientConfig) { cfg.Retries = 2; cfg.Clock = clock })
 	srv.Enqueue(bramatest.RetryAfterReply(http.StatusTooManyRequests, "1"), bramatest.TextReply("after the wait", bramatest.Usage(3, 2)))
 
 	type result struct {
@@ -199,7 +200,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 
 func TestRetriesAreBounded(t *testing.T) {
 	clock := testkit.NewStepClock()
-	srv, c := newGateway(t, AuthNone, func(cfg *ClientConfig) { cfg.Retries = 2; cfg.Clock = clock })
+	srv, c := newGateway(t, gateway.AuthNone, func(cfg *ClientConfig) { cfg.Retries = 2; cfg.Clock = clock })
 	srv.SetHandler(func(*bramatest.Request) bramatest.Reply {
 		return bramatest.ErrorReply(http.StatusServiceUnavailable, "overloaded")
 	})
@@ -241,7 +242,7 @@ func TestNothingThatMayHaveBeenProcessedIsRetried(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := testkit.NewStepClock()
-			srv, c := newGateway(t, AuthBearer, func(cfg *ClientConfig) {
+			srv, c := newGateway(t, gateway.AuthBearer, func(cfg *ClientConfig) {
 				cfg.Retries, cfg.Clock, cfg.Timeout = 2, clock, 300*time.Millisecond
 			})
 			srv.Enqueue(tt.reply)
@@ -275,7 +276,7 @@ func TestRefusedConnectionIsRetried(t *testing.T) {
 }
 
 func TestRetryWaitThatOutlastsTheTimeoutIsNotTaken(t *testing.T) {
-	srv, c := newGateway(t, AuthNone, func(cfg *ClientConfig) { cfg.Retries = 2; cfg.Timeout = 2 * time.Second })
+	srv, c := newGateway(t, gateway.AuthNone, func(cfg *ClientConfig) { cfg.Retries = 2; cfg.Timeout = 2 * time.Second })
 	srv.Enqueue(bramatest.RetryAfterReply(http.StatusTooManyRequests, "30"))
 	got, err := c.Complete(testContext(t), sampleParams())
 	requireBramaError(t, err, fault.Transient, "brama: HTTP 429: slow down")

@@ -15,7 +15,6 @@ import (
 	"github.com/wisent/singularity/actors/brama"
 	"github.com/wisent/singularity/actors/family"
 	"github.com/wisent/singularity/internal/identity"
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision/fault"
@@ -47,7 +46,7 @@ func startWith(t *testing.T, dir string, grace time.Duration, answer func(*brama
 		Gateway: brama.GatewayConfig{Client: client, ShutdownGrace: time.Second},
 		Root: being.Options{
 			StateDir: dir, Identity: testkit.Identity(), Mode: being.Run,
-			Model: "test-model", StartingBalance: money.MustParse("1"), Workspace: workspace,
+			Model: "test-model", StartingBalance: testkit.USD("1"), Workspace: workspace,
 			MaxToolRounds: 2, ContextMessages: 20, CycleInterval: time.Hour, ShutdownGrace: grace,
 		},
 		Events: events,
@@ -62,7 +61,7 @@ func boot(t *testing.T, dir string) {
 	t.Helper()
 	id := testkit.Identity()
 	_, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) {
-		return being.NewState(id, money.MustParse("1"), "test-model", state.Now()), nil
+		return being.NewState(id, testkit.USD("1"), "test-model", state.Now()), nil
 	})
 	require.NoError(t, err)
 }

@@ -8,13 +8,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision/fault"
+	"github.com/wisent/singularity/test/testkit"
 )
 
-var m = money.MustParse
+var m = testkit.USD
 
 func TestComputeDebit(t *testing.T) {
 	tests := []struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // decimalGen draws a non-negative decimal text with up to 8 integer and
@@ -65,8 +66,8 @@ func TestLedgerProperties(t *testing.T) {
 		outText, outRat := decimalGen(t, "output_price")
 		hourText, hourRat := decimalGen(t, "instance_price")
 		startText, startRat := decimalGen(t, "starting")
-		p := Pricing{InputPerMillion: money.MustParse(inText), OutputPerMillion: money.MustParse(outText), InstancePerHour: money.MustParse(hourText)}
-		b := state.Budget{Starting: money.MustParse(startText), Remaining: money.MustParse(startText)}
+		p := Pricing{InputPerMillion: testkit.USD(inText), OutputPerMillion: testkit.USD(outText), InstancePerHour: testkit.USD(hourText)}
+		b := state.Budget{Starting: testkit.USD(startText), Remaining: testkit.USD(startText)}
 		events := []state.Event{state.Started(state.Now())}
 		model := struct{ remaining, api, instance, earned *big.Rat }{new(big.Rat).Set(startRat), new(big.Rat), new(big.Rat), new(big.Rat)}
 
@@ -98,7 +99,7 @@ func TestLedgerProperties(t *testing.T) {
 					t.Fatalf("amount %s is not api + instance", d.Amount)
 				}
 				b = ApplyDebit(b, d)
-				events = append(events, state.ModelCompleted(state.Now(), cycle, u), state.CostDebited(state.Now(), cycle, d.Amount))
+				events = append(events, state.ModelCompleted(state.Now(), cycle, u), state.Debited(state.Now(), cycle, d.Amount, money.Zero, 0))
 				model.remaining.Sub(model.remaining, new(big.Rat).Add(wantAPI, wantInst))
 				model.api.Add(model.api, wantAPI)
 				model.instance.Add(model.instance, wantInst)
@@ -133,7 +134,7 @@ func TestLedgerProperties(t *testing.T) {
 				}
 			}
 
-			if err := state.CheckInvariant(b, events); err != nil {
+			if err := testkit.CheckInvariant(b, events); err != nil {
 				t.Fatal(err)
 			}
 			if !ratEq(b.Remaining, model.remaining) || !ratEq(b.APISpent, model.api) || !ratEq(b.InstanceSpent, model.instance) || !ratEq(b.Earned, model.earned) {
@@ -167,7 +168,7 @@ func TestRecoverProperty(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		inText, _ := decimalGen(t, "input_price")
 		hourText, _ := decimalGen(t, "instance_price")
-		p := Pricing{InputPerMillion: money.MustParse(inText), OutputPerMillion: money.MustParse(inText), InstancePerHour: money.MustParse(hourText)}
+		p := Pricing{InputPerMillion: testkit.USD(inText), OutputPerMillion: testkit.USD(inText), InstancePerHour: testkit.USD(hourText)}
 		b := state.Budget{Starting: money.FromInt(100), Remaining: money.FromInt(100)}
 		var events []state.Event
 		var saved state.Budget
@@ -179,7 +180,7 @@ func TestRecoverProperty(t *testing.T) {
 				u.TotalTokens = u.PromptTokens + u.CompletionTokens
 				d := ComputeDebit(p, u, time.Duration(rapid.Int64Range(0, 1e12).Draw(t, "ns")))
 				b = ApplyDebit(b, d)
-				events = append(events, state.ModelCompleted(state.Now(), uint64(i), u), state.CostDebited(state.Now(), uint64(i), d.Amount))
+				events = append(events, state.ModelCompleted(state.Now(), uint64(i), u), state.Debited(state.Now(), uint64(i), d.Amount, money.Zero, 0))
 			} else {
 				text, _ := decimalGen(t, "rev")
 				v, ok := Revenue("trading__x", []byte(`{"revenue_usd":"`+text+`"}`))
@@ -199,7 +200,7 @@ func TestRecoverProperty(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := state.CheckInvariant(got, events); err != nil {
+		if err := testkit.CheckInvariant(got, events); err != nil {
 			t.Fatal(err)
 		}
 		if !got.Remaining.Equal(b.Remaining) || !got.Earned.Equal(b.Earned) || got.TotalTokens != b.TotalTokens {

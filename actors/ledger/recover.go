@@ -22,7 +22,7 @@ import (
 //     (capped at amount), the rest is instance time; its tokens are added;
 //   - revenue_credited: earned += amount, remaining += amount.
 //
-// After Recover, state.CheckInvariant holds for the whole journal. applied
+// After Recover, testkit.CheckInvariant holds for the whole journal. applied
 // is how many money events were applied (0 when the state was current).
 // A budget no prefix explains — the state ahead of its journal, or either
 // file altered — is an error: the ledger cannot be trusted.

@@ -6,11 +6,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 func TestBound(t *testing.T) {
-	m := money.MustParse
+	m := testkit.USD
 	p := Pricing{InputPerMillion: m("0.15"), OutputPerMillion: m("0.6"), InstancePerHour: m("0.36")}
 	// 10,000 bytes × 0.15/1e6 = 0.0015; 2048 × 0.6/1e6 = 0.0012288;
 	// 120 s × 0.36/3600 = 0.012.
@@ -23,7 +23,7 @@ func TestBound(t *testing.T) {
 }
 
 func TestReserve(t *testing.T) {
-	m := money.MustParse
+	m := testkit.USD
 	// Prices that make a completion cost about 0.0027 USD.
 	p := Pricing{InputPerMillion: m("0.5"), OutputPerMillion: m("1"), InstancePerHour: m("0")}
 	tests := []struct {
@@ -69,7 +69,7 @@ func TestReserve(t *testing.T) {
 }
 
 func BenchmarkReserve(b *testing.B) {
-	m := money.MustParse
+	m := testkit.USD
 	p := Pricing{InputPerMillion: m("0.15"), OutputPerMillion: m("0.6"), InstancePerHour: m("0.36")}
 	avail := m("9.87")
 	for b.Loop() {

@@ -9,8 +9,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 func newSystem(tb testing.TB) *actor.ActorSystem {
@@ -31,9 +31,9 @@ func TestLimiterActor(t *testing.T) {
 	var mu sync.Mutex
 	now := t0
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	limit := money.MustParse("0.01")
+	limit := testkit.USD("0.01")
 	pid := system.Root.Spawn(Props(&limit, clock))
-	m := money.MustParse
+	m := testkit.USD
 
 	a := admit(t, system, pid, messages.SpendRequest{Being: "a", Amount: m("0.006")})
 	require.True(t, a.Admitted)
@@ -61,10 +61,10 @@ func TestLimiterActor(t *testing.T) {
 // completion when a spend limit is set.
 func BenchmarkAdmit(b *testing.B) {
 	system := newSystem(b)
-	limit := money.MustParse("1000000")
+	limit := testkit.USD("1000000")
 	pid := system.Root.Spawn(Props(&limit, nil))
-	req := messages.SpendRequest{Being: "a", Amount: money.MustParse("0.004")}
-	cost := money.MustParse("0.001")
+	req := messages.SpendRequest{Being: "a", Amount: testkit.USD("0.004")}
+	cost := testkit.USD("0.001")
 	for b.Loop() {
 		res, err := system.Root.RequestFuture(pid, req, 5*time.Second).Result()
 		if err != nil {

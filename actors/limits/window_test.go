@@ -7,15 +7,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 
-func amount(s string) *money.Amount { a := money.MustParse(s); return &a }
+func amount(s string) *money.Amount { a := testkit.USD(s); return &a }
 
 func TestWindowFamilyLimit(t *testing.T) {
 	w := Window{Family: amount("0.01")}
-	m := money.MustParse
+	m := testkit.USD
 	a, _, ok := w.Admit("a", m("0.004"), nil, t0)
 	require.True(t, ok)
 	b, _, ok := w.Admit("b", m("0.004"), nil, t0.Add(time.Minute))
@@ -39,7 +40,7 @@ func TestWindowFamilyLimit(t *testing.T) {
 
 func TestWindowBeingLimit(t *testing.T) {
 	var w Window // no family limit
-	m := money.MustParse
+	m := testkit.USD
 	own := amount("0.005")
 	_, _, ok := w.Admit("a", m("0.004"), own, t0)
 	require.True(t, ok)
@@ -54,7 +55,7 @@ func TestWindowBeingLimit(t *testing.T) {
 
 func TestWindowLargeReservation(t *testing.T) {
 	w := Window{Family: amount("0.01")}
-	m := money.MustParse
+	m := testkit.USD
 	_, _, ok := w.Admit("a", m("0.02"), nil, t0)
 	require.True(t, ok, "larger than the limit, but nothing else counts: never stuck for good")
 	_, retry, ok := w.Admit("a", m("0.02"), nil, t0.Add(time.Minute))
@@ -66,7 +67,7 @@ func TestWindowLargeReservation(t *testing.T) {
 
 func TestWindowRetryAtTheEarliestFit(t *testing.T) {
 	w := Window{Family: amount("0.01")}
-	m := money.MustParse
+	m := testkit.USD
 	for i, c := range []string{"0.003", "0.003", "0.003"} {
 		_, _, ok := w.Admit("a", m(c), nil, t0.Add(time.Duration(i)*10*time.Minute))
 		require.True(t, ok)

@@ -12,11 +12,12 @@ import (
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/builtin"
 	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 func TestDemoEvents(t *testing.T) {
 	var out bytes.Buffer
-	d := newDemoEvents(&out, money.MustParse("1"))
+	d := newDemoEvents(&out, testkit.USD("1"))
 	d.now = func() time.Time { return time.Date(2026, 3, 1, 9, 8, 7, 0, time.UTC) }
 	ada := observe.Being{Name: "Ada", ID: "ada"}
 	at := state.Now()
@@ -25,13 +26,13 @@ func TestDemoEvents(t *testing.T) {
 	failed := state.ToolFinished(at, 1, builtin.FileWrite, "failed")
 	for _, events := range [][]state.Event{
 		{state.ToolFinished(at, 1, builtin.SpawnChild, "success"), state.ChildAdded(state.Child{ID: "c1", Name: "Bo"})},
-		{{Type: observe.EventEndowmentGranted, At: at, Cycle: 2, Amount: money.MustParse("0.255")}},
+		{{Type: observe.EventEndowmentGranted, At: at, Cycle: 2, Amount: testkit.USD("0.255")}},
 		{state.ToolFinished(at, 2, builtin.SpawnChild, "success"), state.ChildAdded(state.Child{ID: "c2", Name: "Cy"})},
-		{state.ToolFinished(at, 2, "finance__sell", "success"), state.RevenueCredited(at, 2, money.MustParse("0.05"), "finance__sell")},
+		{state.ToolFinished(at, 2, "finance__sell", "success"), state.RevenueCredited(at, 2, testkit.USD("0.05"), "finance__sell")},
 		{wrote},
 		{failed},
 		{state.ToolFinished(at, 2, builtin.SelfSwitchModel, "success"), state.ModelSwitched("sim-large")},
-		{state.ModelCompleted(at, 2, chat.Usage{}), state.Debited(at, 2, money.MustParse("0.001"), money.Zero, 1)},
+		{state.ModelCompleted(at, 2, chat.Usage{}), state.Debited(at, 2, testkit.USD("0.001"), money.Zero, 1)},
 	} {
 		d.Step(observe.Step{Being: ada, Events: events})
 	}

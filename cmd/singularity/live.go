@@ -164,7 +164,7 @@ func bramaClient(rt config.Runtime) (*brama.Client, error) {
 	// NewClient's only failure is already a configuration error.
 	return brama.NewClient(brama.ClientConfig{
 		BaseURL:        rt.Brama.BaseURL.String(),
-		Auth:           brama.Auth(rt.Brama.Auth),
+		Auth:           rt.Brama.Auth,
 		Secret:         rt.Brama.Secret,
 		APIKey:         rt.Brama.APIKey,
 		MaxTokensField: rt.Brama.MaxTokensField,

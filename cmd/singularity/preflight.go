@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/wisent/singularity/actors/brama"
 	"github.com/wisent/singularity/actors/las"
 	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/tools/catalog"
 	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/internal/wire/gateway"
 	"github.com/wisent/singularity/supervision/fault"
 )
 
@@ -73,8 +73,8 @@ func runDoctor(e *env, rt config.Runtime) error {
 // gateway is Brama and the model is a selector (any, any-vision-capable,
 // best or task:…; see docs/brama.md#model-selection). Configuration has
 // already refused selectors for any other gateway.
-func doctorSelector(auth brama.Auth, model string) bool {
-	return auth.Brama() && brama.IsSelector(model)
+func doctorSelector(auth gateway.Auth, model string) bool {
+	return auth.Brama() && gateway.IsSelector(model)
 }
 
 // runTools is `tools`: Las spawned as `run` would, with no required

@@ -45,7 +45,9 @@ func TestBuildCatalogForToolsCommand(t *testing.T) {
 		names = append(names, tl.Function.Name)
 	}
 	want := []string{"echo__echo", "finance__finance_quote", "finance__finance_sales_summary", "finance__finance_sell_report"}
-	want = append(want, builtin.Names()...)
+	for _, tl := range builtin.Definitions() {
+		want = append(want, tl.Function.Name)
+	}
 	assert.Equal(t, want, names)
 	table := catalog.FormatTable(tools)
 	assert.Contains(t, table, "echo__echo\tEcho a message back unchanged\n")

@@ -30,7 +30,7 @@ func familyOnDisk(t *testing.T) string {
 	write := func(dir, name string, events ...state.Event) {
 		id := testkit.Identity()
 		id.Name = name
-		st := being.NewState(id, money.MustParse("1"), "m", at)
+		st := being.NewState(id, testkit.USD("1"), "m", at)
 		store, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) { return st, nil })
 		require.NoError(t, err)
 		j, err := store.OpenJournal(at, 0)
@@ -41,9 +41,9 @@ func familyOnDisk(t *testing.T) string {
 	}
 	write(root, "Ada",
 		state.Started(at), state.CycleStarted(at, 1),
-		state.Debited(at, 1, money.MustParse("0.1"), money.Zero, 10),
+		state.Debited(at, 1, testkit.USD("0.1"), money.Zero, 10),
 		state.Warning(at, 1, "<script>alert(1)</script> and "+leaked),
-		state.RevenueCredited(at, 1, money.MustParse("0.5"), "finance__x"),
+		state.RevenueCredited(at, 1, testkit.USD("0.5"), "finance__x"),
 	)
 	write(filepath.Join(root, "children", "c-bo"), "Bo", state.Started(at))
 	return root

@@ -91,12 +91,14 @@ func serveActors(w http.ResponseWriter, r *http.Request, cfg HandlerConfig) {
 		_ = tree.WriteText(&body)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	} else {
-		if err := tree.writeJSON(&body); err != nil {
+		raw, err := tree.MarshalJSON()
+		if err != nil {
 			// Figures are plain JSON values after redaction, so this
 			// cannot happen; answer without details all the same.
 			http.Error(w, "cannot encode the actor tree", http.StatusInternalServerError)
 			return
 		}
+		body.Write(raw)
 		body.WriteByte('\n')
 		w.Header().Set("Content-Type", "application/json")
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/tools/boundary"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 func TestKeyAllowed(t *testing.T) {
@@ -78,7 +78,7 @@ type unencodable struct{ C chan int }
 func TestGuardFigures(t *testing.T) {
 	g := newGuard(nil)
 	got := g.figures(map[string]any{
-		"balance":  money.MustParse("1.50"),
+		"balance":  testkit.USD("1.50"),
 		"bad":      unencodable{C: make(chan int)},
 		"count":    uint64(1 << 63),
 		"pid":      "reserved",

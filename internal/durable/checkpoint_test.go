@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/test/testkit"
@@ -29,7 +28,7 @@ func TestOvertakingCheckpointArchivesTheBacklogFirst(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	id := testkit.Identity()
 	st := &state.Being{SchemaVersion: state.SchemaVersion, Identity: id, Status: state.StatusStarting,
-		Budget: state.Budget{Starting: money.MustParse("10"), Remaining: money.MustParse("10")}, StartedAt: state.Now(), UpdatedAt: state.Now(), JournalSeq: new(uint64)}
+		Budget: state.Budget{Starting: testkit.USD("10"), Remaining: testkit.USD("10")}, StartedAt: state.Now(), UpdatedAt: state.Now(), JournalSeq: new(uint64)}
 	store, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) { return st, nil })
 	require.NoError(t, err)
 	var full atomic.Bool

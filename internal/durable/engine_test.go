@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/test/testkit"
 )
@@ -29,7 +28,7 @@ func bootedDir(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "state")
 	id := testkit.Identity()
-	ten := money.MustParse("10")
+	ten := testkit.USD("10")
 	fresh := &state.Being{SchemaVersion: state.SchemaVersion, Identity: id, Status: state.StatusStarting,
 		Budget: state.Budget{Starting: ten, Remaining: ten}, StartedAt: state.Now(), UpdatedAt: state.Now(), JournalSeq: new(uint64)}
 	_, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) { return fresh, nil })

@@ -122,23 +122,6 @@ var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 // ValidID reports whether id can name a being (and so a directory).
 func ValidID(id string) bool { return idRE.MatchString(id) && id != "." && id != ".." }
 
-// Find returns the being whose own id is id in the family under root.
-func Find(root, id string) (Being, bool) {
-	if !ValidID(id) {
-		return Being{}, false
-	}
-	beings, err := Family(root)
-	if err != nil {
-		return Being{}, false
-	}
-	for _, b := range beings {
-		if b.ID == id {
-			return b, true
-		}
-	}
-	return Being{}, false
-}
-
 // Head is the part of an event every view uses.
 type Head struct {
 	Type   string       `json:"type"`

@@ -27,7 +27,7 @@ func newBeing(t *testing.T, dir, name, starting string) *state.Journal {
 	t.Helper()
 	id := testkit.Identity()
 	id.Name = name
-	st := being.NewState(id, money.MustParse(starting), "m", t0)
+	st := being.NewState(id, testkit.USD(starting), "m", t0)
 	store, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) { return st, nil })
 	require.NoError(t, err)
 	j, err := store.OpenJournal(t0, 0)
@@ -42,7 +42,7 @@ func step(t *testing.T, j *state.Journal, events ...state.Event) {
 	require.NoError(t, err)
 }
 
-func TestFamilyAndFind(t *testing.T) {
+func TestFamilyAndValidID(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "state")
 	newBeing(t, root, "Ada", "1")
 	newBeing(t, filepath.Join(root, "children", "c-bo"), "Bo", "0.5")
@@ -58,13 +58,10 @@ func TestFamilyAndFind(t *testing.T) {
 	assert.Equal(t, []string{"Ada/agent-test/1", "Bo/c-bo/0.5", "Di/c-di/0.25"}, got)
 	assert.Equal(t, []int{0, 1, 2}, []int{fam[0].Depth, fam[1].Depth, fam[2].Depth})
 
-	b, ok := journalview.Find(root, "c-di")
-	require.True(t, ok)
-	assert.Equal(t, "Di", b.Name)
-	for _, id := range []string{"", ".", "..", "../x", "a/b", "nobody", strings.Repeat("x", 200)} {
-		_, ok := journalview.Find(root, id)
-		assert.False(t, ok, "%q", id)
+	for _, id := range []string{"", ".", "..", "../x", "a/b", strings.Repeat("x", 200)} {
+		assert.False(t, journalview.ValidID(id), "%q", id)
 	}
+	assert.True(t, journalview.ValidID("c-di"))
 	_, err = journalview.Family(filepath.Join(root, "missing"))
 	assert.Error(t, err)
 }
@@ -133,15 +130,15 @@ func TestSeries(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	j := newBeing(t, dir, "Ada", "1")
 	step(t, j, state.Started(t0), state.CycleStarted(t0, 1))
-	s := journalview.NewSeries(journalview.Being{Dir: dir, Starting: money.MustParse("1")}, 8)
+	s := journalview.NewSeries(journalview.Being{Dir: dir, Starting: testkit.USD("1")}, 8)
 	pts, err := s.Update()
 	require.NoError(t, err)
 	require.Len(t, pts, 1)
 	assert.Equal(t, "1", pts[0].Balance)
 	assert.Equal(t, t0.Time, pts[0].At.Time, "the start is when the being started")
 
-	step(t, j, state.ModelCompleted(t0, 1, chat.Usage{}), state.Debited(t0, 1, money.MustParse("0.01"), money.MustParse("0.002"), 10))
-	step(t, j, state.ToolFinished(t0, 1, "finance__x", "success"), state.RevenueCredited(t0, 1, money.MustParse("0.5"), "finance__x"))
+	step(t, j, state.ModelCompleted(t0, 1, chat.Usage{}), state.Debited(t0, 1, testkit.USD("0.01"), testkit.USD("0.002"), 10))
+	step(t, j, state.ToolFinished(t0, 1, "finance__x", "success"), state.RevenueCredited(t0, 1, testkit.USD("0.5"), "finance__x"))
 	pts, err = s.Update()
 	require.NoError(t, err)
 	var got []string
@@ -152,7 +149,7 @@ func TestSeries(t *testing.T) {
 
 	// Thinning keeps the first and the newest, at most the bound.
 	for range 40 {
-		step(t, j, state.Debited(t0, 1, money.MustParse("0.001"), money.Zero, 1))
+		step(t, j, state.Debited(t0, 1, testkit.USD("0.001"), money.Zero, 1))
 	}
 	pts, err = s.Update()
 	require.NoError(t, err)
@@ -168,7 +165,7 @@ func TestSeriesReadsGrants(t *testing.T) {
 	newBeing(t, dir, "Ada", "1")
 	line := `{"type":"endowment_granted","seq":1,"at":"2026-03-01T12:00:00.000000Z","cycle":1,"child_id":"c","amount":"0.3"}` + "\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, state.JournalFile), []byte(line), 0o600))
-	pts, err := journalview.NewSeries(journalview.Being{Dir: dir, Starting: money.MustParse("1")}, 8).Update()
+	pts, err := journalview.NewSeries(journalview.Being{Dir: dir, Starting: testkit.USD("1")}, 8).Update()
 	require.NoError(t, err)
 	require.Len(t, pts, 2)
 	assert.Equal(t, "0.7", pts[1].Balance)
@@ -189,11 +186,11 @@ func TestTextAndJSON(t *testing.T) {
 		want string
 	}{
 		{state.Started(t0), "2026-03-01T12:00:00.000Z Ada started seq=7"},
-		{state.Debited(t0, 2, money.MustParse("0.0000365"), money.MustParse("0.01"), 42),
+		{state.Debited(t0, 2, testkit.USD("0.0000365"), testkit.USD("0.01"), 42),
 			"2026-03-01T12:00:00.000Z Ada cost_debited seq=7 cycle=2 amount=0.01 tokens=42"},
-		{state.CostDebited(t0, 2, money.MustParse("0.0000365")), "2026-03-01T12:00:00.000Z Ada cost_debited seq=7 cycle=2 amount=0.000037"},
+		{state.Debited(t0, 2, testkit.USD("0.0000365"), money.Zero, 0), "2026-03-01T12:00:00.000Z Ada cost_debited seq=7 cycle=2 amount=0.000037"},
 		{state.ToolFinished(t0, 2, "echo__echo", "failed"), "2026-03-01T12:00:00.000Z Ada tool_finished seq=7 cycle=2 tool=echo__echo status=failed"},
-		{state.RevenueCredited(t0, 2, money.MustParse("0.05"), "finance__sell"), "2026-03-01T12:00:00.000Z Ada revenue_credited seq=7 cycle=2 amount=0.05 source=finance__sell"},
+		{state.RevenueCredited(t0, 2, testkit.USD("0.05"), "finance__sell"), "2026-03-01T12:00:00.000Z Ada revenue_credited seq=7 cycle=2 amount=0.05 source=finance__sell"},
 		{state.Warning(t0, 2, "a b"), `2026-03-01T12:00:00.000Z Ada warning seq=7 cycle=2 message="a b"`},
 		{state.MemoryAdded(state.Memory{ID: "m1", Kind: "note", Text: "market opens"}), `0001-01-01T00:00:00.000Z Ada memory_added seq=7 cycle=0 kind=note text="market opens"`},
 		{state.ModelCompleted(t0, 2, chat.Usage{PromptTokens: 3, CompletionTokens: 4}, reply),

@@ -13,6 +13,7 @@ import (
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 func TestCut(t *testing.T) {
@@ -37,11 +38,11 @@ func TestNarrator(t *testing.T) {
 		{Events: []state.Event{state.Started(at)}},
 		{Elapsed: 1500 * time.Microsecond, Finish: "stop", Events: []state.Event{
 			state.ModelCompleted(at, 2, chat.Usage{PromptTokens: 10, CompletionTokens: 5}, reply),
-			state.Debited(at, 2, money.MustParse("0.0000123"), money.Zero, 15),
+			state.Debited(at, 2, testkit.USD("0.0000123"), money.Zero, 15),
 		}},
 		{Elapsed: 2 * time.Millisecond, Events: []state.Event{
 			state.ToolFinished(at, 2, "echo__echo", "success"),
-			state.RevenueCredited(at, 2, money.MustParse("1"), "x"),
+			state.RevenueCredited(at, 2, testkit.USD("1"), "x"),
 		}},
 	}
 	for _, tc := range []struct {

@@ -19,6 +19,7 @@ import (
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 var (
@@ -31,21 +32,21 @@ var (
 func feed(m *Metrics) {
 	now := state.Now()
 	for _, b := range []observe.Being{ada, bo} {
-		m.Step(observe.Step{Being: b, Status: "running", Balance: money.MustParse("1"), Events: []state.Event{state.Started(now)}})
-		m.Step(observe.Step{Being: b, Status: "running", Balance: money.MustParse("0.99"), Elapsed: 300 * time.Millisecond, Finish: "tool_calls",
+		m.Step(observe.Step{Being: b, Status: "running", Balance: testkit.USD("1"), Events: []state.Event{state.Started(now)}})
+		m.Step(observe.Step{Being: b, Status: "running", Balance: testkit.USD("0.99"), Elapsed: 300 * time.Millisecond, Finish: "tool_calls",
 			Events: []state.Event{
 				state.ModelCompleted(now, 1, chat.Usage{PromptTokens: 100, CompletionTokens: 20}),
-				state.Debited(now, 1, money.MustParse("0.0075"), money.MustParse("0.0025"), 120),
+				state.Debited(now, 1, testkit.USD("0.0075"), testkit.USD("0.0025"), 120),
 			}})
-		m.Step(observe.Step{Being: b, Status: "running", Balance: money.MustParse("1.04"), Elapsed: 2 * time.Millisecond,
+		m.Step(observe.Step{Being: b, Status: "running", Balance: testkit.USD("1.04"), Elapsed: 2 * time.Millisecond,
 			Events: []state.Event{
 				state.ToolFinished(now, 1, "finance__finance_sell_report", "success"),
-				state.RevenueCredited(now, 1, money.MustParse("0.05"), "finance__finance_sell_report"),
+				state.RevenueCredited(now, 1, testkit.USD("0.05"), "finance__finance_sell_report"),
 			}})
-		m.Step(observe.Step{Being: b, Status: "running", Balance: money.MustParse("0.79"), Elapsed: time.Millisecond,
+		m.Step(observe.Step{Being: b, Status: "running", Balance: testkit.USD("0.79"), Elapsed: time.Millisecond,
 			Events: []state.Event{
 				state.ToolFinished(now, 1, "singularity_spawn_child", "failed"),
-				{Type: observe.EventEndowmentGranted, At: now, Cycle: 1, Amount: money.MustParse("0.25")},
+				{Type: observe.EventEndowmentGranted, At: now, Cycle: 1, Amount: testkit.USD("0.25")},
 				state.Warning(now, 1, "w"),
 			}})
 		m.CycleEnded(b, 1, "completed")

@@ -9,7 +9,16 @@ import (
 	"github.com/wisent/singularity/internal/store/money"
 )
 
-func pair(in, out string) Pair { return Pair{Input: money.MustParse(in), Output: money.MustParse(out)} }
+func pair(in, out string) Pair { return Pair{Input: mustParse(in), Output: mustParse(out)} }
+
+// mustParse is money.Parse for an amount the test writes down.
+func mustParse(s string) money.Amount {
+	a, err := money.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
 
 func TestParse(t *testing.T) {
 	good := `{"small": {"input_usd_per_million": "0.15", "output_usd_per_million": "0.6"},

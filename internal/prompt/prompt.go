@@ -54,15 +54,6 @@ func Framing(cycle uint64, remaining, earned, net money.Amount, model string, re
 	return strings.Clone(b.String())
 }
 
-// FramingMessage returns the framing text as a user message.
-func FramingMessage(cycle uint64, remaining, earned, net money.Amount, model string, recentActions []state.Action) chat.Message {
-	return chat.Message{Role: chat.RoleUser, Content: Framing(cycle, remaining, earned, net, model, recentActions)}
-}
-
-// IsFraming reports whether m is a framing message; the conversation
-// window (state.Window) cuts only there.
-func IsFraming(m chat.Message) bool { return state.IsFraming(m) }
-
 // Stimulus returns the user message text that carries a configured
 // stimulus on cycle 1.
 func Stimulus(text string) string {
@@ -110,13 +101,4 @@ func SystemText(mind *state.Mind) string {
 // System returns the system message built from the mind.
 func System(mind *state.Mind) chat.Message {
 	return chat.Message{Role: chat.RoleSystem, Content: SystemText(mind)}
-}
-
-// Cognition returns the messages of one round: the system message built
-// from the mind, then the conversation window. The result is a new slice;
-// window is not modified.
-func Cognition(mind *state.Mind, window []chat.Message) []chat.Message {
-	msgs := make([]chat.Message, 0, len(window)+1)
-	msgs = append(msgs, System(mind))
-	return append(msgs, window...)
 }

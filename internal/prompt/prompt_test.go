@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 const fixturePath = "/work/shared/fixtures/reference-state-being-v1.json"
@@ -47,11 +47,9 @@ func TestFraming(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Framing(tc.cycle, money.MustParse(tc.remaining), money.MustParse(tc.earned), money.MustParse(tc.net), tc.model, tc.recent)
+			got := Framing(tc.cycle, testkit.USD(tc.remaining), testkit.USD(tc.earned), testkit.USD(tc.net), tc.model, tc.recent)
 			require.Equal(t, tc.want, got)
-			m := FramingMessage(tc.cycle, money.MustParse(tc.remaining), money.MustParse(tc.earned), money.MustParse(tc.net), tc.model, tc.recent)
-			require.Equal(t, chat.Message{Role: "user", Content: tc.want}, m)
-			require.True(t, IsFraming(m))
+			require.True(t, state.IsFraming(chat.Message{Role: chat.RoleUser, Content: got}))
 		})
 	}
 }
@@ -72,20 +70,20 @@ func TestFramingMatchesReferenceFixture(t *testing.T) {
 	b := loadFixture(t)
 	var framings []string
 	for _, m := range b.Conversation {
-		if IsFraming(m) {
+		if state.IsFraming(m) {
 			framings = append(framings, m.Content)
 		}
 	}
 	require.Len(t, framings, 2)
-	require.Equal(t, framings[0], Framing(1, money.MustParse("10"), money.MustParse("0"), money.MustParse("0"), "any", nil))
-	require.Equal(t, framings[1], Framing(2, money.MustParse("9.9973"), b.Budget.Earned,
-		b.Budget.Earned.Sub(money.MustParse("0.0027")), b.Mind.CurrentModel, b.RecentActions))
+	require.Equal(t, framings[0], Framing(1, testkit.USD("10"), testkit.USD("0"), testkit.USD("0"), "any", nil))
+	require.Equal(t, framings[1], Framing(2, testkit.USD("9.9973"), b.Budget.Earned,
+		b.Budget.Earned.Sub(testkit.USD("0.0027")), b.Mind.CurrentModel, b.RecentActions))
 	require.Equal(t, InitialSystemPrompt(b.Identity.Name, b.Identity.Specialty), b.Mind.SystemPrompt)
 }
 
 func TestStimulus(t *testing.T) {
 	require.Equal(t, "External observation for this cycle: a bakery opened", Stimulus("a bakery opened"))
-	require.False(t, IsFraming(chat.Message{Role: "user", Content: Stimulus("x")}))
+	require.False(t, state.IsFraming(chat.Message{Role: "user", Content: Stimulus("x")}))
 }
 
 func TestInitialSystemPrompt(t *testing.T) {
@@ -130,43 +128,16 @@ func TestSystemFromFixture(t *testing.T) {
 		"\n\nSelf-imposed rules:\n- Never spend more than 0.01 USD in one cycle." +
 		"\n\nPersistent learnings:\n- Reports on local bakeries sell; reports on weather do not." +
 		"\n\nRecent persistent memories:\n- lead: Bakery owner wants a weekly price survey."
-	msgs := Cognition(&b.Mind, b.Conversation)
-	require.Len(t, msgs, len(b.Conversation)+1)
-	require.Equal(t, chat.Message{Role: "system", Content: want}, msgs[0])
-	require.Equal(t, b.Conversation, msgs[1:])
+	require.Equal(t, chat.Message{Role: "system", Content: want}, System(&b.Mind))
 }
 
-// convo builds a conversation from a compact script: F framing, S
-// stimulus, A assistant with tool calls, T tool result, R plain reply.
-func convo(script string) []chat.Message {
-	var out []chat.Message
-	cycle := 0
-	for i, c := range script {
-		switch c {
-		case 'F':
-			cycle++
-			out = append(out, chat.Message{Role: "user", Content: fmt.Sprintf("Begin autonomous cycle %d. …", cycle)})
-		case 'S':
-			out = append(out, chat.Message{Role: "user", Content: Stimulus("x")})
-		case 'A':
-			out = append(out, chat.Message{Role: "assistant", ToolCalls: []chat.ToolCall{{ID: fmt.Sprint(i)}}})
-		case 'T':
-			out = append(out, chat.Message{Role: "tool", ToolCallID: fmt.Sprint(i)})
-		case 'R':
-			out = append(out, chat.Message{Role: "assistant", Content: "done"})
-		}
-	}
-	return out
-}
-
-func BenchmarkCognition(b *testing.B) {
+func BenchmarkSystem(b *testing.B) {
 	mind := state.Mind{SystemPrompt: InitialSystemPrompt("Ada", "research"), Rules: []string{"r1", "r2"}}
 	for i := range 1000 {
 		mind.Memories = append(mind.Memories, state.Memory{Kind: "k", Text: fmt.Sprint("memory ", i)})
 	}
-	conv := convo(strings.Repeat("FATATR", 33))
 	b.ReportAllocs()
 	for b.Loop() {
-		Cognition(&mind, conv)
+		System(&mind)
 	}
 }

@@ -83,7 +83,7 @@ func TestStatusOfAStoppedFamily(t *testing.T) {
 	grants := money.Zero
 	for _, b := range s.Beings[1:] {
 		if b.Depth == 1 {
-			grants = grants.Add(money.MustParse(b.Starting))
+			grants = grants.Add(testkit.USD(b.Starting))
 		}
 		assert.Equal(t, "exact", b.Ledger, b.Name)
 	}
@@ -102,7 +102,7 @@ func TestStatusOfAStoppedFamily(t *testing.T) {
 	var raw map[string]any
 	require.NoError(t, json.Unmarshal(data, &raw))
 	budget := raw["budget"].(map[string]any)
-	budget["remaining"] = money.MustParse(budget["remaining"].(string)).Add(money.MustParse("0.5")).String()
+	budget["remaining"] = testkit.USD(budget["remaining"].(string)).Add(testkit.USD("0.5")).String()
 	data, err = json.Marshal(raw)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(bo, data, 0o600))

@@ -10,6 +10,7 @@ import (
 	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 const (
@@ -116,7 +117,7 @@ func walk(root string) ([]member, []string) {
 // after a money event, or empty) accounts exactly for the checkpoint's
 // budget: what a kill may leave, since every change of the budget is
 // journaled before the state reflecting it is written. The prefix found
-// is confirmed with state.CheckInvariant.
+// is confirmed with testkit.CheckInvariant.
 func explainedByPrefix(b state.Budget, events []state.Event) error {
 	var debited, credited, granted money.Amount
 	cuts := []int{0}
@@ -145,7 +146,7 @@ func explainedByPrefix(b state.Budget, events []state.Event) error {
 		return fmt.Errorf("no prefix of the journal's %d money events accounts for remaining %s (starting %s, whole journal: debited %s, credited %s, granted %s)",
 			len(cuts)-1, b.Remaining, b.Starting, debited, credited, granted)
 	}
-	return state.CheckInvariant(b, events[:found])
+	return testkit.CheckInvariant(b, events[:found])
 }
 
 // duplicateNames lists the names given to more than one child directory

@@ -99,7 +99,7 @@ type tally struct {
 //  1. state.json loads (state.Load);
 //  2. the journal loads (state.ReadJournal); a torn last line is legal;
 //  3. the checkpoint's budget is accounted for exactly by some prefix of
-//     its journal (state.CheckInvariant over that prefix);
+//     its journal (testkit.CheckInvariant over that prefix);
 //  4. no child name was spawned twice under one parent, and no tool call
 //     reached a Las twice: the family's Las is recordlas (the example
 //     Las behind a filter that writes down every tools/call it
@@ -115,7 +115,7 @@ type tally struct {
 // --resume` until every recorded, living being has sent its first
 // completion (so each has done its start-up recovery), then SIGINT, and
 // the process must exit 0 within its deadline. Then, for every being:
-// the invariant is exact over its whole journal (state.CheckInvariant),
+// the invariant is exact over its whole journal (testkit.CheckInvariant),
 // no recorded being is left running or stopping or with a torn line, and
 // the family's revenue credits are no more than the finance calls
 // delivered.
@@ -509,7 +509,7 @@ func (c *crasher) check(what string, p *process, graceful bool) bool {
 			}
 			note = " (a child directory no state.json records: it was never resumed)"
 		}
-		if err := state.CheckInvariant(b.Budget, m.events); err != nil {
+		if err := testkit.CheckInvariant(b.Budget, m.events); err != nil {
 			problems = append(problems, fmt.Sprintf("%s%s: status %s, cycle %d: %v", m.where(), note, b.Status, b.Cycle, err))
 		}
 		if m.reachable && m.torn {

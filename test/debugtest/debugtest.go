@@ -7,8 +7,8 @@ package debugtest
 import (
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // Spec describes one actor of a test tree and its children.
@@ -98,14 +98,14 @@ func Family() Spec {
 
 // being is a being with its ledger, its las and the given child beings.
 func being(id, name string, cycle int, balance, earned, lastAction string, pid int, kids ...Spec) Spec {
-	bal := money.MustParse(balance)
-	start := money.MustParse("10")
-	spent := start.Add(money.MustParse(earned)).Sub(bal)
+	bal := testkit.USD(balance)
+	start := testkit.USD("10")
+	spent := start.Add(testkit.USD(earned)).Sub(bal)
 	children := []Spec{
 		{
 			ID: "ledger",
 			Description: messages.Description{Kind: "ledger", Name: "ledger", Status: "running", Figures: map[string]any{
-				"remaining": bal, "spent": spent, "earned": money.MustParse(earned),
+				"remaining": bal, "spent": spent, "earned": testkit.USD(earned),
 			}},
 		},
 		{
@@ -118,7 +118,7 @@ func being(id, name string, cycle int, balance, earned, lastAction string, pid i
 	return Spec{
 		ID: id,
 		Description: messages.Description{Kind: "being", Name: name, Status: "running", Figures: map[string]any{
-			"cycle": cycle, "balance": bal, "earned": money.MustParse(earned),
+			"cycle": cycle, "balance": bal, "earned": testkit.USD(earned),
 			"current_model": "test-model", "last_action": lastAction,
 		}},
 		Children: append(children, kids...),

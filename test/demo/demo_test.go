@@ -117,8 +117,8 @@ func TestDemoRunsThreeCycles(t *testing.T) {
 		require.NotNil(t, b.st, "%s is on disk", name)
 		assert.Equal(t, state.StatusStopped, r.status)
 		// The summary rounds for reading (docs/money.md#shown-to-people).
-		assert.True(t, money.MustParse(b.st.Budget.Remaining.Human()).Equal(r.balance), "%s balance", name)
-		assert.True(t, money.MustParse(b.st.Budget.NetProfit().Human()).Equal(r.netPNL), "%s net", name)
+		assert.True(t, testkit.USD(b.st.Budget.Remaining.Human()).Equal(r.balance), "%s balance", name)
+		assert.True(t, testkit.USD(b.st.Budget.NetProfit().Human()).Equal(r.netPNL), "%s net", name)
 		assert.Equal(t, b.st.Budget.Remaining.Sub(b.st.Budget.Starting).Add(b.st.Budget.Granted).String(), b.st.Budget.NetProfit().String(), "%s: net = balance − starting + granted", name)
 		assert.True(t, r.starting.Equal(b.st.Budget.Starting) && r.granted.Equal(b.st.Budget.Granted), "%s starting and granted (whole cents)", name)
 		if sold(b.events) {
@@ -344,7 +344,7 @@ func checkStopped(t *testing.T, name string, f files) {
 	last := f.events[len(f.events)-1]
 	assert.Equal(t, state.EventStopped, last.Type, "%s's journal ends with stopped", name)
 	assert.Equal(t, state.StatusStopped, last.Status)
-	assert.NoError(t, state.CheckInvariant(f.st.Budget, f.events), name)
+	assert.NoError(t, testkit.CheckInvariant(f.st.Budget, f.events), name)
 	var cycle uint64
 	for _, e := range f.events {
 		if e.Type == state.EventCycleStarted {

@@ -170,7 +170,7 @@ func checkJournal(t *testing.T, w *world, st *state.Being, lives int) []state.Ev
 	t.Helper()
 	events, err := state.ReadAll(w.stateDir)
 	require.NoError(t, err)
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 	for i, e := range events {
 		require.Equal(t, uint64(i+1), e.Seq, "seq has no gaps")
 	}

@@ -137,7 +137,7 @@ func testOtherGateway(t *testing.T, auth string) {
 	// at the output price.
 	reqs := w.brama.Completions()
 	bytes := uint64(len(reqs[len(reqs)-1].Body))
-	want := money.FromUint(bytes).Mul(money.MustParse("0.15")).Add(money.FromInt(2048).Mul(money.MustParse("0.6"))).QuoUp(money.FromInt(1_000_000))
+	want := money.FromUint(bytes).Mul(testkit.USD("0.15")).Add(money.FromInt(2048).Mul(testkit.USD("0.6"))).QuoUp(money.FromInt(1_000_000))
 	got := debits(events)
 	assert.Equal(t, want.String(), got[len(got)-1])
 
@@ -164,7 +164,7 @@ func testOtherGateway(t *testing.T, auth string) {
 	st := w.loadState()
 	assert.Equal(t, state.StatusStopped, st.Status, "the quirks never failed the being")
 	events = w.journal()
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 	assert.GreaterOrEqual(t, len(warnings(events)), 4+3)
 	for _, msg := range warnings(events)[4:] {
 		assert.Contains(t, []string{
@@ -271,7 +271,7 @@ func TestPerModelPrices(t *testing.T) {
 	st := w.loadState()
 	assert.Equal(t, "gpt-other", st.Mind.CurrentModel)
 	assert.Equal(t, "0.00856", st.Budget.APISpent.String())
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 
 	// Without a listed response model, the requested unlisted model pays
 	// the two variables.
@@ -307,7 +307,7 @@ func TestBilledRejection(t *testing.T) {
 	assert.Zero(t, testkit.Count(events, state.EventToolFinished), "no tool of a refused completion runs")
 	st := w.loadState()
 	assert.Equal(t, "0.00027", st.Budget.APISpent.String())
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 }
 
 // TestRetriedWithinTheRound: with the default BRAMA_RETRIES a 429 with

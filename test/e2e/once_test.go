@@ -95,7 +95,7 @@ func TestOnceScriptedCycle(t *testing.T) {
 		assert.Equal(t, uint64(i+1), e.Seq, "every event is numbered, with no gaps")
 	}
 	st := w.loadState()
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 	assert.Equal(t, testkit.Identity(), st.Identity, "the environment configures the test identity")
 
 	// What Brama received: two signed requests (it answers 401 to any it
@@ -208,8 +208,8 @@ func TestOnceInstanceCost(t *testing.T) {
 
 	st := w.loadState()
 	events := w.journal()
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
-	api := []money.Amount{money.MustParse("0.00027"), money.MustParse("0.000255")}
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
+	api := []money.Amount{testkit.USD("0.00027"), testkit.USD("0.000255")}
 	var debits []money.Amount
 	for _, e := range events {
 		if e.Type == state.EventCostDebited {
@@ -227,7 +227,7 @@ func TestOnceInstanceCost(t *testing.T) {
 	assert.Equal(t, "0.000525", st.Budget.APISpent.String())
 	assert.Equal(t, instance.String(), st.Budget.InstanceSpent.String())
 	// Each part is at most the price of the whole process's wall time.
-	ceiling := money.MustParse("0.0000001").Mul(money.FromInt(wall.Microseconds()))
+	ceiling := testkit.USD("0.0000001").Mul(money.FromInt(wall.Microseconds()))
 	assert.Negative(t, st.Budget.InstanceSpent.Cmp(ceiling), "instance %s under 0.36/h × %v", st.Budget.InstanceSpent, wall)
 	net := st.Budget.Earned.Sub(st.Budget.APISpent).Sub(st.Budget.InstanceSpent)
 	assert.Equal(t, net.String(), st.Budget.Remaining.Sub(st.Budget.Starting).String())

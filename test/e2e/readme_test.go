@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/test/bramatest"
 	"github.com/wisent/singularity/test/testkit"
 )
@@ -150,7 +149,7 @@ func testReadmeExample(t *testing.T, auth string, ex readmeExample) {
 	}
 	events := w.journal()
 	st := w.loadState()
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 	assert.Empty(t, warnings(events))
 	if auth == "bearer" {
 		// gpt-4o-mini's prices from the README's file: 1000×0.15 + 100×0.6 per million.

@@ -61,7 +61,7 @@ func testRunStopsOn(t *testing.T, sig os.Signal) {
 	assert.Equal(t, st.Cycle, end.Cycle)
 	assert.GreaterOrEqual(t, st.Cycle, uint64(3))
 	assert.Zero(t, testkit.Count(events, state.EventWarning), "a clean run journals no warning")
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 }
 
 // overdraftWorld prices one full completion at about 0.0027 USD against
@@ -129,7 +129,7 @@ func TestRunNeverOverdraws(t *testing.T) {
 	assert.Equal(t, state.StatusExhausted, st.Status)
 	assert.GreaterOrEqual(t, st.Budget.Remaining.Sign(), 0, "remaining %s", st.Budget.Remaining)
 	events := w.journal()
-	requireNeverNegative(t, money.MustParse("0.004"), events)
+	requireNeverNegative(t, testkit.USD("0.004"), events)
 	assert.Zero(t, testkit.CountWhere(events, func(e state.Event) bool {
 		return e.Type == state.EventWarning && e.Message == "completion cost exceeded its reservation"
 	}))
@@ -141,7 +141,7 @@ func TestRunNeverOverdraws(t *testing.T) {
 	assert.Less(t, second, 1400, "the second is lowered to what is left")
 	assert.GreaterOrEqual(t, second, 256, "but not below SINGULARITY_MIN_COMPLETION_TOKENS")
 	assert.Equal(t, 2, testkit.Count(events, state.EventCostDebited))
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 }
 
 // TestOnceNeverOverdraws: the same in once, where the rounds of one cycle
@@ -158,9 +158,9 @@ func TestOnceNeverOverdraws(t *testing.T) {
 	st := w.loadState()
 	assert.Equal(t, state.StatusExhausted, st.Status)
 	events := w.journal()
-	requireNeverNegative(t, money.MustParse("0.004"), events)
+	requireNeverNegative(t, testkit.USD("0.004"), events)
 	assert.Len(t, w.brama.Completions(), 2)
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 }
 
 // TestOverdraftOnlyPastMaxTokens: a gateway that ignores max_tokens bills
@@ -180,7 +180,7 @@ func TestOverdraftOnlyPastMaxTokens(t *testing.T) {
 	assert.Equal(t, 1, testkit.CountWhere(events, func(e state.Event) bool {
 		return e.Type == state.EventWarning && e.Message == "completion cost exceeded its reservation"
 	}))
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 }
 
 // TestRunPermanentBramaError: a permanent Brama error (HTTP 4xx, a
@@ -316,8 +316,8 @@ func TestRunResumeContinues(t *testing.T) {
 	debits := testkit.Count(events, state.EventCostDebited)
 	// Every completion costs 0.00021; the budget is one budget.
 	assert.Equal(t, st.Budget.Starting.String(), st.Budget.Remaining.Add(st.Budget.APISpent).String())
-	assert.Equal(t, money.MustParse("0.00021").Mul(money.FromInt(int64(debits))).String(), st.Budget.APISpent.String(), "api_spent over both lives")
-	require.NoError(t, state.CheckInvariant(st.Budget, events))
+	assert.Equal(t, testkit.USD("0.00021").Mul(money.FromInt(int64(debits))).String(), st.Budget.APISpent.String(), "api_spent over both lives")
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 	assert.Equal(t, first.StartedAt, st.StartedAt)
 }
 

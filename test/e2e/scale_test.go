@@ -72,7 +72,7 @@ func (p *spawnPolicy) reply(r *bramatest.Request) bramatest.Reply {
 	var balance money.Amount
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if b := balanceInFrame.FindStringSubmatch(msgs[i].Content); b != nil {
-			balance = money.MustParse(b[1])
+			balance = testkit.USD(b[1])
 			break
 		}
 	}

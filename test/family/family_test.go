@@ -263,7 +263,7 @@ func checkTree(t *testing.T, w *world) {
 	// parent, so the family holds the root's 1 USD plus what it earned.
 	assert.Equal(t, "exact", n.text("family_ledger"), "family figures %v", n.Figures)
 	assert.Equal(t, "1", n.text("family_starting"))
-	assert.Positive(t, money.MustParse(n.text("family_granted")).Sign())
+	assert.Positive(t, testkit.USD(n.text("family_granted")).Sign())
 	br, _ := n.child("brama")
 	assert.Equal(t, "brama", br.Name)
 	assert.Positive(t, br.number("completed"), "the gateway counts completions")
@@ -393,7 +393,7 @@ func checkFilesOf(t *testing.T, root string, n int) map[string]beingFiles {
 		assert.Equal(t, state.EventStopped, last.Type, "%s's journal ends with stopped", name)
 		assert.Equal(t, state.StatusStopped, last.Status)
 		assert.Equal(t, st.Cycle, last.Cycle)
-		assert.NoError(t, state.CheckInvariant(st.Budget, events), "%s ledger invariant", name)
+		assert.NoError(t, testkit.CheckInvariant(st.Budget, events), "%s ledger invariant", name)
 		checkCycles(t, name, events)
 		checkConversation(t, name, st.Conversation)
 		checkWorkspaceNote(t, filepath.Dir(root), name, events)

@@ -369,7 +369,7 @@ func startScale(tb testing.TB, cfg scaleConfig) *scaleWorld {
 		tb.Fatal(err)
 	}
 
-	balance := money.MustParse("1000000")
+	balance := testkit.USD("1000000")
 	workspace := filepath.Join(cfg.dir, "workspace")
 	if err := os.MkdirAll(workspace, 0o700); err != nil {
 		tb.Fatal(err)
@@ -393,8 +393,8 @@ func startScale(tb testing.TB, cfg scaleConfig) *scaleWorld {
 		opts[i] = being.Options{
 			StateDir: stateDir, Identity: id, Mode: being.Run, Model: "test-model",
 			Pricing: ledger.Pricing{
-				InputPerMillion: money.MustParse("0.15"), OutputPerMillion: money.MustParse("0.6"),
-				InstancePerHour: money.MustParse("0.36"),
+				InputPerMillion: testkit.USD("0.15"), OutputPerMillion: testkit.USD("0.6"),
+				InstancePerHour: testkit.USD("0.36"),
 			},
 			StartingBalance: balance, Workspace: workspace, MaxToolRounds: 4, ContextMessages: cfg.window,
 			ModelTimeout: 2 * time.Minute, ShutdownGrace: 30 * time.Second, Writers: writers,
@@ -499,7 +499,10 @@ func TestTwoThousandBeings(t *testing.T) {
 		require.True(t, b.Entry.Off().IsZero(), "%s is off by %s", b.Name, b.Entry.Off())
 		entries = append(entries, b.Entry)
 	}
-	totals := accounts.Sum(entries)
+	var totals accounts.Totals
+	for _, e := range entries {
+		totals.Add(e)
+	}
 	assert.Equal(t, beings, totals.Beings)
 	assert.True(t, totals.Exact(), "the family is off by %s", totals.Off)
 	assert.Positive(t, totals.Spent.Sign(), "the beings paid for their rounds")
@@ -565,7 +568,7 @@ func BenchmarkFamilyStatus(b *testing.B) {
 	}
 	id := testkit.Identity()
 	at := state.Now()
-	g1, g2 := money.MustParse("1000"), money.MustParse("10")
+	g1, g2 := testkit.USD("1000"), testkit.USD("10")
 	create := func(dir string, st *state.Being) {
 		store, err := state.Open(dir)
 		if err != nil {
@@ -584,7 +587,7 @@ func BenchmarkFamilyStatus(b *testing.B) {
 		c := state.Child{ID: fmt.Sprintf("c-%s-%d", name, n), Name: name, Ticker: "T", CreatedAt: at, Status: state.StatusStarting, Endowment: &grant}
 		return c, filepath.Join(parent, "children", c.ID)
 	}
-	rootSt := being.NewState(id, money.MustParse("1000000"), "test-model", at)
+	rootSt := being.NewState(id, testkit.USD("1000000"), "test-model", at)
 	for i := range fanout {
 		c, dir := child(root, i, fmt.Sprintf("C%d", i), g1)
 		rootSt.Mind.Children = append(rootSt.Mind.Children, c)
@@ -598,11 +601,11 @@ func BenchmarkFamilyStatus(b *testing.B) {
 			gid.Name = gc.Name
 			create(gdir, being.NewState(gid, g2, "test-model", at))
 		}
-		granted := g2.Mul(money.MustParse(strconv.Itoa(grand)))
+		granted := g2.Mul(testkit.USD(strconv.Itoa(grand)))
 		st.Budget.Granted, st.Budget.Remaining = granted, g1.Sub(granted)
 		create(dir, st)
 	}
-	granted := g1.Mul(money.MustParse(strconv.Itoa(fanout)))
+	granted := g1.Mul(testkit.USD(strconv.Itoa(fanout)))
 	rootSt.Budget.Granted, rootSt.Budget.Remaining = granted, rootSt.Budget.Starting.Sub(granted)
 	create(root, rootSt)
 

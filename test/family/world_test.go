@@ -30,7 +30,6 @@ import (
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/metrics"
 	"github.com/wisent/singularity/internal/observe"
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
@@ -236,7 +235,7 @@ func startWorld(t *testing.T, cfg worldConfig) *world {
 	require.NoError(t, err)
 
 	id := testkit.Identity()
-	balance := money.MustParse("1")
+	balance := testkit.USD("1")
 	_, _, resumed, err := state.Boot(cfg.dir, cfg.resume, id, func() (*state.Being, error) {
 		return being.NewState(id, balance, "any", state.Now()), nil
 	})
@@ -256,9 +255,9 @@ func startWorld(t *testing.T, cfg worldConfig) *world {
 		Mode:     being.Run,
 		Model:    "any",
 		Pricing: ledger.Pricing{
-			InputPerMillion:  money.MustParse("0.15"),
-			OutputPerMillion: money.MustParse("0.6"),
-			InstancePerHour:  money.MustParse("0.36"),
+			InputPerMillion:  testkit.USD("0.15"),
+			OutputPerMillion: testkit.USD("0.6"),
+			InstancePerHour:  testkit.USD("0.36"),
 		},
 		StartingBalance: balance,
 		Workspace:       workspace,

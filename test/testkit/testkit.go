@@ -21,6 +21,9 @@
 //   - Commands. Environ, ExitCode and LastLine help run a built binary and
 //     read its outcome; ServerEverything is the pinned third-party MCP
 //     server (skipping a test where it is not installed).
+//   - Money. USD is an amount the test writes down; CheckInvariant is the
+//     ledger invariant of docs/money.md#the-invariant, which the runtime
+//     keeps by construction and only the tests check.
 //
 // Nothing here sleeps or waits.
 //

@@ -131,18 +131,6 @@ func (s *Server) Close() error {
 	return s.closeErr
 }
 
-// Stats returns a snapshot of the counters.
-func (s *Server) Stats() Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.stats
-	out.ByBeing = make(map[string]uint64, len(s.stats.ByBeing))
-	for k, v := range s.stats.ByBeing {
-		out.ByBeing[k] = v
-	}
-	return out
-}
-
 func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }

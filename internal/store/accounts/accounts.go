@@ -86,15 +86,6 @@ func (t *Totals) balance() {
 	t.Off = t.Remaining.Add(t.Spent).Add(t.InTransit).Add(t.Departed).Sub(t.Starting).Sub(t.Earned)
 }
 
-// Sum adds up entries.
-func Sum(entries []Entry) Totals {
-	var t Totals
-	for _, e := range entries {
-		t.Add(e)
-	}
-	return t
-}
-
 // Exact reports whether the family's money is conserved.
 func (t Totals) Exact() bool { return t.Off.Sign() == 0 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // benchFamily writes a family of n children under one root, every being
@@ -28,7 +29,7 @@ func benchFamily(b *testing.B, n int) string {
 		}
 	}
 	at := state.Now()
-	endowment := money.MustParse("1.5")
+	endowment := testkit.USD("1.5")
 	live := func(dir, name string, starting money.Amount, before func(*state.Journal, *state.Being)) {
 		id := state.Identity{AgentID: "agent-bench", Name: name}
 		st := &state.Being{SchemaVersion: state.SchemaVersion, Identity: id, Status: state.StatusRunning,
@@ -57,13 +58,13 @@ func benchFamily(b *testing.B, n int) string {
 			step(state.CycleStarted(at, c, chat.Message{Role: chat.RoleUser, Content: state.FramingPrefix + strconv.FormatUint(c, 10) + ". Balance: 1.49 USD. Earned: 0 USD. Net profit: -0.01 USD. Current model: test-model. Recent actions: singularity_memory_recall:success. Inspect opportunities and choose the next useful action. A plain response ends only this cycle; the being continues living while solvent."}))
 			call := chat.ToolCall{ID: "call_1", Type: "function", Function: chat.FunctionCall{Name: "singularity_memory_recall", Arguments: `{"query":"price"}`}}
 			step(state.ModelCompleted(at, c, chat.Usage{PromptTokens: 400, CompletionTokens: 20, TotalTokens: 420}, chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{call}}),
-				state.Debited(at, c, money.MustParse("0.000072"), money.MustParse("0.0000001"), 420))
+				state.Debited(at, c, testkit.USD("0.000072"), testkit.USD("0.0000001"), 420))
 			tool := state.ToolFinished(at, c, "singularity_memory_recall", "success")
 			tool.Chat = &chat.Message{Role: chat.RoleTool, ToolCallID: "call_1", Name: "singularity_memory_recall", Content: `{"chat_id":null,"content":{"memories":[]},"error_code":null,"message_id":null,"status":"success"}`}
 			tool.Action = &state.Action{Cycle: c, Tool: "singularity_memory_recall", Status: "success", At: at}
 			step(tool)
 			step(state.ModelCompleted(at, c, chat.Usage{PromptTokens: 400, CompletionTokens: 5, TotalTokens: 405}, chat.Message{Role: chat.RoleAssistant, Content: "done"}),
-				state.Debited(at, c, money.MustParse("0.000063"), money.MustParse("0.0000001"), 405))
+				state.Debited(at, c, testkit.USD("0.000063"), testkit.USD("0.0000001"), 405))
 			if c == 3 {
 				snap := *st
 				seq := j.NextSeq() - 1

@@ -10,8 +10,8 @@ import (
 // A completion's cost: tokens at a price per million, divided up so the
 // ledger never undercharges, then taken from the balance exactly.
 func Example() {
-	balance := money.MustParse("10")
-	pricePerMillion := money.MustParse("0.6")
+	balance := usd("10")
+	pricePerMillion := usd("0.6")
 	tokens := money.FromInt(1234)
 
 	cost := tokens.Mul(pricePerMillion).QuoUp(money.FromInt(1_000_000))
@@ -59,7 +59,7 @@ func ExampleParse() {
 // In JSON an amount is a string of its exact decimal; a number literal is
 // read too, from its text.
 func ExampleAmount_MarshalJSON() {
-	out, _ := json.Marshal(map[string]money.Amount{"remaining": money.MustParse("0.1").Add(money.MustParse("0.2"))})
+	out, _ := json.Marshal(map[string]money.Amount{"remaining": usd("0.1").Add(usd("0.2"))})
 	fmt.Println(string(out))
 
 	var a money.Amount
@@ -68,4 +68,14 @@ func ExampleAmount_MarshalJSON() {
 	// Output:
 	// {"remaining":"0.3"}
 	// 0.30000000000000004
+}
+
+// usd is a decimal amount the examples write out; Parse refuses anything
+// else.
+func usd(s string) money.Amount {
+	a, err := money.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
 }

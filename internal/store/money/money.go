@@ -116,15 +116,6 @@ func Parse(s string) (Amount, error) {
 	return Amount{z}, nil
 }
 
-// MustParse is Parse for constants known to be valid; it panics otherwise.
-func MustParse(s string) Amount {
-	a, err := Parse(s)
-	if err != nil {
-		panic(err)
-	}
-	return a
-}
-
 // FromInt returns the integer n as an amount.
 func FromInt(n int64) Amount { return Amount{fresh().SetMantScale(n, 0)} }
 

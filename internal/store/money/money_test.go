@@ -12,6 +12,15 @@ import (
 	"pgregory.net/rapid"
 )
 
+// mustParse is Parse for an amount the test writes down.
+func mustParse(s string) Amount {
+	a, err := Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
 func TestParseAndString(t *testing.T) {
 	tests := []struct {
 		in, want string
@@ -68,11 +77,11 @@ func TestArithmetic(t *testing.T) {
 		got  Amount
 		want string
 	}{
-		{"add", MustParse("9.99").Add(MustParse("0.01")), "10"},
-		{"sub", MustParse("10").Sub(MustParse("0.02")), "9.98"},
-		{"sub negative", MustParse("0").Sub(MustParse("0.02")), "-0.02"},
-		{"mul", MustParse("1234").Mul(MustParse("0.000002")), "0.002468"},
-		{"neg", MustParse("3.5").Neg(), "-3.5"},
+		{"add", mustParse("9.99").Add(mustParse("0.01")), "10"},
+		{"sub", mustParse("10").Sub(mustParse("0.02")), "9.98"},
+		{"sub negative", mustParse("0").Sub(mustParse("0.02")), "-0.02"},
+		{"mul", mustParse("1234").Mul(mustParse("0.000002")), "0.002468"},
+		{"neg", mustParse("3.5").Neg(), "-3.5"},
 		{"from int", FromInt(-42), "-42"},
 		{"from uint", FromUint(18446744073709551615), "18446744073709551615"},
 		// 123.4 s of instance time at 1 USD/hour: 123400000000 ns / 3.6e12.
@@ -86,13 +95,13 @@ func TestArithmetic(t *testing.T) {
 		{"quo down negative", FromInt(-1).QuoDown(FromInt(3)), "-0.333333333334"},
 		{"quo up tiny", FromInt(1).QuoUp(FromInt(3600000000000000)), "0.000000000001"},
 		{"quo down tiny", FromInt(1).QuoDown(FromInt(3600000000000000)), "0"},
-		{"round up", MustParse("0.0000342777771").RoundUp(), "0.000034277778"},
-		{"round up exact grid", MustParse("0.000034277778").RoundUp(), "0.000034277778"},
-		{"round down", MustParse("0.0000342777779").RoundDown(), "0.000034277777"},
-		{"round up negative", MustParse("-0.0000000000019").RoundUp(), "-0.000000000001"},
-		{"round down negative", MustParse("-0.0000000000011").RoundDown(), "-0.000000000002"},
-		{"round up beyond 64 digits", MustParse("1e-300").RoundUp(), "0.000000000001"},
-		{"round down short", MustParse("1.5").RoundDown(), "1.5"},
+		{"round up", mustParse("0.0000342777771").RoundUp(), "0.000034277778"},
+		{"round up exact grid", mustParse("0.000034277778").RoundUp(), "0.000034277778"},
+		{"round down", mustParse("0.0000342777779").RoundDown(), "0.000034277777"},
+		{"round up negative", mustParse("-0.0000000000019").RoundUp(), "-0.000000000001"},
+		{"round down negative", mustParse("-0.0000000000011").RoundDown(), "-0.000000000002"},
+		{"round up beyond 64 digits", mustParse("1e-300").RoundUp(), "0.000000000001"},
+		{"round down short", mustParse("1.5").RoundDown(), "1.5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,23 +111,23 @@ func TestArithmetic(t *testing.T) {
 }
 
 func TestOperandsUnchanged(t *testing.T) {
-	a, b := MustParse("1.25"), MustParse("0.75")
+	a, b := mustParse("1.25"), mustParse("0.75")
 	_ = a.Add(b)
 	_ = a.Sub(b)
 	_ = a.Mul(b)
 	_ = a.QuoUp(b)
 	_ = a.Neg()
-	_ = MustParse("0.1234567890123456").RoundUp()
+	_ = mustParse("0.1234567890123456").RoundUp()
 	assert.Equal(t, "1.25", a.String())
 	assert.Equal(t, "0.75", b.String())
 }
 
 func TestCompare(t *testing.T) {
-	assert.Equal(t, 0, MustParse("10").Cmp(MustParse("10.000")))
-	assert.True(t, MustParse("10").Equal(MustParse("1e1")))
-	assert.Equal(t, -1, MustParse("9.99").Cmp(MustParse("10")))
-	assert.Equal(t, 1, MustParse("0.000000000001").Cmp(Zero))
-	assert.Equal(t, -1, MustParse("-0.02").Sign())
+	assert.Equal(t, 0, mustParse("10").Cmp(mustParse("10.000")))
+	assert.True(t, mustParse("10").Equal(mustParse("1e1")))
+	assert.Equal(t, -1, mustParse("9.99").Cmp(mustParse("10")))
+	assert.Equal(t, 1, mustParse("0.000000000001").Cmp(Zero))
+	assert.Equal(t, -1, mustParse("-0.02").Sign())
 }
 
 func TestJSON(t *testing.T) {
@@ -181,8 +190,8 @@ func TestDirectedRoundingProperty(t *testing.T) {
 		as := rapid.IntRange(0, 30).Draw(t, "as")
 		bn := rapid.Int64().Filter(func(v int64) bool { return v != 0 }).Draw(t, "bn")
 		bs := rapid.IntRange(0, 30).Draw(t, "bs")
-		a := MustParse(big.NewInt(an).String() + "e-" + itoa(as))
-		b := MustParse(big.NewInt(bn).String() + "e-" + itoa(bs))
+		a := mustParse(big.NewInt(an).String() + "e-" + itoa(as))
+		b := mustParse(big.NewInt(bn).String() + "e-" + itoa(bs))
 		exact := new(big.Rat).Quo(a.Rat(), b.Rat())
 
 		up, down := a.QuoUp(b), a.QuoDown(b)
@@ -240,7 +249,7 @@ func TestHuman(t *testing.T) {
 		{"-0.0000365", "-0.000037"},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
-			if got := MustParse(tc.in).Human(); got != tc.want {
+			if got := mustParse(tc.in).Human(); got != tc.want {
 				t.Fatalf("Human(%s) = %s, want %s", tc.in, got, tc.want)
 			}
 		})
@@ -261,7 +270,7 @@ func TestStringFastPathMatchesRational(t *testing.T) {
 		require.NoError(t, err, s)
 		amounts = append(amounts, a)
 	}
-	price := MustParse("0.15")
+	price := mustParse("0.15")
 	for i := int64(1); i < 400; i++ {
 		a := FromInt(i*7919 - 1000000).QuoUp(FromInt(1_000_000))
 		amounts = append(amounts, a, a.Add(price), a.Sub(price.Add(price)), a.Neg())

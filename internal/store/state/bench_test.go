@@ -19,7 +19,7 @@ func benchBeing(n int) *Being {
 		Identity:      Identity{AgentID: "bench", Name: "Ada", PolicySequence: 1},
 		Mind:          Mind{SystemPrompt: strings.Repeat("You are Ada. ", 40), Rules: []string{"be frugal"}},
 		Status:        StatusRunning,
-		Budget:        Budget{Starting: money.FromInt(10), Remaining: money.MustParse("9.123456789012"), APISpent: money.MustParse("0.876543210988")},
+		Budget:        Budget{Starting: money.FromInt(10), Remaining: mustParse("9.123456789012"), APISpent: mustParse("0.876543210988")},
 		StartedAt:     Now(),
 		UpdatedAt:     Now(),
 	}
@@ -84,7 +84,7 @@ func BenchmarkJournalAppend(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer j.Close()
-			e := CostDebited(Now(), being.Cycle, money.MustParse("0.000034277778"))
+			e := CostDebited(Now(), being.Cycle, mustParse("0.000034277778"))
 			b.ReportAllocs()
 			for b.Loop() {
 				if err := j.Append(e); err != nil {

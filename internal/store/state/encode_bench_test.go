@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
@@ -12,7 +11,7 @@ import (
 // (1000 short memories) with a full 200-message window: what every cycle
 // end of a long life encodes.
 func BenchmarkEncodeFullMind(b *testing.B) {
-	st := &Being{SchemaVersion: SchemaVersion, Budget: Budget{Starting: money.MustParse("10"), Remaining: money.MustParse("9.5")}}
+	st := &Being{SchemaVersion: SchemaVersion, Budget: Budget{Starting: mustParse("10"), Remaining: mustParse("9.5")}}
 	at := Now()
 	for i := range MaxMemories {
 		st.Mind.Memories = append(st.Mind.Memories, Memory{ID: fmt.Sprintf("%08d-0000-4000-8000-000000000000", i), Kind: "lead", Text: fmt.Sprint("lead number ", i), CreatedAt: at})
@@ -51,7 +50,7 @@ func BenchmarkEncodeFullMindCached(b *testing.B) {
 }
 
 func fullMind() *Being {
-	st := &Being{SchemaVersion: SchemaVersion, Budget: Budget{Starting: money.MustParse("10"), Remaining: money.MustParse("9.5")}}
+	st := &Being{SchemaVersion: SchemaVersion, Budget: Budget{Starting: mustParse("10"), Remaining: mustParse("9.5")}}
 	at := Now()
 	for i := range MaxMemories {
 		st.Mind.Memories = append(st.Mind.Memories, Memory{ID: fmt.Sprintf("%08d-0000-4000-8000-000000000000", i), Kind: "lead", Text: fmt.Sprint("lead number ", i), CreatedAt: at})

@@ -5,7 +5,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
@@ -33,7 +32,7 @@ func encodedLife() []Event {
 func TestEncodedConversationMatchesParsed(t *testing.T) {
 	fresh := func() *Being {
 		return &Being{SchemaVersion: SchemaVersion, Status: StatusRunning, StartedAt: Now(),
-			Budget: Budget{Starting: money.MustParse("1"), Remaining: money.MustParse("1")}}
+			Budget: Budget{Starting: mustParse("1"), Remaining: mustParse("1")}}
 	}
 	parsed, encoded := fresh(), fresh()
 	encoded.StartedAt = parsed.StartedAt

@@ -110,11 +110,6 @@ func ModelCompleted(at Time, cycle uint64, u chat.Usage, msg ...chat.Message) Ev
 	return e
 }
 
-// CostDebited records a debit (possibly 0), all of it API spending.
-func CostDebited(at Time, cycle uint64, amount money.Amount) Event {
-	return Event{Type: EventCostDebited, At: at, Cycle: cycle, Amount: amount, API: amount}
-}
-
 // Debited records a debit as the ledger priced it: api + instance =
 // amount, and the tokens it adds to total_tokens.
 func Debited(at Time, cycle uint64, api, instance money.Amount, tokens uint64) Event {

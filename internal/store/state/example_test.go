@@ -41,12 +41,12 @@ func Example_journal() {
 		{state.CycleStarted(at, 1, chat.Message{Role: chat.RoleUser, Content: "cycle 1"})},
 		{
 			state.ModelCompleted(at, 1, chat.Usage{}, chat.Message{Role: chat.RoleAssistant, Content: "I will remember it."}),
-			state.Debited(at, 1, money.MustParse("0.0012"), money.MustParse("0.0003"), 1500),
+			state.Debited(at, 1, usd("0.0012"), usd("0.0003"), 1500),
 		},
 		{
 			state.ToolFinished(at, 1, "singularity_memory_remember", "success"),
 			state.MemoryAdded(state.Memory{ID: "m1", Kind: "fact", Text: "the sea is salty", CreatedAt: at}),
-			state.RevenueCredited(at, 1, money.MustParse("0.05"), "finance__finance_sell_report"),
+			state.RevenueCredited(at, 1, usd("0.05"), "finance__finance_sell_report"),
 		},
 	}
 	for _, step := range steps {
@@ -65,7 +65,7 @@ func Example_journal() {
 	}
 
 	// Replay onto the state the being started from.
-	start := money.MustParse("1")
+	start := usd("1")
 	being := &state.Being{Budget: state.Budget{Starting: start, Remaining: start}}
 	for _, e := range events {
 		being.Apply(e)
@@ -73,7 +73,8 @@ func Example_journal() {
 	fmt.Println("cycle", being.Cycle, "journal_seq", being.Seq())
 	fmt.Println("remaining", being.Budget.Remaining, "earned", being.Budget.Earned)
 	fmt.Println("memories", len(being.Mind.Memories), "conversation", len(being.Conversation))
-	fmt.Println("invariant:", state.CheckInvariant(being.Budget, events))
+	totals := state.Totals(events)
+	fmt.Println("debited", totals.Debited, "credited", totals.Credited, "consistent:", being.Budget.Check())
 	// Output:
 	// 1 cycle_started
 	// 2 model_completed
@@ -84,7 +85,7 @@ func Example_journal() {
 	// cycle 1 journal_seq 6
 	// remaining 1.0485 earned 0.05
 	// memories 1 conversation 2
-	// invariant: <nil>
+	// debited 0.0015 credited 0.05 consistent: <nil>
 }
 
 // A crash in the middle of an append leaves a last line without its
@@ -121,4 +122,14 @@ func ExampleOpenJournal_tornLine() {
 	// 1 started ""
 	// 2 warning "activity journal: removed a torn last line of 18 bytes"
 	// lines 2
+}
+
+// usd is a decimal amount the examples write out; money.Parse refuses
+// anything else.
+func usd(s string) money.Amount {
+	a, err := money.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
 }

@@ -1,16 +1,6 @@
 package state
 
-import (
-	"github.com/wisent/singularity/internal/store/money"
-	"github.com/wisent/singularity/supervision/fault"
-)
-
-// JournalTotals sums the journal's money events: every cost_debited amount
-// and every revenue_credited amount.
-func JournalTotals(events []Event) (debited, credited money.Amount) {
-	t := Totals(events)
-	return t.Debited, t.Credited
-}
+import "github.com/wisent/singularity/internal/store/money"
 
 // MoneyTotals are the sums of a journal's money events.
 type MoneyTotals struct {
@@ -32,36 +22,6 @@ func Totals(events []Event) MoneyTotals {
 		}
 	}
 	return t
-}
-
-// CheckInvariant verifies the ledger invariant of docs/money.md#the-invariant
-// between a budget and the being's whole journal, exactly:
-//
-//	remaining = starting − Σ cost_debited + Σ revenue_credited − Σ endowment_granted
-//
-// and the budget's own consistency, remaining = starting − api_spent −
-// instance_spent + earned − granted, with granted equal to the journal's
-// grants and no amount negative except remaining.
-func CheckInvariant(b Budget, events []Event) error {
-	if err := b.check(); err != nil {
-		return fault.Errorf(fault.ClassState, "ledger invariant violated: %w", err)
-	}
-	t := Totals(events)
-	want := b.Starting.Sub(t.Debited).Add(t.Credited).Sub(t.Granted)
-	if !b.Remaining.Equal(want) {
-		return fault.Errorf(fault.ClassState,
-			"ledger invariant violated: remaining %s, but starting %s − debited %s + credited %s − granted %s = %s",
-			b.Remaining, b.Starting, t.Debited, t.Credited, t.Granted, want)
-	}
-	if !b.Granted.Equal(t.Granted) {
-		return fault.Errorf(fault.ClassState,
-			"ledger invariant violated: granted %s, but the journal's grants sum to %s", b.Granted, t.Granted)
-	}
-	if want := b.Expected(); !b.Remaining.Equal(want) {
-		return fault.Errorf(fault.ClassState,
-			"ledger invariant violated: remaining %s, but starting − spent + earned − granted = %s", b.Remaining, want)
-	}
-	return nil
 }
 
 // Expected is what remaining must be by the budget's own figures:

@@ -18,6 +18,22 @@ import (
 
 var at = Time{time.Date(2026, 8, 24, 22, 5, 13, 100000000, time.UTC)}
 
+// mustParse is money.Parse for an amount the test writes down; the tests
+// of state cannot use testkit, which imports state.
+func mustParse(s string) money.Amount {
+	a, err := money.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// CostDebited is the reference runtime's debit, all of it API spending:
+// a cost_debited with its amount alone.
+func CostDebited(at Time, cycle uint64, amount money.Amount) Event {
+	return Debited(at, cycle, amount, money.Zero, 0)
+}
+
 func withSeq(e Event, seq uint64) Event { e.Seq = seq; return e }
 
 func stamped(e Event) Event { e.At, e.Cycle = at, 4; return e }
@@ -41,9 +57,9 @@ func TestEventShapes(t *testing.T) {
 		{ModelCompleted(at, 3, chat.Usage{PromptTokens: 1200, CompletionTokens: 34, TotalTokens: 1234}),
 			`{"type":"model_completed",` + ts + `,"cycle":3,"usage":{"prompt_tokens":1200,"completion_tokens":34,"total_tokens":1234}}`},
 		{CostDebited(at, 3, money.Zero), `{"type":"cost_debited",` + ts + `,"cycle":3,"amount":"0"}`},
-		{CostDebited(at, 3, money.MustParse("0.000034277778")), `{"type":"cost_debited",` + ts + `,"cycle":3,"amount":"0.000034277778"}`},
+		{CostDebited(at, 3, mustParse("0.000034277778")), `{"type":"cost_debited",` + ts + `,"cycle":3,"amount":"0.000034277778"}`},
 		{ToolFinished(at, 3, "finance__sell", "success"), `{"type":"tool_finished",` + ts + `,"cycle":3,"tool":"finance__sell","status":"success"}`},
-		{RevenueCredited(at, 3, money.MustParse("2.5"), "finance__sell"), `{"type":"revenue_credited",` + ts + `,"cycle":3,"amount":"2.5","source":"finance__sell"}`},
+		{RevenueCredited(at, 3, mustParse("2.5"), "finance__sell"), `{"type":"revenue_credited",` + ts + `,"cycle":3,"amount":"2.5","source":"finance__sell"}`},
 		{Warning(at, 3, "maximum tool rounds reached"), `{"type":"warning",` + ts + `,"cycle":3,"message":"maximum tool rounds reached"}`},
 		{Stopped(at, 3, StatusStopped), `{"type":"stopped",` + ts + `,"cycle":3,"status":"stopped"}`},
 		// The write-ahead fields (docs/state.md#the-journal).
@@ -51,7 +67,7 @@ func TestEventShapes(t *testing.T) {
 			`{"type":"cycle_started","seq":7,` + ts + `,"cycle":4,"messages":[{"role":"user","content":"Begin autonomous cycle 4."}]}`},
 		{ModelCompleted(at, 4, chat.Usage{TotalTokens: 5}, chat.Message{Role: chat.RoleAssistant, Content: "hi"}),
 			`{"type":"model_completed",` + ts + `,"cycle":4,"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":5},"message":{"role":"assistant","content":"hi"}}`},
-		{Debited(at, 4, money.MustParse("0.25"), money.MustParse("0.5"), 5),
+		{Debited(at, 4, mustParse("0.25"), mustParse("0.5"), 5),
 			`{"type":"cost_debited",` + ts + `,"cycle":4,"amount":"0.75","api":"0.25","instance":"0.5","tokens":5}`},
 		{toolStep(), `{"type":"tool_finished",` + ts + `,"cycle":4,"tool":"most_send_message","status":"success","message":{"role":"tool","content":"{}","tool_call_id":"c1","name":"most_send_message"},"action":{"cycle":4,"tool":"most_send_message","status":"success","at":"2026-08-24T22:05:13.100000Z"},"created":{"chat_ids":[],"message_ids":["m1"]}}`},
 		{Event{Type: EventWarning, At: at, Cycle: 4, Message: "storage unavailable: disk full", Repeats: 3},
@@ -87,7 +103,7 @@ func TestJournalAppendAndRead(t *testing.T) {
 	j, err := OpenJournal(path, at, 0)
 	require.NoError(t, err)
 	assert.Zero(t, j.Repaired())
-	events := []Event{Started(at), CycleStarted(at, 1), CostDebited(at, 1, money.MustParse("0.01")), Stopped(at, 1, StatusStopped)}
+	events := []Event{Started(at), CycleStarted(at, 1), CostDebited(at, 1, mustParse("0.01")), Stopped(at, 1, StatusStopped)}
 	for _, e := range events {
 		require.NoError(t, j.Append(e))
 	}
@@ -265,8 +281,8 @@ func TestEventFieldsMatchEncodingJSON(t *testing.T) {
 	values := []any{
 		"", "success", "maximum tool rounds reached", `quote " and \ back`, "<tag> & more", "tab\there",
 		"é unicode", "\u2028", "bad \xff utf8", uint64(0), uint64(1<<64 - 1), 0, -7, 1 << 40,
-		Time{Time: time.Date(2026, 12, 1, 12, 0, 0, 123456789, time.UTC)}, money.MustParse("0.000036"),
-		money.MustParse("-1.5"), money.Zero, chat.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3},
+		Time{Time: time.Date(2026, 12, 1, 12, 0, 0, 123456789, time.UTC)}, mustParse("0.000036"),
+		mustParse("-1.5"), money.Zero, chat.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3},
 		&chat.Message{Role: chat.RoleTool, Content: "<b>"}, []chat.Message(nil),
 	}
 	for _, v := range values {
@@ -291,11 +307,11 @@ func TestReadAllPast(t *testing.T) {
 	require.NoError(t, err)
 	steps := [][]Event{
 		{CycleStarted(at, 1, chat.Message{Role: chat.RoleUser, Content: "Begin autonomous cycle 1."})},
-		{ModelCompleted(at, 1, chat.Usage{TotalTokens: 5}, chat.Message{Role: chat.RoleAssistant, Content: "hi"}), Debited(at, 1, money.MustParse("0.25"), money.MustParse("0.5"), 5)},
-		{RevenueCredited(at, 1, money.MustParse("2.5"), "finance__sell")},
+		{ModelCompleted(at, 1, chat.Usage{TotalTokens: 5}, chat.Message{Role: chat.RoleAssistant, Content: "hi"}), Debited(at, 1, mustParse("0.25"), mustParse("0.5"), 5)},
+		{RevenueCredited(at, 1, mustParse("2.5"), "finance__sell")},
 		{toolStep()},
-		{CostDebited(at, 2, money.MustParse("0.000001"))},
-		{RevenueCredited(at, 2, money.MustParse("0.1"), "finance__sell"), toolStep()},
+		{CostDebited(at, 2, mustParse("0.000001"))},
+		{RevenueCredited(at, 2, mustParse("0.1"), "finance__sell"), toolStep()},
 	}
 	for i, step := range steps {
 		_, err := j.AppendStep(step)

@@ -174,14 +174,15 @@ func Decode(path string, data []byte) (*Being, error) {
 		// The head is fine after all (its key in another case, which
 		// encoding/json matches): b is as decoded.
 	}
-	if err := b.Budget.check(); err != nil {
+	if err := b.Budget.Check(); err != nil {
 		return nil, fault.Errorf(fault.ClassState, "malformed state file %s: %w", path, err)
 	}
 	return b, nil
 }
 
-// check refuses a budget no ledger could have produced.
-func (b Budget) check() error {
+// Check refuses a budget no ledger could have produced: any amount but
+// remaining below zero.
+func (b Budget) Check() error {
 	for _, f := range []struct {
 		name string
 		v    interface{ Sign() int }

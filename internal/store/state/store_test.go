@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision/fault"
 )
@@ -91,7 +90,9 @@ func TestReferenceFixtureRoundTrip(t *testing.T) {
 	assert.Equal(t, uint64(2400), b.Budget.TotalTokens)
 	assert.Len(t, b.Conversation, 6)
 	assert.Nil(t, b.Extra)
-	require.NoError(t, CheckInvariant(b.Budget, []Event{CostDebited(Now(), 1, money.MustParse("0.0054"))}))
+	require.NoError(t, b.Budget.Check())
+	assert.True(t, b.Budget.Starting.Sub(mustParse("0.0054")).Equal(b.Budget.Remaining), "the fixture's one debit")
+	assert.True(t, b.Budget.Expected().Equal(b.Budget.Remaining), "the fixture's budget is consistent")
 
 	require.NoError(t, s.Save(b))
 	saved, err := os.ReadFile(s.Path(StateFile))

@@ -26,8 +26,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/wisent/singularity/internal/tools/outcome"
 )
 
 // Limits of docs/tools.md#the-output-boundary.
@@ -102,10 +100,6 @@ func Check(result json.RawMessage) error {
 	}
 	return checkDocument(result, 1)
 }
-
-// Apply screens o's content and Most ids with no workspace and no
-// secrets: Screen{}.Apply.
-func Apply(o outcome.Outcome) (outcome.Outcome, string) { return Screen{}.Apply(o) }
 
 // checkDocument checks one JSON document whose top-level value sits at
 // level base. The document is validated first, so the walk below can

@@ -147,13 +147,13 @@ func TestReasonNeverQuotesTheValue(t *testing.T) {
 
 func TestApply(t *testing.T) {
 	ok := outcome.Succeeded(json.RawMessage(`{"memory_id":"m1"}`))
-	got, reason := Apply(ok)
+	got, reason := Screen{}.Apply(ok)
 	require.Empty(t, reason)
 	require.Equal(t, ok, got)
 
 	bad := outcome.Succeeded(json.RawMessage(`{"path":"/etc/shadow","content":"x"}`))
 	bad.ChatID = "c1"
-	got, reason = Apply(bad)
+	got, reason = Screen{}.Apply(bad)
 	require.NotEmpty(t, reason)
 	require.Equal(t, outcome.Success, got.Status, "the replacement keeps the call's real status")
 	require.Equal(t, "sensitive_output_rejected", got.ErrorCode)
@@ -161,17 +161,17 @@ func TestApply(t *testing.T) {
 	require.Equal(t, `{"status":"success","error_code":"sensitive_output_rejected"}`, got.Envelope())
 
 	// A failure's message is screened too.
-	got, _ = Apply(outcome.Failure("remote_tool", "cannot open /var/db"))
+	got, _ = Screen{}.Apply(outcome.Failure("remote_tool", "cannot open /var/db"))
 	require.True(t, got.Rejected)
 
 	// Most ids are screened as strings.
 	idOutcome := outcome.Succeeded(json.RawMessage(`{"id":"x"}`))
 	idOutcome.MessageID = "/tmp/id"
-	got, _ = Apply(idOutcome)
+	got, _ = Screen{}.Apply(idOutcome)
 	require.True(t, got.Rejected)
 
 	// The replacement passes through unchanged.
-	again, reason := Apply(got)
+	again, reason := Screen{}.Apply(got)
 	require.Empty(t, reason)
 	require.Equal(t, got, again)
 }

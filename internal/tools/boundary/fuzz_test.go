@@ -33,7 +33,7 @@ func FuzzCheck(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		err := Check(json.RawMessage(data))
 		// Apply must never panic and must agree with Check.
-		got, reason := Apply(outcome.Succeeded(json.RawMessage(data)))
+		got, reason := Screen{}.Apply(outcome.Succeeded(json.RawMessage(data)))
 		if (err == nil) != (reason == "") {
 			t.Fatalf("Apply and Check disagree: %v vs %q", err, reason)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/outcome"
+	"github.com/wisent/singularity/internal/wire/gateway"
 )
 
 // Limits of docs/tools.md#built-in-tools.
@@ -117,11 +118,6 @@ func New(env Env) (*Tools, error) {
 		env.NewID = uuid.NewString
 	}
 	return &Tools{env: env, root: root}, nil
-}
-
-// Has reports whether name is a built-in tool.
-func Has(name string) bool {
-	return slices.ContainsFunc(specs, func(s spec) bool { return s.name == name })
 }
 
 // Request is one call of a built-in tool.
@@ -388,16 +384,6 @@ func addLearning(args json.RawMessage) Result {
 	}{v[0]}), state.LearningAdded(v[0]))
 }
 
-// IsSelector reports whether model is a Brama selector rather than a model
-// id: "any", "any-vision-capable", "best", or a "task:" prefix.
-func IsSelector(model string) bool {
-	switch model {
-	case "any", "any-vision-capable", "best":
-		return true
-	}
-	return strings.HasPrefix(model, "task:")
-}
-
 // switchModel accepts a selector (when selectors is set) or a model in
 // advertised. A listing that failed (nil) counts as not advertised: the
 // model cannot be confirmed.
@@ -407,7 +393,7 @@ func switchModel(args json.RawMessage, advertised []string, selectors bool) Resu
 		return final(*bad)
 	}
 	model := v[0]
-	if !(selectors && IsSelector(model)) && !slices.Contains(advertised, model) {
+	if !(selectors && gateway.IsSelector(model)) && !slices.Contains(advertised, model) {
 		return final(outcome.Failure(CodeModelUnavailable, "Brama does not advertise that model"))
 	}
 	return changed(succeed(struct {

@@ -56,15 +56,6 @@ func Definitions() []chat.Tool {
 	return tools
 }
 
-// Names returns the built-in tool names in catalogue order.
-func Names() []string {
-	names := make([]string, 0, len(specs))
-	for _, s := range specs {
-		names = append(names, s.name)
-	}
-	return names
-}
-
 // stringSchema builds {"type":"object","properties":{k:{"type":"string"},…},
 // "required":[…],"additionalProperties":false} with keys in the given order.
 func stringSchema(keys []string) json.RawMessage {

@@ -28,5 +28,5 @@ func TestDefinitions(t *testing.T) {
 		require.Equal(t, w.schema, string(tools[i].Function.Parameters))
 		require.True(t, json.Valid(tools[i].Function.Parameters))
 	}
-	require.Equal(t, len(want), len(Names()))
+	require.Equal(t, len(want), len(tools))
 }

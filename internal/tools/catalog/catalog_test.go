@@ -18,6 +18,15 @@ var obj = json.RawMessage(`{"type":"object","properties":{}}`)
 
 func tool(name string) chat.Tool { return chat.NewTool(name, "does "+name, obj) }
 
+// builtinNames lists the built-in tools' names in catalogue order.
+func builtinNames() []string {
+	var names []string
+	for _, tl := range builtin.Definitions() {
+		names = append(names, tl.Function.Name)
+	}
+	return names
+}
+
 func TestBuildOrderAndLookup(t *testing.T) {
 	c, err := Standard([]chat.Tool{tool("finance__b"), tool("echo__a")}, true)
 	require.NoError(t, err)
@@ -25,7 +34,7 @@ func TestBuildOrderAndLookup(t *testing.T) {
 	for _, tl := range c.Tools() {
 		names = append(names, tl.Function.Name)
 	}
-	want := append([]string{"finance__b", "echo__a"}, builtin.Names()...)
+	want := append([]string{"finance__b", "echo__a"}, builtinNames()...)
 	want = append(want, most.Names()...)
 	assert.Equal(t, want, names, "Las order first, then built-ins, then Most")
 
@@ -44,7 +53,7 @@ func TestBuildOrderAndLookup(t *testing.T) {
 
 	withoutMost, err := Standard(nil, false)
 	require.NoError(t, err)
-	assert.Equal(t, len(builtin.Names()), withoutMost.Len())
+	assert.Equal(t, len(builtin.Definitions()), withoutMost.Len())
 
 	decoded := string([]byte("finance__b")) // a fresh copy, as a completion decodes it
 	own := c.Canonical(decoded)

@@ -7,7 +7,7 @@ import (
 	"github.com/wisent/singularity/internal/tools/builtin"
 	"github.com/wisent/singularity/internal/tools/catalog"
 	"github.com/wisent/singularity/internal/wire/chat"
-	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // A being's catalogue: the Las tools in Las order, then the built-ins (the
@@ -48,7 +48,7 @@ func ExampleBuild() {
 		{chat.NewTool("echo__echo", "", json.RawMessage(`[]`))},
 	} {
 		_, err := catalog.Build(las, builtin.Definitions(), nil)
-		fmt.Printf("exit %d: %v\n", supervision.ExitCode(err), err)
+		fmt.Printf("exit %d: %v\n", fault.ExitCode(err), err)
 	}
 	// Output:
 	// exit 5: tool: duplicate tool: singularity_memory_remember
