@@ -158,9 +158,6 @@ func (e *Engine) SetLogger(log *slog.Logger) { e.cfg.Log = log }
 // NextSeq is the seq the next journaled event gets.
 func (e *Engine) NextSeq() uint64 { return e.journal.NextSeq() }
 
-// Checkpointed is the seq the last durable checkpoint includes.
-func (e *Engine) Checkpointed() uint64 { return e.checkpointed }
-
 // SetCheckpointed records the seq the loaded checkpoint includes.
 func (e *Engine) SetCheckpointed(seq uint64) { e.checkpointed = seq }
 

@@ -165,7 +165,7 @@ func TestCheckpointIsAppliedOnlyWhenNewest(t *testing.T) {
 	require.Len(t, out, 2, "inline, a background checkpoint is written in the slot")
 	assert.Equal(t, Landed{Applied: true, Seq: 3, UpdatedAt: at}, out[0])
 	assert.Equal(t, Checkpointed{Tag: 5}, out[1])
-	assert.Equal(t, uint64(3), e.Checkpointed())
+	assert.Equal(t, uint64(3), e.checkpointed)
 	saved, err := state.Load(dir)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3), saved.Seq())
