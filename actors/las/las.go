@@ -13,6 +13,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/wisent/singularity/internal/mailbox"
 	"github.com/wisent/singularity/internal/tools/catalog"
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/internal/wire/chat"
@@ -123,10 +124,9 @@ var generations atomic.Uint64
 // been sent. Calls in flight when Las fails come back indeterminate and
 // are never replayed (docs/las.md#calls-in-flight).
 type Las struct {
-	opts   Options
-	h      *history
-	log    *slog.Logger
-	worker *worker // the mailbox's dispatcher, ended when the actor stops
+	opts Options
+	h    *history
+	log  *slog.Logger
 
 	gen     uint64
 	proc    *process
@@ -164,14 +164,14 @@ func Props(opts Options) *actor.Props {
 	if opts.server != nil && opts.server.URL != "" {
 		return remoteProps(opts)
 	}
-	h, w := &history{}, newWorker()
+	h := &history{}
 	return actor.PropsFromProducer(func() actor.Actor {
 		log := opts.Logger.With("actor", "las", "being", opts.BeingName, "agent_id", opts.AgentID)
 		if opts.server != nil {
 			log = log.With("server", opts.server.Name)
 		}
-		return &Las{opts: opts, h: h, log: log, worker: w}
-	}, actor.WithDispatcher(w))
+		return &Las{opts: opts, h: h, log: log}
+	}, actor.WithDispatcher(mailbox.Shared))
 }
 
 // Receive dispatches one message. Values, not pointers, are the message
@@ -184,8 +184,6 @@ func (a *Las) Receive(ctx actor.Context) {
 		a.handleRestarting()
 	case *actor.Stopping:
 		a.handleStopping(ctx)
-	case *actor.Stopped:
-		a.worker.stop()
 	case messages.Restarted:
 		a.handleRestarted(ctx, m)
 	case messages.LasCallRequest:

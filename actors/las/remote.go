@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wisent/singularity/internal/mailbox"
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/internal/wire/mcpwire"
@@ -56,7 +57,6 @@ type Remote struct {
 	opts    Options
 	h       *history
 	log     *slog.Logger
-	worker  *worker // the mailbox's dispatcher, ended when the actor stops
 	gen     uint64
 	session *mcp.ClientSession
 	ready   bool
@@ -70,10 +70,10 @@ type Remote struct {
 var _ actor.Actor = (*Remote)(nil)
 
 func remoteProps(opts Options) *actor.Props {
-	h, w := &history{}, newWorker()
+	h := &history{}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Remote{opts: opts, h: h, log: opts.Logger.With("actor", "las", "being", opts.BeingName, "server", opts.server.Name), worker: w}
-	}, actor.WithDispatcher(w))
+		return &Remote{opts: opts, h: h, log: opts.Logger.With("actor", "las", "being", opts.BeingName, "server", opts.server.Name)}
+	}, actor.WithDispatcher(mailbox.Shared))
 }
 
 // Receive dispatches one message.
@@ -85,8 +85,6 @@ func (a *Remote) Receive(ctx actor.Context) {
 		a.closeSession()
 	case *actor.Stopping:
 		a.handleStopping(ctx)
-	case *actor.Stopped:
-		a.worker.stop()
 	case messages.Restarted:
 		a.h.restarts, a.h.lastReason = m.Restarts, m.Reason
 		a.tell(ctx, messages.LasRestarted{Restarts: m.Restarts, Reason: m.Reason})
