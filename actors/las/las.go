@@ -244,7 +244,8 @@ func (a *Las) handleStarted(ctx actor.Context) {
 		post(sessionEnded{gen: gen, err: s.Err()})
 	}()
 	a.phase, a.busy = phaseInitializing, true
-	go func() { post(initialized{gen: gen, err: s.Initialize(base)}) }()
+	wait := s.Initialize(base)
+	go func() { post(initialized{gen: gen, err: wait()}) }()
 }
 
 func (a *Las) handleRestarting() {
@@ -400,10 +401,10 @@ func (a *Las) startListing(ctx actor.Context) {
 		return
 	}
 	a.inList, a.busy = true, true
-	s, gen, post := a.sess, a.gen, a.poster(ctx)
-	base := context.Background()
+	gen, post := a.gen, a.poster(ctx)
+	wait := a.sess.ListTools(context.Background())
 	go func() {
-		tools, err := s.ListTools(base)
+		tools, err := wait()
 		post(toolsListed{gen: gen, tools: tools, err: err})
 	}()
 }
@@ -555,22 +556,25 @@ func (a *Las) handleCall(ctx actor.Context, sender *actor.PID, req messages.LasC
 	a.call(ctx, sender, req.Tool, args, deadline)
 }
 
-// call sends one call on its own goroutine, which answers the caller.
-// When the deadline passes first the session has told the server, the
-// caller hears the call is indeterminate, and then the actor pings the
-// server at once (docs/las.md#calls-and-deadlines): a hung server is
-// restarted, a merely slow tool is not.
+// call sends one call, and a goroutine of its own waits for the answer
+// and answers the caller. When the deadline passes first the session has
+// told the server, the caller hears the call is indeterminate, and the
+// actor pings the server at once (docs/las.md#calls-and-deadlines): a
+// hung server is restarted, a merely slow tool is not. The ping is asked
+// for before the caller is answered, so that it goes out before any call
+// the caller makes next.
 func (a *Las) call(ctx actor.Context, sender *actor.PID, tool string, args json.RawMessage, deadline time.Time) {
-	s, gen, post, system, redact := a.sess, a.gen, a.poster(ctx), ctx.ActorSystem(), a.opts.Secrets.RedactString
+	gen, post, system, redact := a.gen, a.poster(ctx), ctx.ActorSystem(), a.opts.Secrets.RedactString
+	c, cancel := context.WithDeadline(context.Background(), deadline)
+	wait := a.sess.CallTool(c, tool, args)
 	go func() {
-		c, cancel := context.WithDeadline(context.Background(), deadline)
 		defer cancel()
-		o, err := s.CallTool(c, tool, args)
+		o, err := wait()
 		switch {
 		case err == nil:
 		case errors.Is(err, context.DeadlineExceeded):
 			o = outcome.Unknown(mcpwire.ErrorCodeMCP, msgNoAnswer)
-			defer post(callExpired{gen: gen})
+			post(callExpired{gen: gen})
 		default:
 			o = callFailure(err, redact)
 		}
@@ -653,11 +657,12 @@ func (a *Las) ping(ctx actor.Context, waiter *actor.PID) {
 		return
 	}
 	a.pinging = true
-	s, gen, post, timeout := a.sess, a.gen, a.poster(ctx), a.opts.PingTimeout
+	gen, post := a.gen, a.poster(ctx)
+	c, cancel := context.WithTimeout(context.Background(), a.opts.PingTimeout)
+	wait := a.sess.Ping(c)
 	go func() {
-		c, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		post(pinged{gen: gen, err: s.Ping(c)})
+		post(pinged{gen: gen, err: wait()})
 	}()
 }
 

@@ -20,25 +20,30 @@ import (
 // session is one MCP session with one server: a child process on stdio
 // (mcpstdio) or a remote server over streamable HTTP (mcpremote). The Las
 // actor drives either the same way. Every method is safe to call from
-// any goroutine; those that wait return when their context ends or the
-// session ends, whichever comes first, except that an answer the session
-// read before its end is still returned.
+// any goroutine; the waits return when their context ends or the session
+// ends, whichever comes first, except that an answer the session read
+// before its end is still returned.
+//
+// Each request is sent at once, in the order the methods are called
+// (over HTTP, as the transport allows), and its method returns a
+// function that waits for the answer; that function must be called,
+// once, and may be called on another goroutine.
 type session interface {
 	// Initialize runs the handshake (docs/las.md#handshake). An error
 	// answer is a *mcpwire.RPCError, another protocol version
 	// mcpwire.ErrUnsupportedVersion, no answer within the MCP deadline
 	// context.DeadlineExceeded.
-	Initialize(ctx context.Context) error
+	Initialize(ctx context.Context) (wait func() error)
 	// ListTools reads every page of tools/list and returns the tools in
 	// server order. No answer within the MCP deadline is
 	// context.DeadlineExceeded.
-	ListTools(ctx context.Context) ([]chat.Tool, error)
+	ListTools(ctx context.Context) (wait func() ([]chat.Tool, error))
 	// CallTool sends tools/call and returns the outcome the answer
 	// means (docs/las.md#calls-and-deadlines). When ctx ends first the
 	// server is told the request is cancelled and ctx's error returned.
-	CallTool(ctx context.Context, name string, args json.RawMessage) (outcome.Outcome, error)
+	CallTool(ctx context.Context, name string, args json.RawMessage) (wait func() (outcome.Outcome, error))
 	// Ping sends ping and waits for the answer until ctx ends.
-	Ping(ctx context.Context) error
+	Ping(ctx context.Context) (wait func() error)
 	// Done is closed when the session has ended; Err then says why
 	// (nil before).
 	Done() <-chan struct{}

@@ -118,10 +118,19 @@ func (s *Session) Close(cause error) {
 // Kill is Close: there is no process to kill.
 func (s *Session) Kill(cause error) { s.Close(cause) }
 
+// The requests below run on goroutines of their own, and each method
+// returns a function that waits for the answer; that function must be
+// called, once. (Over HTTP, requests made one after the other may reach
+// the server in either order.)
+
 // Initialize connects and runs the handshake within Config.Timeout.
 // Another protocol version is mcpwire.ErrUnsupportedVersion, no answer
 // in time context.DeadlineExceeded.
-func (s *Session) Initialize(ctx context.Context) error {
+func (s *Session) Initialize(ctx context.Context) (wait func() error) {
+	return async(func() error { return s.initialize(ctx) })
+}
+
+func (s *Session) initialize(ctx context.Context) error {
 	transport := &mcp.StreamableClientTransport{
 		Endpoint:   s.cfg.URL,
 		HTTPClient: &http.Client{Transport: &headers{headers: s.cfg.Headers, agentID: s.cfg.AgentID, next: http.DefaultTransport}},
@@ -177,7 +186,11 @@ func (s *Session) connected() (*mcp.ClientSession, error) {
 }
 
 // ListTools reads every page of tools/list within Config.Timeout.
-func (s *Session) ListTools(ctx context.Context) ([]chat.Tool, error) {
+func (s *Session) ListTools(ctx context.Context) (wait func() ([]chat.Tool, error)) {
+	return asyncValue(func() ([]chat.Tool, error) { return s.listTools(ctx) })
+}
+
+func (s *Session) listTools(ctx context.Context) ([]chat.Tool, error) {
 	session, err := s.connected()
 	if err != nil {
 		return nil, err
@@ -213,7 +226,11 @@ func (s *Session) ListTools(ctx context.Context) ([]chat.Tool, error) {
 // it returns ctx's error (the SDK tells the server the request is
 // cancelled). A connection that fails during the call answers it
 // indeterminate and ends the session with ErrBroken.
-func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage) (outcome.Outcome, error) {
+func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage) (wait func() (outcome.Outcome, error)) {
+	return asyncValue(func() (outcome.Outcome, error) { return s.callTool(ctx, name, args) })
+}
+
+func (s *Session) callTool(ctx context.Context, name string, args json.RawMessage) (outcome.Outcome, error) {
 	session, err := s.connected()
 	if err != nil {
 		return outcome.Outcome{}, err
@@ -245,7 +262,11 @@ func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessag
 }
 
 // Ping sends ping and waits for its answer until ctx ends.
-func (s *Session) Ping(ctx context.Context) error {
+func (s *Session) Ping(ctx context.Context) (wait func() error) {
+	return async(func() error { return s.ping(ctx) })
+}
+
+func (s *Session) ping(ctx context.Context) error {
 	session, err := s.connected()
 	if err != nil {
 		return err
@@ -262,6 +283,31 @@ func (s *Session) Ping(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// async runs f on a goroutine of its own and returns a function that waits
+// for its error.
+func async(f func() error) func() error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	return func() error { return <-done }
+}
+
+// asyncValue is async for a function with a value.
+func asyncValue[T any](f func() (T, error)) func() (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	return func() (T, error) {
+		r := <-done
+		return r.v, r.err
+	}
 }
 
 // headers puts a remote server's headers on every request and the

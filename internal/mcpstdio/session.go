@@ -191,98 +191,115 @@ func (s *Session) Kill(cause error) {
 	s.kill()
 }
 
-// Initialize runs the handshake of docs/las.md#handshake: initialize,
-// its answer checked, then notifications/initialized. An error answer is
-// returned as a *mcpwire.RPCError, another protocol version as
+// The requests below are sent at once, in the order their methods are
+// called, and each method returns a function that waits for the answer;
+// that function must be called, once.
+
+// Initialize sends initialize; its wait checks the answer and then
+// sends notifications/initialized (docs/las.md#handshake). An error
+// answer is returned as a *mcpwire.RPCError, another protocol version as
 // mcpwire.ErrUnsupportedVersion, no answer within Config.Timeout as
 // context.DeadlineExceeded.
-func (s *Session) Initialize(ctx context.Context) error {
+func (s *Session) Initialize(ctx context.Context) (wait func() error) {
 	params := mcpwire.NewInitializeParams(s.cfg.ClientVersion, s.cfg.AgentID)
 	if s.cfg.Workspace != "" {
 		params = params.WithRoots()
 	}
 	c, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	defer cancel()
-	msg, _, err := s.request(c, mcpwire.MethodInitialize, params)
-	if err != nil {
-		return fmt.Errorf("initialize: %w", err)
-	}
-	if msg.Error != nil {
-		return fmt.Errorf("initialize: %w", msg.Error)
-	}
-	if err := mcpwire.CheckInitialize(msg.Result); err != nil {
-		return err
-	}
-	return s.notify(mcpwire.MethodInitialized, nil)
-}
-
-// ListTools reads every page of tools/list, each within Config.Timeout,
-// and returns the tools in server order. An error answer is returned as
-// a *mcpwire.RPCError, an undecodable page as ErrMalformedList, a page
-// without an answer in time as context.DeadlineExceeded.
-func (s *Session) ListTools(ctx context.Context) ([]chat.Tool, error) {
-	var tools []chat.Tool
-	var params any
-	for {
-		c, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-		msg, _, err := s.request(c, mcpwire.MethodToolsList, params)
-		cancel()
+	_, answer := s.send(c, mcpwire.MethodInitialize, params)
+	return func() error {
+		defer cancel()
+		msg, err := answer()
 		if err != nil {
-			return nil, fmt.Errorf("tools/list: %w", err)
+			return fmt.Errorf("initialize: %w", err)
 		}
 		if msg.Error != nil {
-			return nil, fmt.Errorf("tools/list: %w", msg.Error)
+			return fmt.Errorf("initialize: %w", msg.Error)
 		}
-		page, err := mcpwire.ParseToolsPage(msg.Result)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrMalformedList, err)
+		if err := mcpwire.CheckInitialize(msg.Result); err != nil {
+			return err
 		}
-		tools = append(tools, page.Tools...)
-		if page.NextCursor == "" {
-			return tools, nil
-		}
-		params = mcpwire.ListParams{Cursor: page.NextCursor}
+		return s.notify(mcpwire.MethodInitialized, nil)
 	}
 }
 
-// CallTool sends tools/call and returns the call's outcome as
+// ListTools sends the first tools/list; its wait reads every page, each
+// within Config.Timeout, and returns the tools in server order. An error
+// answer is returned as a *mcpwire.RPCError, an undecodable page as
+// ErrMalformedList, a page without an answer in time as
+// context.DeadlineExceeded.
+func (s *Session) ListTools(ctx context.Context) (wait func() ([]chat.Tool, error)) {
+	c, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	_, answer := s.send(c, mcpwire.MethodToolsList, nil)
+	return func() ([]chat.Tool, error) {
+		var tools []chat.Tool
+		for {
+			msg, err := answer()
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("tools/list: %w", err)
+			}
+			if msg.Error != nil {
+				return nil, fmt.Errorf("tools/list: %w", msg.Error)
+			}
+			page, err := mcpwire.ParseToolsPage(msg.Result)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrMalformedList, err)
+			}
+			tools = append(tools, page.Tools...)
+			if page.NextCursor == "" {
+				return tools, nil
+			}
+			c, cancel = context.WithTimeout(ctx, s.cfg.Timeout)
+			_, answer = s.send(c, mcpwire.MethodToolsList, mcpwire.ListParams{Cursor: page.NextCursor})
+		}
+	}
+}
+
+// CallTool sends tools/call; its wait returns the call's outcome as
 // docs/las.md#calls-and-deadlines reads the answer. When ctx ends first
 // it sends notifications/cancelled for the request and returns ctx's
 // error; when the session ends first, its reason.
-func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage) (outcome.Outcome, error) {
-	msg, id, err := s.request(ctx, mcpwire.MethodToolsCall, mcpwire.CallParams{Name: name, Arguments: args})
-	if err != nil {
-		if id != 0 && ctx.Err() != nil && s.Err() == nil {
-			reason := "cancelled"
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				reason = "deadline exceeded"
+func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage) (wait func() (outcome.Outcome, error)) {
+	id, answer := s.send(ctx, mcpwire.MethodToolsCall, mcpwire.CallParams{Name: name, Arguments: args})
+	return func() (outcome.Outcome, error) {
+		msg, err := answer()
+		if err != nil {
+			if id != 0 && ctx.Err() != nil && s.Err() == nil {
+				reason := "cancelled"
+				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+					reason = "deadline exceeded"
+				}
+				_ = s.notify(mcpwire.MethodCancelled, mcpwire.CancelledParams{RequestID: id, Reason: reason})
 			}
-			_ = s.notify(mcpwire.MethodCancelled, mcpwire.CancelledParams{RequestID: id, Reason: reason})
+			return outcome.Outcome{}, err
 		}
-		return outcome.Outcome{}, err
+		return mcpwire.CallOutcome(msg), nil
 	}
-	return mcpwire.CallOutcome(msg), nil
 }
 
-// Ping sends ping and waits for its answer until ctx ends. An error
-// answer is returned as a *mcpwire.RPCError.
-func (s *Session) Ping(ctx context.Context) error {
-	msg, _, err := s.request(ctx, mcpwire.MethodPing, nil)
-	if err != nil {
-		return err
+// Ping sends ping; its wait returns once the answer came or ctx ended.
+// An error answer is returned as a *mcpwire.RPCError.
+func (s *Session) Ping(ctx context.Context) (wait func() error) {
+	_, answer := s.send(ctx, mcpwire.MethodPing, nil)
+	return func() error {
+		msg, err := answer()
+		if err != nil {
+			return err
+		}
+		if msg.Error != nil {
+			return msg.Error
+		}
+		return nil
 	}
-	if msg.Error != nil {
-		return msg.Error
-	}
-	return nil
 }
 
-// request sends one request and waits for its answer, ctx's end or the
-// session's. An answer read before either is returned all the same. It
-// returns the request's id once it was queued.
-func (s *Session) request(ctx context.Context, method string, params any) (mcpwire.Message, int64, error) {
+// send queues one request and returns its id (0 when it could not be
+// queued) and a function that waits for its answer, ctx's end or the
+// session's. An answer read before either is returned all the same.
+func (s *Session) send(ctx context.Context, method string, params any) (int64, func() (mcpwire.Message, error)) {
 	if err := s.Err(); err != nil {
-		return mcpwire.Message{}, 0, err
+		return 0, func() (mcpwire.Message, error) { return mcpwire.Message{}, err }
 	}
 	answer := make(chan mcpwire.Message, 1)
 	s.mu.Lock()
@@ -290,34 +307,38 @@ func (s *Session) request(ctx context.Context, method string, params any) (mcpwi
 	id := s.nextID
 	s.pending[id] = answer
 	s.mu.Unlock()
-	defer func() {
+	forget := func() {
 		s.mu.Lock()
 		delete(s.pending, id)
 		s.mu.Unlock()
-	}()
+	}
 
 	frame, err := mcpwire.Request(id, method, params)
+	if err == nil {
+		err = s.write(frame)
+	}
 	if err != nil {
-		return mcpwire.Message{}, 0, err
+		forget()
+		return 0, func() (mcpwire.Message, error) { return mcpwire.Message{}, err }
 	}
-	if err := s.write(frame); err != nil {
-		return mcpwire.Message{}, 0, err
+	return id, func() (mcpwire.Message, error) {
+		defer forget()
+		select {
+		case msg := <-answer:
+			return msg, nil
+		case <-s.done:
+		case <-ctx.Done():
+		}
+		select {
+		case msg := <-answer:
+			return msg, nil
+		default:
+		}
+		if err := s.Err(); err != nil {
+			return mcpwire.Message{}, err
+		}
+		return mcpwire.Message{}, ctx.Err()
 	}
-	select {
-	case msg := <-answer:
-		return msg, id, nil
-	case <-s.done:
-	case <-ctx.Done():
-	}
-	select {
-	case msg := <-answer:
-		return msg, id, nil
-	default:
-	}
-	if err := s.Err(); err != nil {
-		return mcpwire.Message{}, id, err
-	}
-	return mcpwire.Message{}, id, ctx.Err()
 }
 
 func (s *Session) notify(method string, params any) error {
