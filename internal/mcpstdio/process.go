@@ -170,6 +170,11 @@ func newStderrLines(r io.Reader, max int) *stderrLines {
 func (l *stderrLines) next() (line []byte, cut bool, err error) {
 	for {
 		chunk, err := l.r.ReadSlice('\n')
+		if err == nil {
+			// The line end is no part of the line: a line of exactly
+			// max bytes is whole.
+			chunk = bytes.TrimSuffix(bytes.TrimSuffix(chunk, []byte("\n")), []byte("\r"))
+		}
 		if room := l.max - len(line); room > 0 {
 			take := chunk
 			if len(take) > room {
@@ -177,13 +182,12 @@ func (l *stderrLines) next() (line []byte, cut bool, err error) {
 				cut = true
 			}
 			line = append(line, take...)
-		} else if len(chunk) > 0 && !(len(chunk) == 1 && chunk[0] == '\n') {
+		} else if len(chunk) > 0 {
 			cut = true
 		}
 		switch {
 		case err == nil:
-			line = bytes.TrimRight(line, "\r\n")
-			return line, cut, nil
+			return bytes.TrimSuffix(line, []byte("\r")), cut, nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		default:

@@ -25,6 +25,8 @@ func TestStderrLines(t *testing.T) {
 		{"crlf", "a\r\nb\r\n", 8, []line{{"a", false}, {"b", false}}},
 		{"no final newline", "a\nb", 8, []line{{"a", false}, {"b", false}}},
 		{"blank lines", "\n\na\n", 8, []line{{"", false}, {"", false}, {"a", false}}},
+		{"at the limit", "abcd\n", 4, []line{{"abcd", false}}},
+		{"at the limit, crlf", "abcd\r\n", 4, []line{{"abcd", false}}},
 		{"over the limit", "abcdef\nok\n", 4, []line{{"abcd", true}, {"ok", false}}},
 		{"far over the reader's buffer", strings.Repeat("x", 40<<10) + "\nok\n", 16, []line{{strings.Repeat("x", 16), true}, {"ok", false}}},
 	}
