@@ -1,42 +1,5 @@
 package las
 
-// The conformance transcripts of testdata/conformance replay the
-// robustness rules of docs/las.md against a Las actor on a stdio
-// session, over real pipes to a real child process.
-//
-// Each transcript is a txtar archive. Its comment says which rule it
-// covers. Its files:
-//
-//   - "options": the actor's deadlines and limits, one "key value" a
-//     line (call-timeout, ping-timeout, shutdown-grace, term-grace,
-//     max-line).
-//   - "server", "server 2", …: the script of the server, for its first
-//     process and for the one started after each restart. The server is
-//     this test binary run again (conformanceFlag), which plays the
-//     script over its stdin and stdout:
-//     "<- JSON" reads the client's next line, which must be that JSON
-//     message (compared as JSON values); "-> JSON" writes a line, as it
-//     is; "->raw TEXT" writes TEXT as it is (possibly nothing: a blank
-//     line) and "->crlf TEXT" with a CR before the newline; "->pad N
-//     JSON" writes JSON padded with spaces to exactly N bytes; "eof"
-//     waits for the end of stdin; "trap-term" ignores SIGTERM from then
-//     on and "await-term" waits for one; "hang" waits to be killed. A
-//     script that ends otherwise waits for the end of stdin and exits
-//     0: a line the client sends past the end of the script is a
-//     failure.
-//   - "client": what the test does and what the actor must report, in
-//     order: "call LABEL TOOL ARGS [DEADLINE]" sends a call without
-//     waiting; "outcome LABEL STATUS CODE CONTENT" waits for that call's
-//     outcome (CODE "-" for none); "catalog TOOL…", "restarted REASON"
-//     and "warning TEXT" wait for the next event the actor sends its
-//     parent, which must be that one; "stop [under DURATION]" stops the
-//     actor, waits until it has stopped, and checks that no process of
-//     the server is left.
-//
-// After the client script every server process must have reached the
-// end of its script, and the actor must have sent no event the script
-// did not expect.
-
 import (
 	"bufio"
 	"bytes"
@@ -70,6 +33,42 @@ const conformanceWorkspace = "/conformance/workspace"
 // conformanceStep bounds each wait of the client script.
 const conformanceStep = 10 * time.Second
 
+// TestConformance replays the transcripts of testdata/conformance: the
+// robustness rules of docs/las.md, each played against a Las actor on a
+// stdio session over real pipes to a real child process.
+//
+// Each transcript is a txtar archive. Its comment says which rule it
+// covers. Its files:
+//
+//   - "options": the actor's deadlines and limits, one "key value" a
+//     line (call-timeout, ping-timeout, shutdown-grace, term-grace,
+//     max-line).
+//   - "server", "server 2", …: the script of the server, for its first
+//     process and for the one started after each restart. The server is
+//     this test binary run again (conformanceFlag), which plays the
+//     script over its stdin and stdout:
+//     "<- JSON" reads the client's next line, which must be that JSON
+//     message (compared as JSON values); "-> JSON" writes a line, as it
+//     is; "->raw TEXT" writes TEXT as it is (possibly nothing: a blank
+//     line) and "->crlf TEXT" with a CR before the newline; "->pad N
+//     JSON" writes JSON padded with spaces to exactly N bytes; "eof"
+//     waits for the end of stdin; "trap-term" ignores SIGTERM from then
+//     on and "await-term" waits for one; "hang", the last step, waits to
+//     be killed. A script that ends otherwise waits for the end of stdin
+//     and exits 0: a line the client sends past the end of the script
+//     is a failure.
+//   - "client": what the test does and what the actor must report, in
+//     order: "call LABEL TOOL ARGS [DEADLINE]" sends a call without
+//     waiting; "outcome LABEL STATUS CODE CONTENT" waits for that call's
+//     outcome (CODE "-" for none); "catalog TOOL…", "restarted REASON"
+//     and "warning TEXT" wait for the next event the actor sends its
+//     parent, which must be that one; "stop [under DURATION]" stops the
+//     actor, waits until it has stopped, and checks that no process of
+//     the server is left.
+//
+// After the client script every server process must have reached the
+// end of its script, and the actor must have sent no event the script
+// did not expect.
 func TestConformance(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join("testdata", "conformance", "*.txtar"))
 	if err != nil || len(paths) == 0 {
