@@ -134,10 +134,8 @@ type Las struct {
 	h    *history
 	log  *slog.Logger
 
-	gen  uint64
-	sess session
-	// stop cancels the incarnation's handshake and listings.
-	stop  context.CancelFunc
+	gen   uint64
+	sess  session
 	phase phase
 	// busy is set while the handshake or a listing is in flight: when
 	// the session ends meanwhile, that request's answer comes first and
@@ -234,8 +232,6 @@ func (a *Las) handleStarted(ctx actor.Context) {
 		return
 	}
 	a.sess = s
-	base, cancel := context.WithCancel(context.Background())
-	a.stop = cancel
 	if pid := s.PID(); pid != 0 {
 		a.log.Info("Las started", "pid", pid, "generation", gen)
 	}
@@ -244,7 +240,7 @@ func (a *Las) handleStarted(ctx actor.Context) {
 		post(sessionEnded{gen: gen, err: s.Err()})
 	}()
 	a.phase, a.busy = phaseInitializing, true
-	wait := s.Initialize(base)
+	wait := s.Initialize(context.Background())
 	go func() { post(initialized{gen: gen, err: wait()}) }()
 }
 
@@ -324,7 +320,6 @@ func (a *Las) endSession(cause error, clean bool) {
 	} else {
 		a.sess.Kill(cause)
 	}
-	a.stop()
 	a.sess = nil
 }
 

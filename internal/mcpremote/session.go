@@ -138,8 +138,13 @@ func (s *Session) initialize(ctx context.Context) error {
 	}
 	c, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
+	c, unbind := s.bind(c)
+	defer unbind()
 	session, err := s.client.Connect(c, transport, &mcp.ClientSessionOptions{ProtocolVersion: mcpwire.ProtocolVersion})
 	if err != nil {
+		if ended := s.Err(); ended != nil {
+			return ended
+		}
 		if errors.Is(c.Err(), context.DeadlineExceeded) {
 			return fmt.Errorf("initialize: %w", context.DeadlineExceeded)
 		}
