@@ -137,10 +137,6 @@ type Las struct {
 	gen   uint64
 	sess  session
 	phase phase
-	// busy is set while the handshake or a listing is in flight: when
-	// the session ends meanwhile, that request's answer comes first and
-	// the failure is handled with it, in the order the server spoke.
-	busy  bool
 	tools []chat.Tool
 	known map[string]bool
 	// inList is set while a listing (all its pages) is in flight;
@@ -239,7 +235,7 @@ func (a *Las) handleStarted(ctx actor.Context) {
 		<-s.Done()
 		post(sessionEnded{gen: gen, err: s.Err()})
 	}()
-	a.phase, a.busy = phaseInitializing, true
+	a.phase = phaseInitializing
 	wait := s.Initialize(context.Background())
 	go func() { post(initialized{gen: gen, err: wait()}) }()
 }
@@ -364,11 +360,16 @@ func (a *Las) failEnded(ctx actor.Context) bool {
 // the handshake or a listing is in flight its answer is awaited first:
 // what the server said before it went is handled before its end.
 func (a *Las) handleSessionEnded(ctx actor.Context, m sessionEnded) {
-	if m.gen != a.gen || a.sess == nil || a.busy {
+	if m.gen != a.gen || a.sess == nil || a.busy() {
 		return
 	}
 	a.fail(ctx, classify(m.err, a.opts.Secrets.RedactString))
 }
+
+// busy reports whether the handshake or a listing is in flight: when the
+// session ends meanwhile, that request's answer comes first and the
+// failure is handled with it, in the order the server spoke.
+func (a *Las) busy() bool { return a.phase == phaseInitializing || a.inList }
 
 // --- handshake and listings ----------------------------------------------
 
@@ -376,7 +377,6 @@ func (a *Las) handleInitialized(ctx actor.Context, m initialized) {
 	if m.gen != a.gen || a.sess == nil {
 		return
 	}
-	a.busy = false
 	if m.err != nil {
 		if a.failEnded(ctx) {
 			return
@@ -395,7 +395,7 @@ func (a *Las) startListing(ctx actor.Context) {
 		a.listAgain = true
 		return
 	}
-	a.inList, a.busy = true, true
+	a.inList = true
 	gen, post := a.gen, a.poster(ctx)
 	wait := a.sess.ListTools(context.Background())
 	go func() {
@@ -408,7 +408,7 @@ func (a *Las) handleListed(ctx actor.Context, m toolsListed) {
 	if m.gen != a.gen || a.sess == nil {
 		return
 	}
-	a.inList, a.busy = false, false
+	a.inList = false
 	if m.err != nil {
 		if a.failEnded(ctx) {
 			return
