@@ -23,6 +23,7 @@ import (
 
 	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/durable"
+	"github.com/wisent/singularity/internal/mailbox"
 	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
@@ -124,7 +125,7 @@ var _ actor.Actor = (*Being)(nil)
 // state, and anything else escalates.
 func Props(opts Options) *actor.Props {
 	strategy := supervision.ForBeingChildren(supervision.BeingChildrenConfig{})
-	return actor.PropsFromProducer(func() actor.Actor { return New(opts) }, actor.WithSupervisor(strategy), actor.WithDispatcher(mailboxes))
+	return actor.PropsFromProducer(func() actor.Actor { return New(opts) }, actor.WithSupervisor(strategy), actor.WithDispatcher(mailbox.Shared))
 }
 
 // New returns a being actor; it loads its state when it starts.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/wisent/singularity/internal/mailbox"
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
@@ -58,7 +59,6 @@ type member struct {
 type Group struct {
 	opts      Options
 	log       *slog.Logger
-	worker    *worker // the mailbox's dispatcher, ended when the actor stops
 	members   []*member
 	byName    map[string]*member
 	booted    bool
@@ -102,10 +102,9 @@ func groupProps(opts Options) *actor.Props {
 	// Every child of the group is a server's Las.
 	strategy := supervision.NewStrategy([]supervision.Route{{Policy: supervision.LasPolicy(cfg)}}, strategyOpts...)
 	opts.Servers = servers
-	w := newWorker()
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Group{opts: opts, log: opts.Logger.With("actor", "las", "being", opts.BeingName, "agent_id", opts.AgentID), byName: map[string]*member{}, worker: w}
-	}, actor.WithSupervisor(strategy), actor.WithDispatcher(w))
+		return &Group{opts: opts, log: opts.Logger.With("actor", "las", "being", opts.BeingName, "agent_id", opts.AgentID), byName: map[string]*member{}}
+	}, actor.WithSupervisor(strategy), actor.WithDispatcher(mailbox.Shared))
 }
 
 // Receive dispatches one message.
@@ -115,8 +114,6 @@ func (g *Group) Receive(ctx actor.Context) {
 		g.handleStarted(ctx)
 	case *actor.Stopping:
 		g.handleStopping(ctx)
-	case *actor.Stopped:
-		g.worker.stop()
 	case messages.LasCatalogChanged:
 		g.handleMemberCatalog(ctx, m)
 	case messages.LasUnavailable:

@@ -2,6 +2,7 @@ package las
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/wisent/singularity/internal/mailbox"
 	"github.com/wisent/singularity/internal/tools/catalog"
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/internal/wire/chat"
@@ -38,15 +40,32 @@ const (
 // then goes on with built-in tools unless surfaces are required.
 var ErrIntensityExceeded = errors.New("Las restart intensity exceeded")
 
-// Self-addressed timer messages.
+// Messages the actor posts to itself: the news of its session's
+// goroutines and its timers. Each carries the generation of the session
+// it is about: after a restart, late news of the old session is
+// recognised and ignored.
 type (
-	requestExpired struct {
+	initialized struct {
 		gen uint64
-		id  int64
+		err error
 	}
+	toolsListed struct {
+		gen   uint64
+		tools []chat.Tool
+		err   error
+	}
+	pinged struct {
+		gen uint64
+		err error
+	}
+	listChanged  struct{ gen uint64 }
+	sessionEnded struct {
+		gen uint64
+		err error
+	}
+	callExpired struct{ gen uint64 }
 	heldExpired struct{ key uint64 }
 	pingTick    struct{ gen uint64 }
-	eofSettled  struct{ gen uint64 }
 )
 
 type phase int
@@ -68,23 +87,6 @@ func (p phase) String() string {
 	default:
 		return "stopping"
 	}
-}
-
-type reqKind int
-
-const (
-	reqInitialize reqKind = iota + 1
-	reqList
-	reqCall
-	reqPing
-)
-
-// pending is one request sent to Las and not yet answered.
-type pending struct {
-	kind   reqKind
-	method string
-	sender *actor.PID // who waits for a call's outcome
-	stop   func() bool
 }
 
 // heldCall is a call that arrived while Las was not ready. It waits for
@@ -110,13 +112,18 @@ type history struct {
 	catalogs   []*actor.PID // LasCatalogRequest senders waiting for readiness
 }
 
-// generations numbers Las processes across the whole process, not per
-// actor: a being restarted by its supervisor spawns a new Las actor under
-// the same name, and late news from the old process must not be taken for
-// news from the new one.
+// generations numbers sessions across the whole process, not per actor: a
+// being restarted by its supervisor spawns a new Las actor under the same
+// name, and late news from the old session must not be taken for news
+// from the new one.
 var generations atomic.Uint64
 
-// Las is the actor owning one Las process and its MCP session.
+// Las is the actor owning one MCP session with one server: a Las process
+// on stdio, or a remote server of a servers file over streamable HTTP
+// (docs/las.md#several-mcp-servers). Both are driven the same way
+// through the session interface; the session's blocking requests run
+// on goroutines of their own and post what came of them back to the
+// actor.
 //
 // Calls made while Las is starting or restarting wait for the session if
 // it is ready within the call's deadline; when the deadline passes first
@@ -124,28 +131,23 @@ var generations atomic.Uint64
 // been sent. Calls in flight when Las fails come back indeterminate and
 // are never replayed (docs/las.md#calls-in-flight).
 type Las struct {
-	opts   Options
-	h      *history
-	log    *slog.Logger
-	worker *worker // the mailbox's dispatcher, ended when the actor stops
+	opts Options
+	h    *history
+	log  *slog.Logger
 
-	gen     uint64
-	proc    *process
-	phase   phase
-	nextID  int64
-	pending map[int64]*pending
-	tools   []chat.Tool
-	known   map[string]bool
-	listing []chat.Tool
+	gen   uint64
+	sess  session
+	phase phase
+	tools []chat.Tool
+	known map[string]bool
 	// inList is set while a listing (all its pages) is in flight;
 	// listAgain records a list_changed that arrived meanwhile: one more
 	// listing follows (docs/las.md#re-lists).
 	inList    bool
 	listAgain bool
-	pingID    int64
+	pinging   bool
 	pingers   []*actor.PID
 	ticker    func() bool
-	eof       bool
 }
 
 var _ actor.Actor = (*Las)(nil)
@@ -162,17 +164,14 @@ func Props(opts Options) *actor.Props {
 	if len(opts.Servers) > 0 {
 		return groupProps(opts)
 	}
-	if opts.server != nil && opts.server.URL != "" {
-		return remoteProps(opts)
-	}
-	h, w := &history{}, newWorker()
+	h := &history{}
 	return actor.PropsFromProducer(func() actor.Actor {
 		log := opts.Logger.With("actor", "las", "being", opts.BeingName, "agent_id", opts.AgentID)
 		if opts.server != nil {
 			log = log.With("server", opts.server.Name)
 		}
-		return &Las{opts: opts, h: h, log: log, worker: w}
-	}, actor.WithDispatcher(w))
+		return &Las{opts: opts, h: h, log: log}
+	}, actor.WithDispatcher(mailbox.Shared))
 }
 
 // Receive dispatches one message. Values, not pointers, are the message
@@ -185,8 +184,6 @@ func (a *Las) Receive(ctx actor.Context) {
 		a.handleRestarting()
 	case *actor.Stopping:
 		a.handleStopping(ctx)
-	case *actor.Stopped:
-		a.worker.stop()
 	case supervision.Restarted:
 		a.handleRestarted(ctx, m)
 	case messages.LasCallRequest:
@@ -197,20 +194,24 @@ func (a *Las) Receive(ctx actor.Context) {
 		a.ping(ctx, ctx.Sender())
 	case messages.DescribeRequest:
 		ctx.Respond(a.describe())
-	case lineRead:
-		a.handleLine(ctx, m)
-	case readEnded:
-		a.handleReadEnded(ctx, m)
-	case eofSettled:
-		a.handleEOFSettled(ctx, m)
-	case processExited:
-		a.handleExited(ctx, m)
-	case writeFailed:
-		a.handleWriteFailed(ctx, m)
-	case requestExpired:
-		a.handleExpired(ctx, m)
+	case initialized:
+		a.handleInitialized(ctx, m)
+	case toolsListed:
+		a.handleListed(ctx, m)
+	case listChanged:
+		if m.gen == a.gen && (a.phase == phaseReady || a.phase == phaseListing) {
+			a.startListing(ctx)
+		}
+	case pinged:
+		a.handlePinged(ctx, m)
+	case sessionEnded:
+		a.handleSessionEnded(ctx, m)
+	case callExpired:
+		if m.gen == a.gen {
+			a.ping(ctx, nil)
+		}
 	case heldExpired:
-		a.handleHeldExpired(ctx, m)
+		a.h.expireHeld(ctx, m.key)
 	case pingTick:
 		a.handlePingTick(ctx, m)
 	}
@@ -220,35 +221,29 @@ func (a *Las) Receive(ctx actor.Context) {
 
 func (a *Las) handleStarted(ctx actor.Context) {
 	a.gen = generations.Add(1)
-	a.pending = map[int64]*pending{}
 	a.h.failure = nil
-	env, err := environment(a.opts)
+	gen, post := a.gen, a.poster(ctx)
+	s, err := open(a.opts, func() { post(listChanged{gen: gen}) })
 	if err != nil {
 		a.fail(ctx, err)
 		return
 	}
-	self, system := ctx.Self(), ctx.ActorSystem()
-	proc, err := spawn(a.opts, env, a.gen, func(m any) { system.Root.Send(self, m) })
-	if err != nil {
-		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Permanent, "cannot start Las: %w", err))
-		return
+	a.sess = s
+	if pid := s.PID(); pid != 0 {
+		a.log.Info("Las started", "pid", pid, "generation", gen)
 	}
-	a.proc = proc
-	a.log.Info("Las started", "pid", proc.pid, "generation", a.gen)
+	go func() {
+		<-s.Done()
+		post(sessionEnded{gen: gen, err: s.Err()})
+	}()
 	a.phase = phaseInitializing
-	params := mcpwire.NewInitializeParams(a.opts.ClientVersion, a.opts.AgentID)
-	if a.opts.Workspace != "" {
-		params = params.WithRoots()
-	}
-	a.request(ctx, reqInitialize, mcpwire.MethodInitialize, params, time.Now().Add(a.opts.CallTimeout), nil)
+	wait := s.Initialize(context.Background())
+	go func() { post(initialized{gen: gen, err: wait()}) }()
 }
 
 func (a *Las) handleRestarting() {
 	a.stopTimers()
-	if a.proc != nil {
-		a.proc.kill()
-		a.proc = nil
-	}
+	a.endSession(errRestarting, false)
 }
 
 // handleRestarted keeps the supervisor's restart news for the debug
@@ -264,12 +259,13 @@ func (a *Las) handleRestarted(ctx actor.Context, m supervision.Restarted) {
 func (a *Las) handleStopping(ctx actor.Context) {
 	a.phase = phaseStopping
 	a.stopTimers()
-	if a.proc != nil {
-		a.log.Info("stopping Las", "pid", a.proc.pid)
-		a.proc.shutdown(a.opts.ShutdownGrace, a.opts.TermGrace)
-		a.proc = nil
+	if a.sess != nil {
+		if pid := a.sess.PID(); pid != 0 {
+			a.log.Info("stopping Las", "pid", pid)
+		}
 	}
-	a.answerPending(ctx, "Las is shutting down")
+	a.endSession(errShuttingDown, true)
+	a.answerPingers(ctx)
 
 	failure := a.h.failure
 	var gone *messages.LasUnavailable
@@ -307,20 +303,31 @@ func (a *Las) stopTimers() {
 		a.ticker()
 		a.ticker = nil
 	}
-	for _, p := range a.pending {
-		p.stop()
+}
+
+// endSession ends the session with cause, with the shutdown ladder when
+// clean, else at once. The calls still waiting on it are answered by
+// their goroutines (callFailure).
+func (a *Las) endSession(cause error, clean bool) {
+	if a.sess == nil {
+		return
 	}
+	if clean {
+		a.sess.Close(cause)
+	} else {
+		a.sess.Kill(cause)
+	}
+	a.sess = nil
 }
 
 // fail ends this incarnation: in-flight calls come back indeterminate,
-// the process is killed, and the actor panics with err so that its
-// supervisor decides (restart on transient, stop on permanent). It never
-// returns; callers still write a return after it, so that no handler
-// reads as if it went on.
+// the session is ended at once (a process is killed), and the actor
+// panics with err so that its supervisor decides (restart on transient,
+// stop on permanent). It never returns; callers still write a return
+// after it, so that no handler reads as if it went on.
 func (a *Las) fail(ctx actor.Context, err error) {
 	a.h.failure = err
 	a.log.Warn("Las failed", "error", a.opts.Secrets.RedactString(err.Error()), "kind", fault.KindOf(err).String())
-	a.answerPending(ctx, "Las failed during the call: "+err.Error())
 	if fault.KindOf(err) == fault.Permanent {
 		for _, pid := range a.h.catalogs {
 			reply(ctx, pid, messages.LasCatalogResponse{Available: false, Err: err})
@@ -328,261 +335,117 @@ func (a *Las) fail(ctx actor.Context, err error) {
 		a.h.catalogs = nil
 	}
 	a.stopTimers()
-	if a.proc != nil {
-		a.proc.kill()
-		a.proc = nil
-	}
+	a.endSession(err, false)
+	a.answerPingers(ctx)
 	panic(err)
 }
 
-// answerPending fails every in-flight request: calls indeterminate (they
-// may have reached Las), pings not OK.
-func (a *Las) answerPending(ctx actor.Context, msg string) {
-	for id, p := range a.pending {
-		p.stop()
-		if p.kind == reqCall {
-			reply(ctx, p.sender, messages.LasCallResponse{Outcome: outcome.Unknown(mcpwire.ErrorCodeMCP, msg)})
-		}
-		delete(a.pending, id)
-	}
-	a.pingID = 0
+// answerPingers tells everyone waiting for a ping that it failed.
+func (a *Las) answerPingers(ctx actor.Context) {
 	for _, pid := range a.pingers {
 		reply(ctx, pid, messages.LasPingResponse{OK: false})
 	}
 	a.pingers = nil
 }
 
-// --- process news --------------------------------------------------------
-
-func (a *Las) handleReadEnded(ctx actor.Context, m readEnded) {
-	if m.gen != a.gen {
-		return
+// failEnded fails with why the session ended, once it has.
+func (a *Las) failEnded(ctx actor.Context) bool {
+	if err := a.sess.Err(); err != nil {
+		a.fail(ctx, classify(err, a.opts.Secrets.RedactString))
+		return true
 	}
-	if errors.Is(m.err, mcpwire.ErrLineTooLong) {
-		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w: %w", supervision.ErrLasLineTooLong, m.err))
-		return
-	}
-	// Stdout closed. If the process is exiting its exit report follows
-	// at once and names the better reason; give it a moment.
-	a.eof = true
-	a.after(ctx, 200*time.Millisecond, eofSettled{gen: a.gen})
+	return false
 }
 
-func (a *Las) handleEOFSettled(ctx actor.Context, m eofSettled) {
-	if m.gen != a.gen || a.proc == nil {
+// handleSessionEnded fails the actor with why its session ended. While
+// the handshake or a listing is in flight its answer is awaited first:
+// what the server said before it went is handled before its end.
+func (a *Las) handleSessionEnded(ctx actor.Context, m sessionEnded) {
+	if m.gen != a.gen || a.sess == nil || a.busy() {
 		return
 	}
-	a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w", supervision.ErrLasStdoutClosed))
+	a.fail(ctx, classify(m.err, a.opts.Secrets.RedactString))
 }
 
-func (a *Las) handleExited(ctx actor.Context, m processExited) {
-	if m.gen != a.gen || a.proc == nil {
+// busy reports whether the handshake or a listing is in flight: when the
+// session ends meanwhile, that request's answer comes first and the
+// failure is handled with it, in the order the server spoke.
+func (a *Las) busy() bool { return a.phase == phaseInitializing || a.inList }
+
+// --- handshake and listings ----------------------------------------------
+
+func (a *Las) handleInitialized(ctx actor.Context, m initialized) {
+	if m.gen != a.gen || a.sess == nil {
 		return
 	}
-	status := "exit status 0"
 	if m.err != nil {
-		status = m.err.Error()
-	}
-	a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w (%s)", supervision.ErrLasExited, status))
-}
-
-func (a *Las) handleWriteFailed(ctx actor.Context, m writeFailed) {
-	if m.gen != a.gen || a.proc == nil {
-		return
-	}
-	a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w: %w", supervision.ErrLasStdinWrite, m.err))
-}
-
-// --- requests ------------------------------------------------------------
-
-// request sends one request and arms its deadline. A write that cannot
-// even be queued fails the session (the request is pending by then, so a
-// call among them is answered indeterminate).
-func (a *Las) request(ctx actor.Context, kind reqKind, method string, params any, deadline time.Time, sender *actor.PID) int64 {
-	a.nextID++
-	id := a.nextID
-	frame, err := mcpwire.Request(id, method, params)
-	if err != nil {
-		// Only our own parameters are encoded here; raw arguments were
-		// checked to be a JSON object before.
-		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Permanent, "encode %s: %w", method, err))
-		return 0
-	}
-	p := &pending{kind: kind, method: method, sender: sender}
-	p.stop = a.after(ctx, time.Until(deadline), requestExpired{gen: a.gen, id: id})
-	a.pending[id] = p
-	a.send(ctx, frame)
-	return id
-}
-
-func (a *Las) send(ctx actor.Context, frame []byte) {
-	if a.proc == nil {
-		return
-	}
-	if err := a.proc.write(frame); err != nil {
-		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w: %w", supervision.ErrLasStdinWrite, err))
-		return
-	}
-}
-
-func (a *Las) notify(ctx actor.Context, method string, params any) {
-	frame, err := mcpwire.Notification(method, params)
-	if err == nil {
-		a.send(ctx, frame)
-	}
-}
-
-func (a *Las) handleExpired(ctx actor.Context, m requestExpired) {
-	if m.gen != a.gen {
-		return
-	}
-	p, ok := a.pending[m.id]
-	if !ok {
-		return
-	}
-	delete(a.pending, m.id)
-	switch p.kind {
-	case reqCall:
-		// Tell Las we gave up before telling the caller, then check Las
-		// is still alive: a hung server fails the ping and is restarted.
-		a.notify(ctx, mcpwire.MethodCancelled, mcpwire.CancelledParams{RequestID: m.id, Reason: "deadline exceeded"})
-		reply(ctx, p.sender, messages.LasCallResponse{Outcome: outcome.Unknown(mcpwire.ErrorCodeMCP, msgNoAnswer)})
-		a.ping(ctx, nil)
-	case reqPing:
-		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w: liveness ping deadline exceeded", supervision.ErrLasUnresponsive))
-		return
-	case reqInitialize:
-		// Our own sentence (docs/las.md#las-at-boot), still a transient
-		// failure that is restarted like any other.
-		a.fail(ctx, &fault.Error{Class: fault.ClassMCP, Kind: fault.Transient, Err: supervision.ErrLasUnresponsive,
-			Msg: fmt.Sprintf("Las did not answer initialize within %s s", seconds(a.opts.CallTimeout))})
-		return
-	default:
-		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w: no answer to %s within the deadline", supervision.ErrLasUnresponsive, p.method))
-		return
-	}
-}
-
-// --- lines from Las ------------------------------------------------------
-
-func (a *Las) handleLine(ctx actor.Context, m lineRead) {
-	if m.gen != a.gen || mcpwire.IsBlank(m.line) {
-		return
-	}
-	msg, err := mcpwire.Classify(m.line)
-	if err != nil {
-		// The line itself may hold anything; log its size only.
-		a.log.Warn("skipped a line from Las that is not JSON-RPC", "bytes", len(m.line))
-		return
-	}
-	switch msg.Kind {
-	case mcpwire.KindNotification:
-		if msg.Method == mcpwire.MethodToolsListChanged && (a.phase == phaseReady || a.phase == phaseListing) {
-			a.startListing(ctx)
-		}
-	case mcpwire.KindRequest:
-		if msg.Method == mcpwire.MethodRootsList && a.opts.Workspace != "" {
-			a.send(ctx, mcpwire.RootsAnswer(msg.ID, a.opts.Workspace, "workspace"))
+		if a.failEnded(ctx) {
 			return
 		}
-		a.log.Info("refused a request from Las", "method", msg.Method)
-		a.send(ctx, mcpwire.MethodNotFound(msg.ID, msg.Method))
-	case mcpwire.KindResponse:
-		a.handleResponse(ctx, msg)
-	}
-}
-
-func (a *Las) handleResponse(ctx actor.Context, msg mcpwire.Message) {
-	id, ok := msg.IntID()
-	p := a.pending[id]
-	if !ok || p == nil {
-		a.log.Warn("dropped a response with an unknown id", "id", string(msg.ID))
+		a.fail(ctx, initializeFailure(m.err, a.opts))
 		return
 	}
-	delete(a.pending, id)
-	p.stop()
-	switch p.kind {
-	case reqInitialize:
-		a.onInitialize(ctx, msg)
-	case reqList:
-		a.onList(ctx, msg)
-	case reqCall:
-		reply(ctx, p.sender, messages.LasCallResponse{Outcome: mcpwire.CallOutcome(msg)})
-	case reqPing:
-		a.pingID = 0
-		for _, pid := range a.pingers {
-			reply(ctx, pid, messages.LasPingResponse{OK: msg.Error == nil})
-		}
-		a.pingers = nil
-	}
-}
-
-func (a *Las) onInitialize(ctx actor.Context, msg mcpwire.Message) {
-	if msg.Error != nil {
-		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Permanent, "Las refused initialize: %s", msg.Error.Message))
-		return
-	}
-	if err := mcpwire.CheckInitialize(msg.Result); err != nil {
-		a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Permanent, "Las negotiated an unsupported MCP version"))
-		return
-	}
-	a.notify(ctx, mcpwire.MethodInitialized, nil)
 	a.phase = phaseListing
 	a.startListing(ctx)
 }
 
-// startListing lists the tools from the first page. Listings are
-// serialized: a list_changed during one asks for one more after it.
+// startListing lists the tools, all pages. Listings are serialized: a
+// list_changed during one asks for one more after it.
 func (a *Las) startListing(ctx actor.Context) {
 	if a.inList {
 		a.listAgain = true
 		return
 	}
-	a.inList, a.listing = true, nil
-	a.request(ctx, reqList, mcpwire.MethodToolsList, nil, time.Now().Add(a.opts.CallTimeout), nil)
+	a.inList = true
+	gen, post := a.gen, a.poster(ctx)
+	wait := a.sess.ListTools(context.Background())
+	go func() {
+		tools, err := wait()
+		post(toolsListed{gen: gen, tools: tools, err: err})
+	}()
 }
 
-func (a *Las) onList(ctx actor.Context, msg mcpwire.Message) {
-	var page mcpwire.ToolsPage
-	err := error(nil)
-	if msg.Error != nil {
-		err = fmt.Errorf("Las tools/list failed: %s", a.opts.Secrets.RedactString(msg.Error.Message))
-	} else if page, err = mcpwire.ParseToolsPage(msg.Result); err != nil {
-		err = errors.New("Las tools/list answer is malformed")
+func (a *Las) handleListed(ctx actor.Context, m toolsListed) {
+	if m.gen != a.gen || a.sess == nil {
+		return
 	}
-	if err != nil {
+	a.inList = false
+	if m.err != nil {
+		if a.failEnded(ctx) {
+			return
+		}
+		if errors.Is(m.err, context.DeadlineExceeded) {
+			a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w: no answer to %s within the deadline", supervision.ErrLasUnresponsive, mcpwire.MethodToolsList))
+			return
+		}
+		text := listFailure(m.err, a.opts.Secrets.RedactString)
 		if a.phase != phaseReady {
-			a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w", err))
+			a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w", errors.New(text)))
 			return
 		}
 		// A re-list that failed keeps the catalogue Las had.
+		a.warnParent(ctx, "Las tools re-list refused, keeping the previous catalogue: "+text)
 		a.endListing(ctx)
-		a.warnParent(ctx, "Las tools re-list refused, keeping the previous catalogue: "+err.Error())
 		return
 	}
-	a.listing = append(a.listing, page.Tools...)
-	if page.NextCursor != "" {
-		a.request(ctx, reqList, mcpwire.MethodToolsList, mcpwire.ListParams{Cursor: page.NextCursor}, time.Now().Add(a.opts.CallTimeout), nil)
-		return
-	}
-	tools := a.listing
-	a.inList, a.listing = false, nil
 	if a.phase == phaseReady {
 		// Only a complete list that passes the catalogue's rules
 		// replaces the one in use (docs/las.md#re-lists).
-		if _, err := catalogCheck(tools); err != nil {
+		if _, err := catalogCheck(m.tools); err != nil {
 			a.warnParent(ctx, "Las tools re-list refused, keeping the previous catalogue: "+err.Error())
 			a.endListing(ctx)
 			return
 		}
 	}
-	a.finishListing(ctx, tools)
+	a.finishListing(ctx, m.tools)
+	if a.failEnded(ctx) {
+		return
+	}
 	a.endListing(ctx)
 }
 
 // endListing starts the listing a list_changed asked for meanwhile.
 func (a *Las) endListing(ctx actor.Context) {
-	a.inList, a.listing = false, nil
 	if a.listAgain && a.phase == phaseReady {
 		a.listAgain = false
 		a.startListing(ctx)
@@ -682,11 +545,48 @@ func (a *Las) handleCall(ctx actor.Context, sender *actor.PID, req messages.LasC
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
-	if args[0] != '{' || !jsonValid(args) {
+	if args[0] != '{' || !json.Valid(args) {
 		reply(ctx, sender, messages.LasCallResponse{Outcome: outcome.Failure("invalid_arguments", msgBadArguments)})
 		return
 	}
-	a.request(ctx, reqCall, mcpwire.MethodToolsCall, mcpwire.CallParams{Name: req.Tool, Arguments: args}, deadline, sender)
+	a.call(ctx, sender, req.Tool, args, deadline)
+}
+
+// call sends one call, and a goroutine of its own waits for the answer
+// and answers the caller. When the deadline passes first the session has
+// told the server, the caller hears the call is indeterminate, and the
+// actor pings the server at once (docs/las.md#calls-and-deadlines): a
+// hung server is restarted, a merely slow tool is not. The ping is asked
+// for before the caller is answered, so that it goes out before any call
+// the caller makes next.
+func (a *Las) call(ctx actor.Context, sender *actor.PID, tool string, args json.RawMessage, deadline time.Time) {
+	gen, post, system, redact := a.gen, a.poster(ctx), ctx.ActorSystem(), a.opts.Secrets.RedactString
+	c, cancel := context.WithDeadline(context.Background(), deadline)
+	wait := a.sess.CallTool(c, tool, args)
+	go func() {
+		defer cancel()
+		o, err := wait()
+		switch {
+		case err == nil:
+		case errors.Is(err, context.DeadlineExceeded):
+			o = outcome.Unknown(mcpwire.ErrorCodeMCP, msgNoAnswer)
+			post(callExpired{gen: gen})
+		default:
+			o = callFailure(err, redact)
+		}
+		if sender != nil {
+			system.Root.Send(sender, messages.LasCallResponse{Outcome: o})
+		}
+	}()
+}
+
+// callFailure is the outcome of a call whose session ended before it was
+// answered: indeterminate, for it may have had its effect.
+func callFailure(err error, redact func(string) string) outcome.Outcome {
+	if errors.Is(err, errShuttingDown) {
+		return outcome.Unknown(mcpwire.ErrorCodeMCP, errShuttingDown.Error())
+	}
+	return outcome.Unknown(mcpwire.ErrorCodeMCP, "Las failed during the call: "+classify(err, redact).Error())
 }
 
 func (a *Las) hold(ctx actor.Context, sender *actor.PID, req messages.LasCallRequest, deadline time.Time) {
@@ -695,8 +595,6 @@ func (a *Las) hold(ctx actor.Context, sender *actor.PID, req messages.LasCallReq
 	c.stop = a.after(ctx, time.Until(deadline), heldExpired{key: c.key})
 	a.h.held = append(a.h.held, c)
 }
-
-func (a *Las) handleHeldExpired(ctx actor.Context, m heldExpired) { a.h.expireHeld(ctx, m.key) }
 
 // expireHeld answers the held call key as indeterminate: its deadline
 // passed while Las restarted (docs/las.md#calls-in-flight).
@@ -751,37 +649,74 @@ func (a *Las) ping(ctx actor.Context, waiter *actor.PID) {
 	if waiter != nil {
 		a.pingers = append(a.pingers, waiter)
 	}
-	if a.pingID != 0 {
+	if a.pinging {
 		return
 	}
-	a.pingID = a.request(ctx, reqPing, mcpwire.MethodPing, nil, time.Now().Add(a.opts.PingTimeout), nil)
+	a.pinging = true
+	gen, post := a.gen, a.poster(ctx)
+	c, cancel := context.WithTimeout(context.Background(), a.opts.PingTimeout)
+	wait := a.sess.Ping(c)
+	go func() {
+		defer cancel()
+		post(pinged{gen: gen, err: wait()})
+	}()
+}
+
+// handlePinged answers the ping's waiters. No answer in time is a
+// transient failure (docs/las.md#liveness); an error answer is only a
+// ping that is not OK.
+func (a *Las) handlePinged(ctx actor.Context, m pinged) {
+	if m.gen != a.gen || a.sess == nil {
+		return
+	}
+	a.pinging = false
+	if m.err != nil {
+		if a.failEnded(ctx) {
+			return
+		}
+		if errors.Is(m.err, context.DeadlineExceeded) {
+			a.fail(ctx, fault.Upstream(fault.ClassMCP, fault.Transient, "%w: liveness ping deadline exceeded", supervision.ErrLasUnresponsive))
+			return
+		}
+	}
+	for _, pid := range a.pingers {
+		reply(ctx, pid, messages.LasPingResponse{OK: m.err == nil})
+	}
+	a.pingers = nil
 }
 
 // --- describe ------------------------------------------------------------
 
 func (a *Las) describe() messages.Description {
-	pid := 0
-	if a.proc != nil {
-		pid = a.proc.pid
-	}
 	name := "las"
 	if a.opts.server != nil {
 		name = a.opts.server.Name
 	}
-	return messages.Description{
-		Kind:   "las",
-		Name:   name,
-		Status: a.phase.String(),
-		Figures: map[string]any{
-			"process_id":          pid,
-			"tool_count":          len(a.tools),
-			"restarts":            a.h.restarts,
-			"last_restart_reason": a.h.lastReason,
-		},
+	figures := map[string]any{
+		"tool_count":          len(a.tools),
+		"restarts":            a.h.restarts,
+		"last_restart_reason": a.h.lastReason,
 	}
+	if a.opts.server != nil && a.opts.server.URL != "" {
+		figures["transport"] = "streamable-http"
+	} else {
+		pid := 0
+		if a.sess != nil {
+			pid = a.sess.PID()
+		}
+		figures["process_id"] = pid
+	}
+	return messages.Description{Kind: "las", Name: name, Status: a.phase.String(), Figures: figures}
 }
 
 // --- helpers -------------------------------------------------------------
+
+// poster returns a function that posts a message to the actor itself,
+// for the session's goroutines.
+func (a *Las) poster(ctx actor.Context) func(any) {
+	self, system := ctx.Self(), ctx.ActorSystem()
+	return func(m any) { system.Root.Send(self, m) }
+}
 
 // after posts msg to the actor itself after d; the returned function
 // cancels it.
@@ -808,8 +743,6 @@ func reply(ctx actor.Context, to *actor.PID, msg any) {
 }
 
 func cloneTools(tools []chat.Tool) []chat.Tool { return append([]chat.Tool(nil), tools...) }
-
-func jsonValid(b []byte) bool { return json.Valid(b) }
 
 // seconds prints a deadline in whole seconds, or with the fraction a
 // sub-second deadline needs.

@@ -1,118 +1,20 @@
 package las
 
-import (
-	"bytes"
-	"os"
-	"strconv"
-	"sync"
-	"syscall"
-)
+import "github.com/wisent/singularity/internal/mcpstdio"
 
-// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (Linux).
-const prSetChildSubreaper = 36
+// KeeperCommand is the argument that makes the runtime's binary run as a
+// Las keeper (Options.Keeper; docs/las.md#leftovers).
+const KeeperCommand = mcpstdio.KeeperCommand
 
-// subreaper is set once this process is a child subreaper.
-var subreaper struct {
-	sync.Mutex
-	on bool
-}
+// keeperDeathSignal is the parent-death signal of a Las started under a
+// keeper.
+const keeperDeathSignal = mcpstdio.KeeperDeathSignal
 
-// BecomeSubreaper makes this process the child subreaper of everything it
-// starts (docs/las.md#leftovers): a descendant of a Las that leaves its
-// process group (setsid) and outlives its parent is reparented here
-// instead of to init, and is killed and reaped when its Las stops. The
-// runtime calls it once at start; it is a no-op where prctl refuses.
-func BecomeSubreaper() error {
-	subreaper.Lock()
-	defer subreaper.Unlock()
-	if subreaper.on {
-		return nil
-	}
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
-		return errno
-	}
-	subreaper.on = true
-	return nil
-}
+// RunKeeper is the Las keeper, the runtime binary's KeeperCommand mode:
+// see mcpstdio.RunKeeper.
+func RunKeeper(args []string) int { return mcpstdio.RunKeeper(args) }
 
-// liveGroups are the process groups of the Las processes alive now (each
-// Las leads its own group): their members are not leftovers.
-var liveGroups = struct {
-	sync.Mutex
-	pgids map[int]bool
-}{pgids: map[int]bool{}}
-
-func trackGroup(pgid int) {
-	liveGroups.Lock()
-	defer liveGroups.Unlock()
-	liveGroups.pgids[pgid] = true
-}
-
-func untrackGroup(pgid int) {
-	liveGroups.Lock()
-	defer liveGroups.Unlock()
-	delete(liveGroups.pgids, pgid)
-}
-
-// reapLeftovers kills and reaps the leftovers of stopped Las processes:
-// children of this process (a subreaper) that lead no live Las group and
-// are not in this process's own group (the runtime's own helpers stay
-// there). It returns how many it ended. Without BecomeSubreaper no
-// descendant is ever reparented here and it does nothing.
-func reapLeftovers() int {
-	subreaper.Lock()
-	on := subreaper.on
-	subreaper.Unlock()
-	if !on {
-		return 0
-	}
-	self, own := os.Getpid(), syscall.Getpgrp()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		ppid, pgid, ok := procParent(pid)
-		if !ok || ppid != self || pgid == own {
-			continue
-		}
-		liveGroups.Lock()
-		live := liveGroups.pgids[pgid]
-		liveGroups.Unlock()
-		if live {
-			continue
-		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		var ws syscall.WaitStatus
-		_, _ = syscall.Wait4(pid, &ws, 0, nil)
-		n++
-	}
-	return n
-}
-
-// procParent reads the parent pid and process group of pid from
-// /proc/<pid>/stat.
-func procParent(pid int) (ppid, pgid int, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	// The command name is in parentheses and may hold anything; the
-	// fields after the last ')' are: state ppid pgrp …
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 3 {
-		return 0, 0, false
-	}
-	ppid, err1 := strconv.Atoi(string(f[1]))
-	pgid, err2 := strconv.Atoi(string(f[2]))
-	return ppid, pgid, err1 == nil && err2 == nil
-}
+// BecomeSubreaper makes the runtime the child subreaper of every Las it
+// starts, so that what a Las leaves behind is ended when it stops
+// (docs/las.md#leftovers): see mcpstdio.BecomeSubreaper.
+func BecomeSubreaper() error { return mcpstdio.BecomeSubreaper() }

@@ -1,18 +1,21 @@
-// Package las is the Las actor: it owns one being's Las child process
-// and its MCP session (docs/las.md#overview). It spawns the process with
-// a scrubbed environment, runs the handshake and tools/list, forwards
-// tool calls under their deadlines, pings for liveness, and fails (panics
-// with a classified error) when the session breaks so that its
-// supervisor (supervision.ForLas) restarts it with backoff.
+// Package las is the Las actor: it owns one MCP session with one server
+// of a being (docs/las.md#overview) — the being's Las child process on
+// stdio (internal/mcpstdio), or a server of a servers file, on stdio or
+// remote over streamable HTTP (internal/mcpremote) — and drives either
+// through the same session interface. It runs the handshake and
+// tools/list, forwards tool calls under their deadlines, pings for
+// liveness, and fails (panics with a classified error) when the session
+// breaks so that its supervisor (supervision.ForLas) restarts it with
+// backoff. A Group stands for a servers file: one Las per server under
+// it.
 //
-// I/O never blocks the mailbox: a reader goroutine posts each stdout line
-// to the actor, a writer goroutine drains a bounded queue (256 frames) to
-// stdin — a Las that stops reading fills it and fails the session instead
-// of blocking the actor — a waiter goroutine reports the process's exit,
-// and every deadline is a timer that posts a message to the actor. The
-// only waits inside a handler are the shutdown ladder (in the stopping
-// handler, docs/las.md#shutdown-ladder) and the bounded SIGKILL-and-reap
-// of a process that has already failed.
+// I/O never blocks the mailbox: the session's requests run on goroutines
+// of their own that post what came of them back to the actor (a call's
+// goroutine answers its caller), the session's end is posted too, and
+// every timer posts a message to the actor. The only waits inside a
+// handler are the shutdown ladder (in the stopping handler,
+// docs/las.md#shutdown-ladder) and the bounded SIGKILL-and-reap of a
+// process that has already failed.
 //
 // Choices this actor makes (each is described in docs/las.md):
 //   - Calls made while Las is (re)starting wait for the new session if it

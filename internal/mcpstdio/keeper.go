@@ -1,4 +1,4 @@
-package las
+package mcpstdio
 
 import (
 	"fmt"
@@ -10,12 +10,13 @@ import (
 )
 
 // KeeperCommand is the argument that makes the runtime's binary run as a
-// Las keeper (Options.Keeper; docs/las.md#leftovers).
+// Las keeper (docs/las.md#leftovers).
 const KeeperCommand = "las-keeper"
 
-// keeperDeathSignal is the keeper's parent-death signal: catchable, so the
-// keeper can end its whole tree before it goes.
-const keeperDeathSignal = syscall.SIGUSR1
+// KeeperDeathSignal is the keeper's parent-death signal (the
+// Config.DeathSignal of a server started under a keeper): catchable, so
+// the keeper can end its whole tree before it goes.
+const KeeperDeathSignal = syscall.SIGUSR1
 
 // RunKeeper is the Las keeper: `<binary> las-keeper <runtime pid> <command>
 // <args…>`. It sits between the runtime and one Las process so that no
@@ -44,7 +45,7 @@ func RunKeeper(args []string) int {
 		return 2
 	}
 	died := make(chan os.Signal, 1)
-	signal.Notify(died, keeperDeathSignal)
+	signal.Notify(died, KeeperDeathSignal)
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	if os.Getppid() != runtime {
 		return 137 // the runtime died before the keeper was ready

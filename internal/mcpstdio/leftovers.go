@@ -1,0 +1,119 @@
+package mcpstdio
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (Linux).
+const prSetChildSubreaper = 36
+
+// subreaper is set once this process is a child subreaper.
+var subreaper struct {
+	sync.Mutex
+	on bool
+}
+
+// BecomeSubreaper makes this process the child subreaper of everything it
+// starts (docs/las.md#leftovers): a descendant of a server that leaves its
+// process group (setsid) and outlives its parent is reparented here
+// instead of to init, and is killed and reaped when its session ends. The
+// runtime calls it once at start; it returns prctl's error where prctl
+// refuses, and doing without is then harmless.
+func BecomeSubreaper() error {
+	subreaper.Lock()
+	defer subreaper.Unlock()
+	if subreaper.on {
+		return nil
+	}
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		return errno
+	}
+	subreaper.on = true
+	return nil
+}
+
+// liveGroups are the process groups of the servers alive now (each
+// server leads its own group): their members are not leftovers.
+var liveGroups = struct {
+	sync.Mutex
+	pgids map[int]bool
+}{pgids: map[int]bool{}}
+
+func trackGroup(pgid int) {
+	liveGroups.Lock()
+	defer liveGroups.Unlock()
+	liveGroups.pgids[pgid] = true
+}
+
+func untrackGroup(pgid int) {
+	liveGroups.Lock()
+	defer liveGroups.Unlock()
+	delete(liveGroups.pgids, pgid)
+}
+
+// reapLeftovers kills and reaps the leftovers of stopped servers:
+// children of this process (a subreaper) that lead no live server group and
+// are not in this process's own group (the runtime's own helpers stay
+// there). It returns how many it ended. Without BecomeSubreaper no
+// descendant is ever reparented here and it does nothing.
+func reapLeftovers() int {
+	subreaper.Lock()
+	on := subreaper.on
+	subreaper.Unlock()
+	if !on {
+		return 0
+	}
+	self, own := os.Getpid(), syscall.Getpgrp()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		ppid, pgid, ok := procParent(pid)
+		if !ok || ppid != self || pgid == own {
+			continue
+		}
+		liveGroups.Lock()
+		live := liveGroups.pgids[pgid]
+		liveGroups.Unlock()
+		if live {
+			continue
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, 0, nil)
+		n++
+	}
+	return n
+}
+
+// procParent reads the parent pid and process group of pid from
+// /proc/<pid>/stat.
+func procParent(pid int) (ppid, pgid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// The command name is in parentheses and may hold anything; the
+	// fields after the last ')' are: state ppid pgrp …
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 3 {
+		return 0, 0, false
+	}
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	pgid, err2 := strconv.Atoi(string(f[2]))
+	return ppid, pgid, err1 == nil && err2 == nil
+}
