@@ -269,6 +269,6 @@ func writeSummary(w io.Writer, rootDir string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintln(w, "family ledger: "+fam.Totals.Verdict())
+	_, err = fmt.Fprintln(w, "family ledger: "+fam.Verdict())
 	return err
 }

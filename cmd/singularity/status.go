@@ -55,6 +55,9 @@ func lastAction(b accounts.Being) string {
 // ledgerWord is a being's own ledger: exact, or off by how much (against
 // its journal, or against its own figures).
 func ledgerWord(b accounts.Being) string {
+	if b.Journal != nil {
+		return "not exact: " + b.Journal.Error()
+	}
 	if off := b.JournalOff; off.Sign() != 0 {
 		return "off by " + off.String()
 	}
@@ -83,7 +86,7 @@ func writeStatusTable(w io.Writer, fam *accounts.Family) error {
 		fmt.Fprintf(w, ", in transit %s", t.InTransit)
 	}
 	fmt.Fprintln(w)
-	_, err := fmt.Fprintln(w, "family ledger: "+t.Verdict())
+	_, err := fmt.Fprintln(w, "family ledger: "+fam.Verdict())
 	return err
 }
 
@@ -140,7 +143,7 @@ func writeStatusJSON(w io.Writer, fam *accounts.Family) error {
 	t := fam.Totals
 	out.Totals = statusTotals{Beings: t.Beings, Starting: t.Starting.String(), Granted: t.Granted.String(), Spent: t.Spent.String(),
 		Earned: t.Earned.String(), Remaining: t.Remaining.String(), InTransit: t.InTransit.String(), Off: t.Off.String()}
-	out.FamilyLedger = t.Verdict()
+	out.FamilyLedger = fam.Verdict()
 	for _, err := range fam.Unreadable {
 		out.Unreadable = append(out.Unreadable, err.Error())
 	}

@@ -89,7 +89,9 @@ type Config struct {
 // Engine is one being's durable-step engine; the owner's goroutine (its
 // mailbox) calls every method. Make it with Open or New.
 type Engine struct {
-	cfg     Config
+	cfg Config
+	// dirLock is the state directory's (state.LockDir), held until Close.
+	dirLock *state.DirLock
 	store   *state.Store
 	journal *state.Journal
 	archive *state.Archive
@@ -208,8 +210,8 @@ func (e *Engine) Cancel() {
 }
 
 // Close ends the engine: the backoff is cancelled, signals still on their
-// way are ignored and the files are closed (a write in flight finishes
-// first: the files' locks).
+// way are ignored, the files are closed (a write in flight finishes
+// first: the files' locks) and the directory's lock is let go.
 func (e *Engine) Close() {
 	e.Cancel()
 	e.closed = true
@@ -221,6 +223,8 @@ func (e *Engine) Close() {
 		e.archive.Close()
 		e.archive = nil
 	}
+	e.dirLock.Unlock()
+	e.dirLock = nil
 }
 
 // DropHeld gives up the write held for storage (a stop that does not

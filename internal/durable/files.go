@@ -11,13 +11,26 @@ import (
 // Loading writes nothing: a torn last line of the journal is cut by the
 // first append, and its warning is queued for that step. The events the
 // journal holds are Loaded.
-func Open(dir string, cfg Config) (*Engine, *state.Being, error) {
+//
+// The engine holds dir's lock (state.LockDir) until Close: it is taken
+// before anything else, so a directory another runtime lives in is
+// refused before it is touched.
+func Open(dir string, cfg Config) (e *Engine, st *state.Being, err error) {
+	lock, err := state.LockDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			lock.Unlock()
+		}
+	}()
 	store, err := state.Open(dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	store.SetFault(cfg.Fault)
-	st, err := store.Load()
+	st, err = store.Load()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -25,7 +38,8 @@ func Open(dir string, cfg Config) (*Engine, *state.Being, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	e := New(cfg)
+	e = New(cfg)
+	e.dirLock = lock
 	if cut := journal.Repaired(); cut > 0 {
 		message := fmt.Sprintf("activity journal: removed a torn last line of %d bytes", cut)
 		e.cfg.Log.Warn(message)
@@ -43,8 +57,9 @@ func Open(dir string, cfg Config) (*Engine, *state.Being, error) {
 // Loaded is the journal's events as read by Open.
 func (e *Engine) Loaded() []state.Event { return e.journal.Loaded() }
 
-// opened is a fresh being's state directory, once written.
+// opened is a fresh being's state directory, once written, and its lock.
 type opened struct {
+	lock    *state.DirLock
 	store   *state.Store
 	journal *state.Journal
 	archive *state.Archive
@@ -69,17 +84,40 @@ func (e *Engine) Create(tag Tag, dir string, fresh *state.Being) []Event {
 
 func (e *Engine) created(s Signal) []Event {
 	if s.err == nil {
+		if e.closed {
+			// The owner ended meanwhile: nothing will write here.
+			s.opened.close()
+			return nil
+		}
+		e.dirLock = s.opened.lock
 		e.install(s.opened.store, s.opened.journal, s.opened.archive)
 	}
 	return []Event{Created{Tag: s.tag, Err: s.err}}
 }
 
-// create writes a fresh being's directory; it runs on a writer goroutine.
-func create(dir string, fresh *state.Being, fault state.Fault) (*opened, error) {
+func (o *opened) close() {
+	o.journal.Close()
+	o.archive.Close()
+	o.lock.Unlock()
+}
+
+// create writes a fresh being's directory, locked first (a runtime that
+// made the same directory a moment before holds it); it runs on a writer
+// goroutine.
+func create(dir string, fresh *state.Being, fault state.Fault) (o *opened, err error) {
 	store, err := state.Open(dir)
 	if err != nil {
 		return nil, err
 	}
+	lock, err := state.LockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			lock.Unlock()
+		}
+	}()
 	store.SetFault(fault)
 	if fault != nil {
 		if err := fault(state.StateFile); err != nil {
@@ -98,5 +136,5 @@ func create(dir string, fresh *state.Being, fault state.Fault) (*opened, error) 
 		journal.Close()
 		return nil, err
 	}
-	return &opened{store: store, journal: journal, archive: archive}, nil
+	return &opened{lock: lock, store: store, journal: journal, archive: archive}, nil
 }

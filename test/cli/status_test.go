@@ -178,3 +178,40 @@ func TestStatusOfNoFamily(t *testing.T) {
 	assert.Equal(t, 4, r.code)
 	assert.Regexp(t, `^singularity: state: cannot read state file .*state\.json: .*no such file or directory\n$`, r.stderr)
 }
+
+// TestStatusOfAMisnumberedJournal: a journal holding a line twice, as two
+// runtimes appending to one directory leave it, makes status report the
+// being's ledger and the family's as not exact, in the table and in the
+// JSON, though the line repeats no money.
+func TestStatusOfAMisnumberedJournal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	demo := run(t, map[string]string{}, "demo", "--cycles", "1", "--dir", dir)
+	require.Equal(t, 0, demo.code, demo.stderr)
+	root := filepath.Join(dir, "state")
+	path := filepath.Join(root, state.JournalFile)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.SplitAfter(string(data), "\n")
+	var repeated string
+	for _, l := range lines {
+		if strings.Contains(l, `"type":"warning"`) || strings.Contains(l, `"type":"cycle_started"`) {
+			repeated = l
+			break
+		}
+	}
+	require.NotEmpty(t, repeated, "the demo journals a cycle_started")
+	require.NoError(t, os.WriteFile(path, append(data, repeated...), 0o600))
+
+	table := status(t, root)
+	require.Equal(t, 0, table.code, table.stderr)
+	out := strings.Split(strings.TrimRight(table.stdout, "\n"), "\n")
+	assert.Regexp(t, `^Ada\s+\S+\s+\d+\s.*not exact: journal repeats seq \d+ after seq \d+`, out[1])
+	assert.Regexp(t, `^family ledger: not exact: Ada's journal repeats seq \d+ after seq \d+$`, out[len(out)-1])
+
+	js := status(t, root, "--format", "json")
+	require.Equal(t, 0, js.code, js.stderr)
+	s := parseStatus(t, js.stdout)
+	assert.Regexp(t, `^not exact: Ada's journal repeats seq`, s.FamilyLedger)
+	assert.Regexp(t, `^not exact: journal repeats seq`, s.Beings[0].Ledger)
+}

@@ -22,7 +22,12 @@ type Being struct {
 	// JournalOff is remaining − (starting − Σ debited + Σ credited − Σ
 	// granted) over its whole journal: zero when its ledger is exact.
 	JournalOff money.Amount
-	Entry      Entry
+	// Journal says what is wrong with the journal's numbering (a seq
+	// repeated or missing: two runtimes wrote it, or a line was lost);
+	// nil when its seqs run 1, 2, 3, … The ledger is not exact then,
+	// whatever the sums say.
+	Journal error
+	Entry   Entry
 }
 
 // Family is a family read from its state directories.
@@ -31,6 +36,18 @@ type Family struct {
 	Totals Totals
 	// Unreadable lists the states that could not be read, as errors.
 	Unreadable []error
+}
+
+// Verdict is the family ledger in words: "not exact: <being>'s <problem>"
+// when a being's journal is misnumbered, else Totals.Verdict ("exact",
+// or "off by <amount>").
+func (f *Family) Verdict() string {
+	for _, b := range f.Beings {
+		if b.Journal != nil {
+			return "not exact: " + b.Name + "'s " + b.Journal.Error()
+		}
+	}
+	return f.Totals.Verdict()
 }
 
 // Read reads the family rooted at dir without writing anything: each
@@ -124,17 +141,43 @@ func (r *reader) read(dir, name string, depth int, root bool) *node {
 }
 
 // readBeing reads one state directory, trying again (a few times) when
-// the journal changed under it.
+// the journal changed under it. A misnumbered journal is read again too
+// (a rotation while it was read looks the same) before it is reported.
 func readBeing(dir string) (*Being, error) {
 	var last error
+	var misnumbered *Being
 	for range 5 {
 		b, err := readOnce(dir)
+		if err == nil && b.Journal != nil {
+			misnumbered = b
+			continue
+		}
 		if !errors.Is(err, errMoved) {
 			return b, err
 		}
 		last = err
 	}
+	if misnumbered != nil {
+		return misnumbered, nil
+	}
 	return nil, last
+}
+
+// numbering reports a journal whose seqs do not run 1, 2, 3, … in
+// order: one repeated or going back, or one missing.
+func numbering(events []state.Event) error {
+	next := uint64(1)
+	for _, e := range events {
+		switch {
+		case e.Seq == next:
+			next++
+		case e.Seq < next:
+			return fmt.Errorf("journal repeats seq %d after seq %d", e.Seq, next-1)
+		default:
+			return fmt.Errorf("journal lacks seq %d (seq %d follows seq %d)", next, e.Seq, next-1)
+		}
+	}
+	return nil
 }
 
 var errMoved = errors.New("the journal moved on while it was read")
@@ -156,6 +199,7 @@ func readOnce(dir string) (*Being, error) {
 	if err != nil {
 		return nil, err
 	}
+	misnumbered := numbering(events)
 	if st.JournalSeq != nil {
 		from := *st.JournalSeq
 		next := from + 1
@@ -163,13 +207,16 @@ func readOnce(dir string) (*Being, error) {
 			if e.Seq <= from {
 				continue
 			}
-			if e.Seq != next {
+			if e.Seq != next && misnumbered == nil {
 				return nil, errMoved
 			}
+			// A misnumbered journal is applied as it stands: its
+			// ledger is reported not exact (readBeing reads it again
+			// first, in case it moved on meanwhile).
 			st.Apply(e)
-			next++
+			next = e.Seq + 1
 		}
-		if len(events) > 0 && events[len(events)-1].Seq < from {
+		if len(events) > 0 && events[len(events)-1].Seq < from && misnumbered == nil {
 			return nil, errMoved // the checkpoint is ahead of what was read
 		}
 	}
@@ -177,6 +224,7 @@ func readOnce(dir string) (*Being, error) {
 	b := &Being{
 		ID: filepath.Base(dir), Name: st.Identity.Name, StateDir: dir, State: st,
 		JournalOff: st.Budget.Remaining.Sub(st.Budget.Starting.Sub(t.Debited).Add(t.Credited).Sub(t.Granted)),
+		Journal:    misnumbered,
 	}
 	inTransit := money.Zero
 	for _, g := range st.Grants {
