@@ -2,6 +2,7 @@ package brama
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"time"
 
@@ -24,7 +25,14 @@ const (
 	WarnContentFilter  = "completion stopped by the provider's content filter"
 	WarnUsageMismatch  = "usage total does not match prompt plus completion"
 	WarnNoUsageCharged = "completion reported no usage; charged its reservation"
+	WarnUsageCapped    = "completion reported implausible usage; capped at 4 tokens per request byte and 4 times max_tokens"
 )
+
+// plausibleFactor bounds the usage a completion may report
+// (docs/brama.md#implausible-usage): no more prompt tokens than this many
+// per request byte, no more completion tokens than this many times
+// max_tokens.
+const plausibleFactor = 4
 
 // Params is one completion to ask for. AgentID is signed into the request
 // (Brama); MaxTokens and Temperature come from configuration.
@@ -144,9 +152,41 @@ func parseCompletion(body []byte, lenient bool, reservation chat.Usage) (Complet
 	}
 	comp, err := validate(&r, lenient, reservation)
 	if err != nil {
+		if r.Usage != nil && implausible(*r.Usage, reservation) != "" {
+			// Never debit a count no request could have cost: a refusal
+			// with one is charged its reservation.
+			return Completion{Usage: reservation, Billed: true, Model: r.Model}, err
+		}
 		return billedUsage(r.Model, r.Usage), err
 	}
 	return comp, nil
+}
+
+// implausible says how usage exceeds what the request could have cost
+// (more prompt tokens than plausibleFactor per request byte, or more
+// completion tokens than plausibleFactor times max_tokens; reservation
+// holds the bytes and max_tokens), or "" when it does not. A zero part of
+// the reservation bounds nothing.
+func implausible(u chat.Usage, reservation chat.Usage) string {
+	if b := reservation.PromptTokens; b > 0 && u.PromptTokens > b*plausibleFactor {
+		return fmt.Sprintf("%d prompt tokens for a request of %d bytes", u.PromptTokens, b)
+	}
+	if m := reservation.CompletionTokens; m > 0 && u.CompletionTokens > m*plausibleFactor {
+		return fmt.Sprintf("%d completion tokens for max_tokens %d", u.CompletionTokens, m)
+	}
+	return ""
+}
+
+// capUsage is u with each count at most what implausible allows.
+func capUsage(u chat.Usage, reservation chat.Usage) chat.Usage {
+	if b := reservation.PromptTokens; b > 0 {
+		u.PromptTokens = min(u.PromptTokens, b*plausibleFactor)
+	}
+	if m := reservation.CompletionTokens; m > 0 {
+		u.CompletionTokens = min(u.CompletionTokens, m*plausibleFactor)
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
 }
 
 // billedUsage is the Completion of a refusal: its usage with Billed when
@@ -229,6 +269,13 @@ func validate(r *responseBody, lenient bool, reservation chat.Usage) (Completion
 			usage = largerUsage(*r.Usage)
 			warnings = append(warnings, WarnUsageMismatch)
 		}
+	}
+	if why := implausible(usage, reservation); why != "" && !noUsage {
+		if !lenient {
+			return Completion{}, permanent("inconsistent usage: %s", why)
+		}
+		usage = capUsage(usage, reservation)
+		warnings = append(warnings, WarnUsageCapped)
 	}
 	msg := chat.Message{Role: chat.RoleAssistant, ToolCalls: calls}
 	if content != nil {

@@ -2,6 +2,7 @@ package brama
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"testing"
 
@@ -372,4 +373,50 @@ func TestEncodeMatchesRequestBody(t *testing.T) {
 			require.Equal(t, string(want), string(got))
 		})
 	}
+}
+
+// TestImplausibleUsage is docs/brama.md#implausible-usage: a usage block
+// no request could have cost (more prompt tokens than 4 per request byte,
+// more completion tokens than 4 times max_tokens) is refused by Brama's
+// strict validation, charged the reservation, and capped with a warning
+// by the lenient one. A reply of 2^64−1 tokens is never debited as such.
+func TestImplausibleUsage(t *testing.T) {
+	reservation := ReservationUsage(300, 64) // a 300-byte request, max_tokens 64
+	reply := func(prompt, completion uint64) string {
+		return fmt.Sprintf(`{"model":"m","choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":%d,"completion_tokens":%d}}`, prompt, completion)
+	}
+	tests := []struct {
+		name               string
+		prompt, completion uint64
+		strictErr          string
+		capped             chat.Usage // lenient; zero when not capped
+	}{
+		{"at the bounds", 1200, 256, "", chat.Usage{}},
+		{"prompt past its bound", 1201, 5, "brama: inconsistent usage: 1201 prompt tokens for a request of 300 bytes", bramatest.Usage(1200, 5)},
+		{"completion past its bound", 10, 257, "brama: inconsistent usage: 257 completion tokens for max_tokens 64", bramatest.Usage(10, 256)},
+		{"2^64-1 completion tokens", 10, math.MaxUint64, fmt.Sprintf("brama: inconsistent usage: %d completion tokens for max_tokens 64", uint64(math.MaxUint64)), bramatest.Usage(10, 256)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(reply(tt.prompt, tt.completion))
+			strict, err := parseCompletion(body, false, reservation)
+			lenient, lerr := parseCompletion(body, true, reservation)
+			require.NoError(t, lerr)
+			if tt.strictErr == "" {
+				require.NoError(t, err)
+				require.Equal(t, bramatest.Usage(tt.prompt, tt.completion), strict.Usage)
+				require.Equal(t, strict, lenient)
+				return
+			}
+			requireBramaError(t, err, fault.Permanent, tt.strictErr)
+			require.Equal(t, Completion{Usage: reservation, Billed: true, Model: "m"}, strict, "the refusal is charged its reservation")
+			require.Equal(t, tt.capped, lenient.Usage)
+			require.Equal(t, []string{WarnUsageCapped}, lenient.Warnings)
+		})
+	}
+	// A refusal for another reason with an implausible block is charged
+	// the reservation too, never the block.
+	refused, err := parseCompletion([]byte(`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":18446744073709551615}}`), false, reservation)
+	requireBramaKind(t, err, fault.Permanent)
+	require.Equal(t, Completion{Usage: reservation, Billed: true}, refused)
 }

@@ -26,6 +26,8 @@ func FuzzParseCompletion(f *testing.F) {
 		`{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":0}}`,
 		`{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":18446744073709551615,"completion_tokens":2}}`,
 		`{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":18446744073709551615,"completion_tokens":2,"total_tokens":1}}`,
+		`{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":18446744073709551615}}`,
+		`{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":18446744073709551615}}`,
 		`{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":16}}`,
 		`{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":-1,"completion_tokens":5,"total_tokens":4}}`,
 		`{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1.5}}`,
@@ -48,8 +50,12 @@ func FuzzParseCompletion(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		c, err := parseCompletion(body, false, chat.Usage{})
-		lc, lerr := parseCompletion(body, true, ReservationUsage(len(body), 64))
+		reservation := ReservationUsage(len(body), 64)
+		c, err := parseCompletion(body, false, reservation)
+		lc, lerr := parseCompletion(body, true, reservation)
+		if lerr == nil && implausible(lc.Usage, reservation) != "" {
+			t.Fatalf("lenient validation of %q accepted implausible usage %+v", body, lc.Usage)
+		}
 		if err == nil && (lerr != nil || !reflect.DeepEqual(c, lc)) {
 			t.Fatalf("lenient validation of %q differs from strict: %+v %v, was %+v", body, lc, lerr, c)
 		}
