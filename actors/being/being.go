@@ -25,6 +25,7 @@ import (
 	"github.com/wisent/singularity/internal/durable"
 	"github.com/wisent/singularity/internal/mailbox"
 	"github.com/wisent/singularity/internal/observe"
+	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/builtin"
@@ -111,7 +112,11 @@ type health struct {
 // the money of children that stopped (BeingStopped), which the family
 // ledger still counts.
 type purse struct {
-	lastReservation              money.Amount
+	lastReservation money.Amount
+	// billed is the highest prices a completion was billed at (zero
+	// until a response named a model pricier than the one reserved):
+	// every reservation holds at least these.
+	billed                       prices.Pair
 	throttled                    bool
 	exhausted                    bool
 	departedHeld, departedEarned money.Amount

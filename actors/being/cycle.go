@@ -187,6 +187,7 @@ func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResp
 		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), resp.Err)
 		return
 	}
+	b.noteBilledPrices(resp.Prices)
 	b.cycle.waiting = waitLedger
 	b.cycle.completion = resp
 	b.request(ctx, b.ledger, messages.DebitRequest{Usage: resp.Usage, Elapsed: resp.Elapsed, Prices: resp.Prices}, askTimeout, replyDebit)

@@ -86,8 +86,44 @@ func (b *Being) reservePricing() ledger.Pricing {
 		return p
 	}
 	pair := b.opts.Prices.Reservation(b.st.Mind.CurrentModel, prices.Pair{Input: p.InputPerMillion, Output: p.OutputPerMillion})
+	pair = higher(pair, b.purse.billed)
 	p.InputPerMillion, p.OutputPerMillion = pair.Input, pair.Output
 	return p
+}
+
+// higher is the higher input and the higher output price of a and b,
+// each on its own.
+func higher(a, b prices.Pair) prices.Pair {
+	if b.Input.Cmp(a.Input) > 0 {
+		a.Input = b.Input
+	}
+	if b.Output.Cmp(a.Output) > 0 {
+		a.Output = b.Output
+	}
+	return a
+}
+
+// PricierModelBilled is the warning journaled when a completion is billed
+// at the prices of the model its response names, and they are higher than
+// the prices it was reserved at (docs/money.md#no-overdraft).
+const PricierModelBilled = "completion billed at a pricier model than reserved; reserving at its prices from now on"
+
+// noteBilledPrices compares the prices a completion is billed at (the
+// response's model's, per BRAMA_PRICES_FILE) with those it was reserved
+// at: when either is higher, the being warns once for that rise and
+// reserves at the higher of the two from then on, so that the next
+// reservation holds whichever of the models answers.
+func (b *Being) noteBilledPrices(billed *prices.Pair) {
+	if billed == nil || len(b.opts.Prices) == 0 {
+		return
+	}
+	p := b.reservePricing()
+	reserved := prices.Pair{Input: p.InputPerMillion, Output: p.OutputPerMillion}
+	if billed.Input.Cmp(reserved.Input) <= 0 && billed.Output.Cmp(reserved.Output) <= 0 {
+		return
+	}
+	b.purse.billed = higher(b.purse.billed, *billed)
+	b.warn(PricierModelBilled)
 }
 
 // available is what the being may endow a child with now: its remaining

@@ -335,3 +335,45 @@ func TestRetriedWithinTheRound(t *testing.T) {
 	assert.Equal(t, "singularity: brama: no complete response: unexpected EOF", r.errorLine())
 	assert.Len(t, w.brama.Completions(), 3, "the dropped response was not sent again")
 }
+
+// TestPricierResponseModelRaisesTheReservation: a response that names a
+// model the prices file prices above the one reserved is debited at its
+// prices, journals a warning, and every later reservation holds the
+// higher prices (docs/money.md#no-overdraft): here the next request's
+// max_tokens is lowered to what the balance pays for at them, where the
+// configured model's prices would have left it whole.
+func TestPricierResponseModelRaisesTheReservation(t *testing.T) {
+	t.Parallel()
+	w := newGatewayWorld(t, "bearer", "cheap", "pricey")
+	prices := filepath.Join(w.dir, "prices.json")
+	require.NoError(t, os.WriteFile(prices, []byte(`{
+  "cheap":  {"input_usd_per_million": "0.1", "output_usd_per_million": "0.4"},
+  "pricey": {"input_usd_per_million": "10",  "output_usd_per_million": "40"}
+}`), 0o600))
+	w.env["BRAMA_PRICES_FILE"] = prices
+	w.env["SINGULARITY_STARTING_BALANCE_USD"] = "0.15"
+	w.env["SINGULARITY_INSTANCE_USD_PER_HOUR"] = "0"
+	w.env["BRAMA_MAX_TOKENS"] = "2048"
+
+	w.brama.Enqueue(
+		bramatest.ModelReply("pricey", bramatest.ToolCallsReply(bramatest.Usage(1000, 100),
+			bramatest.Call("c1", "singularity_memory_recall", `{"query":"x"}`))),
+		bramatest.ModelReply("cheap", bramatest.TextReply("done", bramatest.Usage(10, 5))),
+	)
+	r := w.run("once")
+	require.Equal(t, 0, r.code, r.stderr)
+
+	reqs := w.brama.Completions()
+	require.Equal(t, 2, len(reqs), "the second round is asked")
+	assert.Equal(t, 2048, reqs[0].Completion.MaxTokens, "reserved at cheap's prices, the balance pays for all of it")
+	assert.Less(t, reqs[1].Completion.MaxTokens, 2048, "reserved at pricey's prices from now on")
+	assert.Greater(t, reqs[1].Completion.MaxTokens, 256)
+	events := w.journal()
+	got := debits(events)
+	require.Len(t, got, 2)
+	assert.Equal(t, "0.014", got[0]) // 1000×10 + 100×40, per million
+	assert.Contains(t, warnings(events), "completion billed at a pricier model than reserved; reserving at its prices from now on")
+	st := w.loadState()
+	assert.Positive(t, st.Budget.Remaining.Sign())
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
+}
