@@ -9,6 +9,7 @@ import (
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // stopping is what a shutdown in progress carries besides the phase.
@@ -61,8 +62,7 @@ func (b *Being) handleStop(ctx actor.Context, msg messages.StopBeing) {
 			b.abandonWork(ctx, "shutdown without waiting")
 			return
 		}
-		self, system, epoch := ctx.Self(), ctx.ActorSystem(), b.epoch
-		b.stop.graceTimer = time.AfterFunc(b.opts.ShutdownGrace, func() { system.Root.Send(self, graceExpired{epoch}) })
+		b.armGrace(ctx)
 	case phaseDraining:
 		if b.stop.now {
 			b.abandonWork(ctx, "shutdown without waiting")
@@ -83,19 +83,57 @@ func (b *Being) handleStop(ctx actor.Context, msg messages.StopBeing) {
 		}
 	default:
 		// Outside a cycle a write held for storage (the boot step, a
-		// checkpoint, warnings) is given up by a stop that does not
-		// wait: none of it took effect.
+		// checkpoint, warnings, the final save) is given up by a stop
+		// that does not wait, and by any stop once the grace has
+		// passed: none of it took effect.
 		if b.stop.now && b.engine != nil {
 			b.engine.DropHeld()
+		}
+		if !b.stop.now {
+			b.armGrace(ctx)
 		}
 		b.continueShutdown(ctx)
 	}
 }
 
-// handleGraceExpired abandons whatever the draining cycle still waits for.
+// armGrace starts the shutdown grace (once per stop). A being driven
+// handler by handler has no actor system to be told by: its timer tells
+// nobody.
+func (b *Being) armGrace(ctx actor.Context) {
+	if b.stop.graceTimer != nil {
+		return
+	}
+	self, system, epoch := ctx.Self(), ctx.ActorSystem(), b.epoch
+	b.stop.graceTimer = time.AfterFunc(b.opts.ShutdownGrace, func() {
+		if system != nil {
+			system.Root.Send(self, graceExpired{epoch})
+		}
+	})
+}
+
+// handleGraceExpired abandons whatever the draining cycle still waits
+// for. Outside a cycle it gives up a write that storage keeps refusing
+// (docs/cycle.md#storage-faults): the being then writes nothing more, and
+// one whose boot step never became durable ends failed, with the storage
+// error.
 func (b *Being) handleGraceExpired(ctx actor.Context, msg graceExpired) {
-	if msg.epoch == b.epoch && b.phase == phaseDraining {
+	if msg.epoch != b.epoch {
+		return
+	}
+	switch {
+	case b.phase == phaseDraining:
 		b.abandonWork(ctx, "shutdown grace expired")
+	case b.phase.inCycle() || b.phase == phaseStopped || b.engine == nil || !b.engine.Storage().Failing:
+	default:
+		b.stop.giveUp = true
+		if !b.booted && b.stop.err == nil {
+			b.stop.err = fault.Errorf(fault.ClassState, "boot given up at shutdown: storage unavailable: %s", b.engine.Storage().Last)
+		}
+		if b.engine.DropHeld() {
+			b.giveUpHeld(ctx)
+		}
+		// Otherwise an attempt is in flight: its failure gives the
+		// write up (onDurable), its success goes on as usual.
 	}
 }
 

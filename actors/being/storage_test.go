@@ -15,6 +15,7 @@ import (
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/bramatest"
 	"github.com/wisent/singularity/test/testkit"
 )
@@ -364,4 +365,35 @@ func TestJournalSegments(t *testing.T) {
 	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 	assert.Equal(t, st.Seq(), events[len(events)-1].Seq, "the last checkpoint includes every event")
 	assert.Len(t, st.Mind.Memories, 1)
+}
+
+// TestStopWhileTheBootStepIsHeld: storage refuses the boot step for good
+// and a stop that waits (the first Ctrl-C) is asked. The stop ends the
+// being within the shutdown grace, as it does mid-cycle: the held step is
+// given up, nothing more is written, no completion is asked, and the
+// family stops failed with the storage error (once exits non-zero).
+func TestStopWhileTheBootStepIsHeld(t *testing.T) {
+	srv := newBrama(t)
+	scriptedCycle(srv)
+	refuse := &failing{file: state.JournalFile, k: 1, times: 1 << 20, errno: syscall.ENOSPC, attempts: make(chan int, 8)}
+	opts := options(t, being.Once)
+	opts.StorageFault = refuse.hook
+	opts.Clock = testkit.NewStepClock() // the retries never come
+	opts.ShutdownGrace = 100 * time.Millisecond
+	h := start(t, srv, opts)
+	select {
+	case <-refuse.attempts:
+	case <-time.After(waitLimit):
+		t.Fatal("the boot step was never attempted")
+	}
+	h.system.Root.Send(h.family, messages.ShutdownFamily{})
+	stopped := h.stopped()
+	require.Error(t, stopped.Err, "the being ends failed")
+	assert.Equal(t, fault.ClassState, fault.ClassOf(stopped.Err))
+	assert.Contains(t, stopped.Err.Error(), "storage unavailable: ")
+	assert.Empty(t, srv.Completions(), "no completion was asked")
+	events, err := state.ReadAll(opts.StateDir)
+	require.NoError(t, err)
+	assert.Empty(t, events, "nothing of the boot was written")
+	assert.Equal(t, state.StatusStarting, h.state().Status, "state.json is as the boot found it")
 }
