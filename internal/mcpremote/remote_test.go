@@ -193,14 +193,52 @@ func TestReplyCap(t *testing.T) {
 			if err != nil {
 				t.Fatalf("CallTool() error = %v", err)
 			}
-			if o.Status != outcome.Indeterminate {
-				t.Errorf("outcome = %s %s, want indeterminate", o.Status, o.Content)
+			if o.Status != outcome.Indeterminate || !strings.Contains(string(o.Content), "1048576 bytes") {
+				t.Errorf("outcome = %s %s, want indeterminate past 1048576 bytes", o.Status, o.Content)
 			}
 			if !errors.Is(s.Err(), ErrBroken) {
 				t.Errorf("Err() = %v, want ErrBroken", s.Err())
 			}
 			if n := <-h.written; n > bound {
 				t.Errorf("server wrote %d bytes before the client hung up, want at most %d", n, bound)
+			}
+		})
+	}
+}
+
+// TestCappedBody: a body fails past its cap, counted in all for a JSON
+// answer and per event for an event stream, whatever its line ends.
+func TestCappedBody(t *testing.T) {
+	event := func(end string) string { return "event: message" + end + "data: 0123456789" + end + end }
+	tests := []struct {
+		name    string
+		body    string
+		events  bool
+		tooLong bool
+	}{
+		{"json within", strings.Repeat("x", 64), false, false},
+		{"json past", strings.Repeat("x", 65), false, true},
+		{"events LF", strings.Repeat(event("\n"), 20), true, false},
+		{"events CRLF", strings.Repeat(event("\r\n"), 20), true, false},
+		{"events CR", strings.Repeat(event("\r"), 20), true, false},
+		{"one long event", "data: " + strings.Repeat("x", 64) + "\n\n", true, true},
+		{"long event of short lines", strings.Repeat("data: x\r\n", 10) + "\r\n", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newCappedBody(io.NopCloser(strings.NewReader(tt.body)), 64, tt.events)
+			got, err := io.ReadAll(b)
+			if tt.tooLong {
+				if !errors.Is(err, ErrReplyTooLarge) {
+					t.Fatalf("ReadAll() error = %v, want ErrReplyTooLarge", err)
+				}
+				if _, err := b.Read(make([]byte, 1)); !errors.Is(err, ErrReplyTooLarge) {
+					t.Errorf("Read after the cap = %v, want ErrReplyTooLarge again", err)
+				}
+				return
+			}
+			if err != nil || string(got) != tt.body {
+				t.Errorf("ReadAll() = %q, %v; want the body whole", got, err)
 			}
 		})
 	}

@@ -167,6 +167,7 @@ func (s *Session) initialize(ctx context.Context) error {
 	}
 	client := &http.Client{
 		Transport: &headers{
+			origin:   origin(endpoint),
 			headers:  s.cfg.Headers,
 			agentID:  s.cfg.AgentID,
 			maxReply: int64(s.cfg.MaxReplyBytes),
@@ -371,10 +372,12 @@ func asyncValue[T any](f func() (T, error)) func() (T, error) {
 
 // headers puts a remote server's headers on every request and the
 // being's agentId into the initialize request's params, as the stdio
-// client sends it (docs/las.md#handshake).
-// Each response body it returns fails past maxReply bytes (of one event,
-// for an event stream).
+// client sends it (docs/las.md#handshake). It sends nothing to another
+// origin than its own, and each response body it returns fails past
+// maxReply bytes (past maxReply+sseSlack within one event, for an event
+// stream).
 type headers struct {
+	origin   string
 	headers  map[string]string
 	agentID  string
 	maxReply int64
@@ -382,6 +385,9 @@ type headers struct {
 }
 
 func (t *headers) RoundTrip(req *http.Request) (*http.Response, error) {
+	if o := origin(req.URL); o != t.origin {
+		return nil, fmt.Errorf("%w: request to %s", ErrCrossOriginRedirect, o)
+	}
 	req = req.Clone(req.Context())
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
@@ -401,13 +407,18 @@ func (t *headers) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	capped := &cappedBody{body: resp.Body, max: t.maxReply, lineEmpty: true}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		capped.events = true
-		capped.max += sseSlack
+		resp.Body = newCappedBody(resp.Body, t.maxReply+sseSlack, true)
+	} else {
+		resp.Body = newCappedBody(resp.Body, t.maxReply, false)
 	}
-	resp.Body = capped
 	return resp, nil
+}
+
+// newCappedBody returns body failing past max bytes: in all, or, when
+// events is set, within one event.
+func newCappedBody(body io.ReadCloser, max int64, events bool) *cappedBody {
+	return &cappedBody{body: body, max: max, events: events, lineEmpty: true}
 }
 
 // cappedBody is a response body that fails with ErrReplyTooLarge once
@@ -431,29 +442,35 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
 	if !b.events {
 		b.n += int64(n)
-	} else {
-		for _, c := range p[:n] {
-			b.n++
-			if c == '\n' && b.cr { // the end of a CRLF
-				b.cr = false
-				continue
+		if b.n > b.max {
+			return n, b.tooLarge()
+		}
+		return n, err
+	}
+	for _, c := range p[:n] {
+		if b.n++; b.n > b.max {
+			return n, b.tooLarge()
+		}
+		if c == '\n' && b.cr { // the end of a CRLF
+			b.cr = false
+			continue
+		}
+		b.cr = c == '\r'
+		if c == '\n' || c == '\r' {
+			if b.lineEmpty {
+				b.n = 0 // a blank line ends the event
 			}
-			b.cr = c == '\r'
-			if c == '\n' || c == '\r' {
-				if b.lineEmpty {
-					b.n = 0 // a blank line ends the event
-				}
-				b.lineEmpty = true
-			} else {
-				b.lineEmpty = false
-			}
+			b.lineEmpty = true
+		} else {
+			b.lineEmpty = false
 		}
 	}
-	if b.n > b.max {
-		b.err = fmt.Errorf("%w: more than %d bytes", ErrReplyTooLarge, b.max)
-		return n, b.err
-	}
 	return n, err
+}
+
+func (b *cappedBody) tooLarge() error {
+	b.err = fmt.Errorf("%w: more than %d bytes", ErrReplyTooLarge, b.max)
+	return b.err
 }
 
 func (b *cappedBody) Close() error { return b.body.Close() }
