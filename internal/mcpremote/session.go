@@ -173,6 +173,9 @@ func (s *Session) initialize(ctx context.Context) error {
 			maxReply: int64(s.cfg.MaxReplyBytes),
 			next:     http.DefaultTransport,
 		},
+		// A redirect to another origin would take the headers with it
+		// (the transport sets them on every request): it ends the
+		// session before anything is sent there.
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if from, to := origin(endpoint), origin(req.URL); from != to {
 				err := fmt.Errorf("%w: %s to %s", ErrCrossOriginRedirect, from, to)
@@ -407,7 +410,7 @@ func (t *headers) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	if strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
 		resp.Body = newCappedBody(resp.Body, t.maxReply+sseSlack, true)
 	} else {
 		resp.Body = newCappedBody(resp.Body, t.maxReply, false)
