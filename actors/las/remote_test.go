@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,9 +17,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/mcpremote"
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision"
+	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/world/examplelas"
 )
 
@@ -184,4 +187,26 @@ func BenchmarkRemoteCallRoundTrip(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}
+
+// TestRemoteRedirectIsPermanent: a remote server that redirects to
+// another origin is a configuration to fix, at the handshake and after
+// it: a permanent failure, never restarted into the same redirect.
+func TestRemoteRedirectIsPermanent(t *testing.T) {
+	err := fmt.Errorf("%w: http://a:80 to http://b:80", mcpremote.ErrCrossOriginRedirect)
+	tests := []struct {
+		name string
+		got  error
+	}{
+		{"initialize", initializeFailure(err, Options{CallTimeout: time.Second})},
+		{"session", classify(err, func(s string) string { return s })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var f *fault.Error
+			require.ErrorAs(t, tt.got, &f)
+			assert.Equal(t, fault.Permanent, f.Kind, f.Error())
+			assert.Contains(t, f.Error(), "redirect to another origin refused")
+		})
+	}
 }

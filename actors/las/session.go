@@ -84,6 +84,7 @@ func open(o Options, listChanged func()) (session, error) {
 			Timeout:       o.CallTimeout,
 			Redact:        o.Secrets.RedactString,
 			ListChanged:   listChanged,
+			MaxReplyBytes: o.MaxLineBytes,
 		}), nil
 	}
 	env, err := environment(o)
@@ -147,6 +148,10 @@ func classify(err error, redact func(string) string) error {
 		return fault.Upstream(fault.ClassMCP, fault.Transient, "%w: %w", supervision.ErrLasStdinWrite, write.Err)
 	case errors.Is(err, mcpwire.ErrLineTooLong):
 		return fault.Upstream(fault.ClassMCP, fault.Transient, "%w: %w", supervision.ErrLasLineTooLong, err)
+	case errors.Is(err, mcpremote.ErrCrossOriginRedirect):
+		// A configuration to fix: restarting would only be redirected
+		// again.
+		return fault.Upstream(fault.ClassMCP, fault.Permanent, "Las: %s", redact(err.Error()))
 	default: // a remote connection that failed
 		return fault.Upstream(fault.ClassMCP, fault.Transient, "%w: %s", supervision.ErrLasUnresponsive, redact(err.Error()))
 	}
@@ -180,6 +185,8 @@ func initializeFailure(err error, o Options) error {
 		return fault.Upstream(fault.ClassMCP, fault.Permanent, "Las refused initialize: %s", rpc.Message)
 	case errors.Is(err, mcpwire.ErrUnsupportedVersion):
 		return fault.Upstream(fault.ClassMCP, fault.Permanent, "Las negotiated an unsupported MCP version")
+	case errors.Is(err, mcpremote.ErrCrossOriginRedirect):
+		return fault.Upstream(fault.ClassMCP, fault.Permanent, "Las: %s", o.Secrets.RedactString(err.Error()))
 	default: // a remote server that cannot be reached
 		return fault.Upstream(fault.ClassMCP, fault.Transient, "%w: %s", supervision.ErrLasExited, o.Secrets.RedactString(err.Error()))
 	}

@@ -3,8 +3,11 @@ package debug
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,8 +119,8 @@ func (s *Server) listenLocked() error {
 	return nil
 }
 
-// Serve serves h (the configured Handler when h is nil) on a goroutine of
-// its own, on the listener Listen bound, binding it first if Listen was not
+// Serve serves h (the configured Handler when h is nil), behind
+// HostGuard for the bound address, on a goroutine of its own, on the listener Listen bound, binding it first if Listen was not
 // called. It returns as soon as serving has begun. Serving twice, or after
 // Shutdown, is an error.
 func (s *Server) Serve(h http.Handler) error {
@@ -141,8 +144,9 @@ func (s *Server) Serve(h http.Handler) error {
 		return errors.New("debug endpoint: no handler")
 	}
 	ln := s.ln
+	host, _, _ := net.SplitHostPort(s.cfg.Addr) // Listen parsed it
 	s.http = &http.Server{
-		Handler:           h,
+		Handler:           HostGuard(ln.Addr(), host, h),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		IdleTimeout:       60 * time.Second,
@@ -202,4 +206,60 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = fault.Errorf(fault.ClassRuntime, "debug endpoint: %w", s.err)
 	}
 	return err
+}
+
+// errMisdirected is the body of the answer to a request HostGuard refuses.
+const errMisdirected = "debug endpoint: the Host header must name the address the endpoint is bound to\n"
+
+// HostGuard serves h only the requests whose Host header names bound, so
+// that a page of another site whose name resolves to this machine (DNS
+// rebinding) cannot read the endpoint; every other request gets 421
+// Misdirected Request with a one-line plain text body. The port of Host
+// must be bound's (an absent one is 80), and its host one of:
+//
+//   - "localhost" or a loopback IP literal (127.0.0.0/8, ::1);
+//   - bound's own IP, and configured, the host of the address the
+//     endpoint was asked to listen on (with --debug-allow-remote, the
+//     name or address the operator chose);
+//   - any IP literal, when bound is the unspecified address (all
+//     interfaces): an IP literal names no site that could be rebound.
+//
+// Names compare without regard to case.
+func HostGuard(bound net.Addr, configured string, h http.Handler) http.Handler {
+	tcp, _ := bound.(*net.TCPAddr)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tcp == nil || !hostAllowed(r.Host, tcp, configured) {
+			w.Header().Set("Cache-Control", "no-store")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusMisdirectedRequest)
+			_, _ = io.WriteString(w, errMisdirected)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// hostAllowed reports whether the Host header value hostport names bound
+// (see HostGuard).
+func hostAllowed(hostport string, bound *net.TCPAddr, configured string) bool {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil { // no port
+		host, port = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), "80"
+	}
+	if host == "" || port != strconv.Itoa(bound.Port) {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") || (configured != "" && strings.EqualFold(host, configured)) {
+		return true
+	}
+	ip := net.ParseIP(host)
+	switch {
+	case ip == nil:
+		return false
+	case ip.IsLoopback(), ip.Equal(bound.IP):
+		return true
+	default:
+		return bound.IP.IsUnspecified()
+	}
 }

@@ -4,6 +4,12 @@
 // checked, the configured headers on every request, the being's agentId
 // added to initialize.
 //
+// The headers never leave the configured origin: a redirect to another
+// scheme, host or port is refused and ends the session
+// (ErrCrossOriginRedirect); a redirect within the origin is followed. A
+// reply is read up to Config.MaxReplyBytes and no further: a longer one
+// fails the connection without being held in memory.
+//
 // The transport never reconnects by itself, so that no call is ever sent
 // twice: a call whose connection drops is answered indeterminate and
 // ends the session (ErrBroken); the caller starts a new one for the calls
@@ -17,7 +23,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,10 +54,28 @@ type Config struct {
 	// ListChanged, when set, is called for each
 	// notifications/tools/list_changed; it must not block.
 	ListChanged func()
+	// MaxReplyBytes bounds one reply from the server: the body of a JSON
+	// answer, or one event of an event stream. Zero means
+	// mcpwire.MaxLineBytes, the bound of a line from a stdio server.
+	MaxReplyBytes int
 }
 
 // ErrBroken ends a session whose connection failed during a call.
 var ErrBroken = errors.New("connection failed")
+
+// ErrCrossOriginRedirect ends a session whose server redirected a request
+// to another origin (scheme, host and port): the configured headers
+// would have gone with it.
+var ErrCrossOriginRedirect = errors.New("redirect to another origin refused")
+
+// ErrReplyTooLarge is the read error of a reply longer than
+// Config.MaxReplyBytes.
+var ErrReplyTooLarge = errors.New("reply too large")
+
+// sseSlack is what an event stream may run past MaxReplyBytes within one
+// event before its body fails: the SDK's own bound on an event is
+// MaxReplyBytes, and it reads ahead of what it has counted.
+const sseSlack = 64 << 10
 
 // Session is one MCP session with one remote server. Its methods are
 // safe for concurrent use.
@@ -68,6 +95,9 @@ type Session struct {
 func New(cfg Config) *Session {
 	if cfg.Redact == nil {
 		cfg.Redact = func(s string) string { return s }
+	}
+	if cfg.MaxReplyBytes <= 0 {
+		cfg.MaxReplyBytes = mcpwire.MaxLineBytes
 	}
 	s := &Session{cfg: cfg, done: make(chan struct{})}
 	s.client = mcp.NewClient(&mcp.Implementation{Name: "singularity", Version: cfg.ClientVersion}, &mcp.ClientOptions{
@@ -131,10 +161,38 @@ func (s *Session) Initialize(ctx context.Context) (wait func() error) {
 }
 
 func (s *Session) initialize(ctx context.Context) error {
+	endpoint, err := url.Parse(s.cfg.URL)
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	client := &http.Client{
+		Transport: &headers{
+			origin:   origin(endpoint),
+			headers:  s.cfg.Headers,
+			agentID:  s.cfg.AgentID,
+			maxReply: int64(s.cfg.MaxReplyBytes),
+			next:     http.DefaultTransport,
+		},
+		// A redirect to another origin would take the headers with it
+		// (the transport sets them on every request): it ends the
+		// session before anything is sent there.
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if from, to := origin(endpoint), origin(req.URL); from != to {
+				err := fmt.Errorf("%w: %s to %s", ErrCrossOriginRedirect, from, to)
+				s.fail(err)
+				return err
+			}
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			return nil
+		},
+	}
 	transport := &mcp.StreamableClientTransport{
-		Endpoint:   s.cfg.URL,
-		HTTPClient: &http.Client{Transport: &headers{headers: s.cfg.Headers, agentID: s.cfg.AgentID, next: http.DefaultTransport}},
-		MaxRetries: -1, // a dropped connection is never retried: no call is replayed
+		Endpoint:     s.cfg.URL,
+		HTTPClient:   client,
+		MaxRetries:   -1, // a dropped connection is never retried: no call is replayed
+		MaxEventSize: s.cfg.MaxReplyBytes,
 	}
 	c, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
@@ -317,14 +375,22 @@ func asyncValue[T any](f func() (T, error)) func() (T, error) {
 
 // headers puts a remote server's headers on every request and the
 // being's agentId into the initialize request's params, as the stdio
-// client sends it (docs/las.md#handshake).
+// client sends it (docs/las.md#handshake). It sends nothing to another
+// origin than its own, and each response body it returns fails past
+// maxReply bytes (past maxReply+sseSlack within one event, for an event
+// stream).
 type headers struct {
-	headers map[string]string
-	agentID string
-	next    http.RoundTripper
+	origin   string
+	headers  map[string]string
+	agentID  string
+	maxReply int64
+	next     http.RoundTripper
 }
 
 func (t *headers) RoundTrip(req *http.Request) (*http.Response, error) {
+	if o := origin(req.URL); o != t.origin {
+		return nil, fmt.Errorf("%w: request to %s", ErrCrossOriginRedirect, o)
+	}
 	req = req.Clone(req.Context())
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
@@ -340,7 +406,91 @@ func (t *headers) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.ContentLength = int64(len(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
-	return t.next.RoundTrip(req)
+	resp, err := t.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
+		resp.Body = newCappedBody(resp.Body, t.maxReply+sseSlack, true)
+	} else {
+		resp.Body = newCappedBody(resp.Body, t.maxReply, false)
+	}
+	return resp, nil
+}
+
+// newCappedBody returns body failing past max bytes: in all, or, when
+// events is set, within one event.
+func newCappedBody(body io.ReadCloser, max int64, events bool) *cappedBody {
+	return &cappedBody{body: body, max: max, events: events, lineEmpty: true}
+}
+
+// cappedBody is a response body that fails with ErrReplyTooLarge once
+// more than max bytes are read: in all, or, when events is set, since
+// the last blank line (the end of an event of an event stream).
+type cappedBody struct {
+	body   io.ReadCloser
+	max    int64
+	events bool
+
+	n         int64 // bytes counted against max
+	cr        bool  // the last byte was '\r'
+	lineEmpty bool  // no byte yet on the current line
+	err       error // sticky: once too large, always
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.body.Read(p)
+	if !b.events {
+		b.n += int64(n)
+		if b.n > b.max {
+			return n, b.tooLarge()
+		}
+		return n, err
+	}
+	for _, c := range p[:n] {
+		if b.n++; b.n > b.max {
+			return n, b.tooLarge()
+		}
+		if c == '\n' && b.cr { // the end of a CRLF
+			b.cr = false
+			continue
+		}
+		b.cr = c == '\r'
+		if c == '\n' || c == '\r' {
+			if b.lineEmpty {
+				b.n = 0 // a blank line ends the event
+			}
+			b.lineEmpty = true
+		} else {
+			b.lineEmpty = false
+		}
+	}
+	return n, err
+}
+
+func (b *cappedBody) tooLarge() error {
+	b.err = fmt.Errorf("%w: more than %d bytes", ErrReplyTooLarge, b.max)
+	return b.err
+}
+
+func (b *cappedBody) Close() error { return b.body.Close() }
+
+// origin is scheme://host:port of u, with the scheme's default port
+// when u has none.
+func origin(u *url.URL) string {
+	scheme, port := strings.ToLower(u.Scheme), u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // withAgentID adds "agentId" to the params of an initialize request;
