@@ -80,14 +80,14 @@ type childStart struct {
 // repaired at the next start (completeGrants, removeUngranted).
 func (b *Being) spawnChild(ctx actor.Context, spawn builtin.Spawn) {
 	req := spawn.Child
-	s := &spawning{spawn: spawn, dir: filepath.Join(b.opts.StateDir, "children", req.ID), balance: b.opts.StartingBalance}
+	s := &spawning{spawn: spawn, dir: filepath.Join(b.opts.StateDir, state.ChildRecordDir(req.ID)), balance: b.opts.StartingBalance}
 	b.cycle.tool.spawn = s
 	if req.Endowment.Sign() <= 0 {
 		b.createChild(ctx)
 		return
 	}
 	s.balance = req.Endowment
-	b.commit(ctx, []state.Event{state.EndowmentGranted(spawn.Record(s.dir), req.Endowment)}, nextGrant)
+	b.commit(ctx, []state.Event{state.EndowmentGranted(spawn.Record(state.ChildRecordDir(req.ID)), req.Endowment)}, nextGrant)
 }
 
 // grantDurable tells the ledger of the durable grant and writes the
@@ -117,7 +117,7 @@ func (b *Being) createChild(ctx actor.Context) {
 func (b *Being) childWritten(ctx actor.Context, err error) {
 	s := b.cycle.tool.spawn
 	b.cycle.tool.spawn = nil
-	started := builtin.ChildStarted{Actor: ctx.Self().Id + "/" + s.child.actorName, StateDir: s.dir}
+	started := builtin.ChildStarted{Actor: ctx.Self().Id + "/" + s.child.actorName, StateDir: state.ChildRecordDir(s.child.id)}
 	if b.opts.Mode == Once {
 		started.Status = state.StatusStarting
 	}
@@ -182,7 +182,15 @@ func (b *Being) completeGrants(ctx actor.Context) {
 	}
 	g := b.boot.grants[0]
 	rec := g.Child
-	dir := filepath.Join(b.opts.StateDir, "children", rec.ID)
+	dir, err := state.ChildDir(b.opts.StateDir, rec)
+	if err != nil {
+		// Never followed: the grant stays pending, and is reported at
+		// every start.
+		b.warn("child " + rec.Name + " of a grant cannot be created: " + err.Error())
+		b.boot.grants = b.boot.grants[1:]
+		b.completeGrants(ctx)
+		return
+	}
 	opts := b.opts.child(dir, rec.Name, rec.Ticker, rec.Specialty)
 	fresh := NewState(opts.Identity, g.Amount, opts.Model, rec.CreatedAt)
 	parent, fault := b.opts.StateDir, b.opts.StorageFault
@@ -202,7 +210,7 @@ func (b *Being) grantChildWritten(ctx actor.Context, err error) {
 		b.completeGrants(ctx)
 		return
 	}
-	rec.StateDir = filepath.Join(b.opts.StateDir, "children", rec.ID)
+	rec.StateDir = state.ChildRecordDir(rec.ID)
 	rec.Status = state.StatusRunning
 	if b.opts.Mode == Once {
 		rec.Status = state.StatusStarting
@@ -297,13 +305,18 @@ func (b *Being) resumeChildren(ctx actor.Context) {
 		if b.opts.Mode == Once || b.opts.Mode == Dormant {
 			continue
 		}
-		// The directory is <state_dir>/children/<id>
-		// (docs/state.md#the-state-directory); a record without an absolute
-		// path (empty, or written relative to another working directory) is
-		// found there.
-		dir := rec.StateDir
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(b.opts.StateDir, "children", rec.ID)
+		// The directory is <state_dir>/children/<id>, whatever the record
+		// says (docs/state.md#child-directories): a moved family finds its
+		// children, a copy never reaches the original's, and a record that
+		// points elsewhere, or a directory that is a link, is refused.
+		dir, err := state.ChildDir(b.opts.StateDir, rec)
+		if err == nil {
+			err = state.CheckChildDir(dir)
+		}
+		if err != nil {
+			b.warn("child " + rec.Name + " cannot be resumed: " + err.Error())
+			ref.done = true
+			continue
 		}
 		child, err := state.Load(dir)
 		if err != nil {

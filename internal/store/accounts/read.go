@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
@@ -60,7 +62,7 @@ func (f *Family) Verdict() string {
 // again. The root's state must be readable; a child's that is not is
 // listed in Unreadable.
 func Read(dir string) (*Family, error) {
-	r := &reader{slots: make(chan struct{}, 2*runtime.GOMAXPROCS(0))}
+	r := &reader{slots: make(chan struct{}, 2*runtime.GOMAXPROCS(0)), seen: map[fileID]bool{}}
 	root := r.read(dir, "", 0, true)
 	if root.err != nil {
 		return nil, root.err
@@ -74,8 +76,43 @@ func Read(dir string) (*Family, error) {
 }
 
 // reader reads the beings of a family concurrently, a few at a time
-// (reading is decoding JSON, so more than the cores would not help).
-type reader struct{ slots chan struct{} }
+// (reading is decoding JSON, so more than the cores would not help),
+// each directory once: seen holds the directories read, by device and
+// inode, so a family whose directories loop (a link, a bind mount) ends.
+type reader struct {
+	slots chan struct{}
+	mu    sync.Mutex
+	seen  map[fileID]bool
+}
+
+type fileID struct{ dev, ino uint64 }
+
+// visit records dir as read, refusing a directory read before and a
+// child's that is a symbolic link (state.CheckChildDir; the root's may be
+// one).
+func (r *reader) visit(dir string, child bool) error {
+	if child {
+		if err := state.CheckChildDir(dir); err != nil {
+			return err
+		}
+	}
+	info, err := os.Stat(dir)
+	if err != nil {
+		return nil // readBeing reports it
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	id := fileID{uint64(st.Dev), st.Ino}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen[id] {
+		return fmt.Errorf("state directory %s was read already: the family loops", dir)
+	}
+	r.seen[id] = true
+	return nil
+}
 
 // node is one being read, or why it could not be, and its children in
 // the order of its records then its pending grants.
@@ -100,6 +137,9 @@ func (n *node) flatten(f *Family) {
 }
 
 func (r *reader) read(dir, name string, depth int, root bool) *node {
+	if err := r.visit(dir, !root); err != nil {
+		return &node{name: name, err: err}
+	}
 	r.slots <- struct{}{}
 	b, err := readBeing(dir)
 	<-r.slots
@@ -109,23 +149,27 @@ func (r *reader) read(dir, name string, depth int, root bool) *node {
 	}
 	b.Depth = depth
 	b.Entry.Root = root
-	type child struct{ dir, name string }
+	type child struct {
+		dir, name string
+		err       error // the record is refused, never followed
+	}
 	var kids []child
 	for _, c := range b.State.Mind.Children {
-		cdir := c.StateDir
-		if !filepath.IsAbs(cdir) {
-			cdir = filepath.Join(dir, "children", c.ID)
-		}
-		kids = append(kids, child{cdir, c.Name})
+		cdir, err := state.ChildDir(dir, c)
+		kids = append(kids, child{cdir, c.Name, err})
 	}
 	for _, g := range b.State.Grants {
-		cdir := filepath.Join(dir, "children", g.Child.ID)
+		cdir, err := state.ChildDir(dir, g.Child)
+		if err != nil {
+			kids = append(kids, child{"", g.Child.Name, err})
+			continue
+		}
 		if ok, err := state.Exists(cdir); err != nil || !ok {
 			continue // in transit: counted with the parent
 		}
 		// Created, not recorded yet: the child holds the grant now.
 		b.Entry.InTransit = b.Entry.InTransit.Sub(g.Amount)
-		kids = append(kids, child{cdir, g.Child.Name})
+		kids = append(kids, child{dir: cdir, name: g.Child.Name})
 	}
 	n.children = make([]*node, len(kids))
 	var wg sync.WaitGroup
@@ -133,6 +177,10 @@ func (r *reader) read(dir, name string, depth int, root bool) *node {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if k.err != nil {
+				n.children[i] = &node{name: k.name, err: k.err}
+				return
+			}
 			n.children[i] = r.read(k.dir, k.name, depth+1, false)
 		}()
 	}
