@@ -1,0 +1,57 @@
+package e2e_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/test/bramatest"
+)
+
+// bearerWorld is a gateway world (newGatewayWorld) whose bearer key is
+// key instead of apiKeyValue.
+func bearerWorld(t *testing.T, key string) *world {
+	t.Helper()
+	w := newGatewayWorld(t, "bearer", "gpt-small")
+	w.brama = bramatest.Start(t, bramatest.Config{Auth: "bearer", Models: []string{"gpt-small"}, APIKey: []byte(key)})
+	w.env["BRAMA_BASE_URL"] = w.brama.URL
+	require.NoError(t, os.WriteFile(w.env["BRAMA_API_KEY_FILE"], []byte(key+"\n"), 0o600))
+	return w
+}
+
+// TestEchoedKeyJSONEscaped: a gateway that refuses a completion with 400
+// and echoes the bearer key JSON-escaped in its error message (`\/` for
+// "/", \u0026 for "&") has the key redacted, in every form, from stderr,
+// the journal files, `singularity journal` and state.json
+// (docs/configuration.md#secret-files).
+func TestEchoedKeyJSONEscaped(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, key string
+		escaped   string // the key as the gateway writes it
+	}{
+		{"slash", "sk-e2e/echoed/key-4b7e", `sk-e2e\/echoed\/key-4b7e`},
+		{"html", "sk-e2e&key<echoed>-8c1d", `sk-e2e\u0026key\u003cechoed\u003e-8c1d`},
+		{"html upper hex", "sk-e2e&key<echoed>-8c1d", `sk-e2e\u0026key\u003Cechoed\u003E-8c1d`},
+		{"quote and backslash", `sk-e2e"key\echoed-2a9f`, `sk-e2e\"key\\echoed-2a9f`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w := bearerWorld(t, tt.key)
+			body := `{"error":{"message":"Incorrect API key provided: ` + tt.escaped + `"}}`
+			w.brama.Enqueue(bramatest.Reply{Status: 400, Body: []byte(body)})
+			r := w.run("once")
+			require.NotEqual(t, 0, r.code, "a refused completion fails the cycle")
+			require.Len(t, w.brama.Completions(), 1, "the refusal was received")
+			assert.Contains(t, r.stderr, "Incorrect API key provided: [redacted]")
+			j := w.run("journal", "--format", "json")
+			outputs := []string{r.stdout, r.stderr, j.stdout, j.stderr}
+			for _, form := range []string{tt.key, tt.escaped} {
+				assertNowhere(t, w, form, outputs)
+			}
+		})
+	}
+}
