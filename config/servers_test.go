@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/identity"
+
 	"github.com/wisent/singularity/supervision/fault"
 )
 
@@ -70,4 +72,18 @@ func TestLoadLasWithServersFile(t *testing.T) {
 	// A pin that is set is still checked.
 	_, err = LoadLas(LasFlags{ServersFile: path, Manifest: "relative"})
 	require.EqualError(t, err, "configuration: LAS release manifest must be an absolute regular file")
+}
+
+func TestRuntimeSecretsHoldEveryCredential(t *testing.T) {
+	rt := Runtime{
+		Brama: Brama{Secret: identity.NewSecret([]byte("hmac-1")), APIKey: identity.NewSecret([]byte("bearer-1"))},
+		Most:  Most{Token: identity.NewSecret([]byte("most-1"))},
+	}
+	var got []string
+	for _, s := range rt.Secrets() {
+		if s.IsSet() {
+			got = append(got, string(s.Reveal()))
+		}
+	}
+	assert.Equal(t, []string{"hmac-1", "bearer-1", "most-1"}, got)
 }

@@ -1,7 +1,9 @@
 package e2e_test
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -54,4 +56,51 @@ func TestEchoedKeyJSONEscaped(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWorkspaceFileHoldingBearerKey: the bearer key is a secret like the
+// others, so a workspace file that holds it reaches the model through
+// singularity_file_read as "[redacted]" (docs/tools.md#the-output-boundary).
+func TestWorkspaceFileHoldingBearerKey(t *testing.T) {
+	t.Parallel()
+	w := newGatewayWorld(t, "bearer", "gpt-small")
+	require.NoError(t, os.WriteFile(filepath.Join(w.env["SINGULARITY_WORKSPACE"], "notes.txt"), []byte("key: "+apiKeyValue+"\n"), 0o600))
+	w.brama.Enqueue(
+		bramatest.ToolCallsReply(bramatest.Usage(100, 10), bramatest.Call("call-read", "singularity_file_read", `{"path":"notes.txt"}`)),
+		bramatest.TextReply("Read.", bramatest.Usage(100, 10)),
+	)
+	r := w.run("once")
+	require.Equal(t, 0, r.code, r.stderr)
+	reqs := w.brama.Completions()
+	require.Len(t, reqs, 2)
+	assert.Contains(t, toolMessage(t, reqs[1].Body, "call-read"), "key: [redacted]")
+	for _, req := range reqs {
+		assert.NotContains(t, string(req.Body), apiKeyValue)
+	}
+	assertNowhere(t, w, apiKeyValue, []string{r.stdout, r.stderr})
+}
+
+// toolMessage is the content of the tool message answering call id in a
+// completion request body.
+func toolMessage(t *testing.T, body []byte, id string) string {
+	t.Helper()
+	var req struct {
+		Messages []struct {
+			Role       string          `json:"role"`
+			ToolCallID string          `json:"tool_call_id"`
+			Content    json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(body, &req))
+	for _, m := range req.Messages {
+		if m.Role == "tool" && m.ToolCallID == id {
+			var s string
+			if json.Unmarshal(m.Content, &s) == nil {
+				return s
+			}
+			return string(m.Content)
+		}
+	}
+	t.Fatalf("no tool message answers %s", id)
+	return ""
 }
