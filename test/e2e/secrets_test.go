@@ -80,6 +80,59 @@ func TestWorkspaceFileHoldingBearerKey(t *testing.T) {
 	assertNowhere(t, w, apiKeyValue, []string{r.stdout, r.stderr})
 }
 
+// TestServersFileInlineEnvSecret: an inline env value of a servers file
+// is a secret when its name breaks the forbidden-key rule or it is at
+// least eight bytes long (docs/las.md#several-mcp-servers). A server that
+// reports its environment to the model has those values redacted from
+// the tool result, the requests to Brama, stderr, the journal and the
+// state, while a short value under another name is shown as is.
+func TestServersFileInlineEnvSecret(t *testing.T) {
+	t.Parallel()
+	const (
+		apiKey  = "inline-api-key-3e8b1"
+		shortKy = "k7"              // short, but its name is key-like
+		long    = "long-value-9d0c" // any name, but long
+	)
+	w := newWorld(t, `{}`)
+	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"lab": map[string]any{
+			"command": w.lasBin,
+			"env": map[string]string{
+				"API_KEY":      apiKey,
+				"GITHUB_TOKEN": shortKy,
+				"REGION_NOTE":  long,
+				"VERBOSE":      "1",
+			},
+		},
+	}})
+	require.NoError(t, err)
+	path := filepath.Join(w.dir, "servers.json")
+	require.NoError(t, os.WriteFile(path, servers, 0o600))
+	w.env["LAS_SERVERS_FILE"] = path
+	w.env["SINGULARITY_REQUIRED_SURFACES"] = "lab"
+	w.env["SINGULARITY_LOG_LEVEL"] = "debug"
+	w.brama.Enqueue(
+		bramatest.ToolCallsReply(bramatest.Usage(100, 10), bramatest.Call("call-env", "lab__chaos__env", `{}`)),
+		bramatest.TextReply("Seen.", bramatest.Usage(100, 10)),
+	)
+	r := w.run("once")
+	require.Equal(t, 0, r.code, r.stderr)
+	reqs := w.brama.Completions()
+	require.Len(t, reqs, 2)
+	msg := toolMessage(t, reqs[1].Body, "call-env")
+	for _, want := range []string{"API_KEY=[redacted]", "GITHUB_TOKEN=[redacted]", "REGION_NOTE=[redacted]", "VERBOSE=1"} {
+		assert.Contains(t, msg, want)
+	}
+	j := w.run("journal")
+	outputs := []string{r.stdout, r.stderr, j.stdout, j.stderr}
+	for _, secret := range []string{apiKey, "GITHUB_TOKEN=" + shortKy, long} {
+		for _, req := range w.brama.Requests() {
+			assert.NotContains(t, string(req.Body), secret, "request to Brama")
+		}
+		assertNowhere(t, w, secret, outputs)
+	}
+}
+
 // toolMessage is the content of the tool message answering call id in a
 // completion request body.
 func toolMessage(t *testing.T, body []byte, id string) string {
