@@ -660,11 +660,12 @@ func ReadSecretFile(path string) (identity.Secret, error) {
 	return identity.NewSecret([]byte(value)), nil
 }
 
-// Secrets returns every secret value the runtime holds: the Brama
-// secret, the Most token and the secret values of the servers file. The
-// output boundary redacts them in upstream text.
+// Secrets returns every secret value the runtime holds: the Brama HMAC
+// secret, the bearer key, the Most token and the secret values of the
+// servers file (secretsOf). The output boundary redacts them in upstream
+// text. A value not configured is the zero Secret.
 func (rt Runtime) Secrets() []identity.Secret {
-	out := []identity.Secret{rt.Brama.Secret, rt.Most.Token}
+	out := []identity.Secret{rt.Brama.Secret, rt.Brama.APIKey, rt.Most.Token}
 	return append(out, secretsOf(rt.Las.Servers)...)
 }
 

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/wisent/singularity/internal/identity"
+	"github.com/wisent/singularity/internal/tools/boundary"
 )
 
 // Server is one entry of LAS_SERVERS_FILE (docs/las.md#several-mcp-servers):
@@ -246,17 +247,40 @@ func orderedObject(raw []byte) ([]string, []json.RawMessage, error) {
 // jsonReason is a decoding error without the library's "json: " prefix.
 func jsonReason(err error) string { return strings.TrimPrefix(err.Error(), "json: ") }
 
-// Secrets returns every secret value of the servers, for redaction.
+// inlineSecretLen is the length from which an inline env or header value
+// is a secret whatever its name (docs/las.md#several-mcp-servers).
+const inlineSecretLen = 8
+
+// secretsOf returns every secret value of the servers, for redaction: the
+// values read from secret files, and the inline values that are secret
+// by IsSecretSetting.
 func secretsOf(servers []Server) []identity.Secret {
 	var out []identity.Secret
 	for _, s := range servers {
 		for _, list := range [][]Setting{s.Env, s.Headers} {
 			for _, set := range list {
-				if set.Secret.IsSet() {
+				switch {
+				case set.Secret.IsSet():
 					out = append(out, set.Secret)
+				case IsSecretSetting(set.Name, set.Value):
+					out = append(out, identity.NewSecret([]byte(set.Value)))
 				}
 			}
 		}
 	}
 	return out
+}
+
+// IsSecretSetting reports whether an inline env or header value of a
+// servers file is redacted like a secret: a non-empty value whose name
+// breaks the output boundary's forbidden-key rule (API_KEY, GITHUB_TOKEN,
+// Authorization), or any value of at least eight bytes, since a
+// credential may sit under any name. Shorter values under other names
+// ("1", "true", "debug") are not: redacting them would blank every such
+// word of every tool result.
+func IsSecretSetting(name, value string) bool {
+	if value == "" {
+		return false
+	}
+	return boundary.ForbiddenKey(name) || len(value) >= inlineSecretLen
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/identity"
+
 	"github.com/wisent/singularity/supervision/fault"
 )
 
@@ -43,7 +45,27 @@ func TestLoadServers(t *testing.T) {
 			secrets = append(secrets, string(s.Reveal()))
 		}
 	}
-	assert.Equal(t, []string{"Bearer sk-search-1"}, secrets)
+	assert.Equal(t, []string{"/srv/mem.json", "Bearer sk-search-1"}, secrets, "B=2 is short and not key-like")
+}
+
+func TestIsSecretSetting(t *testing.T) {
+	tests := []struct {
+		name, value string
+		want        bool
+	}{
+		{"API_KEY", "k", true},
+		{"github-token", "ab", true},
+		{"Authorization", "Bearer x", true},
+		{"PASSWORD", "", false},
+		{"VERBOSE", "1", false},
+		{"MODE", "true", false},
+		{"LEVEL", "1234567", false},
+		{"REGION", "12345678", true},
+		{"TOKENS", "64", false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, IsSecretSetting(tt.name, tt.value), "%s=%q", tt.name, tt.value)
+	}
 }
 
 func TestLoadServersSecretFileRules(t *testing.T) {
@@ -70,4 +92,19 @@ func TestLoadLasWithServersFile(t *testing.T) {
 	// A pin that is set is still checked.
 	_, err = LoadLas(LasFlags{ServersFile: path, Manifest: "relative"})
 	require.EqualError(t, err, "configuration: LAS release manifest must be an absolute regular file")
+}
+
+func TestRuntimeSecretsHoldEveryCredential(t *testing.T) {
+	rt := Runtime{
+		Brama: Brama{Secret: identity.NewSecret([]byte("hmac-1")), APIKey: identity.NewSecret([]byte("bearer-1"))},
+		Most:  Most{Token: identity.NewSecret([]byte("most-1"))},
+		Las:   Las{Servers: []Server{{Name: "a", Env: []Setting{{Name: "API_KEY", Value: "k"}, {Name: "V", Value: "1"}}}}},
+	}
+	var got []string
+	for _, s := range rt.Secrets() {
+		if s.IsSet() {
+			got = append(got, string(s.Reveal()))
+		}
+	}
+	assert.Equal(t, []string{"hmac-1", "bearer-1", "most-1", "k"}, got)
 }

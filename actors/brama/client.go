@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -387,7 +388,7 @@ func (c *Client) exchange(ctx context.Context, req *http.Request, hasEffect bool
 		// The status alone classifies the failure; a body cut short
 		// only shortens the message.
 		a := attempt{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}
-		return nil, a, statusError(resp.StatusCode, c.redact(body))
+		return nil, a, statusError(resp.StatusCode, c.redact(body), c.redact)
 	}
 	if err != nil {
 		return nil, attempt{}, transportError(ctx, err, true, hasEffect)
@@ -402,18 +403,25 @@ func (c *Client) exchange(ctx context.Context, req *http.Request, hasEffect bool
 const redacted = "[redacted]"
 
 // redact removes the client's credentials from an error body before any of
-// it becomes an error sentence: a gateway that echoes the key it refused
-// must not put it into a log or the journal.
+// it becomes an error sentence, and again from the message decoded from
+// it: a gateway that echoes the key it refused, as is or JSON-escaped
+// (identity.Forms), must not put it into a log or the journal.
 func (c *Client) redact(body []byte) []byte {
 	for _, s := range []identity.Secret{c.apiKey, c.secret} {
 		if !s.IsSet() {
 			continue
 		}
 		key := s.Reveal()
-		if len(key) > 0 && bytes.Contains(body, key) {
-			body = bytes.ReplaceAll(body, key, []byte(redacted))
-		}
+		forms := identity.Forms(key)
 		clear(key)
+		// Longest first, so that a form holding another goes whole.
+		sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+		for _, f := range forms {
+			if bytes.Contains(body, f) {
+				body = bytes.ReplaceAll(body, f, []byte(redacted))
+			}
+			clear(f)
+		}
 	}
 	return body
 }
@@ -439,13 +447,14 @@ func transportError(ctx context.Context, err error, sent, hasEffect bool) error 
 
 // statusError is the error for a non-2xx answer
 // (docs/brama.md#error-classes): 429 and 5xx are transient, every other
-// status permanent.
-func statusError(code int, body []byte) error {
+// status permanent. redact is applied to the message once it is decoded
+// from body, which JSON escapes may have hidden a credential in.
+func statusError(code int, body []byte, redact func([]byte) []byte) error {
 	kind := fault.Permanent
 	if code == http.StatusTooManyRequests || code >= 500 {
 		kind = fault.Transient
 	}
-	return fault.Upstream(fault.ClassBrama, kind, "HTTP %d: %s", code, errorText(body))
+	return fault.Upstream(fault.ClassBrama, kind, "HTTP %d: %s", code, redact([]byte(errorText(body))))
 }
 
 // errorText is the message of {"error":{"message":…}} when the body has

@@ -273,3 +273,28 @@ func TestModelsAndAvailability(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok, "availability follows what Brama lists now")
 }
+
+// TestEchoedCredentialIsRedactedInEveryForm: a gateway that echoes the
+// credential it refused, as is or JSON-escaped, has it redacted from the
+// error sentence, before and after the message is decoded.
+func TestEchoedCredentialIsRedactedInEveryForm(t *testing.T) {
+	const secret = `sk/a&b<c>"d\e`
+	tests := []struct {
+		name, body, want string
+	}{
+		{"message as is", `{"error":{"message":"bad key sk/a&b<c>\"d\\e"}}`, "bad key [redacted]"},
+		{"escaped slash", `{"error":{"message":"bad key sk\/a&b<c>\"d\\e"}}`, "bad key [redacted]"},
+		{"html escapes", `{"error":{"message":"bad key sk/a\u0026b\u003cc\u003e\"d\\e"}}`, "bad key [redacted]"},
+		{"odd escapes", `{"error":{"message":"bad key \u0073k\/a\u0026b<c>\u0022d\u005Ce"}}`, "bad key [redacted]"},
+		{"not JSON", `bad key sk\/a\u0026b\u003cc\u003e\"d\\e`, "bad key [redacted]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t, func(cfg *bramatest.Config) { cfg.Secret = []byte(secret) })
+			srv.Enqueue(bramatest.Reply{Status: http.StatusBadRequest, Body: []byte(tt.body)})
+			c := newClient(t, srv.URL, func(cfg *ClientConfig) { cfg.Secret = identity.NewSecret([]byte(secret)) })
+			_, err := c.Complete(testContext(t), sampleParams())
+			requireBramaError(t, err, fault.Permanent, "brama: HTTP 400: "+tt.want)
+		})
+	}
+}

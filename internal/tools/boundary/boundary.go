@@ -208,13 +208,28 @@ func (w *walker) str() (string, error) {
 // checkKey applies the forbidden-key rule and the string rules to an
 // object key.
 func checkKey(key string) error {
+	if i := forbiddenWord(key); i >= 0 {
+		return fmt.Errorf("%w: a key ending in %q", ErrForbiddenKey, forbiddenWords[i])
+	}
+	return checkString(key)
+}
+
+// ForbiddenKey reports whether name breaks the forbidden-key rule of the
+// boundary (docs/tools.md#the-output-boundary): once case-folded, with
+// "-" and spaces turned into "_", it is one of the forbidden words
+// (secret, token, api_key, …) or ends with "_" and one of them.
+func ForbiddenKey(name string) bool { return forbiddenWord(name) >= 0 }
+
+// forbiddenWord is the index in forbiddenWords of the word key breaks
+// the forbidden-key rule with, or -1.
+func forbiddenWord(key string) int {
 	norm := normalizeKey(key)
 	for i, fw := range foldedForbiddenWords {
 		if norm == fw || strings.HasSuffix(norm, forbiddenSuffixes[i]) {
-			return fmt.Errorf("%w: a key ending in %q", ErrForbiddenKey, forbiddenWords[i])
+			return i
 		}
 	}
-	return checkString(key)
+	return -1
 }
 
 // normalizeKey folds key and turns "-" and spaces into "_".

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/tools/outcome"
 )
 
@@ -21,21 +22,31 @@ const Redacted = "[redacted]"
 // reaches a log, the journal, the state or the model. The zero value and
 // nil hold no secret. A Secrets is immutable and safe for concurrent use.
 type Secrets struct {
-	values []string // longest first, so a secret holding another goes whole
+	n     int      // how many values were given
+	forms []string // every form of every value, longest first, so a secret holding another goes whole
 }
 
 // NewSecrets returns the set of the given values; empty ones are dropped.
+// Each value is held in all its forms (identity.Forms): as is and as
+// JSON string encoders escape it, so a peer that echoes a secret
+// JSON-escaped (`\/` for "/", \u0026 for "&") has it redacted too.
 func NewSecrets(values ...[]byte) *Secrets {
-	seen := map[string]bool{}
+	seen, held := map[string]bool{}, map[string]bool{}
 	s := &Secrets{}
 	for _, v := range values {
 		if len(v) == 0 || seen[string(v)] {
 			continue
 		}
 		seen[string(v)] = true
-		s.values = append(s.values, string(v))
+		s.n++
+		for _, f := range identity.Forms(v) {
+			if !held[string(f)] {
+				held[string(f)] = true
+				s.forms = append(s.forms, string(f))
+			}
+		}
 	}
-	sort.Slice(s.values, func(i, j int) bool { return len(s.values[i]) > len(s.values[j]) })
+	sort.SliceStable(s.forms, func(i, j int) bool { return len(s.forms[i]) > len(s.forms[j]) })
 	return s
 }
 
@@ -44,15 +55,17 @@ func (s *Secrets) Len() int {
 	if s == nil {
 		return 0
 	}
-	return len(s.values)
+	return s.n
 }
 
-// RedactString replaces every secret value in text by Redacted.
+// RedactString replaces every secret value in text by Redacted, in each
+// of its forms. Text decoded from JSON should be redacted after decoding
+// as well: a decoder reads escapes that no form lists.
 func (s *Secrets) RedactString(text string) string {
 	if s == nil {
 		return text
 	}
-	for _, v := range s.values {
+	for _, v := range s.forms {
 		if strings.Contains(text, v) {
 			text = strings.ReplaceAll(text, v, Redacted)
 		}
@@ -66,8 +79,8 @@ func (s *Secrets) mentionedIn(raw []byte) bool {
 	if s == nil {
 		return false
 	}
-	for _, v := range s.values {
-		if bytes.Contains(raw, []byte(v)) || bytes.Contains(raw, escaped(v)) {
+	for _, v := range s.forms {
+		if bytes.Contains(raw, []byte(v)) {
 			return true
 		}
 	}

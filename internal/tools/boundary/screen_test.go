@@ -103,6 +103,27 @@ func TestSecretsRedactString(t *testing.T) {
 	assert.Zero(t, none.Len())
 }
 
+func TestSecretsRedactJSONEscapedForms(t *testing.T) {
+	tests := []struct {
+		name, secret, text string
+	}{
+		{"as is", "sk-a/b", "key sk-a/b"},
+		{"escaped slash", "sk-a/b", `key sk-a\/b`},
+		{"html escapes", "k&<>y-1", `key k\u0026\u003c\u003ey-1`},
+		{"html escapes upper hex", "k&<>y-1", `key k\u0026\u003C\u003Ey-1`},
+		{"quote and backslash", `k"\y`, `key k\"\\y`},
+		{"non-ASCII escaped", "klucz-ż", `key klucz-\u017c`},
+		{"astral escaped", "k-😀", `key k-\ud83d\ude00`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewSecrets([]byte(tt.secret))
+			assert.Equal(t, "key [redacted]", s.RedactString(tt.text))
+			assert.Equal(t, 1, s.Len())
+		})
+	}
+}
+
 func TestRewriteLeavesUntouchedResultsAlone(t *testing.T) {
 	raw := json.RawMessage(`{ "a" : 1 }`)
 	out, err := Screen{Workspace: "/srv/ws"}.Rewrite(raw)

@@ -285,9 +285,10 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte) ([]by
 	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
 		kind = fault.Transient
 	}
-	// An error body may echo the request, bearer token included: the
-	// token never goes further than this (docs/tools.md#the-output-boundary).
-	data = bytes.ReplaceAll(data, c.token.Reveal(), []byte(boundary.Redacted))
+	// An error body may echo the request, bearer token included, as is
+	// or JSON-escaped: the token never goes further than this
+	// (docs/tools.md#the-output-boundary).
+	data = []byte(boundary.NewSecrets(c.token.Reveal()).RedactString(string(data)))
 	text := fmt.Sprintf("HTTP %d: %s", resp.StatusCode, excerpt(data))
 	return nil, failed(kind, "Most answered "+text, "%s %s: %s", method, path, text)
 }
