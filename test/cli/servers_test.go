@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,5 +130,49 @@ func TestServersFileRefusals(t *testing.T) {
 			assert.Equal(t, 2, r.code, r.stderr)
 			assert.Equal(t, tt.want+"\n", testkit.LastLine(r.stderr))
 		})
+	}
+}
+
+// TestBadInputFilesExit2: a servers file with a cwd that does not exist
+// or a key the format does not have, a prices file that lists a model
+// twice, and a price out of range are refused at configuration time,
+// exit 2, by every command that loads them.
+func TestBadInputFilesExit2(t *testing.T) {
+	w := newWorld(t)
+	write := func(name, text string) string {
+		path := filepath.Join(w.dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+		return path
+	}
+	missing := filepath.Join(w.dir, "no-such-dir")
+	pair := `{"input_usd_per_million": "1", "output_usd_per_million": "1"}`
+	cases := []struct {
+		name     string
+		set      map[string]string
+		commands []string
+		want     string
+	}{
+		{"missing cwd", map[string]string{"LAS_SERVERS_FILE": write("cwd.json", `{"mcpServers": {"fs": {"command": "true", "cwd": "`+missing+`"}}}`)},
+			[]string{"once", "run", "doctor", "tools"}, `configuration: LAS_SERVERS_FILE: server "fs": cwd ` + missing + ` does not exist`},
+		{"unknown key", map[string]string{"LAS_SERVERS_FILE": write("disabled.json", `{"mcpServers": {"fs": {"command": "true", "disabled": true}}}`)},
+			[]string{"once", "run", "doctor", "tools"}, `configuration: LAS_SERVERS_FILE: server "fs": unknown key "disabled"`},
+		{"model twice", map[string]string{"BRAMA_PRICES_FILE": write("twice.json", `{"m": `+pair+`, "m": `+pair+`}`)},
+			[]string{"once", "run", "doctor"}, `configuration: BRAMA_PRICES_FILE: model "m" is listed twice`},
+		{"price out of range", map[string]string{"BRAMA_PRICES_FILE": write("range.json", `{"m": {"input_usd_per_million": "1e400", "output_usd_per_million": "1"}}`)},
+			[]string{"once", "run", "doctor"}, `configuration: BRAMA_PRICES_FILE: model "m": input_usd_per_million is out of range`},
+		{"variable out of range", map[string]string{"BRAMA_INPUT_PRICE_USD_PER_MILLION": "1e99999999999999999999"},
+			[]string{"once", "run", "doctor"}, `configuration: input price is out of range`},
+	}
+	for _, c := range cases {
+		for _, command := range c.commands {
+			t.Run(c.name+"/"+command, func(t *testing.T) {
+				env := w.env()
+				maps.Copy(env, c.set)
+				r := run(t, env, command)
+				assert.Equal(t, 2, r.code)
+				assert.Equal(t, "singularity: "+c.want+"\n", r.stderr)
+				assert.Empty(t, r.stdout)
+			})
+		}
 	}
 }
