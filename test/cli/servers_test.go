@@ -176,3 +176,53 @@ func TestBadInputFilesExit2(t *testing.T) {
 		}
 	}
 }
+
+// TestLasCannotStart: a Las command that cannot be executed (missing,
+// not executable, a script whose interpreter is missing) fails at once
+// with "mcp: cannot start Las: <reason>", exit 3, and is not restarted;
+// with a servers file the sentence names the server.
+func TestLasCannotStart(t *testing.T) {
+	w := newWorld(t)
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	require.NoError(t, os.WriteFile(plain, []byte("not a program\n"), 0o600))
+	script := filepath.Join(dir, "script")
+	require.NoError(t, os.WriteFile(script, []byte("#!/nonexistent/interpreter\n"), 0o700))
+	missing := filepath.Join(dir, "missing")
+	cases := []struct{ name, command, reason string }{
+		{"missing", missing, "fork/exec " + missing + ": no such file or directory"},
+		{"not executable", plain, "fork/exec " + plain + ": permission denied"},
+		{"bad interpreter", script, "fork/exec " + script + ": no such file or directory"},
+	}
+	for _, c := range cases {
+		t.Run(c.name+"/tools", func(t *testing.T) {
+			args := append([]string{"tools", "--agent-id", "agent-1"}, w.lasFlags(c.command, w.valid["LAS_MCP_ENTRYPOINT"])...)
+			r := run(t, map[string]string{"PATH": os.Getenv("PATH")}, args...)
+			assert.Equal(t, 3, r.code)
+			assert.Contains(t, r.stderr, "singularity: mcp: cannot start Las: "+c.reason+"\n")
+			assert.NotContains(t, r.stderr, "restart")
+			assert.Empty(t, r.stdout)
+		})
+		for _, command := range []string{"once", "run"} {
+			t.Run(c.name+"/"+command, func(t *testing.T) {
+				env := w.env()
+				env["LAS_COMMAND"] = c.command
+				env["SINGULARITY_STATE_DIR"] = t.TempDir()
+				r := run(t, env, command)
+				assert.Equal(t, 3, r.code)
+				assert.Contains(t, r.stderr, "singularity: mcp: cannot start Las: "+c.reason+"\n")
+				assert.NotContains(t, r.stderr, "restart")
+			})
+		}
+		t.Run(c.name+"/servers", func(t *testing.T) {
+			q, _ := json.Marshal(c.command)
+			path := filepath.Join(t.TempDir(), "servers.json")
+			require.NoError(t, os.WriteFile(path, []byte(`{"mcpServers": {"fs": {"command": `+string(q)+`}}}`), 0o600))
+			r := run(t, map[string]string{"PATH": os.Getenv("PATH"), "LAS_SERVERS_FILE": path}, "tools")
+			assert.Equal(t, 3, r.code)
+			assert.Contains(t, r.stderr, "singularity: mcp: cannot start Las fs: "+c.reason+"\n")
+			assert.NotContains(t, r.stderr, "restart")
+			assert.Empty(t, r.stdout)
+		})
+	}
+}
