@@ -304,6 +304,9 @@ func loadLoop(rt *Runtime, f LoopFlags) error {
 	}
 	for _, p := range prices {
 		v, err := money.Parse(p.text)
+		if errors.Is(err, money.ErrRange) {
+			return configError("%s is out of range", p.name)
+		}
 		if err != nil {
 			return configError("%s must be a decimal number", p.name)
 		}
@@ -384,6 +387,9 @@ func spendLimit(label, s string) (*money.Amount, error) {
 		return nil, nil
 	}
 	v, err := money.Parse(s)
+	if errors.Is(err, money.ErrRange) {
+		return nil, configError(label + " is out of range")
+	}
 	if err != nil || v.Sign() <= 0 {
 		return nil, configError(label + " must be a decimal above zero")
 	}

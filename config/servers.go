@@ -117,9 +117,26 @@ type entry struct {
 	Headers map[string]json.RawMessage `json:"headers"`
 }
 
+// entryKeys are the keys an entry may have: those of entry. Any other
+// is refused, so that a key the runtime does not implement ("disabled",
+// "transport", a misspelt "agrs") is not silently ignored.
+var entryKeys = map[string]bool{
+	"type": true, "command": true, "args": true, "env": true, "cwd": true,
+	"url": true, "headers": true,
+}
+
 func loadServer(name string, raw json.RawMessage) (Server, error) {
 	if !validServerName(name) {
 		return Server{}, serversError("server name %q must be ASCII letters, digits, _ or - without __", name)
+	}
+	keys, _, err := orderedMembers(raw)
+	if err != nil {
+		return Server{}, serversError("server %q: %s", name, jsonReason(err))
+	}
+	for _, k := range keys {
+		if !entryKeys[k] {
+			return Server{}, serversError("server %q: unknown key %q", name, k)
+		}
 	}
 	var e entry
 	if err := json.Unmarshal(raw, &e); err != nil {
@@ -139,8 +156,12 @@ func loadServer(name string, raw json.RawMessage) (Server, error) {
 		if len(e.Headers) > 0 {
 			return Server{}, serversError(`server %q: "headers" belong to a "url" server`, name)
 		}
+		if e.Cwd != "" {
+			if err := checkDir(name, e.Cwd); err != nil {
+				return Server{}, err
+			}
+		}
 		s.Command, s.Args, s.Dir = *e.Command, e.Args, e.Cwd
-		var err error
 		if s.Env, err = settings(name, "env", e.Env); err != nil {
 			return Server{}, err
 		}
@@ -165,6 +186,23 @@ func loadServer(name string, raw json.RawMessage) (Server, error) {
 		return Server{}, serversError(`server %q needs a "command" or a "url"`, name)
 	}
 	return s, nil
+}
+
+// checkDir refuses a cwd that is not an existing directory, at
+// configuration time rather than as the failure of the server's spawn.
+// A relative dir is taken from the runtime's working directory, as the
+// spawn takes it.
+func checkDir(server, dir string) error {
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return serversError("server %q: cwd %s does not exist", server, dir)
+	case err != nil:
+		return serversError("server %q: cwd %s: %w", server, dir, osError{err})
+	case !info.IsDir():
+		return serversError("server %q: cwd %s is not a directory", server, dir)
+	}
+	return nil
 }
 
 // settings reads env variables or headers: each a string or
@@ -214,8 +252,24 @@ func validServerName(name string) bool {
 	return true
 }
 
-// orderedObject returns the members of a JSON object in document order.
+// orderedObject returns the members of the "mcpServers" object in
+// document order; each must be an object.
 func orderedObject(raw []byte) ([]string, []json.RawMessage, error) {
+	names, values, err := orderedMembers(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, v := range values {
+		if t := bytes.TrimSpace(v); len(t) == 0 || t[0] != '{' {
+			return nil, nil, fmt.Errorf("server %q must be an object", names[i])
+		}
+	}
+	return names, values, nil
+}
+
+// orderedMembers returns the members of a JSON object in document
+// order, repeated names included.
+func orderedMembers(raw []byte) ([]string, []json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if _, err := dec.Token(); err != nil { // '{'
 		return nil, nil, err
@@ -234,9 +288,6 @@ func orderedObject(raw []byte) ([]string, []json.RawMessage, error) {
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
 			return nil, nil, err
-		}
-		if t := bytes.TrimSpace(v); len(t) == 0 || t[0] != '{' {
-			return nil, nil, fmt.Errorf("server %q must be an object", name)
 		}
 		names = append(names, name)
 		values = append(values, v)

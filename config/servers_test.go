@@ -19,7 +19,7 @@ func TestLoadServers(t *testing.T) {
 	require.NoError(t, os.WriteFile(key, []byte("Bearer sk-search-1\n"), 0o600))
 	path := filepath.Join(dir, "servers.json")
 	require.NoError(t, os.WriteFile(path, []byte(`{"mcpServers": {
-  "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"], "env": {"MEMORY_FILE_PATH": "/srv/mem.json", "B": "2"}, "cwd": "/srv"},
+  "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"], "env": {"MEMORY_FILE_PATH": "/srv/mem.json", "B": "2"}, "cwd": "`+dir+`"},
   "search": {"type": "http", "url": "https://mcp.example/mcp", "headers": {"Authorization": {"file": "`+key+`"}}},
   "alpha": {"command": "node"}
 }}`), 0o600))
@@ -30,7 +30,7 @@ func TestLoadServers(t *testing.T) {
 	mem := servers[0]
 	assert.Equal(t, "npx", mem.Command)
 	assert.Equal(t, []string{"-y", "@modelcontextprotocol/server-memory"}, mem.Args)
-	assert.Equal(t, "/srv", mem.Dir)
+	assert.Equal(t, dir, mem.Dir)
 	assert.Equal(t, []Setting{{Name: "B", Value: "2"}, {Name: "MEMORY_FILE_PATH", Value: "/srv/mem.json"}}, mem.Env)
 	search := servers[1]
 	assert.True(t, search.Remote())
@@ -107,4 +107,31 @@ func TestRuntimeSecretsHoldEveryCredential(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"hmac-1", "bearer-1", "most-1", "k"}, got)
+}
+
+func TestLoadServersRefuses(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	missing := filepath.Join(dir, "missing")
+	cases := []struct {
+		name, entry, want string
+	}{
+		{"missing cwd", `{"command": "x", "cwd": "` + missing + `"}`, `server "a": cwd ` + missing + ` does not exist`},
+		{"relative missing cwd", `{"command": "x", "cwd": "no/such/dir"}`, `server "a": cwd no/such/dir does not exist`},
+		{"cwd a file", `{"command": "x", "cwd": "` + file + `"}`, `server "a": cwd ` + file + ` is not a directory`},
+		{"disabled", `{"command": "x", "disabled": true}`, `server "a": unknown key "disabled"`},
+		{"misspelt args", `{"command": "x", "agrs": ["y"]}`, `server "a": unknown key "agrs"`},
+		{"remote transport", `{"url": "https://mcp.example/mcp", "transport": "sse"}`, `server "a": unknown key "transport"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "servers.json")
+			require.NoError(t, os.WriteFile(path, []byte(`{"mcpServers": {"a": `+c.entry+`}}`), 0o600))
+			_, err := LoadServers(path)
+			require.Error(t, err)
+			assert.Equal(t, "configuration: LAS_SERVERS_FILE: "+c.want, err.Error())
+			assert.Equal(t, 2, fault.ExitCode(err))
+		})
+	}
 }

@@ -638,33 +638,54 @@ func TestListToolsHangOnInitialize(t *testing.T) {
 	assert.Equal(t, 3, fault.ExitCode(err))
 }
 
-// TestLongStderrLineIsCut: a 2 MiB stderr line is logged cut at 64 KiB
-// with "…", and the lines after it are still logged
-// (docs/las.md#leftovers).
+// TestLongStderrLineIsCut: a stderr line over 64 KiB is logged cut at
+// 64 KiB with "…", and the lines after it are still logged; one over
+// 1 MiB ends the logging of stderr with one warning (docs/las.md#spawn).
 func TestLongStderrLineIsCut(t *testing.T) {
-	cfg := examplelas.Config{StderrLineBytes: 2 << 20}
-	opts := baseOptions(t, &cfg)
-	logs := newCaptured()
-	opts.Logger = slog.New(logs)
-	h := startWith(t, opts, supervision.LasConfig{}, cfg.DeliveriesFile)
-	require.True(t, h.catalog().Available)
-	// The stderr lines were written before the server answered
-	// initialize; the stop reads stderr to its end before it returns.
-	h.stop()
-	var long []string
-	after := false
-	for _, m := range logs.all() {
-		if strings.HasPrefix(m, "Ada: las: xxx") {
-			long = append(long, m)
-		}
-		if m == "Ada: las: examplelas: after the long line" {
-			after = true
-		}
+	tests := []struct {
+		name      string
+		bytes     int
+		wantCut   bool // the long line is logged cut, and the line after it
+		wantWarns int  // warnings that the rest of stderr is not logged
+	}{
+		{"over 64 KiB", 512 << 10, true, 0},
+		{"over 1 MiB", 2 << 20, false, 1},
 	}
-	require.Len(t, long, 1)
-	assert.Equal(t, len("Ada: las: ")+64<<10+len("…"), len(long[0]))
-	assert.True(t, strings.HasSuffix(long[0], "x…"))
-	assert.True(t, after, "the line after the long one is logged")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := examplelas.Config{StderrLineBytes: tt.bytes}
+			opts := baseOptions(t, &cfg)
+			logs := newCaptured()
+			opts.Logger = slog.New(logs)
+			h := startWith(t, opts, supervision.LasConfig{}, cfg.DeliveriesFile)
+			require.True(t, h.catalog().Available)
+			// The stderr lines were written before the server answered
+			// initialize; the stop reads stderr to its end before it returns.
+			h.stop()
+			var long []string
+			after, warns := false, 0
+			for _, m := range logs.all() {
+				if strings.HasPrefix(m, "Ada: las: xxx") {
+					long = append(long, m)
+				}
+				if m == "Ada: las: examplelas: after the long line" {
+					after = true
+				}
+				if strings.Contains(m, "stderr line longer than 1 MiB") {
+					warns++
+				}
+			}
+			assert.Equal(t, tt.wantWarns, warns)
+			assert.Equal(t, tt.wantCut, after, "the line after the long one is logged")
+			if !tt.wantCut {
+				assert.Empty(t, long)
+				return
+			}
+			require.Len(t, long, 1)
+			assert.Equal(t, len("Ada: las: ")+64<<10+len("…"), len(long[0]))
+			assert.True(t, strings.HasSuffix(long[0], "x…"))
+		})
+	}
 }
 
 // TestRefusedRelistKeepsTheCatalogue: a re-list that breaks the

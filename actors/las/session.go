@@ -117,12 +117,15 @@ func open(o Options, listChanged func()) (session, error) {
 		// and ends the rest of its tree when this process dies
 		// (docs/las.md#leftovers).
 		cfg.Args = append([]string{KeeperCommand, strconv.Itoa(os.Getpid()), cfg.Path}, cfg.Args...)
-		cfg.Path, cfg.DeathSignal = o.Keeper, keeperDeathSignal
+		cfg.Path, cfg.DeathSignal, cfg.Keeper = o.Keeper, keeperDeathSignal, true
 	}
 	prefix, log, secrets := o.stderrPrefix(), o.Logger, o.Secrets
 	cfg.Stderr = func(pid int, line string) { log.Info(prefix+secrets.RedactString(line), "pid", pid) }
 	s, err := mcpstdio.Start(cfg)
 	if err != nil {
+		if o.server != nil {
+			return nil, fault.Upstream(fault.ClassMCP, fault.Permanent, "cannot start Las %s: %w", o.server.Name, err)
+		}
 		return nil, fault.Upstream(fault.ClassMCP, fault.Permanent, "cannot start Las: %w", err)
 	}
 	return s, nil

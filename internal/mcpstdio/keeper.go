@@ -2,6 +2,7 @@ package mcpstdio
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -32,6 +33,12 @@ const KeeperDeathSignal = syscall.SIGUSR1
 //     parent is already gone) or when the Las exits, it SIGKILLs every
 //     process left in its tree and exits with the Las's status.
 //
+// When its file descriptor 3 is a pipe (Config.Keeper), the keeper
+// reports on it whether the Las started: it closes it once the Las runs,
+// or writes why the Las could not be executed and exits with
+// KeeperCannotStart, so that its parent tells a command that cannot run
+// from a Las that exited.
+//
 // SIGTERM and SIGINT, which the shutdown ladder sends to the whole group,
 // reach the Las directly; the keeper waits for it to act on them.
 func RunKeeper(args []string) int {
@@ -50,6 +57,7 @@ func RunKeeper(args []string) int {
 	if os.Getppid() != runtime {
 		return 137 // the runtime died before the keeper was ready
 	}
+	report := startReport()
 	_ = BecomeSubreaper()
 	cmd := exec.Command(args[1], args[2:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -60,8 +68,16 @@ func RunKeeper(args []string) int {
 	startErr := cmd.Start()
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	if startErr != nil {
-		fmt.Fprintln(os.Stderr, "las-keeper:", startErr)
-		return 127
+		if report == nil {
+			fmt.Fprintln(os.Stderr, "las-keeper:", startErr)
+		} else {
+			_, _ = io.WriteString(report, startErr.Error())
+			_ = report.Close()
+		}
+		return KeeperCannotStart
+	}
+	if report != nil {
+		_ = report.Close() // the Las runs
 	}
 	// Only the Las holds our stdin and stdout now: its end is theirs.
 	_ = os.Stdin.Close()
@@ -76,6 +92,24 @@ func RunKeeper(args []string) int {
 	}
 	endTree()
 	return code
+}
+
+// KeeperCannotStart is the keeper's exit status when it cannot execute
+// the Las (the shell's "command not found").
+const KeeperCannotStart = 127
+
+// keeperReportFD is the keeper's start-report pipe (Config.Keeper).
+const keeperReportFD = 3
+
+// startReport returns the start-report pipe, close-on-exec so that the
+// Las does not hold it, or nil when file descriptor 3 is not a pipe.
+func startReport() *os.File {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(keeperReportFD, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+		return nil
+	}
+	syscall.CloseOnExec(keeperReportFD)
+	return os.NewFile(keeperReportFD, "las-keeper start report")
 }
 
 // exitCode mirrors the Las's exit: its status, or 128+signal.

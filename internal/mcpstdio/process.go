@@ -36,6 +36,14 @@ const killWait = 5 * time.Second
 // usual (docs/las.md#spawn).
 const maxStderrLine = 64 << 10
 
+// maxStderrStream is the longest stderr line a server may write: one
+// longer ends the passing of its stderr, with one warning, and the rest
+// of the stream is drained unread (docs/configuration.md#logging).
+const maxStderrStream = 1 << 20
+
+// errStderrLineTooLong is a stderr line longer than maxStderrStream.
+var errStderrLineTooLong = errors.New("stderr line longer than 1 MiB")
+
 // process is one running server. Its goroutines read stdout (handing
 // each line to the session), pass stderr on line by line, drain the
 // write queue into stdin and reap the process; each failure they see
@@ -76,13 +84,34 @@ func (s *Session) spawn() error {
 		return err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+	var reportR, reportW *os.File
+	if cfg.Keeper {
+		if reportR, reportW, err = os.Pipe(); err != nil {
+			closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
+			return err
+		}
+		cmd.ExtraFiles = []*os.File{reportW} // the keeper's keeperReportFD
+	}
 	if err := cmd.Start(); err != nil {
 		closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
+		if reportR != nil {
+			closeAll(reportR, reportW)
+		}
 		return err
 	}
 	// The child holds its own copies now.
 	closeAll(stdinR, stdoutW, stderrW)
 	trackGroup(cmd.Process.Pid)
+	if reportR != nil {
+		_ = reportW.Close()
+		if err := readStartReport(reportR); err != nil {
+			// The keeper exits once it has reported: reap it.
+			closeAll(stdinW, stdoutR, stderrR)
+			_ = cmd.Wait()
+			untrackGroup(cmd.Process.Pid)
+			return err
+		}
+	}
 
 	s.proc = &process{cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{})}
 	readerDone, stderrDone := make(chan struct{}), make(chan struct{})
@@ -92,6 +121,32 @@ func (s *Session) spawn() error {
 	go s.wait(readerDone, stderrDone)
 	return nil
 }
+
+// readStartReport reads a keeper's start report to its end, which
+// comes when the keeper has started the server (the pipe is
+// close-on-exec there) or has exited: an empty report is a started
+// server, any text is why it could not be started.
+func readStartReport(r *os.File) error {
+	defer r.Close()
+	text, err := io.ReadAll(io.LimitReader(r, maxStartReport))
+	if err != nil {
+		return fmt.Errorf("reading the keeper's start report: %w", err)
+	}
+	if len(text) == 0 {
+		return nil
+	}
+	return &StartError{Reason: string(text)}
+}
+
+// maxStartReport bounds a keeper's start report.
+const maxStartReport = 4 << 10
+
+// StartError is a server its keeper could not execute (Config.Keeper):
+// Reason is the keeper's error, as exec's own would read without a
+// keeper ("fork/exec /bin/las: no such file or directory").
+type StartError struct{ Reason string }
+
+func (e *StartError) Error() string { return e.Reason }
 
 func closeAll(files ...*os.File) {
 	for _, f := range files {
@@ -132,12 +187,20 @@ func (s *Session) readStdout(r *os.File, done chan<- struct{}) {
 }
 
 // passStderr hands each stderr line to cfg.Stderr, cut at maxStderrLine.
+// A line longer than maxStderrStream ends it: that line and the rest of
+// the stream are drained, so that the server never blocks on a full
+// pipe, and not passed on.
 func (s *Session) passStderr(r *os.File, done chan<- struct{}) {
 	defer close(done)
 	defer r.Close()
-	lines := newStderrLines(r, maxStderrLine)
+	lines := newStderrLines(r, maxStderrLine, maxStderrStream)
 	for {
 		line, cut, err := lines.next()
+		if errors.Is(err, errStderrLineTooLong) {
+			s.log.Warn("Las wrote a stderr line longer than 1 MiB: the rest of its stderr is not logged", "pid", s.proc.pid)
+			_, _ = io.Copy(io.Discard, lines.r)
+			return
+		}
 		if len(line) > 0 || cut || err == nil {
 			text := string(line)
 			if cut {
@@ -154,22 +217,33 @@ func (s *Session) passStderr(r *os.File, done chan<- struct{}) {
 }
 
 // stderrLines splits a stream into lines of at most max bytes, dropping
-// (and flagging) the rest of longer ones, in bounded memory.
+// (and flagging) the rest of longer ones, in bounded memory. A line of
+// more than stop bytes, its line end excluded, ends the stream.
 type stderrLines struct {
-	r   *bufio.Reader
-	max int
+	r    *bufio.Reader
+	max  int
+	stop int
 }
 
-func newStderrLines(r io.Reader, max int) *stderrLines {
-	return &stderrLines{r: bufio.NewReaderSize(r, 16<<10), max: max}
+func newStderrLines(r io.Reader, max, stop int) *stderrLines {
+	return &stderrLines{r: bufio.NewReaderSize(r, 16<<10), max: max, stop: stop}
 }
 
 // next returns the next line without its newline, whether it was cut,
 // and the read error that ended the stream (the last line may come with
-// it).
+// it). A line longer than stop is errStderrLineTooLong, without the line,
+// once stop bytes of it are read: the rest of the stream is l.r's.
 func (l *stderrLines) next() (line []byte, cut bool, err error) {
+	n := 0 // bytes of the line read so far
 	for {
 		chunk, err := l.r.ReadSlice('\n')
+		n += len(chunk)
+		if err == nil {
+			n -= len(chunk) - len(bytes.TrimSuffix(bytes.TrimSuffix(chunk, []byte("\n")), []byte("\r")))
+		}
+		if n > l.stop {
+			return nil, false, errStderrLineTooLong
+		}
 		if err == nil {
 			// The line end is no part of the line: a line of exactly
 			// max bytes is whole.

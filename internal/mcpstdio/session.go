@@ -47,6 +47,11 @@ type Config struct {
 	Dir string
 	// DeathSignal is the process's parent-death signal; 0 is none.
 	DeathSignal syscall.Signal
+	// Keeper reports that Path is a Las keeper (RunKeeper) starting the
+	// server: Start then waits for the keeper's start report, and a
+	// server the keeper cannot execute is Start's error, as it is
+	// without a keeper, rather than an exit of the keeper.
+	Keeper bool
 
 	// ClientVersion and AgentID go into initialize.
 	ClientVersion string
@@ -70,7 +75,8 @@ type Config struct {
 	// line, never its content); nil discards.
 	Logger *slog.Logger
 	// Stderr, when set, receives each line the process writes on stderr,
-	// cut at 64 KiB with "…".
+	// cut at 64 KiB with "…". After a line longer than 1 MiB it receives
+	// nothing more: Logger gets one warning and the stream is drained.
 	Stderr func(pid int, line string)
 	// ListChanged, when set, is called for each
 	// notifications/tools/list_changed, on the reading goroutine, in the

@@ -44,6 +44,9 @@ func Parse(data []byte) (Table, error) {
 	if err := strictDecode(data, &raw); err != nil || raw == nil {
 		return nil, errors.New("must be a JSON object of model prices")
 	}
+	if model, ok := repeatedKey(data); ok {
+		return nil, fmt.Errorf("model %q is listed twice", model)
+	}
 	t := make(Table, len(raw))
 	for _, model := range slices.Sorted(maps.Keys(raw)) {
 		if model == "" {
@@ -83,6 +86,33 @@ func strictDecode(data []byte, v any) error {
 	return nil
 }
 
+// repeatedKey reports the first member name that the JSON object data,
+// already known to decode, repeats: decoding into a map would keep the
+// last one's prices silently.
+func repeatedKey(data []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil { // '{'
+		return "", false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		name, _ := tok.(string)
+		if seen[name] {
+			return name, true
+		}
+		seen[name] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", false
+		}
+	}
+	return "", false
+}
+
 func price(model, field string, raw json.RawMessage) (money.Amount, error) {
 	if raw == nil {
 		return money.Zero, fmt.Errorf("model %q: %s is required", model, field)
@@ -92,6 +122,9 @@ func price(model, field string, raw json.RawMessage) (money.Amount, error) {
 		return money.Zero, fmt.Errorf("model %q: %s must be a decimal string", model, field)
 	}
 	v, err := money.Parse(text)
+	if errors.Is(err, money.ErrRange) {
+		return money.Zero, fmt.Errorf("model %q: %s is out of range", model, field)
+	}
 	if err != nil {
 		return money.Zero, fmt.Errorf("model %q: %s must be a decimal string", model, field)
 	}

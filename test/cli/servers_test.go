@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,6 +129,100 @@ func TestServersFileRefusals(t *testing.T) {
 			r := run(t, map[string]string{"PATH": os.Getenv("PATH"), "LAS_SERVERS_FILE": path}, "tools")
 			assert.Equal(t, 2, r.code, r.stderr)
 			assert.Equal(t, tt.want+"\n", testkit.LastLine(r.stderr))
+		})
+	}
+}
+
+// TestBadInputFilesExit2: a servers file with a cwd that does not exist
+// or a key the format does not have, a prices file that lists a model
+// twice, and a price out of range are refused at configuration time,
+// exit 2, by every command that loads them.
+func TestBadInputFilesExit2(t *testing.T) {
+	w := newWorld(t)
+	write := func(name, text string) string {
+		path := filepath.Join(w.dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+		return path
+	}
+	missing := filepath.Join(w.dir, "no-such-dir")
+	pair := `{"input_usd_per_million": "1", "output_usd_per_million": "1"}`
+	cases := []struct {
+		name     string
+		set      map[string]string
+		commands []string
+		want     string
+	}{
+		{"missing cwd", map[string]string{"LAS_SERVERS_FILE": write("cwd.json", `{"mcpServers": {"fs": {"command": "true", "cwd": "`+missing+`"}}}`)},
+			[]string{"once", "run", "doctor", "tools"}, `configuration: LAS_SERVERS_FILE: server "fs": cwd ` + missing + ` does not exist`},
+		{"unknown key", map[string]string{"LAS_SERVERS_FILE": write("disabled.json", `{"mcpServers": {"fs": {"command": "true", "disabled": true}}}`)},
+			[]string{"once", "run", "doctor", "tools"}, `configuration: LAS_SERVERS_FILE: server "fs": unknown key "disabled"`},
+		{"model twice", map[string]string{"BRAMA_PRICES_FILE": write("twice.json", `{"m": `+pair+`, "m": `+pair+`}`)},
+			[]string{"once", "run", "doctor"}, `configuration: BRAMA_PRICES_FILE: model "m" is listed twice`},
+		{"price out of range", map[string]string{"BRAMA_PRICES_FILE": write("range.json", `{"m": {"input_usd_per_million": "1e400", "output_usd_per_million": "1"}}`)},
+			[]string{"once", "run", "doctor"}, `configuration: BRAMA_PRICES_FILE: model "m": input_usd_per_million is out of range`},
+		{"variable out of range", map[string]string{"BRAMA_INPUT_PRICE_USD_PER_MILLION": "1e99999999999999999999"},
+			[]string{"once", "run", "doctor"}, `configuration: input price is out of range`},
+	}
+	for _, c := range cases {
+		for _, command := range c.commands {
+			t.Run(c.name+"/"+command, func(t *testing.T) {
+				env := w.env()
+				maps.Copy(env, c.set)
+				r := run(t, env, command)
+				assert.Equal(t, 2, r.code)
+				assert.Equal(t, "singularity: "+c.want+"\n", r.stderr)
+				assert.Empty(t, r.stdout)
+			})
+		}
+	}
+}
+
+// TestLasCannotStart: a Las command that cannot be executed (missing,
+// not executable, a script whose interpreter is missing) fails at once
+// with "mcp: cannot start Las: <reason>", exit 3, and is not restarted;
+// with a servers file the sentence names the server.
+func TestLasCannotStart(t *testing.T) {
+	w := newWorld(t)
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	require.NoError(t, os.WriteFile(plain, []byte("not a program\n"), 0o600))
+	script := filepath.Join(dir, "script")
+	require.NoError(t, os.WriteFile(script, []byte("#!/nonexistent/interpreter\n"), 0o700))
+	missing := filepath.Join(dir, "missing")
+	cases := []struct{ name, command, reason string }{
+		{"missing", missing, "fork/exec " + missing + ": no such file or directory"},
+		{"not executable", plain, "fork/exec " + plain + ": permission denied"},
+		{"bad interpreter", script, "fork/exec " + script + ": no such file or directory"},
+	}
+	for _, c := range cases {
+		t.Run(c.name+"/tools", func(t *testing.T) {
+			args := append([]string{"tools", "--agent-id", "agent-1"}, w.lasFlags(c.command, w.valid["LAS_MCP_ENTRYPOINT"])...)
+			r := run(t, map[string]string{"PATH": os.Getenv("PATH")}, args...)
+			assert.Equal(t, 3, r.code)
+			assert.Contains(t, r.stderr, "singularity: mcp: cannot start Las: "+c.reason+"\n")
+			assert.NotContains(t, r.stderr, "restart")
+			assert.Empty(t, r.stdout)
+		})
+		for _, command := range []string{"once", "run"} {
+			t.Run(c.name+"/"+command, func(t *testing.T) {
+				env := w.env()
+				env["LAS_COMMAND"] = c.command
+				env["SINGULARITY_STATE_DIR"] = t.TempDir()
+				r := run(t, env, command)
+				assert.Equal(t, 3, r.code)
+				assert.Contains(t, r.stderr, "singularity: mcp: cannot start Las: "+c.reason+"\n")
+				assert.NotContains(t, r.stderr, "restart")
+			})
+		}
+		t.Run(c.name+"/servers", func(t *testing.T) {
+			q, _ := json.Marshal(c.command)
+			path := filepath.Join(t.TempDir(), "servers.json")
+			require.NoError(t, os.WriteFile(path, []byte(`{"mcpServers": {"fs": {"command": `+string(q)+`}}}`), 0o600))
+			r := run(t, map[string]string{"PATH": os.Getenv("PATH"), "LAS_SERVERS_FILE": path}, "tools")
+			assert.Equal(t, 3, r.code)
+			assert.Contains(t, r.stderr, "singularity: mcp: cannot start Las fs: "+c.reason+"\n")
+			assert.NotContains(t, r.stderr, "restart")
+			assert.Empty(t, r.stdout)
 		})
 	}
 }

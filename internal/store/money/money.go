@@ -39,10 +39,11 @@ type Amount struct{ v *decimal.Big }
 // Zero is the amount 0.
 var Zero = Amount{}
 
-var (
-	errNotDecimal = errors.New("not a decimal number")
-	errRange      = errors.New("decimal out of range")
-)
+// ErrRange is the error, wrapped, of Parse for decimal text whose
+// magnitude is outside the accepted range (MaxExponent, MinExponent).
+var ErrRange = errors.New("decimal out of range")
+
+var errNotDecimal = errors.New("not a decimal number")
 
 // decimalText is the accepted syntax: an optional sign, digits with an
 // optional fraction, an optional exponent. It is a superset of the JSON
@@ -91,7 +92,18 @@ func Parse(s string) (Amount, error) {
 		return Zero, fmt.Errorf("%q: %w", s, errNotDecimal)
 	}
 	z := fresh()
+	mantissa := s
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mantissa = s[:i]
+	}
+	nonZero := strings.ContainsAny(mantissa, "123456789")
 	if _, ok := z.SetString(s); !ok || !z.IsFinite() {
+		// The syntax is a finite decimal's: what the library refuses is
+		// an exponent beyond its own range, which for a non-zero value
+		// is far outside ours.
+		if nonZero {
+			return Zero, fmt.Errorf("%q: %w", s, ErrRange)
+		}
 		return Zero, fmt.Errorf("%q: %w", s, errNotDecimal)
 	}
 	if z.Sign() == 0 {
@@ -99,19 +111,15 @@ func Parse(s string) (Amount, error) {
 		// places, which Add and Rat would expand), and the library reads
 		// an exponent below -2^63 as zero ("1e-9223372036854775809"): a
 		// zero is returned without a scale, and only when its digits are.
-		mantissa := s
-		if i := strings.IndexAny(s, "eE"); i >= 0 {
-			mantissa = s[:i]
-		}
-		if strings.ContainsAny(mantissa, "123456789") {
-			return Zero, fmt.Errorf("%q: %w", s, errRange)
+		if nonZero {
+			return Zero, fmt.Errorf("%q: %w", s, ErrRange)
 		}
 		return Zero, nil
 	}
 	// Leading digit's exponent: precision digits ending at 10^-scale.
 	lead := z.Precision() - z.Scale() - 1
 	if lead >= MaxExponent || lead < MinExponent {
-		return Zero, fmt.Errorf("%q: %w", s, errRange)
+		return Zero, fmt.Errorf("%q: %w", s, ErrRange)
 	}
 	return Amount{z}, nil
 }

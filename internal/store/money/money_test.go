@@ -61,6 +61,16 @@ func TestParseRefuses(t *testing.T) {
 	}
 }
 
+func TestParseOutOfRange(t *testing.T) {
+	for _, in := range []string{"1e40", "1e400", "-1e400", "1e-1001", "1e99999999999999999999", "1e-99999999999999999999", "12345678901234567890123456789012345678901234567890", "1e-9223372036854775809"} {
+		t.Run(in, func(t *testing.T) {
+			_, err := Parse(in)
+			require.ErrorIs(t, err, ErrRange)
+			assert.Contains(t, err.Error(), "out of range")
+		})
+	}
+}
+
 func TestZeroValue(t *testing.T) {
 	var a Amount
 	assert.Equal(t, "0", a.String())
@@ -218,7 +228,7 @@ func TestDirectedRoundingProperty(t *testing.T) {
 		}
 		if back, err := Parse(s); err == nil && !back.Equal(up) {
 			t.Fatalf("round trip of %s", s)
-		} else if err != nil && !errors.Is(err, errRange) {
+		} else if err != nil && !errors.Is(err, ErrRange) {
 			t.Fatalf("%s does not parse: %v", s, err)
 		}
 	})
