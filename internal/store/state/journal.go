@@ -137,11 +137,11 @@ func openAppend(path string, lazy bool) (*appendFile, int64, error) {
 	}
 	cut := info.Size() - whole
 	if cut > 0 && !lazy {
-		if err := f.Truncate(whole); err != nil {
+		if err := truncateFile(f, whole); err != nil {
 			_ = f.Close()
 			return fail("repair", err)
 		}
-		if err := f.Sync(); err != nil {
+		if err := syncFile(f); err != nil {
 			_ = f.Close()
 			return fail("repair", err)
 		}
@@ -205,10 +205,10 @@ func (a *appendFile) appendLines(data []byte) error {
 		_ = f.Close()
 		return failed(err)
 	}
-	if _, err := f.Write(data); err != nil {
+	if err := writeFile(f, data); err != nil {
 		return fail(err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := syncFile(f); err != nil {
 		return fail(err)
 	}
 	_ = f.Close() // the data is fsynced: a failing close loses nothing
@@ -410,7 +410,7 @@ func (j *Journal) Rotate() error {
 		j.rotating = true
 	}
 	if _, err := os.Lstat(path); err == nil { // not renamed yet
-		if err := os.Rename(path, old); err != nil {
+		if err := renameFile(path, old); err != nil {
 			return fault.Errorf(fault.ClassState, "cannot rotate %s: %w", path, err)
 		}
 	}

@@ -274,10 +274,10 @@ func (s *Store) writeAtomic(data []byte, create bool) (err error) {
 	if err = f.Chmod(FileMode); err != nil {
 		return fault.Errorf(fault.ClassState, "cannot save state %s: %w", final, err)
 	}
-	if _, err = f.Write(data); err != nil {
+	if err = writeFile(f, data); err != nil {
 		return fault.Errorf(fault.ClassState, "cannot save state %s: %w", final, err)
 	}
-	if err = f.Sync(); err != nil {
+	if err = syncFile(f); err != nil {
 		return fault.Errorf(fault.ClassState, "cannot save state %s: %w", final, err)
 	}
 	if err = f.Close(); err != nil {
@@ -285,14 +285,14 @@ func (s *Store) writeAtomic(data []byte, create bool) (err error) {
 	}
 	if create {
 		// link fails if the name exists: the creation is exclusive.
-		if err = os.Link(tmp, final); err != nil {
+		if err = linkFile(tmp, final); err != nil {
 			if errors.Is(err, fs.ErrExist) {
 				return alreadyExists(s.dir)
 			}
 			return fault.Errorf(fault.ClassState, "cannot save state %s: %w", final, err)
 		}
 		_ = os.Remove(tmp)
-	} else if err = os.Rename(tmp, final); err != nil {
+	} else if err = renameFile(tmp, final); err != nil {
 		return fault.Errorf(fault.ClassState, "cannot save state %s: %w", final, err)
 	}
 	if err = syncDir(s.dir); err != nil {
@@ -301,18 +301,6 @@ func (s *Store) writeAtomic(data []byte, create bool) (err error) {
 	return nil
 }
 
-// syncDir makes a directory's entries (a rename, a new file) durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
 
 // SyncDir makes the entries of dir durable (after a rename or a removal
 // in it).

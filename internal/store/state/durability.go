@@ -1,0 +1,103 @@
+package state
+
+import (
+	"os"
+	"sync"
+)
+
+// Every step that makes a write durable goes through the functions of
+// this file: the data written, the file's fsync, the rename or link that
+// publishes it, and the fsync of its directory
+// (docs/state.md#atomic-save). Tests watch them (watchDurability) to
+// check the order of each kind of write, so that a missing fsync fails a
+// test instead of passing unseen.
+
+// durableOp is one step of a durable write.
+type durableOp string
+
+const (
+	opWrite    durableOp = "write"
+	opTruncate durableOp = "truncate"
+	opSync     durableOp = "fsync"
+	opRename   durableOp = "rename"
+	opLink     durableOp = "link"
+	opSyncDir  durableOp = "fsync dir"
+)
+
+// durability is the watcher of the steps, nil outside tests.
+var durability struct {
+	sync.Mutex
+	watch func(op durableOp, path string)
+}
+
+// done reports a step that succeeded.
+func done(op durableOp, path string) {
+	durability.Lock()
+	watch := durability.watch
+	durability.Unlock()
+	if watch != nil {
+		watch(op, path)
+	}
+}
+
+// writeFile writes data to f in one write.
+func writeFile(f *os.File, data []byte) error {
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	done(opWrite, f.Name())
+	return nil
+}
+
+// syncFile makes f's data durable.
+func syncFile(f *os.File) error {
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	done(opSync, f.Name())
+	return nil
+}
+
+// truncateFile cuts f to size (a torn line, a partial append).
+func truncateFile(f *os.File, size int64) error {
+	if err := f.Truncate(size); err != nil {
+		return err
+	}
+	done(opTruncate, f.Name())
+	return nil
+}
+
+// renameFile publishes from as to.
+func renameFile(from, to string) error {
+	if err := os.Rename(from, to); err != nil {
+		return err
+	}
+	done(opRename, to)
+	return nil
+}
+
+// linkFile publishes from as to, refusing an existing to.
+func linkFile(from, to string) error {
+	if err := os.Link(from, to); err != nil {
+		return err
+	}
+	done(opLink, to)
+	return nil
+}
+
+// syncDir makes a directory's entries (a rename, a new file, a removal)
+// durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		done(opSyncDir, dir)
+	}
+	return err
+}
