@@ -16,10 +16,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"syscall"
 
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // maxDepth bounds the walk down children/ directories.
@@ -50,8 +52,10 @@ type head struct {
 }
 
 // ReadBeing reads the identity and starting balance of the being in dir.
+// Its state.json must be a regular file within state.MaxCheckpoint
+// (state.ReadCheckpoint).
 func ReadBeing(dir string) (Being, error) {
-	data, err := os.ReadFile(filepath.Join(dir, state.StateFile))
+	data, err := state.ReadCheckpoint(filepath.Join(dir, state.StateFile))
 	if err != nil {
 		return Being{}, err
 	}
@@ -147,6 +151,7 @@ type Follower struct {
 	started bool
 	ino     uint64 // identity of the activity.jsonl being followed
 	offset  int64  // bytes of it already read, whole lines only
+	line    int    // lines of it already read
 	seq     uint64 // last seq handed out (a reference journal counts by position)
 }
 
@@ -169,7 +174,7 @@ func (f *Follower) Next() ([]Line, error) {
 			if path == current {
 				continue
 			}
-			lines, _, err := f.readFrom(path, 0)
+			lines, _, _, err := f.readFrom(path, 0, 0)
 			if err != nil {
 				return out, err
 			}
@@ -188,18 +193,18 @@ func (f *Follower) Next() ([]Line, error) {
 	if f.ino != 0 && ino != f.ino {
 		// Rotated: finish the renamed segment, then start the new file.
 		if old := f.segmentWith(f.ino); old != "" {
-			lines, _, err := f.readFrom(old, f.offset)
+			lines, _, _, err := f.readFrom(old, f.offset, f.line)
 			if err != nil {
 				return out, err
 			}
 			out = append(out, lines...)
 		}
-		f.offset = 0
+		f.offset, f.line = 0, 0
 	}
 	f.ino = ino
-	lines, end, err := f.readFrom(current, f.offset)
+	lines, end, n, err := f.readFrom(current, f.offset, f.line)
 	out = append(out, lines...)
-	f.offset = end
+	f.offset, f.line = end, n
 	return out, err
 }
 
@@ -217,35 +222,42 @@ func (f *Follower) segmentWith(ino uint64) string {
 	return ""
 }
 
-// readFrom reads the whole lines of path from offset on and returns
-// them with the offset after the last one.
-func (f *Follower) readFrom(path string, offset int64) ([]Line, int64, error) {
-	file, err := os.Open(path)
+// readFrom reads the whole lines of path from offset on, the first of
+// them line n+1 of the file, and returns them with the offset after the
+// last one and its number. The file must be regular and its lines at
+// most state.MaxLine bytes: a longer one, finished or not, is refused
+// ("state: journal <path> line <n>: line longer than the 16 MiB cap")
+// without being read whole.
+func (f *Follower) readFrom(path string, offset int64, n int) ([]Line, int64, int, error) {
+	file, err := state.OpenRegular(path, "journal")
 	if err != nil {
-		return nil, offset, err
+		return nil, offset, n, err
 	}
 	defer file.Close()
 	if _, err := file.Seek(offset, io.SeekStart); err != nil {
-		return nil, offset, err
+		return nil, offset, n, err
 	}
-	data, err := io.ReadAll(file)
-	if err != nil {
-		return nil, offset, err
-	}
+	r := state.NewLineReader(file, state.MaxLine)
 	var out []Line
 	for {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			break
+		data, err := r.ReadLine()
+		if errors.Is(err, state.ErrLineTooLong) {
+			return out, offset, n, fault.Errorf(fault.ClassState, "journal %s line %d: %w", path, n+1, err)
 		}
-		raw := bytes.TrimRight(data[:i], "\r")
-		data = data[i+1:]
-		offset += int64(i + 1)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return out, offset, n, err
+		}
+		if err != nil {
+			// What follows the last newline is still being written.
+			return out, offset, n, nil
+		}
+		offset += int64(len(data))
+		n++
+		raw := bytes.TrimRight(data[:len(data)-1], "\r")
 		if l, ok := f.parse(raw); ok {
 			out = append(out, l)
 		}
 	}
-	return out, offset, nil
 }
 
 func (f *Follower) parse(raw []byte) (Line, bool) {
@@ -297,9 +309,9 @@ const tailChunk = 64 << 10
 // tailFile returns the last n whole lines of path, and false when it
 // holds fewer or any of them lacks a seq.
 func tailFile(path string, n int) ([]Line, bool) {
-	f, err := os.Open(path)
+	f, err := state.OpenRegular(path, "journal")
 	if err != nil {
-		return nil, false
+		return nil, false // the Follower names why
 	}
 	defer f.Close()
 	info, err := f.Stat()
@@ -307,8 +319,12 @@ func tailFile(path string, n int) ([]Line, bool) {
 		return nil, false
 	}
 	end := info.Size()
-	var data []byte
-	// Whole lines only: drop anything after the last newline.
+	// Chunks from the end backwards, joined once: what is read is
+	// copied once, and no more than n lines and the cap of the one
+	// before them is read.
+	var chunks [][]byte
+	newlines := 0
+	lead := 0 // bytes before the first newline read
 	for pos := end; pos > 0; {
 		size := min(int64(tailChunk), pos)
 		pos -= size
@@ -316,11 +332,22 @@ func tailFile(path string, n int) ([]Line, bool) {
 		if _, err := f.ReadAt(chunk, pos); err != nil {
 			return nil, false
 		}
-		data = append(chunk, data...)
-		if bytes.Count(data, []byte{'\n'}) > n || pos == 0 {
+		chunks = append(chunks, chunk)
+		if i := bytes.IndexByte(chunk, '\n'); i >= 0 {
+			lead = i
+		} else {
+			lead += len(chunk)
+		}
+		if lead > state.MaxLine {
+			return nil, false // a line past the cap: the Follower refuses it
+		}
+		if newlines += bytes.Count(chunk, []byte{'\n'}); newlines > n || pos == 0 {
 			break
 		}
 	}
+	slices.Reverse(chunks)
+	data := bytes.Join(chunks, nil)
+	// Whole lines only: drop anything after the last newline.
 	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
 		data = data[:i+1]
 	} else {

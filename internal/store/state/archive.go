@@ -24,7 +24,7 @@ type Archive struct {
 // last line left by a crash is cut by the first append (nothing is
 // written before); Repaired reports how many bytes.
 func OpenArchive(path string) (*Archive, error) {
-	file, cut, err := openAppend(path, true)
+	file, cut, err := openAppend(path, "archive", true)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/supervision/fault"
@@ -111,13 +111,21 @@ type appendFile struct {
 // by the first append (nothing is written before), which lets a caller
 // open a journal while its boot may still be refused. It returns how
 // many torn bytes there are.
-func openAppend(path string, lazy bool) (*appendFile, int64, error) {
+//
+// what names the file in refusals ("journal", "archive"): one that is not
+// a regular file, or whose torn tail is longer than MaxLine (no line the
+// runtime writes is), is refused.
+func openAppend(path, what string, lazy bool) (*appendFile, int64, error) {
 	_, statErr := os.Lstat(path)
 	created := errors.Is(statErr, fs.ErrNotExist)
 	fail := func(what string, err error) (*appendFile, int64, error) {
 		return nil, 0, fault.Errorf(fault.ClassState, "cannot %s %s: %w", what, path, err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, FileMode)
+	// Non-blocking, so that a FIFO is refused rather than waited on.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NONBLOCK, FileMode)
+	if errors.Is(err, syscall.EISDIR) {
+		return nil, 0, fault.Errorf(fault.ClassState, "%s %s is %w", what, path, errNotRegular)
+	}
 	if err != nil {
 		return fail("open", err)
 	}
@@ -128,9 +136,13 @@ func openAppend(path string, lazy bool) (*appendFile, int64, error) {
 	}
 	if !info.Mode().IsRegular() {
 		_ = f.Close()
-		return nil, 0, fault.Errorf(fault.ClassState, "%s is not a regular file", path)
+		return nil, 0, fault.Errorf(fault.ClassState, "%s %s is %w", what, path, errNotRegular)
 	}
 	whole, err := lastNewline(f, info.Size())
+	if errors.Is(err, ErrLineTooLong) {
+		_ = f.Close()
+		return nil, 0, fault.Errorf(fault.ClassState, "%s %s: last %w", what, path, err)
+	}
 	if err != nil {
 		_ = f.Close()
 		return fail("read", err)
@@ -158,10 +170,14 @@ func openAppend(path string, lazy bool) (*appendFile, int64, error) {
 }
 
 // lastNewline returns the length of the file's prefix that ends with its
-// last newline (0 if there is none).
+// last newline (0 if there is none). It looks no further back than
+// MaxLine bytes past the last newline: a longer tail is ErrLineTooLong.
 func lastNewline(f *os.File, size int64) (int64, error) {
 	buf := make([]byte, 64<<10)
 	for end := size; end > 0; {
+		if size-end > MaxLine {
+			return 0, ErrLineTooLong
+		}
 		start := max(end-int64(len(buf)), 0)
 		chunk := buf[:end-start]
 		if _, err := f.ReadAt(chunk, start); err != nil && !errors.Is(err, io.EOF) {
@@ -261,7 +277,7 @@ func OpenJournal(path string, at Time, cycle uint64) (*Journal, error) {
 // openJournal opens and reads the journal at path (see openAppend for
 // lazy).
 func openJournal(path string, lazy bool) (*Journal, error) {
-	file, cut, err := openAppend(path, lazy)
+	file, cut, err := openAppend(path, "journal", lazy)
 	if err != nil {
 		return nil, err
 	}
@@ -345,6 +361,10 @@ func (j *Journal) Encode(step []Event) ([]Event, []byte, error) {
 		if err != nil {
 			return nil, nil, fault.Errorf(fault.ClassState, "cannot encode journal event: %w", err)
 		}
+		if len(line) > MaxLine {
+			// No reader would take it back.
+			return nil, nil, fault.Errorf(fault.ClassState, "cannot encode journal event %s: %w", e.Type, ErrLineTooLong)
+		}
 		buf.Write(line)
 		buf.WriteByte('\n')
 		numbered[i] = e
@@ -414,7 +434,7 @@ func (j *Journal) Rotate() error {
 			return fault.Errorf(fault.ClassState, "cannot rotate %s: %w", path, err)
 		}
 	}
-	file, _, err := openAppend(path, false)
+	file, _, err := openAppend(path, "journal", false)
 	if err != nil {
 		return err
 	}
@@ -596,17 +616,21 @@ func plainString(raw []byte) (string, bool) {
 }
 
 // readJournal is ReadJournal, with the events up to seq past decoded as
-// their eventHead alone.
+// their eventHead alone. The file must be regular (OpenRegular) and its
+// lines at most MaxLine bytes.
 func readJournal(path string, past uint64) ([]Event, error) {
-	f, err := os.Open(path)
+	f, err := OpenRegular(path, "journal")
 	if err != nil {
-		return nil, fault.Errorf(fault.ClassState, "cannot read journal %s: %w", path, err)
+		return nil, err
 	}
 	defer f.Close()
 	var events []Event
-	r := bufio.NewReaderSize(f, 64<<10)
+	r := NewLineReader(f, MaxLine)
 	for n := 1; ; n++ {
-		line, err := r.ReadBytes('\n')
+		line, err := r.ReadLine()
+		if errors.Is(err, ErrLineTooLong) {
+			return events, fault.Errorf(fault.ClassState, "journal %s line %d: %w", path, n, err)
+		}
 		if len(line) > 0 && line[len(line)-1] != '\n' {
 			return events, fault.Errorf(fault.ClassState, "journal %s line %d: %w", path, n, ErrTornLine)
 		}

@@ -138,12 +138,13 @@ func Exists(dir string) (bool, error) {
 func (s *Store) Load() (*Being, error) { return Load(s.dir) }
 
 // Load reads state.json from dir without opening (or creating) the
-// directory; see Store.Load.
+// directory; see Store.Load. The file must be regular and at most
+// MaxCheckpoint bytes (ReadCheckpoint).
 func Load(dir string) (*Being, error) {
 	path := filepath.Join(dir, StateFile)
-	data, err := os.ReadFile(path)
+	data, err := ReadCheckpoint(path)
 	if err != nil {
-		return nil, fault.Errorf(fault.ClassState, "cannot read state file %s: %w", path, err)
+		return nil, err
 	}
 	return Decode(path, data)
 }
