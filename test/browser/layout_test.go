@@ -109,6 +109,13 @@ func measuringProxy(t *testing.T, target string, beings int) *httptest.Server {
 	sum := sha256.Sum256([]byte(script))
 	hash := "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 	rp := httputil.NewSingleHostReverseProxy(u)
+	// The endpoint answers only requests that name its own address
+	// (docs/debug.md): the proxy says whom it asks.
+	direct := rp.Director
+	rp.Director = func(req *http.Request) {
+		direct(req)
+		req.Host = u.Host
+	}
 	rp.ModifyResponse = func(resp *http.Response) error {
 		if resp.Request.URL.Path != "/debug/" {
 			return nil
