@@ -404,7 +404,7 @@ func checkFilesOf(t *testing.T, root string, n int) map[string]beingFiles {
 				continue
 			}
 			if rec.StateDir != "" {
-				assert.Equal(t, childDir, rec.StateDir, "%s records %s's directory", name, rec.Name)
+				assert.Equal(t, state.ChildRecordDir(rec.ID), rec.StateDir, "%s records %s's directory, relative to its own", name, rec.Name)
 			}
 			assert.Equal(t, state.StatusRunning, rec.Status)
 			assert.False(t, rec.CreatedAt.IsZero())
