@@ -2,14 +2,19 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // bearerWorld is a gateway world (newGatewayWorld) whose bearer key is
@@ -156,4 +161,54 @@ func toolMessage(t *testing.T, body []byte, id string) string {
 	}
 	t.Fatalf("no tool message answers %s", id)
 	return ""
+}
+
+// TestInlineEnvSecretInLiveOutputs: while `run` lives with a servers-file
+// secret that its Las echoed to the model, no output of the live family
+// shows it: the debug tree (JSON and text), the page, the being's journal
+// tail, the metrics, and `status` read at the same time.
+func TestInlineEnvSecretInLiveOutputs(t *testing.T) {
+	t.Parallel()
+	const apiKey = "inline-api-key-live-77c2a"
+	w := newWorld(t, `{}`)
+	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"lab": map[string]any{"command": w.lasBin, "env": map[string]string{"API_KEY": apiKey}},
+	}})
+	require.NoError(t, err)
+	path := filepath.Join(w.dir, "servers.json")
+	require.NoError(t, os.WriteFile(path, servers, 0o600))
+	w.env["LAS_SERVERS_FILE"] = path
+	w.env["SINGULARITY_REQUIRED_SURFACES"] = "lab"
+	w.env["SINGULARITY_DEBUG_ADDR"] = "127.0.0.1:0"
+	w.brama.SetHandler(func(*bramatest.Request) bramatest.Reply {
+		return bramatest.ToolCallsReply(bramatest.Usage(100, 10), bramatest.Call("call-env", "lab__chaos__env", `{}`))
+	})
+	p := w.start("run")
+	p.stderr.waitFor(t, "debug endpoint listening", waitLimit)
+	base := regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)/debug/`).FindStringSubmatch(p.stderr.String())
+	require.Len(t, base, 2, p.stderr.String())
+	w.waitJournal(waitLimit, "the env tool answered", func(events []state.Event) bool {
+		return testkit.Count(events, state.EventToolFinished) >= 2
+	})
+	var outputs []string
+	for _, route := range []string{"/debug/actors", "/debug/actors?format=text", "/debug/", "/debug/beings/" + w.loadState().Identity.AgentID + "/journal", "/metrics"} {
+		res, err := http.Get(base[1] + route)
+		require.NoError(t, err, route)
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.NoError(t, err, route)
+		require.Equal(t, http.StatusOK, res.StatusCode, "%s: %s", route, body)
+		outputs = append(outputs, string(body))
+	}
+	assert.Contains(t, outputs[3], "API_KEY=[redacted]", "the journal tail shows the tool's answer, redacted")
+	st := w.run("status", "--format", "json")
+	outputs = append(outputs, st.stdout, st.stderr)
+	p.signal(os.Interrupt)
+	r := p.wait(waitLimit)
+	require.Equal(t, 0, r.code, r.stderr)
+	outputs = append(outputs, r.stdout, r.stderr)
+	for _, req := range w.brama.Requests() {
+		assert.NotContains(t, string(req.Body), apiKey, "request to Brama")
+	}
+	assertNowhere(t, w, apiKey, outputs)
 }
