@@ -1,6 +1,7 @@
 package crash
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/test/testkit"
 )
 
@@ -113,40 +115,42 @@ func walk(root string) ([]member, []string) {
 	return members, problems
 }
 
-// explainedByPrefix reports whether some prefix of the journal (cut
-// after a money event, or empty) accounts exactly for the checkpoint's
-// budget: what a kill may leave, since every change of the budget is
-// journaled before the state reflecting it is written. The prefix found
-// is confirmed with testkit.CheckInvariant.
-func explainedByPrefix(b state.Budget, events []state.Event) error {
-	var debited, credited, granted money.Amount
-	cuts := []int{0}
-	match := func() bool { return b.Starting.Sub(debited).Add(credited).Sub(granted).Equal(b.Remaining) }
-	found := -1
-	if match() {
-		found = 0
-	}
-	for i, e := range events {
-		switch e.Type {
-		case state.EventCostDebited:
-			debited = debited.Add(e.Amount)
-		case state.EventRevenueCredited:
-			credited = credited.Add(e.Amount)
-		case state.EventEndowmentGranted:
-			granted = granted.Add(e.Amount)
-		default:
-			continue
+// explainedByPrefix reports whether the journal's prefix up to the
+// checkpoint's journal_seq (docs/state.md#resume-and-recovery) accounts
+// exactly for the checkpoint's budget (testkit.CheckInvariant over that
+// prefix): every change of the budget is journaled before the state
+// reflecting it is written, and the checkpoint includes the events up to
+// journal_seq, no more and no fewer. So the journal must reach that seq,
+// with the events numbered 1, 2, 3, … before it; a kill may leave more
+// events after it, never fewer. A state without journal_seq (none yet:
+// the fresh state before the first step) covers the empty prefix.
+func explainedByPrefix(b *state.Being, events []state.Event) error {
+	upTo := b.Seq()
+	n := 0
+	for n < len(events) && events[n].Seq <= upTo {
+		if want := uint64(n + 1); events[n].Seq != want {
+			return fmt.Errorf("the journal's event %d has seq %d, not %d", n+1, events[n].Seq, want)
 		}
-		cuts = append(cuts, i+1)
-		if match() {
-			found = i + 1
+		n++
+	}
+	if uint64(n) != upTo {
+		return fmt.Errorf("the checkpoint includes the journal up to seq %d, but the journal ends at seq %d", upTo, n)
+	}
+	if err := testkit.CheckInvariant(b.Budget, events[:n]); err != nil {
+		var debited, credited, granted money.Amount
+		for _, e := range events[n:] {
+			switch e.Type {
+			case state.EventCostDebited:
+				debited = debited.Add(e.Amount)
+			case state.EventRevenueCredited:
+				credited = credited.Add(e.Amount)
+			case state.EventEndowmentGranted:
+				granted = granted.Add(e.Amount)
+			}
 		}
+		return fmt.Errorf("up to journal_seq %d: %w (after it, %d events: debited %s, credited %s, granted %s)", upTo, err, len(events)-n, debited, credited, granted)
 	}
-	if found < 0 {
-		return fmt.Errorf("no prefix of the journal's %d money events accounts for remaining %s (starting %s, whole journal: debited %s, credited %s, granted %s)",
-			len(cuts)-1, b.Remaining, b.Starting, debited, credited, granted)
-	}
-	return testkit.CheckInvariant(b, events[:found])
+	return nil
 }
 
 // duplicateNames lists the names given to more than one child directory
@@ -236,4 +240,77 @@ func familyProblems(root string, members []member) []string {
 	}
 	sort.Strings(problems)
 	return problems
+}
+
+// effectKinds are the built-in effects journaled after their call's
+// tool_finished, in the same step (docs/cycle.md#anatomy-of-a-cycle).
+// child_added is not among them: a spawn's child may be recorded by a
+// later step (the boot completes a grant), and familyProblems checks
+// grants and children one by one.
+var effectKinds = map[string]bool{
+	state.EventMemoryAdded:   true,
+	state.EventRuleAdded:     true,
+	state.EventLearningAdded: true,
+	state.EventPromptSet:     true,
+	state.EventModelSwitched: true,
+}
+
+// callEffects reads one being's journal call by call. Every tool call
+// the model made (model_completed's tool_calls) finishes at most once,
+// under the id the model gave it; every built-in effect and every
+// revenue credit follows the tool_finished of its call, at most one of
+// each kind per call. It returns the delivery key (delivery.key) of the
+// call behind each revenue credit, and the problems found.
+func callEffects(m member) (credits []string, problems []string) {
+	asked := map[string]chat.ToolCall{} // call id → the call as the model made it
+	finished := map[string]uint64{}     // call id → seq of its tool_finished
+	current := ""                       // the call whose step is being read
+	applied := map[string]bool{}        // current call's kinds seen
+	for _, e := range m.events {
+		switch {
+		case e.Type == state.EventModelCompleted:
+			current = ""
+			if e.Chat != nil {
+				for _, c := range e.Chat.ToolCalls {
+					asked[c.ID] = c
+				}
+			}
+		case e.Type == state.EventToolFinished:
+			current = ""
+			if e.Chat == nil || e.Chat.ToolCallID == "" {
+				problems = append(problems, fmt.Sprintf("%s: tool_finished seq %d names no call id", m.where(), e.Seq))
+				continue
+			}
+			id := e.Chat.ToolCallID
+			if seq, twice := finished[id]; twice {
+				problems = append(problems, fmt.Sprintf("%s: call %s finished twice (seq %d and %d)", m.where(), id, seq, e.Seq))
+				continue
+			}
+			finished[id] = e.Seq
+			if _, ok := asked[id]; !ok {
+				problems = append(problems, fmt.Sprintf("%s: call %s finished (seq %d), but no completion before it asked for it", m.where(), id, e.Seq))
+				continue
+			}
+			current, applied = id, map[string]bool{}
+		case e.Type == state.EventRevenueCredited || effectKinds[e.Type]:
+			if current == "" {
+				problems = append(problems, fmt.Sprintf("%s: %s seq %d follows no call's tool_finished", m.where(), e.Type, e.Seq))
+				continue
+			}
+			if applied[e.Type] {
+				problems = append(problems, fmt.Sprintf("%s: call %s applied %s twice (again at seq %d)", m.where(), current, e.Type, e.Seq))
+				continue
+			}
+			applied[e.Type] = true
+			if e.Type == state.EventRevenueCredited {
+				c := asked[current]
+				credits = append(credits, delivery{Tool: c.Function.Name, Arguments: json.RawMessage(c.Function.Arguments)}.key())
+			}
+		case e.Type == state.EventWarning:
+			// A warning goes with the next step, before its events.
+		default:
+			current = ""
+		}
+	}
+	return credits, problems
 }

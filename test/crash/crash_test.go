@@ -70,7 +70,8 @@ func envInt(t *testing.T, name string, def int) int {
 type tally struct {
 	kills, resumes, families          int
 	bootKills, timedKills, eventKills int
-	beingsChecked, tornSeen, injected int
+	beingChecks, tornSeen, injected   int // beingChecks: one per being per check
+	beings, credits                   int // distinct beings checked; distinct revenue credits matched to a delivery
 	deliveries, orphans, livedOrphans int
 	grants, grantsCompleted, removed  int // grants seen; repaired at a start: completed, directories removed
 	maxFamily                         int // most beings in one family
@@ -98,14 +99,21 @@ type tally struct {
 //
 //  1. state.json loads (state.Load);
 //  2. the journal loads (state.ReadJournal); a torn last line is legal;
-//  3. the checkpoint's budget is accounted for exactly by some prefix of
-//     its journal (testkit.CheckInvariant over that prefix);
+//  3. the checkpoint's budget is accounted for exactly by its journal up
+//     to the checkpoint's journal_seq (explainedByPrefix), and the
+//     journal reaches that seq;
 //  4. no child name was spawned twice under one parent, and no tool call
 //     reached a Las twice: the family's Las is recordlas (the example
 //     Las behind a filter that writes down every tools/call it
 //     receives), and the scripted arguments name the being and the
 //     cycle, so a key seen twice is one call delivered twice, across all
-//     kills of the family.
+//     kills of the family;
+//  5. each effect is checked call by call (callEffects): every call
+//     finishes at most once under its call id, its built-in effects
+//     (memories, rules, learnings, prompt, model) are applied at most
+//     once each, and every revenue_credited is the result of its own
+//     finance call: the call's key is among the deliveries, and no two
+//     credits of the family share one.
 //
 // After one kill in ten, a torn last line is appended to one being's
 // journal (a crash inside the append's write, which a SIGKILL almost
@@ -117,8 +125,7 @@ type tally struct {
 // the process must exit 0 within its deadline. Then, for every being:
 // the invariant is exact over its whole journal (testkit.CheckInvariant),
 // no recorded being is left running or stopping or with a torn line, and
-// the family's revenue credits are no more than the finance calls
-// delivered.
+// the family's grants and children match one to one.
 func TestCrashSpawningEarningFamily(t *testing.T) {
 	testStart := time.Now() // the budget counts the builds too
 	kills := envInt(t, "CRASH_KILLS", defaultKills)
@@ -151,7 +158,7 @@ func TestCrashSpawningEarningFamily(t *testing.T) {
 	obs := newObserver()
 	proxy := bramaProxy(t, obs)
 
-	c := &crasher{t: t, bin: bin, las: las, proxy: proxy, obs: obs, rng: rng}
+	c := &crasher{t: t, bin: bin, las: las, proxy: proxy, obs: obs, rng: rng, beings: map[string]bool{}}
 	started := time.Now()
 	inFamily := 0
 	for i := 0; i < kills && c.n.failures < maxFailures; i++ {
@@ -182,10 +189,10 @@ func TestCrashSpawningEarningFamily(t *testing.T) {
 	n := c.n
 	n.earned = n.earned.Add(c.earned)
 	t.Logf("%d kills (%d at boot, %d at a random time, %d after a random completion) and %d resumes over %d families in %s: "+
-		"%d beings checked (largest family %d), %d torn last lines seen (%d injected), %d deliveries checked, "+
+		"%d beings checked %d times in all (largest family %d), %d torn last lines seen (%d injected), %d deliveries checked, %d revenue credits each matched to its own delivery, "+
 		"%d unrecorded child directories (%d of them with a journal), %d grants (%d completed at a start after a kill, %d child directories without a grant removed), earned %s; %d failures",
 		n.kills, n.bootKills, n.timedKills, n.eventKills, n.resumes, n.families, elapsed,
-		n.beingsChecked, n.maxFamily, n.tornSeen, n.injected, n.deliveries, n.orphans, n.livedOrphans,
+		len(c.beings), n.beingChecks, n.maxFamily, n.tornSeen, n.injected, n.deliveries, n.credits, n.orphans, n.livedOrphans,
 		n.grants, n.grantsCompleted, n.removed, n.earned, n.failures)
 	t.Logf("time: kills %s (%s each), resumes %s (%s each), checks %s of them",
 		n.killTime.Round(time.Millisecond), (n.killTime / time.Duration(max(n.kills, 1))).Round(time.Millisecond),
@@ -200,6 +207,7 @@ func TestCrashSpawningEarningFamily(t *testing.T) {
 		require.Greater(t, n.maxFamily, 1, "the family spawned no child")
 		require.Positive(t, n.earned.Sign(), "the family earned nothing")
 		require.Positive(t, n.deliveries, "no tool call reached Las")
+		require.Positive(t, n.credits, "no revenue credit was matched to its delivery")
 	}
 }
 
@@ -218,6 +226,8 @@ type crasher struct {
 	seen    map[string]string // delivery key → where it was first seen
 	orphans map[string]bool   // unrecorded child directories seen
 	counted map[string]bool   // journal events counted in the tally (dir#seq)
+	matched map[string]bool   // revenue credits counted in the tally (delivery key)
+	beings  map[string]bool   // the directories of every being checked, all families
 	earned  money.Amount      // the current family's, at its last check
 	n       tally
 }
@@ -230,6 +240,7 @@ func (c *crasher) newFamily(dir string) {
 	c.seen = map[string]string{}
 	c.orphans = map[string]bool{}
 	c.counted = map[string]bool{}
+	c.matched = map[string]bool{}
 	c.n.families++
 }
 
@@ -470,9 +481,9 @@ func (c *crasher) check(what string, p *process, graceful bool) bool {
 	t0 := time.Now()
 	defer func() { c.n.checkTime += time.Since(t0) }()
 	members, problems := walk(c.fam.stateDir)
-	credits := 0
 	earned := money.Amount{}
 	beings := 0
+	credited := map[string]string{} // delivery key → the being whose credit it is
 	for _, m := range members {
 		if m.being == nil {
 			if graceful && m.recorded && m.parent != "" {
@@ -481,19 +492,24 @@ func (c *crasher) check(what string, p *process, graceful bool) bool {
 			continue
 		}
 		beings++
-		c.n.beingsChecked++
+		c.n.beingChecks++
+		c.beings[m.dir] = true
 		if m.torn {
 			c.n.tornSeen++
 		}
 		b := m.being
 		earned = earned.Add(b.Budget.Earned)
-		for _, e := range m.events {
-			if e.Type == state.EventRevenueCredited {
-				credits++
+		keys, effectProblems := callEffects(m)
+		problems = append(problems, effectProblems...)
+		for _, k := range keys {
+			if other, twice := credited[k]; twice {
+				problems = append(problems, fmt.Sprintf("%s: a revenue credit for call %s, which %s was credited for already", m.where(), k, other))
+				continue
 			}
+			credited[k] = m.where()
 		}
 		if !graceful {
-			if err := explainedByPrefix(b.Budget, m.events); err != nil {
+			if err := explainedByPrefix(b, m.events); err != nil {
 				problems = append(problems, fmt.Sprintf("%s: the checkpoint is not a state of its journal: %v", m.where(), err))
 			}
 			continue
@@ -537,18 +553,21 @@ func (c *crasher) check(what string, p *process, graceful bool) bool {
 		}
 		c.seen[k] = where
 	}
+	// Every revenue credit is the result of one finance call that reached
+	// the Las: its call's key is among the deliveries, and no two credits
+	// share one (credited is keyed by it).
+	for k, who := range credited {
+		if !c.matched[k] {
+			c.matched[k] = true
+			c.n.credits++
+		}
+		if _, ok := c.seen[k]; !ok {
+			problems = append(problems, fmt.Sprintf("%s: a revenue credit for call %s, which never reached the Las", who, k))
+		}
+	}
 	if graceful {
 		problems = append(problems, familyProblems(c.fam.stateDir, members)...)
 		c.countRepairs(members)
-		finance := 0
-		for k := range c.seen {
-			if strings.HasPrefix(k, "finance__") {
-				finance++
-			}
-		}
-		if credits > finance {
-			problems = append(problems, fmt.Sprintf("%d revenue credits in the family's journals, but only %d finance calls delivered", credits, finance))
-		}
 	}
 	return c.fail(what, p, problems)
 }
