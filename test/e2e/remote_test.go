@@ -1,0 +1,124 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
+)
+
+// endlessReply is a remote MCP server (the official SDK's streamable HTTP
+// handler) whose tool "huge" answers with one JSON reply of size bytes,
+// written 64 KiB at a time and never held whole; it reports how much of
+// it the client read before hanging up.
+type endlessReply struct {
+	mcp     http.Handler
+	size    int
+	written chan int
+}
+
+func newEndlessReply(size int) *endlessReply {
+	server := mcp.NewServer(&mcp.Implementation{Name: "endless", Version: "1"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "huge", Description: "A reply of a few hundred megabytes"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, struct{}, error) {
+			return nil, struct{}{}, nil // never reached: ServeHTTP answers the call
+		})
+	return &endlessReply{
+		mcp:     mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil),
+		size:    size,
+		written: make(chan int, 1),
+	}
+}
+
+func (h *endlessReply) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.mcp.ServeHTTP(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	n, _ := io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(msg.ID)+`,"result":{"content":[{"type":"text","text":"`)
+	chunk := []byte(strings.Repeat("a", 64<<10))
+	for n < h.size {
+		k, err := w.Write(chunk)
+		n += k
+		if err != nil {
+			break
+		}
+	}
+	h.written <- n
+}
+
+// TestHugeRemoteReplyKeepsMemoryBounded is the audit's 200 MB remote
+// reply, black box: a tool of a remote MCP server (servers file, "url")
+// answers one call with 200 MB. The call ends indeterminate past the
+// 32 MiB reply cap, the being goes on, and the process's peak resident
+// memory stays far below the reply (the audit measured 1.7 GB before
+// the cap).
+func TestHugeRemoteReplyKeepsMemoryBounded(t *testing.T) {
+	t.Parallel()
+	const (
+		size    = 200 << 20
+		maxRSS  = 160 << 20 // the process's peak: the runtime, the 32 MiB cap, slack
+		maxRead = 64 << 20  // the cap and the sockets' buffers
+	)
+	remote := newEndlessReply(size)
+	srv := httptest.NewServer(remote)
+	t.Cleanup(srv.Close)
+
+	w := newWorld(t, `{}`)
+	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"far": map[string]any{"url": srv.URL}}})
+	require.NoError(t, err)
+	path := filepath.Join(w.dir, "servers.json")
+	require.NoError(t, os.WriteFile(path, servers, 0o600))
+	w.env["LAS_SERVERS_FILE"] = path
+	w.env["SINGULARITY_REQUIRED_SURFACES"] = "far"
+	w.brama.Enqueue(
+		bramatest.ToolCallsReply(bramatest.Usage(100, 10), bramatest.Call("call-huge", "far__huge", `{}`)),
+		bramatest.TextReply("That was a lot.", bramatest.Usage(100, 10)),
+	)
+	p := w.start("once")
+	r := p.wait(90 * time.Second)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	events := w.journal()
+	var finished []state.Event
+	for _, e := range events {
+		if e.Type == state.EventToolFinished {
+			finished = append(finished, e)
+		}
+	}
+	require.Len(t, finished, 1)
+	assert.Equal(t, "far__huge", finished[0].Tool)
+	assert.Equal(t, "indeterminate", finished[0].Status, "a reply past the cap is a transport failure")
+	require.NoError(t, testkit.CheckInvariant(w.loadState().Budget, events))
+
+	read := <-remote.written
+	peak := p.cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
+	t.Logf("a %d MB reply: the server wrote %d MB before the client hung up; the process's peak RSS was %d MB",
+		size>>20, read>>20, peak>>20)
+	assert.Less(t, read, maxRead, "the client stops reading soon after the cap")
+	assert.Less(t, peak, int64(maxRSS), "the process never holds the reply")
+}
