@@ -314,3 +314,44 @@ func roundAll(ds []time.Duration) []time.Duration {
 	}
 	return out
 }
+
+// TestStopWhileTheBootIsHeldOnAFullDisk is E12 black box: `once --resume` resumes
+// a being whose state directory sits on a full tmpfs, so its boot's
+// durable write is held and retried. SIGTERM must end it within the
+// shutdown grace, failed: exit 4 with the state sentence, no model
+// called, and the state as the last good run left it. It needs root.
+func TestStopWhileTheBootIsHeldOnAFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: mounts a size-limited tmpfs and must run as root")
+	}
+	t.Parallel()
+	w := newWorld(t, `{}`)
+	mnt := mountTmpfs(t, filepath.Join(w.dir, "disk"))
+	w.stateDir = filepath.Join(mnt, testkit.StateDir)
+	w.env["SINGULARITY_STATE_DIR"] = w.stateDir
+	w.brama.Enqueue(bramatest.TextReply("A first life.", bramatest.Usage(100, 10)))
+	r := w.run("once")
+	require.Equal(t, 0, r.code, r.stderr)
+	before := w.loadState()
+
+	heal := fillDisk(t, mnt)
+	p := w.start("once", "--resume")
+	first := waitStderrCount(t, p, 1, diskWait)
+	require.Contains(t, first, syscall.ENOSPC.Error())
+	stopped := time.Now()
+	p.signal(syscall.SIGTERM)
+	grace := 2 * time.Second // SINGULARITY_SHUTDOWN_GRACE_SECS of newWorld
+	r = p.wait(grace + diskWait)
+	took := time.Since(stopped)
+	t.Logf("stopped %v after SIGTERM (grace %v), exit %d: %s", took.Round(time.Millisecond), grace, r.code, r.errorLine())
+	assert.Equal(t, 4, r.code, r.stderr)
+	assert.Regexp(t, `^singularity: state: boot given up at shutdown: storage unavailable: .*`+syscall.ENOSPC.Error(), r.errorLine())
+	assert.Len(t, w.brama.Completions(), 1, "the held boot calls no model")
+
+	heal()
+	after := w.loadState()
+	assert.Equal(t, before.Budget, after.Budget, "nothing of the second run took effect")
+	events, err := state.ReadAll(w.stateDir)
+	require.NoError(t, err)
+	require.NoError(t, testkit.CheckInvariant(after.Budget, events))
+}
