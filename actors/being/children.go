@@ -140,7 +140,7 @@ func ensureChild(parent, dir string, id state.Identity, fresh *state.Being, faul
 		}
 		return nil
 	}
-	if err := os.MkdirAll(filepath.Join(parent, "children"), state.DirMode); err != nil {
+	if err := state.MakeDir(filepath.Join(parent, "children")); err != nil {
 		return fmt.Errorf("%w: %w", builtin.ErrChildState, err)
 	}
 	if _, _, _, err := bootChild(dir, id, fresh, fault); err != nil {

@@ -23,6 +23,7 @@ import (
 // state directory.
 type traced struct {
 	journal, archive, checkpoint, dir int      // fsyncs of each file
+	parent                            int      // fsyncs of the directory the state directory was made in
 	published                         int      // renames (or links) onto state.json
 	elsewhere                         []string // fsyncs of other files, by path
 	disorder                          []string // state.json published out of order
@@ -89,6 +90,8 @@ func traceOnce(t *testing.T, strace string, w *world) traced {
 		case path == dir:
 			seen.dir++
 			unsyncedDir = ""
+		case path == filepath.Dir(dir):
+			seen.parent++
 		case path == filepath.Join(dir, state.JournalFile):
 			seen.journal++
 			if unsyncedDir != "" {
@@ -115,7 +118,9 @@ func traceOnce(t *testing.T, strace string, w *world) traced {
 // memory and a finance sale): a round is one journal fsync for the
 // completion's step and one per tool's step, 1 + 2. It runs the cycle
 // with one such round and with four, so the three rounds more must cost
-// exactly nine journal fsyncs, and every checkpoint (state.json) is one
+// exactly nine journal fsyncs, the fresh state directory is made durable
+// in its parent (one fsync of that directory), and every checkpoint
+// (state.json) is one
 // fsync of its temporary file, then its rename (a link for the fresh
 // state), then one fsync of the directory before the next journal step. Removing any fsync of the journal's append or of the
 // checkpoint fails this test. Skipped where strace is not installed
@@ -152,6 +157,7 @@ func TestFsyncsPerRound(t *testing.T) {
 		assert.Positive(t, seen.published, "the boot and the stop each write state.json")
 		assert.Equal(t, seen.published, seen.checkpoint, "each state.json is fsynced before its rename")
 		assert.GreaterOrEqual(t, seen.dir, seen.published, "each rename onto state.json is followed by an fsync of the directory")
+		assert.Equal(t, 1, seen.parent, "the fresh state directory's entry is made durable in its parent")
 		assert.Empty(t, seen.elsewhere, "no other file of the state directory is made durable")
 		assert.Empty(t, seen.disorder, "each state.json: fsync of its temporary file, rename, fsync of the directory, before anything else")
 	}

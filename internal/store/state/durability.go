@@ -1,8 +1,12 @@
 package state
 
 import (
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
+	"syscall"
 )
 
 // Every step that makes a write durable goes through the functions of
@@ -21,6 +25,7 @@ const (
 	opSync     durableOp = "fsync"
 	opRename   durableOp = "rename"
 	opLink     durableOp = "link"
+	opMkdir    durableOp = "mkdir"
 	opSyncDir  durableOp = "fsync dir"
 )
 
@@ -100,4 +105,37 @@ func syncDir(dir string) error {
 		done(opSyncDir, dir)
 	}
 	return err
+}
+
+// MakeDir makes dir, and every missing parent, with mode DirMode, and
+// fsyncs the directory that received each new entry: a state directory
+// or a child's directory made is then as durable as the files written in
+// it (a power loss cannot take the directory away from under a state.json
+// that was fsynced). A dir that exists is left as it is; one that is not
+// a directory is an error.
+func MakeDir(dir string) error {
+	dir = filepath.Clean(dir)
+	info, err := os.Stat(dir)
+	switch {
+	case err == nil && info.IsDir():
+		return nil
+	case err == nil:
+		return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := MakeDir(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, DirMode); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return MakeDir(dir) // made meanwhile; it must be a directory
+		}
+		return err
+	}
+	done(opMkdir, dir)
+	return syncDir(parent)
 }

@@ -49,7 +49,7 @@ func watchDurability(t *testing.T) func() []string {
 // directory's fsync. Every fsync of the package is one of these steps, so
 // removing any of them fails this test (the call sites: syncFile in
 // writeAtomic, appendLines and the eager repair of openAppend; syncDir in
-// writeAtomic, openAppend's creation and SyncDir).
+// writeAtomic, openAppend's creation, MakeDir and SyncDir).
 func TestDurableWriteOrder(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	ops := watchDurability(t)
@@ -62,7 +62,9 @@ func TestDurableWriteOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expect(t, "the first state.json (exclusive)", ops(), "write <tmp>", "fsync <tmp>", "link state.json", "fsync dir state")
+	parent := filepath.Base(filepath.Dir(dir))
+	expect(t, "a fresh state directory and its first state.json (exclusive)", ops(),
+		"mkdir state", "fsync dir "+parent, "write <tmp>", "fsync <tmp>", "link state.json", "fsync dir state")
 
 	j, err := store.OpenJournal(Now(), 0)
 	if err != nil {
@@ -101,6 +103,18 @@ func TestDurableWriteOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(t, "a removal's directory", ops(), "fsync dir state")
+
+	if err := MakeDir(filepath.Join(dir, "children", "c1")); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, "a child's directory", ops(), "mkdir children", "fsync dir state", "mkdir c1", "fsync dir children")
+	if err := MakeDir(filepath.Join(dir, "children", "c1")); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, "a directory that exists", ops())
+	if err := MakeDir(filepath.Join(dir, StateFile)); err == nil {
+		t.Error("MakeDir over a file: no error")
+	}
 }
 
 // TestTornLineRepairIsDurable: the eager repair of a torn last line cuts

@@ -62,7 +62,8 @@ func (s *Store) faultFor(name string) func() error {
 	return func() error { return f(name) }
 }
 
-// Open makes dir (mode 0700, parents included) if it does not exist and
+// Open makes dir (mode 0700, parents included, each durable: MakeDir) if
+// it does not exist and
 // removes temporary files left behind by a save that crashed. It never
 // touches state.json.
 //
@@ -72,7 +73,7 @@ func (s *Store) faultFor(name string) func() error {
 // not owned by this user" before anything in it is touched, its mode
 // included.
 func Open(dir string) (*Store, error) {
-	if err := os.MkdirAll(dir, DirMode); err != nil {
+	if err := MakeDir(dir); err != nil {
 		return nil, fault.Errorf(fault.ClassState, "cannot create state directory %s: %w", dir, err)
 	}
 	if err := claimDir(dir); err != nil {
