@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -44,8 +45,9 @@ var pageCSP = contentSecurityPolicy(page)
 //
 //	GET /debug/actors              the tree as JSON (see Node)
 //	GET /debug/actors?format=text  the tree as indented text (Node.WriteText)
-//	GET /debug/                    a self-contained HTML page that renders
-//	                               the tree and refreshes every two seconds
+//	GET /debug/                    a self-contained HTML page with the tree
+//	                               drawn in it (?page=N of a large family),
+//	                               which its script refreshes every two seconds
 //	GET /debug/beings/{id}/journal the being's journal tail (?tail=N,
 //	                               &format=html for a table page)
 //	GET /debug/beings/{id}/balance its balance over its life (sparkline)
@@ -59,7 +61,9 @@ func Handler(cfg HandlerConfig) http.Handler {
 	mux.HandleFunc("GET /debug/actors", func(w http.ResponseWriter, r *http.Request) {
 		serveActors(w, r, cfg)
 	})
-	mux.HandleFunc("GET /debug/{$}", servePage)
+	mux.HandleFunc("GET /debug/{$}", func(w http.ResponseWriter, r *http.Request) {
+		servePage(w, r, cfg)
+	})
 	b := newBeings(cfg.StateDir)
 	mux.HandleFunc("GET /debug/beings/{id}/journal", b.serveJournal)
 	mux.HandleFunc("GET /debug/beings/{id}/balance", b.serveBalance)
@@ -105,13 +109,27 @@ func serveActors(w http.ResponseWriter, r *http.Request, cfg HandlerConfig) {
 	_, _ = w.Write(body.Bytes())
 }
 
-func servePage(w http.ResponseWriter, _ *http.Request) {
+// servePage serves the page with the tree drawn in it (renderPage):
+// ?page=N (1-based) picks the page of a large family.
+func servePage(w http.ResponseWriter, r *http.Request, cfg HandlerConfig) {
+	pageNo := 0
+	if v := r.URL.Query().Get("page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			http.Error(w, "page must be a number from 1", http.StatusBadRequest)
+			return
+		}
+		pageNo = n - 1
+	}
+	tree := Collect(r.Context(), cfg.Root, cfg.PID, cfg.Deadline)
+	AddFamilyLedger(&tree)
+	body := renderPage(tree, pageNo, time.Now())
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Security-Policy", pageCSP)
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
-	_, _ = w.Write(page)
+	_, _ = w.Write(body)
 }
 
 var (

@@ -45,13 +45,20 @@ var familyNames = []string{"Ada", "Bo", "Cy", "Di"}
 const measureJS = `(function () {
   var want = %d, tries = 0;
   function rect(e) { var r = e.getBoundingClientRect(); return { top: r.top, bottom: r.bottom, width: r.width, height: r.height }; }
+  // seen: e is drawn, inside the window and inside its clipping row.
+  function seen(e, clip) {
+    if (!e) { return false; }
+    var r = e.getBoundingClientRect(), c = clip ? clip.getBoundingClientRect() : { left: 0, right: innerWidth };
+    return r.width > 0 && r.height > 0 && r.left >= 0 && r.right <= innerWidth + 0.5 && r.left >= c.left - 0.5 && r.right <= c.right + 0.5;
+  }
   function check() {
     var beings = document.querySelectorAll("#rows .row[data-kind=being]");
     var drawn = Array.prototype.filter.call(beings, function (r) { return r.querySelector("svg.spark polyline"); });
     var loaded = document.querySelectorAll("#rows .row").length > 0;
     if ((!loaded || drawn.length < want) && ++tries < 400) { setTimeout(check, 50); return; }
     var out = { innerWidth: innerWidth, scrollWidth: document.scrollingElement.scrollWidth, rows: [], beings: [],
-                totals: document.getElementById("totals").textContent, pager: document.getElementById("pager").textContent };
+                totals: document.getElementById("totals").textContent, pager: document.getElementById("pager").textContent,
+                totalsSeen: Array.prototype.map.call(document.querySelectorAll("#totals .tot"), function (e) { return { text: e.textContent, seen: seen(e) }; }) };
     document.querySelectorAll("#rows .row").forEach(function (r) {
       var tops = [], bottoms = [];
       Array.prototype.forEach.call(r.children, function (c) {
@@ -63,8 +70,10 @@ const measureJS = `(function () {
     });
     beings.forEach(function (r) {
       var name = r.querySelector(".name"), svg = r.querySelector("svg.spark"), line = svg && svg.querySelector("polyline");
+      var money = Array.prototype.filter.call(r.querySelectorAll(".num"), function (n) { var b = n.querySelector("b"); return b && (b.textContent === "balance" || b.textContent === "remaining"); });
       out.beings.push({ name: name.textContent, href: name.getAttribute("href") || "", nameWidth: rect(name).width,
-                        spark: svg ? rect(svg) : null, points: line ? line.getAttribute("points").split(" ").length : 0 });
+                        spark: svg ? rect(svg) : null, points: line ? line.getAttribute("points").split(" ").length : 0,
+                        statusSeen: seen(r.querySelector(".status"), r), balanceSeen: money.length > 0 && seen(money[0], r) });
     });
     var pre = document.createElement("pre");
     pre.id = "measure";
@@ -80,7 +89,11 @@ type layout struct {
 	ScrollWidth float64 `json:"scrollWidth"`
 	Totals      string  `json:"totals"`
 	Pager       string  `json:"pager"`
-	Rows        []struct {
+	TotalsSeen  []struct {
+		Text string `json:"text"`
+		Seen bool   `json:"seen"`
+	} `json:"totalsSeen"`
+	Rows []struct {
 		Height       float64 `json:"height"`
 		ScrollHeight float64 `json:"scrollHeight"`
 		ClientHeight float64 `json:"clientHeight"`
@@ -88,11 +101,13 @@ type layout struct {
 		Kind         string  `json:"kind"`
 	} `json:"rows"`
 	Beings []struct {
-		Name      string `json:"name"`
-		Href      string `json:"href"`
-		NameWidth float64
-		Spark     *struct{ Width, Height float64 } `json:"spark"`
-		Points    int                              `json:"points"`
+		Name        string `json:"name"`
+		Href        string `json:"href"`
+		NameWidth   float64
+		Spark       *struct{ Width, Height float64 } `json:"spark"`
+		Points      int                              `json:"points"`
+		StatusSeen  bool                             `json:"statusSeen"`
+		BalanceSeen bool                             `json:"balanceSeen"`
 	} `json:"beings"`
 }
 
@@ -167,6 +182,21 @@ func assertOneLinePerActor(t *testing.T, l layout, width int) {
 		assert.Equal(t, single, r.Height, "row %d (%s) has a single row's height", i, r.Kind)
 		assert.LessOrEqual(t, r.ScrollHeight, r.ClientHeight, "row %d (%s): nothing wrapped below the line", i, r.Kind)
 		assert.LessOrEqual(t, r.Spread, single, "row %d (%s): every part sits on one line", i, r.Kind)
+	}
+}
+
+// assertEssentialsSeen checks what must stay on screen at any width
+// (docs/debug.md#the-page): every part of the totals line, the family
+// ledger's badge among them, and each being's status and balance.
+func assertEssentialsSeen(t *testing.T, l layout) {
+	t.Helper()
+	require.NotEmpty(t, l.TotalsSeen)
+	for _, tot := range l.TotalsSeen {
+		assert.True(t, tot.Seen, "the totals' %q is on screen", tot.Text)
+	}
+	for _, b := range l.Beings {
+		assert.True(t, b.StatusSeen, "%s's status is on screen", b.Name)
+		assert.True(t, b.BalanceSeen, "%s's balance is on screen", b.Name)
 	}
 }
 
@@ -260,28 +290,35 @@ func everyoneCycled(t *testing.T, base string, n int) bool {
 	return true
 }
 
-// TestDebugPageLayout renders the page of a living demo family at 1280×800
-// and 1920×1080: every being's name and balance sparkline (drawn from its
-// journal) is on screen, nothing scrolls sideways, every actor is one row
-// of one line, each being's name links to its journal tail, and a
-// screenshot of each size is saved.
+// TestDebugPageLayout renders the page of a living demo family at 800×600,
+// 1280×800 and 1920×1080: every being's name, status and balance and every
+// part of the totals are on screen, nothing scrolls sideways, every actor
+// is one row of one line, each being's name links to its journal tail,
+// from 1280 px on each being's balance sparkline (drawn from its journal)
+// is drawn full size (at 800 px it folds away), and a screenshot of each
+// size is saved.
 func TestDebugPageLayout(t *testing.T) {
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Skipf("headless browser test skipped: %s is not installed (apt-get install chromium)", chromiumPath)
 	}
 	base := demoFamily(t)
 	proxy := measuringProxy(t, base, len(familyNames))
-	for _, size := range [][2]int{{1280, 800}, {1920, 1080}} {
+	for _, size := range [][2]int{{800, 600}, {1280, 800}, {1920, 1080}} {
 		w, h := size[0], size[1]
 		t.Run(fmt.Sprintf("%dx%d", w, h), func(t *testing.T) {
 			l := measure(t, proxy.URL+"/debug/", w, h)
 			assertOneLinePerActor(t, l, w)
+			assertEssentialsSeen(t, l)
 			names := map[string]bool{}
 			for _, b := range l.Beings {
 				names[b.Name] = true
 				assert.Positive(t, b.NameWidth, "%s's name is rendered", b.Name)
 				require.NotNil(t, b.Spark, "%s has a sparkline", b.Name)
-				assert.Equal(t, 120.0, b.Spark.Width, "%s's sparkline is drawn full size", b.Name)
+				if w < 1100 {
+					assert.Zero(t, b.Spark.Width, "%s's sparkline folds away at %d px", b.Name, w)
+				} else {
+					assert.Equal(t, 120.0, b.Spark.Width, "%s's sparkline is drawn full size", b.Name)
+				}
 				assert.GreaterOrEqual(t, b.Points, 3, "%s's sparkline has its start and the debits of two cycles", b.Name)
 				assert.Regexp(t, `^beings/[^/]+/journal\?tail=50&format=html$`, b.Href)
 			}
@@ -331,8 +368,9 @@ func TestDebugPageLayout(t *testing.T) {
 // TestDebugPageLayoutWithFamilyLedger renders a tree whose beings carry
 // every ledger figure (starting, granted, spent, earned, remaining) and
 // whose family node carries the totals and the family invariant, nested
-// deep, at 1280×800: still one line per actor and no horizontal scroll,
-// and the totals line shows the figures and the invariant.
+// deep, at 800×600 and 1280×800: still one line per actor and no
+// horizontal scroll, each being's status and balance on screen, and the
+// totals line shows the figures and the invariant, all on screen.
 func TestDebugPageLayoutWithFamilyLedger(t *testing.T) {
 	spec := debugtest.Family()
 	spec.Description.Figures = map[string]any{
@@ -360,13 +398,19 @@ func TestDebugPageLayoutWithFamilyLedger(t *testing.T) {
 	deepen(&spec, 0)
 	srv := treeServer(t, spec)
 	proxy := measuringProxy(t, srv.URL, 0)
-	l := measure(t, proxy.URL+"/debug/", 1280, 800)
-	assertOneLinePerActor(t, l, 1280)
-	assert.Len(t, l.Beings, 2)
-	for _, want := range []string{"starting10.00 USD", "granted4.50 USD", "spent0.12 USD", "earned1.25 USD", "remaining11.13 USD", "family ledger: exact"} {
-		assert.Contains(t, l.Totals, want)
+	for _, size := range [][2]int{{800, 600}, {1280, 800}} {
+		w, h := size[0], size[1]
+		t.Run(fmt.Sprintf("%dx%d", w, h), func(t *testing.T) {
+			l := measure(t, proxy.URL+"/debug/", w, h)
+			assertOneLinePerActor(t, l, w)
+			assertEssentialsSeen(t, l)
+			assert.Len(t, l.Beings, 2)
+			for _, want := range []string{"starting10.00 USD", "granted4.50 USD", "spent0.12 USD", "earned1.25 USD", "remaining11.13 USD", "family ledger: exact"} {
+				assert.Contains(t, l.Totals, want)
+			}
+			screenshot(t, srv.URL+"/debug/", w, h, fmt.Sprintf("debug-ledger-%dx%d.png", w, h))
+		})
 	}
-	screenshot(t, srv.URL+"/debug/", 1280, 800, "debug-ledger-1280x800.png")
 }
 
 // screenshot saves the page at width×height in the test's temp directory
@@ -423,4 +467,59 @@ func TestDebugPagePagesLargeFamilies(t *testing.T) {
 	assert.Contains(t, l.Pager, "beings 1–200 of 450")
 	assert.Contains(t, l.Totals, "450 beings")
 	screenshot(t, srv.URL+"/debug/", 1280, 800, "debug-paged-1280x800.png")
+}
+
+// TestDebugPageWithoutJavaScript: a browser that runs no script still
+// sees the family, because the server draws the tree: every actor has
+// its row, the totals are there, and nothing says "loading". Headless
+// Chromium's switches do not stop a page's scripts, so the page reaches
+// it through a proxy that removes its script, as a browser without
+// JavaScript would ignore it.
+func TestDebugPageWithoutJavaScript(t *testing.T) {
+	spec := debugtest.Family()
+	srv := treeServer(t, spec)
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	direct := rp.Director
+	rp.Director = func(req *http.Request) {
+		direct(req)
+		req.Host = u.Host
+	}
+	script := regexp.MustCompile(`(?s)<script>.*?</script>`)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		require.True(t, script.Match(body), "the page has its script")
+		body = script.ReplaceAll(body, nil)
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		return nil
+	}
+	proxy := httptest.NewServer(rp)
+	t.Cleanup(proxy.Close)
+	dom := chromium(t, "--virtual-time-budget=3000", "--dump-dom", proxy.URL+"/debug/")
+	assert.NotContains(t, dom, "<script>")
+	assert.NotContains(t, dom, "loading…")
+	rows := regexp.MustCompile(`<div class="row" data-kind="(\w+)"`).FindAllStringSubmatch(dom, -1)
+	var kinds []string
+	for _, r := range rows {
+		kinds = append(kinds, r[1])
+	}
+	assert.Equal(t, specKinds(spec), kinds, "one row per actor, depth first")
+	assert.Contains(t, dom, `<span class="tot">`)
+	assert.Contains(t, dom, "as of ")
+}
+
+// specKinds lists the kinds of spec's actors depth first.
+func specKinds(s debugtest.Spec) []string {
+	out := []string{s.Description.Kind}
+	for _, c := range s.Children {
+		out = append(out, specKinds(c)...)
+	}
+	return out
 }

@@ -1,0 +1,319 @@
+package debug
+
+import (
+	"bytes"
+	"encoding/json"
+	"html/template"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wisent/singularity/internal/store/money"
+)
+
+// The page is served drawn (docs/debug.md#the-page): the server renders
+// the tree into page.html's empty elements with the same markup its
+// script draws, so a browser without JavaScript (or a text browser)
+// shows the family, and the script only refreshes it.
+
+// pageSize is the number of beings drawn at once once a family is larger
+// (the script's PAGE).
+const pageSize = 200
+
+// pageMoney are the ledger figures a row shows as columns, in order; the
+// first four fold away on a narrow screen (class "minor"), the balance
+// never does.
+var pageMoney = []string{"starting", "granted", "spent", "earned", "remaining"}
+
+// beingShown are a being's figures its row shows in columns of their own;
+// the rest go to the row's last column as key=value.
+var beingShown = map[string]bool{"id": true, "cycle": true, "balance": true, "last_action": true,
+	"starting": true, "granted": true, "spent": true, "earned": true, "remaining": true}
+
+// The empty elements of page.html the server fills.
+var (
+	metaSlot   = []byte(`<span id="meta">loading…</span>`)
+	totalsSlot = []byte(`<div id="totals"></div>`)
+	pagerSlot  = []byte(`<div id="pager"></div>`)
+	rowsSlot   = []byte(`<div id="rows"></div>`)
+)
+
+// renderPage returns page.html with the tree drawn into it: the totals,
+// the pager of a large family (pageNo is 0-based, clamped) and one row
+// per actor, as of at. A template that fails leaves its slot empty for
+// the script to fill.
+func renderPage(tree Node, pageNo int, at time.Time) []byte {
+	rows, beings, pg := pageRows(&tree, pageNo)
+	meta := `<span id="meta">as of ` + at.UTC().Format("15:04:05") + ` UTC; reload to refresh (the script refreshes every 2 s); metrics at /metrics</span>`
+	out := bytes.Replace(page, metaSlot, []byte(meta), 1)
+	fill := func(slot []byte, t *template.Template, data any) {
+		var b bytes.Buffer
+		if err := t.Execute(&b, data); err == nil {
+			out = bytes.Replace(out, slot, b.Bytes(), 1)
+		}
+	}
+	fill(totalsSlot, totalsTmpl, totalsOf(&tree, beings))
+	fill(pagerSlot, pagerTmpl, pg)
+	fill(rowsSlot, rowsTmpl, rows)
+	return out
+}
+
+// pageRow is one row as the templates draw it.
+type pageRow struct {
+	Kind, Name, Status, Tone string
+	Depth                    int    // indentation, at most 8
+	Href, ID                 string // a being's journal link and id
+	Being                    bool
+	Nums                     []pageNum
+	Action                   string
+	Rest, RestTitle          string
+}
+
+// pageNum is one labelled figure of a row.
+type pageNum struct{ Class, Label, Value string }
+
+// pager says where a paged family's page is.
+type pager struct {
+	Paged              bool
+	From, To, Of       int // beings shown, 1-based, of all
+	Page, Pages        int // 1-based
+	PrevHref, NextHref string
+	HasPrev, HasNext   bool
+}
+
+// pageRows lists the rows of the tree depth first, as the script's walk
+// does: a family of more than pageSize beings has its ledger and Las rows
+// folded into their being's, and only the beings of page (and what is
+// below them) are drawn.
+func pageRows(root *Node, pageNo int) ([]pageRow, []*Node, pager) {
+	type entry struct {
+		n     *Node
+		depth int
+		index int // the being's position among the beings; -1 for others
+	}
+	var all []entry
+	var beings []*Node
+	var visit func(n *Node, depth int)
+	visit = func(n *Node, depth int) {
+		index := -1
+		if n.Kind == "being" {
+			beings = append(beings, n)
+			index = len(beings) - 1
+		}
+		all = append(all, entry{n, depth, index})
+		for i := range n.Children {
+			visit(&n.Children[i], depth+1)
+		}
+	}
+	visit(root, 0)
+	pages := max(1, (len(beings)+pageSize-1)/pageSize)
+	pageNo = min(max(pageNo, 0), pages-1)
+	paged := len(beings) > pageSize
+	from, to := pageNo*pageSize, pageNo*pageSize+pageSize
+	var rows []pageRow
+	owner := -1
+	for _, e := range all {
+		if e.index >= 0 {
+			owner = e.index
+		}
+		if paged {
+			if e.n.Kind == "ledger" || e.n.Kind == "las" {
+				continue
+			}
+			if (e.index >= 0 || owner >= 0 && e.depth > 1) && (owner < from || owner >= to) {
+				continue
+			}
+		}
+		rows = append(rows, rowOf(e.n, e.depth))
+	}
+	pg := pager{Paged: paged, From: from + 1, To: min(to, len(beings)), Of: len(beings), Page: pageNo + 1, Pages: pages}
+	if pageNo > 0 {
+		pg.HasPrev, pg.PrevHref = true, "?page="+strconv.Itoa(pageNo)
+	}
+	if pageNo < pages-1 {
+		pg.HasNext, pg.NextHref = true, "?page="+strconv.Itoa(pageNo+2)
+	}
+	return rows, beings, pg
+}
+
+// rowOf draws one node as the script's row does.
+func rowOf(n *Node, depth int) pageRow {
+	r := pageRow{Kind: n.Kind, Name: n.Name, Status: n.Status, Tone: tone(n.Status), Depth: min(depth, 8)}
+	if r.Kind == "" {
+		r.Kind = "?"
+	}
+	shown := map[string]bool{}
+	if n.Kind == "being" {
+		r.Being = true
+		if id, ok := n.Figures["id"].(string); ok && id != "" {
+			r.ID = id
+			r.Href = "beings/" + url.PathEscape(id) + "/journal?tail=50&format=html"
+		}
+		cycle := "?"
+		if c, ok := n.Figures["cycle"]; ok {
+			cycle = leafText(c)
+		}
+		r.Nums = append(r.Nums, pageNum{Class: "cyc", Label: "cycle", Value: cycle})
+		if bal, ok := n.Figures["balance"]; ok {
+			if _, both := n.Figures["remaining"]; !both {
+				r.Nums = append(r.Nums, pageNum{Class: "major", Label: "balance", Value: human(bal)})
+			}
+		}
+		for _, k := range pageMoney {
+			if v, ok := n.Figures[k]; ok && v != nil {
+				r.Nums = append(r.Nums, pageNum{Class: moneyClass(k), Label: k, Value: human(v)})
+			}
+		}
+		r.Action = "no action yet"
+		if a, ok := n.Figures["last_action"].(string); ok && a != "" {
+			r.Action = "last " + a
+		}
+		shown = beingShown
+	} else {
+		for _, k := range pageMoney {
+			switch v := n.Figures[k].(type) {
+			case string, json.Number:
+				r.Nums = append(r.Nums, pageNum{Class: moneyClass(k), Label: k, Value: human(v)})
+				shown[k] = true
+			}
+		}
+		if n.Kind == "family" {
+			for k := range n.Figures {
+				if strings.HasPrefix(k, "family_") {
+					shown[k] = true
+				}
+			}
+		}
+	}
+	rest := map[string]any{}
+	for k, v := range n.Figures {
+		if !shown[k] {
+			rest[k] = v
+		}
+	}
+	var pairs []string
+	flatten("", rest, &pairs)
+	pairs = append(pairs, n.PID)
+	r.Rest, r.RestTitle = strings.Join(pairs, "  "), strings.Join(pairs, "\n")
+	return r
+}
+
+func moneyClass(k string) string {
+	if k == "remaining" {
+		return "major"
+	}
+	return "minor"
+}
+
+// tone is the colour of a status badge, as the script's tone.
+func tone(status string) string {
+	switch status {
+	case "running", "solvent":
+		return "good"
+	case "throttled", "storage_unavailable", "starting", "stopping":
+		return "warn"
+	case "failed", "exhausted", StatusUnresponsive:
+		return "bad"
+	}
+	return ""
+}
+
+// human shows a money figure as people read it (money.Amount.Human); a
+// value that is not an amount is shown as it is.
+func human(v any) string {
+	if a, ok := money.ParseJSONValue(v); ok {
+		return a.Human()
+	}
+	return leafText(v)
+}
+
+func leafText(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case json.Number:
+		return v.String()
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "?"
+	}
+	return string(raw)
+}
+
+// pageTotals is the totals line.
+type pageTotals struct {
+	Beings  string
+	Figures []pageNum
+	Ledger  string // the family invariant, "" when the tree has none
+	Exact   bool
+	Summed  bool // the figures are sums of the beings shown
+}
+
+// totalsOf is the totals line of the tree as the script's totals draws
+// it: the family ledger's figures when the root carries them, otherwise
+// the sums of the beings' own.
+func totalsOf(root *Node, beings []*Node) pageTotals {
+	t := pageTotals{Beings: strconv.Itoa(len(beings)) + " beings"}
+	if len(beings) == 1 {
+		t.Beings = "1 being"
+	}
+	src := root.Figures
+	if nested, ok := root.Figures["totals"].(map[string]any); ok {
+		src = nested
+	}
+	for _, k := range pageMoney {
+		v, ok := src[k]
+		if !ok {
+			v, ok = src["family_"+k]
+		}
+		if !ok {
+			sum, any := money.Amount{}, false
+			for _, b := range beings {
+				x, found := b.Figures[k]
+				if !found && k == "remaining" {
+					x, found = b.Figures["balance"]
+				}
+				if a, ok := money.ParseJSONValue(x); found && ok {
+					sum, any = sum.Add(a), true
+				}
+			}
+			if !any {
+				continue
+			}
+			v, t.Summed = sum.String(), true
+		}
+		t.Figures = append(t.Figures, pageNum{Label: k, Value: human(v) + " USD"})
+	}
+	for _, k := range []string{"invariant", "family_invariant", FigureFamilyLedger} {
+		if v, ok := src[k]; ok {
+			t.Ledger = leafText(v)
+			t.Exact = strings.HasPrefix(t.Ledger, "exact")
+			t.Summed = false
+			break
+		}
+	}
+	return t
+}
+
+var (
+	totalsTmpl = template.Must(template.New("totals").Parse(`<div id="totals">` +
+		`<span class="tot">{{.Beings}}</span>` +
+		`{{range .Figures}}<span class="tot"><b>{{.Label}}</b>{{.Value}}</span>{{end}}` +
+		`{{if .Ledger}}<span class="tot inv" data-ok="{{if .Exact}}yes{{else}}no{{end}}">family ledger: {{.Ledger}}</span>` +
+		`{{else if .Summed}}<span class="tot">(sums of the beings shown)</span>{{end}}</div>`))
+	pagerTmpl = template.Must(template.New("pager").Parse(`<div id="pager">{{if .Paged}}` +
+		`{{if .HasPrev}}<a href="{{.PrevHref}}">‹ previous</a>{{end}}` +
+		`<span> beings {{.From}}–{{.To}} of {{.Of}} (ledger and Las rows folded; page {{.Page}} of {{.Pages}}) </span>` +
+		`{{if .HasNext}}<a href="{{.NextHref}}">next ›</a>{{end}}{{end}}</div>`))
+	rowsTmpl = template.Must(template.New("rows").Parse(`<div id="rows">{{range .}}` +
+		`<div class="row" data-kind="{{.Kind}}"><span class="who"><span class="indent d{{.Depth}}"></span><span class="kind">{{.Kind}}</span>` +
+		`{{if .Href}}<a class="name" href="{{.Href}}" title="{{.Name}} ({{.ID}}): journal">{{.Name}}</a>{{else}}<span class="name" title="{{.Name}}">{{.Name}}</span>{{end}}</span>` +
+		`<span class="status" data-status="{{.Status}}" data-tone="{{.Tone}}">{{.Status}}</span>` +
+		`{{if .Being}}<svg class="spark" viewBox="0 0 120 18" width="120" height="18" data-being="{{.ID}}"><line x1="0" x2="120" y1="17.5" y2="17.5"></line></svg>{{end}}` +
+		`{{range .Nums}}<span class="num {{.Class}}" title="{{.Label}} {{.Value}}"><b>{{.Label}}</b>{{.Value}}</span>{{end}}` +
+		`{{if .Being}}<span class="act" title="{{.Action}}">{{.Action}}</span>{{end}}` +
+		`<span class="rest" title="{{.RestTitle}}">{{.Rest}}</span></div>` +
+		`{{end}}</div>`))
+)

@@ -1,0 +1,100 @@
+package debug
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var renderedAt = time.Date(2026, 12, 2, 1, 2, 3, 0, time.UTC)
+
+// smallFamily is a family of one being with its ledger and Las.
+func smallFamily() Node {
+	return Node{PID: "family", Kind: "family", Name: "family", Status: "running", Children: []Node{
+		{PID: "family/brama", Kind: "brama", Name: "brama", Status: "running"},
+		{PID: "family/being-ada", Kind: "being", Name: "Ada <the first>", Status: "running",
+			Figures: map[string]any{"id": "ada/1", "cycle": "7", "starting": "10", "granted": "0", "spent": "0.123456789",
+				"earned": "1.25", "remaining": "11.126543211", "last_action": "echo__echo:success", "current_model": "m"},
+			Children: []Node{
+				{PID: "family/being-ada/ledger", Kind: "ledger", Name: "ledger", Status: "solvent", Figures: map[string]any{"remaining": "11.126543211"}},
+				{PID: "family/being-ada/las", Kind: "las", Name: "las", Status: "running"},
+			}},
+	}}
+}
+
+// TestRenderPageDrawsTheTree: the page is served with the tree already
+// drawn in the markup the script draws — rows, totals with the family
+// ledger's badge — names escaped, and the script and style untouched, so
+// the Content-Security-Policy's hashes still hold.
+func TestRenderPageDrawsTheTree(t *testing.T) {
+	tree := smallFamily()
+	AddFamilyLedger(&tree)
+	html := string(renderPage(tree, 0, renderedAt))
+
+	assert.Equal(t, 5, strings.Count(html, `<div class="row" `), "one row per actor")
+	assert.Contains(t, html, `<span class="tot">1 being</span>`)
+	assert.Contains(t, html, `<span class="tot"><b>remaining</b>11.13 USD</span>`)
+	assert.Contains(t, html, `<span class="tot inv" data-ok="yes">family ledger: exact</span>`)
+	assert.Contains(t, html, `<a class="name" href="beings/ada%2F1/journal?tail=50&amp;format=html"`)
+	assert.Contains(t, html, `>Ada &lt;the first&gt;</a>`)
+	assert.NotContains(t, html, "<the first>")
+	assert.Contains(t, html, `<span class="status" data-status="solvent" data-tone="good">solvent</span>`)
+	assert.Contains(t, html, `<span class="num major" title="remaining 11.13"><b>remaining</b>11.13</span>`)
+	assert.Contains(t, html, `<span class="num minor" title="spent 0.12"><b>spent</b>0.12</span>`)
+	assert.Contains(t, html, `<span class="act" title="last echo__echo:success">last echo__echo:success</span>`)
+	assert.Contains(t, html, `current_model=m  family/being-ada`)
+	assert.Contains(t, html, `as of 01:02:03 UTC`)
+	assert.NotContains(t, html, "loading…")
+	assert.Equal(t, pageCSP, contentSecurityPolicy([]byte(html)), "the script and the style are served as hashed")
+}
+
+func TestRenderPagePagesLargeFamilies(t *testing.T) {
+	tree := Node{PID: "family", Kind: "family", Name: "family", Status: "running"}
+	for i := range 450 {
+		tree.Children = append(tree.Children, Node{PID: fmt.Sprintf("family/being-%d", i), Kind: "being", Name: fmt.Sprintf("B%03d", i), Status: "running",
+			Figures: map[string]any{"id": fmt.Sprintf("b-%d", i), "cycle": "1", "balance": "1.5"},
+			Children: []Node{{PID: "l", Kind: "ledger", Name: "ledger", Status: "solvent"}, {PID: "s", Kind: "las", Name: "las", Status: "running"}}})
+	}
+	name := regexp.MustCompile(`>(B\d{3})</a>`)
+	tests := []struct {
+		page         int
+		first, last  string
+		pager        string
+		prev, next   bool
+		wantedBeings int
+	}{
+		{0, "B000", "B199", "beings 1–200 of 450 (ledger and Las rows folded; page 1 of 3)", false, true, 200},
+		{2, "B400", "B449", "beings 401–450 of 450 (ledger and Las rows folded; page 3 of 3)", true, false, 50},
+		{9, "B400", "B449", "page 3 of 3", true, false, 50},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint("page ", tt.page), func(t *testing.T) {
+			html := string(renderPage(tree, tt.page, renderedAt))
+			names := name.FindAllStringSubmatch(html, -1)
+			require.Len(t, names, tt.wantedBeings)
+			assert.Equal(t, tt.first, names[0][1])
+			assert.Equal(t, tt.last, names[len(names)-1][1])
+			assert.Equal(t, tt.wantedBeings+1, strings.Count(html, `<div class="row" `), "the family row and the page's beings; ledger and Las folded")
+			assert.Contains(t, html, tt.pager)
+			assert.Equal(t, tt.prev, strings.Contains(html, "‹ previous</a>"))
+			assert.Equal(t, tt.next, strings.Contains(html, "next ›</a>"))
+			assert.Contains(t, html, "450 beings")
+		})
+	}
+}
+
+// TestRenderTotalsWithoutFamilyLedger: beings that carry only a balance
+// are summed, and the line says so.
+func TestRenderTotalsWithoutFamilyLedger(t *testing.T) {
+	tree := Node{PID: "family", Kind: "family", Name: "family", Status: "running", Children: []Node{
+		{PID: "a", Kind: "being", Name: "A", Status: "running", Figures: map[string]any{"balance": "1.005"}},
+		{PID: "b", Kind: "being", Name: "B", Status: "running", Figures: map[string]any{"balance": "2"}},
+	}}
+	got := totalsOf(&tree, []*Node{&tree.Children[0], &tree.Children[1]})
+	assert.Equal(t, pageTotals{Beings: "2 beings", Figures: []pageNum{{Label: "remaining", Value: "3.01 USD"}}, Summed: true}, got)
+}
