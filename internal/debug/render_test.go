@@ -57,7 +57,7 @@ func TestRenderPagePagesLargeFamilies(t *testing.T) {
 	tree := Node{PID: "family", Kind: "family", Name: "family", Status: "running"}
 	for i := range 450 {
 		tree.Children = append(tree.Children, Node{PID: fmt.Sprintf("family/being-%d", i), Kind: "being", Name: fmt.Sprintf("B%03d", i), Status: "running",
-			Figures: map[string]any{"id": fmt.Sprintf("b-%d", i), "cycle": "1", "balance": "1.5"},
+			Figures:  map[string]any{"id": fmt.Sprintf("b-%d", i), "cycle": "1", "balance": "1.5"},
 			Children: []Node{{PID: "l", Kind: "ledger", Name: "ledger", Status: "solvent"}, {PID: "s", Kind: "las", Name: "las", Status: "running"}}})
 	}
 	name := regexp.MustCompile(`>(B\d{3})</a>`)
