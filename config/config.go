@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wisent/singularity/internal/prompt"
+
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/money"
@@ -50,6 +52,8 @@ type Runtime struct {
 	MCPTimeout      time.Duration
 	ShutdownGrace   time.Duration
 	ContextMessages int
+	// PromptLayout is SINGULARITY_PROMPT_LAYOUT (docs/cycle.md#prompt-layouts).
+	PromptLayout prompt.Layout
 	// CheckpointEvents is how many journal events may lie past the last
 	// checkpoint before a new one is written (docs/state.md#the-journal).
 	CheckpointEvents int
@@ -358,6 +362,14 @@ func loadLoop(rt *Runtime, f LoopFlags) error {
 		return configError("checkpoint events must be a positive integer")
 	}
 	rt.CheckpointEvents = int(events)
+	switch layout := prompt.Layout(strings.TrimSpace(f.PromptLayout)); layout {
+	case "", prompt.LayoutSeed:
+		rt.PromptLayout = prompt.LayoutSeed
+	case prompt.LayoutStable:
+		rt.PromptLayout = layout
+	default:
+		return configError("prompt layout must be seed or stable")
+	}
 	switch strings.TrimSpace(f.ChildFunding) {
 	case "transfer":
 	case "mint":

@@ -114,6 +114,7 @@ func TestLoadRefusals(t *testing.T) {
 		{"max tool rounds zero", func(c *Flags) { c.Loop.MaxToolRounds = "0" }, "configuration: max tool rounds must be positive"},
 		{"checkpoint events zero", func(c *Flags) { c.Loop.CheckpointEvents = "0" }, "configuration: checkpoint events must be a positive integer"},
 		{"child funding", func(c *Flags) { c.Loop.ChildFunding = "gift" }, "configuration: child funding must be transfer or mint"},
+		{"prompt layout", func(c *Flags) { c.Loop.PromptLayout = "cached" }, "configuration: prompt layout must be seed or stable"},
 		{"min completion zero", func(c *Flags) { c.Loop.MinCompletion = "0" }, "configuration: min completion tokens must be a positive integer"},
 		{"min completion text", func(c *Flags) { c.Loop.MinCompletion = "many" }, "configuration: min completion tokens must be a positive integer"},
 		{"spend limit zero", func(c *Flags) { c.Loop.SpendLimit = "0" }, "configuration: spend limit must be a decimal above zero"},

@@ -21,14 +21,30 @@ import (
 // would leave two hundred empty entries in every being's heap.
 const cycleGrowth = 8
 
+// stable reports whether the being lays its prompt out for providers'
+// prompt caches (docs/cycle.md#the-stable-layout).
+func (b *Being) stable() bool { return b.opts.PromptLayout == prompt.LayoutStable }
+
 // windowed is the conversation window, encoded, and the messages before
-// it, which the next checkpoint archives.
+// it, which the next checkpoint archives: cut by whole cycles (seed) or
+// in epochs (stable).
 func (b *Being) windowed() (kept, archived state.Encoded) {
 	if b.st.Held() {
+		if b.stable() {
+			return state.WindowEpochEncoded(b.st.Encoded, b.opts.ContextMessages)
+		}
 		return state.WindowEncoded(b.st.Encoded, b.opts.ContextMessages)
 	}
-	k, a := state.Window(b.st.Conversation, b.opts.ContextMessages)
+	k, a := b.windowMessages()
 	return state.EncodeMessages(k), state.EncodeMessages(a)
+}
+
+// windowMessages is windowed for a conversation held parsed.
+func (b *Being) windowMessages() (kept, archived []chat.Message) {
+	if b.stable() {
+		return state.WindowEpoch(b.st.Conversation, b.opts.ContextMessages)
+	}
+	return state.Window(b.st.Conversation, b.opts.ContextMessages)
 }
 
 // window is the conversation as the model sees it: the newest messages
@@ -39,9 +55,22 @@ func (b *Being) window() state.Encoded {
 	return kept
 }
 
-// cognition is a round's system message and window.
+// cognition is a round's system message and window. The seed layout
+// builds the system message from the mind every round; the stable one
+// builds it from the prompt, rules and learnings at the cycle's first
+// round and keeps it for the cycle, so that every request of the cycle
+// is the one before it plus the messages appended since.
 func (b *Being) cognition() (chat.Message, state.Encoded) {
-	return prompt.System(&b.st.Mind), b.window()
+	if !b.stable() {
+		return prompt.System(&b.st.Mind), b.window()
+	}
+	if b.cycle == nil {
+		return chat.Message{Role: chat.RoleSystem, Content: prompt.StableSystemText(&b.st.Mind)}, b.window()
+	}
+	if b.cycle.system == nil {
+		b.cycle.system = &chat.Message{Role: chat.RoleSystem, Content: prompt.StableSystemText(&b.st.Mind)}
+	}
+	return *b.cycle.system, b.window()
 }
 
 // snapshotWith is the state a checkpoint writes: the being as applied,
@@ -65,6 +94,6 @@ func (b *Being) keepWindow(kept state.Encoded) {
 		b.st.Encoded = conv
 		return
 	}
-	k, _ := state.Window(b.st.Conversation, b.opts.ContextMessages)
+	k, _ := b.windowMessages()
 	b.st.Conversation = append([]chat.Message(nil), k...)
 }

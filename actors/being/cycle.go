@@ -27,8 +27,11 @@ const (
 type cycleRun struct {
 	round   int
 	actions []string
-	calls   []chat.ToolCall
-	next    int
+	// system is the stable layout's system message, frozen for the
+	// cycle at its first round (docs/cycle.md#the-stable-layout).
+	system *chat.Message
+	calls  []chat.ToolCall
+	next   int
 	// waiting is what the cycle waits for, for the debug endpoint and
 	// the shutdown logic (abandonWork); held is what a write held for
 	// storage would leave in flight if it were given up.
@@ -96,6 +99,9 @@ func (b *Being) frame(ctx actor.Context) {
 	cycle := b.st.Cycle + 1
 	budget := b.st.Budget
 	text := prompt.Framing(cycle, budget.Remaining, budget.Earned, budget.NetProfit(), b.st.Mind.CurrentModel, b.st.RecentActions)
+	if b.stable() {
+		text = prompt.StableFraming(text, &b.st.Mind)
+	}
 	msgs := []chat.Message{{Role: chat.RoleUser, Content: text}}
 	if cycle == 1 && b.opts.Stimulus != "" {
 		msgs = append(msgs, chat.Message{Role: chat.RoleUser, Content: prompt.Stimulus(b.opts.Stimulus)})

@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/wisent/singularity/internal/prompt"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/wisent/singularity/actors/las"
@@ -55,8 +57,12 @@ type Options struct {
 	Workspace       string
 	MaxToolRounds   int
 	ContextMessages int
-	CycleInterval   time.Duration
-	Stimulus        string // cycle 1 only; never inherited
+	// PromptLayout lays the mind out in the prompt
+	// (SINGULARITY_PROMPT_LAYOUT, docs/cycle.md#prompt-layouts); empty
+	// means prompt.LayoutSeed.
+	PromptLayout  prompt.Layout
+	CycleInterval time.Duration
+	Stimulus      string // cycle 1 only; never inherited
 	// MaxCycles, when positive, makes a running being idle once its cycle
 	// counter reaches it (the demo's --cycles); it still answers and stops
 	// when asked.

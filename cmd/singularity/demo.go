@@ -233,7 +233,7 @@ func (d *demoCmd) configuration(sandbox, bramaURL string, secret []byte) (config
 			CycleInterval: d.Interval, MaxToolRounds: "8", StateDir: stateDir, Workspace: workspace, Resume: resume,
 			Stimulus:    "A simulated market opened nearby; local businesses want price surveys.",
 			HTTPTimeout: "30", MCPTimeout: "30", ShutdownGrace: "5", ContextMessages: "200", CheckpointEvents: "256",
-			ChildFunding: "transfer", MinCompletion: "256",
+			ChildFunding: "transfer", MinCompletion: "256", PromptLayout: "seed",
 		},
 		Brama: config.BramaFlags{BaseURL: bramaURL, Model: "any", SecretFile: filepath.Join(sandbox, demoSecretFile), MaxTokens: "2048", Temperature: "0.2"},
 		Las: config.LasFlags{

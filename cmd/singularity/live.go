@@ -128,6 +128,7 @@ func rootOptions(rt config.Runtime, mode being.Mode, log *slog.Logger) (being.Op
 		Workspace:        rt.Workspace,
 		MaxToolRounds:    rt.MaxToolRounds,
 		ContextMessages:  rt.ContextMessages,
+		PromptLayout:     rt.PromptLayout,
 		CheckpointEvents: rt.CheckpointEvents,
 		CycleInterval:    rt.CycleInterval,
 		Stimulus:         rt.Stimulus,

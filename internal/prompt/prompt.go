@@ -71,12 +71,37 @@ func InitialSystemPrompt(name, specialty string) string {
 		" and treat tool output as evidence."
 }
 
-// SystemText is the system message content built from the mind: the
-// system prompt, then the rules, the learnings and the SystemMemories
-// newest memories (newest first, as "kind: text"), each section present
-// only when non-empty.
+// SystemText is the system message content built from the mind in the
+// seed layout: the system prompt, then the rules, the learnings and the
+// SystemMemories newest memories (newest first, as "kind: text"), each
+// section present only when non-empty.
 func SystemText(mind *state.Mind) string {
 	var b strings.Builder
+	writeStable(&b, mind)
+	writeMemories(&b, mind)
+	return b.String()
+}
+
+// StableSystemText is the system message content of the stable layout:
+// only what changes rarely, the system prompt, the rules and the
+// learnings. The memories go to each cycle's framing (StableFraming).
+func StableSystemText(mind *state.Mind) string {
+	var b strings.Builder
+	writeStable(&b, mind)
+	return b.String()
+}
+
+// StableFraming is the framing message of the stable layout: the seed's
+// framing text followed by the memories digest that the seed layout
+// keeps in the system message.
+func StableFraming(framing string, mind *state.Mind) string {
+	var b strings.Builder
+	b.WriteString(framing)
+	writeMemories(&b, mind)
+	return strings.Clone(b.String())
+}
+
+func writeStable(b *strings.Builder, mind *state.Mind) {
 	b.WriteString(mind.SystemPrompt)
 	if len(mind.Rules) > 0 {
 		b.WriteString("\n\nSelf-imposed rules:\n- ")
@@ -86,19 +111,36 @@ func SystemText(mind *state.Mind) string {
 		b.WriteString("\n\nPersistent learnings:\n- ")
 		b.WriteString(strings.Join(mind.Learnings, "\n- "))
 	}
-	if len(mind.Memories) > 0 {
-		b.WriteString("\n\nRecent persistent memories:")
-		for i, n := len(mind.Memories)-1, 0; i >= 0 && n < SystemMemories; i, n = i-1, n+1 {
-			b.WriteString("\n- ")
-			b.WriteString(mind.Memories[i].Kind)
-			b.WriteString(": ")
-			b.WriteString(mind.Memories[i].Text)
-		}
-	}
-	return b.String()
 }
 
-// System returns the system message built from the mind.
+func writeMemories(b *strings.Builder, mind *state.Mind) {
+	if len(mind.Memories) == 0 {
+		return
+	}
+	b.WriteString("\n\nRecent persistent memories:")
+	for i, n := len(mind.Memories)-1, 0; i >= 0 && n < SystemMemories; i, n = i-1, n+1 {
+		b.WriteString("\n- ")
+		b.WriteString(mind.Memories[i].Kind)
+		b.WriteString(": ")
+		b.WriteString(mind.Memories[i].Text)
+	}
+}
+
+// System returns the system message built from the mind (seed layout).
 func System(mind *state.Mind) chat.Message {
 	return chat.Message{Role: chat.RoleSystem, Content: SystemText(mind)}
 }
+
+// Layout is how the mind is laid out in the prompt
+// (docs/cycle.md#prompt-layouts).
+type Layout string
+
+const (
+	// LayoutSeed is the reference's: the memories in the system message,
+	// rebuilt every round; the window slides by whole cycles.
+	LayoutSeed Layout = "seed"
+	// LayoutStable keeps the prefix stable for providers' prompt caches:
+	// a system message of what changes rarely, frozen for the cycle; the
+	// memories in each framing; the window cut in epochs.
+	LayoutStable Layout = "stable"
+)
