@@ -85,6 +85,9 @@ func Fields(l Line) string {
 		add("text", cut(e.Text))
 	case state.EventModelSwitched:
 		add("model", e.Model)
+	case state.EventTierChanged:
+		add("tier", strconv.Itoa(e.Tier))
+		add("remaining", usd(e.Amount))
 	case state.EventChildAdded:
 		if e.Child != nil {
 			add("child", e.Child.Name)

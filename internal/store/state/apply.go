@@ -112,6 +112,8 @@ func (b *Being) Apply(e Event) {
 			b.Budget = b.Budget.Grant(e.Amount)
 			b.Grants = append(b.Grants, Grant{Child: *e.Child, Amount: e.Amount})
 		}
+	case EventTierChanged:
+		b.Tier = e.Tier
 	}
 	if e.Seq > b.Seq() {
 		seq := e.Seq

@@ -31,6 +31,9 @@ const (
 	// (docs/money.md#funded-children): a step of its own, before the
 	// child's state exists.
 	EventEndowmentGranted = "endowment_granted"
+	// EventTierChanged records the survival tier the being entered
+	// (docs/money.md#survival-tiers).
+	EventTierChanged = "tier_changed"
 )
 
 // Event is one line of activity.jsonl. Which fields belong to an event
@@ -52,6 +55,7 @@ const (
 //	model_switched   {at, cycle, model}
 //	child_added      {at, cycle, child}
 //	endowment_granted {at, cycle, child_id, amount, child}
+//	tier_changed     {at, cycle, tier, remaining}
 //
 // The fields after the reference's (seq, messages, message on
 // model_completed and tool_finished, api, instance, tokens, action,
@@ -90,6 +94,9 @@ type Event struct {
 	Text   string // the prompt, rule or learning
 	Model  string
 	Child  *Child
+	// Tier is the survival tier tier_changed enters (1-based, 0 for
+	// none); Amount is the remaining balance it was entered at.
+	Tier int
 }
 
 // Started is the event of a being coming alive (fresh or resumed).
@@ -159,6 +166,12 @@ func ChildAdded(c Child) Event { return Event{Type: EventChildAdded, Child: &c} 
 // whose state is created once this is durable.
 func EndowmentGranted(c Child, amount money.Amount) Event {
 	return Event{Type: EventEndowmentGranted, Amount: amount, Child: &c}
+}
+
+// TierChanged records that the being lives in survival tier from now on
+// (0: none), entered at remaining.
+func TierChanged(at Time, cycle uint64, tier int, remaining money.Amount) Event {
+	return Event{Type: EventTierChanged, At: at, Cycle: cycle, Tier: tier, Amount: remaining}
 }
 
 // IsMindChange reports whether the event changes the mind.
@@ -240,6 +253,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		w.field("child_id", id)
 		w.field("amount", e.Amount)
 		w.field("child", e.Child)
+	case EventTierChanged:
+		w.field("tier", e.Tier)
+		w.field("remaining", e.Amount)
 	default:
 		return nil, fmt.Errorf("unknown journal event type %q", e.Type)
 	}
@@ -250,27 +266,29 @@ func (e Event) MarshalJSON() ([]byte, error) {
 // raw: a warning's is a string, model_completed's and tool_finished's a
 // chat message.
 type eventFields struct {
-	Type     string            `json:"type"`
-	Seq      uint64            `json:"seq"`
-	At       Time              `json:"at"`
-	Cycle    uint64            `json:"cycle"`
-	Usage    chat.Usage        `json:"usage"`
-	Amount   money.Amount      `json:"amount"`
-	API      *money.Amount     `json:"api"`
-	Instance money.Amount      `json:"instance"`
-	Tokens   uint64            `json:"tokens"`
-	Source   string            `json:"source"`
-	Tool     string            `json:"tool"`
-	Status   string            `json:"status"`
-	Message  json.RawMessage   `json:"message"`
-	Repeats  int               `json:"repeats"`
-	Messages []chat.Message    `json:"messages"`
-	Action   *Action           `json:"action"`
-	Created  *CreatedResources `json:"created"`
-	Memory   *Memory           `json:"memory"`
-	Text     string            `json:"text"`
-	Model    string            `json:"model"`
-	Child    *Child            `json:"child"`
+	Type      string            `json:"type"`
+	Seq       uint64            `json:"seq"`
+	At        Time              `json:"at"`
+	Cycle     uint64            `json:"cycle"`
+	Usage     chat.Usage        `json:"usage"`
+	Amount    money.Amount      `json:"amount"`
+	API       *money.Amount     `json:"api"`
+	Instance  money.Amount      `json:"instance"`
+	Tokens    uint64            `json:"tokens"`
+	Source    string            `json:"source"`
+	Tool      string            `json:"tool"`
+	Status    string            `json:"status"`
+	Message   json.RawMessage   `json:"message"`
+	Repeats   int               `json:"repeats"`
+	Messages  []chat.Message    `json:"messages"`
+	Action    *Action           `json:"action"`
+	Created   *CreatedResources `json:"created"`
+	Memory    *Memory           `json:"memory"`
+	Text      string            `json:"text"`
+	Model     string            `json:"model"`
+	Child     *Child            `json:"child"`
+	Tier      int               `json:"tier"`
+	Remaining *money.Amount     `json:"remaining"`
 }
 
 // UnmarshalJSON reads any event, the reference's included. A
@@ -285,7 +303,10 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 		Type: f.Type, Seq: f.Seq, At: f.At, Cycle: f.Cycle, Usage: f.Usage, Amount: f.Amount,
 		Instance: f.Instance, Tokens: f.Tokens, Source: f.Source, Tool: f.Tool, Status: f.Status,
 		Repeats: f.Repeats, Messages: f.Messages, Action: f.Action, Created: f.Created,
-		Memory: f.Memory, Text: f.Text, Model: f.Model, Child: f.Child,
+		Memory: f.Memory, Text: f.Text, Model: f.Model, Child: f.Child, Tier: f.Tier,
+	}
+	if f.Type == EventTierChanged && f.Remaining != nil {
+		e.Amount = *f.Remaining
 	}
 	if f.API != nil {
 		e.API = *f.API

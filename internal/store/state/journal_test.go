@@ -78,6 +78,8 @@ func TestEventShapes(t *testing.T) {
 		{stamped(RuleAdded("be frugal")), `{"type":"rule_added",` + ts + `,"cycle":4,"text":"be frugal"}`},
 		{stamped(LearningAdded("bakeries pay")), `{"type":"learning_added",` + ts + `,"cycle":4,"text":"bakeries pay"}`},
 		{stamped(ModelSwitched("gpt-a")), `{"type":"model_switched",` + ts + `,"cycle":4,"model":"gpt-a"}`},
+		{TierChanged(at, 4, 2, mustParse("0.98")), `{"type":"tier_changed",` + ts + `,"cycle":4,"tier":2,"remaining":"0.98"}`},
+		{TierChanged(at, 5, 0, mustParse("1.2")), `{"type":"tier_changed",` + ts + `,"cycle":5,"tier":0,"remaining":"1.2"}`},
 		{stamped(ChildAdded(Child{ID: "c", Name: "Bo", Ticker: "BO", StateDir: "/s/children/c", CreatedAt: at, Status: StatusRunning})),
 			`{"type":"child_added",` + ts + `,"cycle":4,"child":{"id":"c","name":"Bo","ticker":"BO","state_dir":"/s/children/c","created_at":"2026-08-24T22:05:13.100000Z","status":"running"}}`},
 	}

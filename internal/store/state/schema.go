@@ -58,6 +58,10 @@ type Being struct {
 	// recorded yet (docs/money.md#funded-children): the boot completes
 	// each one, exactly once. A child_added for the grant's child ends it.
 	Grants []Grant `json:"pending_grants,omitempty"`
+	// Tier is the survival tier the being lives in (1-based position in
+	// SINGULARITY_TIERS_FILE, docs/money.md#survival-tiers); 0, and
+	// absent, for none.
+	Tier int `json:"tier,omitempty"`
 
 	// Extra holds unknown top-level fields of a loaded state.json, verbatim.
 	// Keys that name a known field are ignored on save.
