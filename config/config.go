@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/wisent/singularity/internal/prompt"
+	"github.com/wisent/singularity/internal/tiers"
 
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/prices"
@@ -54,6 +55,9 @@ type Runtime struct {
 	ContextMessages int
 	// PromptLayout is SINGULARITY_PROMPT_LAYOUT (docs/cycle.md#prompt-layouts).
 	PromptLayout prompt.Layout
+	// Tiers is SINGULARITY_TIERS_FILE's survival tiers
+	// (docs/money.md#survival-tiers); nil when unset.
+	Tiers tiers.Table
 	// CheckpointEvents is how many journal events may lie past the last
 	// checkpoint before a new one is written (docs/state.md#the-journal).
 	CheckpointEvents int
@@ -370,6 +374,9 @@ func loadLoop(rt *Runtime, f LoopFlags) error {
 	default:
 		return configError("prompt layout must be seed or stable")
 	}
+	if rt.Tiers, err = loadTiers(f.TiersFile); err != nil {
+		return err
+	}
 	switch strings.TrimSpace(f.ChildFunding) {
 	case "transfer":
 	case "mint":
@@ -517,6 +524,23 @@ func loadPrices(path string) (prices.Table, error) {
 	table, err := prices.Parse(data)
 	if err != nil {
 		return nil, configError("BRAMA_PRICES_FILE: %w", err)
+	}
+	return table, nil
+}
+
+// loadTiers reads SINGULARITY_TIERS_FILE (docs/money.md#survival-tiers);
+// an empty path is no tiers.
+func loadTiers(path string) (tiers.Table, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, configError("SINGULARITY_TIERS_FILE: %s: %w", path, osError{err})
+	}
+	table, err := tiers.Parse(data)
+	if err != nil {
+		return nil, configError("SINGULARITY_TIERS_FILE: %w", err)
 	}
 	return table, nil
 }

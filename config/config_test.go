@@ -368,3 +368,28 @@ func TestSecretFileRefusals(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "value", string(s.Reveal()))
 }
+
+// TestTiersFile: SINGULARITY_TIERS_FILE is read into the runtime's tiers,
+// and a file that cannot be read or is not a tiers list is refused with
+// its sentence, exit 2.
+func TestTiersFile(t *testing.T) {
+	f := newFixture(t)
+	good := filepath.Join(f.dir, "tiers.json")
+	require.NoError(t, os.WriteFile(good, []byte(`[{"below_usd": "1", "model": "cheap", "max_tool_rounds": 2}]`), 0o600))
+	rt, err := Load(withFlags(f.flags(), func(c *Flags) { c.Loop.TiersFile = good }), noEnv)
+	require.NoError(t, err)
+	require.Len(t, rt.Tiers, 1)
+	assert.Equal(t, "cheap", rt.Tiers[0].Model)
+
+	bad := filepath.Join(f.dir, "bad-tiers.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`[{"below_usd": "1", "disabled": true}]`), 0o600))
+	for file, want := range map[string]string{
+		filepath.Join(f.dir, "none.json"): "configuration: SINGULARITY_TIERS_FILE: " + filepath.Join(f.dir, "none.json") + ": no such file or directory",
+		bad:                               `configuration: SINGULARITY_TIERS_FILE: tier 1: unknown field "disabled"`,
+	} {
+		_, err := Load(withFlags(f.flags(), func(c *Flags) { c.Loop.TiersFile = file }), noEnv)
+		require.Error(t, err)
+		assert.Equal(t, want, err.Error())
+		assert.Equal(t, 2, fault.ExitCode(err))
+	}
+}

@@ -56,6 +56,7 @@ type LoopFlags struct {
 	ShutdownGrace    string `name:"shutdown-grace-secs" env:"SINGULARITY_SHUTDOWN_GRACE_SECS" default:"10" help:"Grace in seconds before the Las child is killed."`
 	ContextMessages  string `name:"context-messages" env:"SINGULARITY_CONTEXT_MESSAGES" default:"200" help:"Conversation window in messages."`
 	PromptLayout     string `name:"prompt-layout" env:"SINGULARITY_PROMPT_LAYOUT" default:"seed" help:"How the mind is laid out in the prompt: seed (the reference's) or stable (a prefix providers can cache)."`
+	TiersFile        string `name:"tiers-file" env:"SINGULARITY_TIERS_FILE" help:"JSON file of survival tiers: settings for when the balance falls below a bound."`
 	CheckpointEvents string `name:"checkpoint-events" env:"SINGULARITY_CHECKPOINT_EVENTS" default:"256" help:"Journal events past the last checkpoint that trigger a new one."`
 	ChildFunding     string `name:"child-funding" env:"SINGULARITY_CHILD_FUNDING" default:"transfer" help:"Where children's money comes from: transfer (from the parent) or mint."`
 	MinCompletion    string `name:"min-completion-tokens" env:"SINGULARITY_MIN_COMPLETION_TOKENS" default:"256" help:"Smallest max_tokens worth a completion; below it the being is exhausted."`

@@ -98,7 +98,12 @@ func (b *Being) solvent() bool { return b.st.Budget.Remaining.Sign() > 0 && !b.p
 func (b *Being) frame(ctx actor.Context) {
 	cycle := b.st.Cycle + 1
 	budget := b.st.Budget
-	text := prompt.Framing(cycle, budget.Remaining, budget.Earned, budget.NetProfit(), b.st.Mind.CurrentModel, b.st.RecentActions)
+	at := b.opts.now()
+	events, tier, model := b.tierChange(at, cycle)
+	text := prompt.Framing(cycle, budget.Remaining, budget.Earned, budget.NetProfit(), model, b.st.RecentActions)
+	if t, ok := b.opts.Tiers.Get(tier); ok {
+		text += prompt.TierNote(tier, t)
+	}
 	if b.stable() {
 		text = prompt.StableFraming(text, &b.st.Mind)
 	}
@@ -106,7 +111,7 @@ func (b *Being) frame(ctx actor.Context) {
 	if cycle == 1 && b.opts.Stimulus != "" {
 		msgs = append(msgs, chat.Message{Role: chat.RoleUser, Content: prompt.Stimulus(b.opts.Stimulus)})
 	}
-	b.commit(ctx, []state.Event{state.CycleStarted(b.opts.now(), cycle, msgs...)}, nextRound)
+	b.commit(ctx, append(events, state.CycleStarted(at, cycle, msgs...)), nextRound)
 }
 
 // startRound runs one model round, or ends the cycle at the round limit.
@@ -116,7 +121,7 @@ func (b *Being) startRound(ctx actor.Context) {
 		b.abandonCycle(ctx)
 		return
 	}
-	if b.cycle.round >= b.opts.MaxToolRounds {
+	if b.cycle.round >= b.maxToolRounds() {
 		b.warn("maximum tool rounds reached")
 		b.endCycle(ctx, b.report(ReportToolRoundLimit, nil, b.cycle.actions), nil)
 		return
@@ -413,7 +418,7 @@ func nextWait(interval time.Duration, failed int) time.Duration {
 // cancels the sleep.
 func (b *Being) scheduleTick(ctx actor.Context) {
 	self, system, epoch := ctx.Self(), ctx.ActorSystem(), b.epoch
-	wait := nextWait(b.opts.CycleInterval, b.next.failed)
+	wait := nextWait(b.cycleInterval(), b.next.failed)
 	if wait <= 0 {
 		ctx.Send(self, tick{epoch})
 		return

@@ -46,6 +46,11 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 	if b.cycle != nil && b.cycle.waiting != waitNothing {
 		d.Figures["waiting_for"] = b.cycle.waiting.String()
 	}
+	if t, ok := b.opts.Tiers.Get(b.st.Tier); ok {
+		// The survival tier it lives in (docs/money.md#survival-tiers).
+		d.Figures["tier"] = b.st.Tier
+		d.Figures["tier_below"] = t.Below.String()
+	}
 	if t := b.inTransit(); t.Sign() != 0 {
 		d.Figures["in_transit"] = t.String()
 	}

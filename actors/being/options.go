@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wisent/singularity/internal/prompt"
+	"github.com/wisent/singularity/internal/tiers"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -62,6 +63,9 @@ type Options struct {
 	// means prompt.LayoutSeed.
 	PromptLayout  prompt.Layout
 	CycleInterval time.Duration
+	// Tiers are SINGULARITY_TIERS_FILE's survival tiers
+	// (docs/money.md#survival-tiers); nil means none.
+	Tiers tiers.Table
 	Stimulus      string // cycle 1 only; never inherited
 	// MaxCycles, when positive, makes a running being idle once its cycle
 	// counter reaches it (the demo's --cycles); it still answers and stops

@@ -129,6 +129,7 @@ func rootOptions(rt config.Runtime, mode being.Mode, log *slog.Logger) (being.Op
 		MaxToolRounds:    rt.MaxToolRounds,
 		ContextMessages:  rt.ContextMessages,
 		PromptLayout:     rt.PromptLayout,
+		Tiers:            rt.Tiers,
 		CheckpointEvents: rt.CheckpointEvents,
 		CycleInterval:    rt.CycleInterval,
 		Stimulus:         rt.Stimulus,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tiers"
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
@@ -52,6 +53,34 @@ func Framing(cycle uint64, remaining, earned, net money.Amount, model string, re
 	// The text stays in the conversation for up to a whole window: keep
 	// its exact size, not the builder's doubled capacity.
 	return strings.Clone(b.String())
+}
+
+// TierNote is what a framing message adds in survival tier n
+// (docs/money.md#survival-tiers): the tier, its bound and the settings it
+// sets, as a sentence after the framing text.
+func TierNote(n int, t tiers.Tier) string {
+	var b strings.Builder
+	b.WriteString(" Survival tier ")
+	b.WriteString(strconv.Itoa(n))
+	b.WriteString(": the balance is below ")
+	b.WriteString(t.Below.String())
+	b.WriteString(" USD")
+	var set []string
+	if t.Model != "" {
+		set = append(set, "model "+t.Model)
+	}
+	if t.MaxToolRounds > 0 {
+		set = append(set, "at most "+strconv.Itoa(t.MaxToolRounds)+" tool rounds a cycle")
+	}
+	if t.IntervalSet {
+		set = append(set, strconv.FormatFloat(t.CycleInterval.Seconds(), 'f', -1, 64)+" s between cycles")
+	}
+	if len(set) > 0 {
+		b.WriteString("; ")
+		b.WriteString(strings.Join(set, ", "))
+	}
+	b.WriteByte('.')
+	return b.String()
 }
 
 // Stimulus returns the user message text that carries a configured

@@ -26,8 +26,10 @@ type Tier struct {
 	Below money.Amount
 	// Model is the model the being switches to on entering the tier.
 	Model string
-	// CycleInterval is the pause between cycles within the tier.
+	// CycleInterval is the pause between cycles within the tier, when
+	// IntervalSet.
 	CycleInterval time.Duration
+	IntervalSet   bool
 	// MaxToolRounds bounds a cycle's model rounds within the tier.
 	MaxToolRounds int
 }
@@ -96,7 +98,7 @@ func parseTier(entry json.RawMessage) (Tier, error) {
 			if json.Unmarshal(value, &secs) != nil || secs < 0 || math.IsInf(secs, 0) || secs > math.MaxInt64/float64(time.Second) {
 				err = fmt.Errorf("%s must be a number of seconds ≥ 0", fieldInterval)
 			}
-			tier.CycleInterval = time.Duration(secs * float64(time.Second))
+			tier.CycleInterval, tier.IntervalSet = time.Duration(secs*float64(time.Second)), true
 		case fieldRounds:
 			if json.Unmarshal(value, &tier.MaxToolRounds) != nil || tier.MaxToolRounds < 1 {
 				err = fmt.Errorf("%s must be an integer ≥ 1", fieldRounds)

@@ -27,7 +27,7 @@ func TestParse(t *testing.T) {
 	require.Len(t, got, 2)
 	assert.True(t, got[0].Below.Equal(usd("5")))
 	assert.Equal(t, 30*time.Second, got[0].CycleInterval)
-	assert.Equal(t, Tier{Below: got[1].Below, Model: "cheap-model", CycleInterval: 60500 * time.Millisecond, MaxToolRounds: 4}, got[1])
+	assert.Equal(t, Tier{Below: got[1].Below, Model: "cheap-model", CycleInterval: 60500 * time.Millisecond, IntervalSet: true, MaxToolRounds: 4}, got[1])
 
 	empty, err := Parse([]byte(`[]`))
 	require.NoError(t, err)

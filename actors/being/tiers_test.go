@@ -1,0 +1,122 @@
+package being_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/actors/family"
+	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tiers"
+	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
+)
+
+// tierPrices are a dear model and a cheap one, twenty times less.
+var tierPrices = prices.Table{
+	"dear":  {Input: testkit.USD("10"), Output: testkit.USD("30")},
+	"cheap": {Input: testkit.USD("0.5"), Output: testkit.USD("1.5")},
+}
+
+// withTierPrices prices the gateway's completions by tierPrices.
+func withTierPrices(fo *family.Options) { fo.Gateway.Prices = tierPrices }
+
+// tierWorld answers every completion with a plain reply of 1,000 prompt
+// and 100 completion tokens (one round a cycle), priced by tierPrices.
+func tierWorld(t *testing.T, table tiers.Table) (*bramatest.Server, being.Options) {
+	t.Helper()
+	srv := newBrama(t)
+	srv.SetHandler(func(*bramatest.Request) bramatest.Reply {
+		return bramatest.TextReply("resting", bramatest.Usage(1000, 100))
+	})
+	opts := options(t, being.Run)
+	opts.Model = "dear"
+	opts.StartingBalance = testkit.USD("1")
+	opts.MinCompletionTokens = 1
+	opts.MaxTokens = 100
+	opts.Prices = tierPrices
+	opts.Tiers = table
+	return srv, opts
+}
+
+// TestTierSwitchesTheModel: once a cycle ends below the tier's bound,
+// the next cycle's framing journals tier_changed and model_switched
+// before its cycle_started, says so in its text, and asks the tier's
+// model; later cycles stay in the tier without journaling it again.
+func TestTierSwitchesTheModel(t *testing.T) {
+	table := tiers.Table{{Below: testkit.USD("0.99"), Model: "cheap", MaxToolRounds: 3}}
+	srv, opts := tierWorld(t, table)
+	h := start(t, srv, opts, withTierPrices)
+	h.reportFor(4)
+	h.shutdown()
+
+	events := h.journal()
+	var types []string
+	for _, e := range events {
+		switch e.Type {
+		case state.EventTierChanged, state.EventModelSwitched, state.EventCycleStarted:
+			types = append(types, e.Type)
+		}
+	}
+	require.GreaterOrEqual(t, len(types), 5)
+	assert.Equal(t, []string{state.EventCycleStarted, state.EventTierChanged, state.EventModelSwitched, state.EventCycleStarted, state.EventCycleStarted}, types[:5],
+		"cycle 1 costs 0.013 of 1 USD; cycle 2 enters the tier")
+	var changed state.Event
+	for _, e := range events {
+		if e.Type == state.EventTierChanged {
+			changed = e
+			break
+		}
+	}
+	assert.Equal(t, 1, changed.Tier)
+	assert.Equal(t, uint64(2), changed.Cycle)
+	assert.Equal(t, "0.987", changed.Amount.String(), "entered at the balance after cycle 1: 1 − 0.01 − 0.003")
+
+	reqs := srv.Completions()
+	require.GreaterOrEqual(t, len(reqs), 3)
+	assert.Equal(t, "dear", reqs[0].Completion.Model)
+	assert.Equal(t, "cheap", reqs[1].Completion.Model)
+	msgs := reqs[1].Completion.Messages
+	framing := msgs[len(msgs)-1].Content // cycle 2's framing, after cycle 1's exchange
+	assert.True(t, strings.HasSuffix(framing, " Survival tier 1: the balance is below 0.99 USD; model cheap, at most 3 tool rounds a cycle."), "%q", framing)
+	assert.NotContains(t, reqs[0].Completion.Messages[1].Content, "Survival tier")
+
+	st := h.state()
+	assert.Equal(t, 1, st.Tier)
+	assert.Equal(t, "cheap", st.Mind.CurrentModel)
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
+}
+
+// TestTiersLengthenALife lives two beings to exhaustion on the same
+// starting balance and gateway, one without tiers and one whose tier
+// below 0.5 USD switches it to a model twenty times cheaper: the tiered
+// being lives many more cycles, and both spend exactly what they had.
+func TestTiersLengthenALife(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hundreds of cycles")
+	}
+	life := func(table tiers.Table) (uint64, *state.Being, []state.Event) {
+		srv, opts := tierWorld(t, table)
+		h := start(t, srv, opts, withTierPrices)
+		stopped := h.stopped()
+		require.Equal(t, state.StatusExhausted, stopped.Status, "%v", stopped.Err)
+		st := h.state()
+		return st.Cycle, st, h.journal()
+	}
+	plain, plainState, plainEvents := life(nil)
+	tiered, tieredState, tieredEvents := life(tiers.Table{{Below: testkit.USD("0.5"), Model: "cheap"}})
+	t.Logf("cycles until exhaustion from 1 USD: %d without tiers, %d with a tier below 0.5 USD on a model twenty times cheaper", plain, tiered)
+	assert.Greater(t, tiered, 5*plain)
+	for _, l := range []struct {
+		st     *state.Being
+		events []state.Event
+	}{{plainState, plainEvents}, {tieredState, tieredEvents}} {
+		require.NoError(t, testkit.CheckInvariant(l.st.Budget, l.events))
+		assert.GreaterOrEqual(t, l.st.Budget.Remaining.Sign(), 0, "no overdraft")
+	}
+	assert.Equal(t, 1, testkit.Count(tieredEvents, state.EventTierChanged))
+}
