@@ -65,8 +65,8 @@ type Options struct {
 	CycleInterval time.Duration
 	// Tiers are SINGULARITY_TIERS_FILE's survival tiers
 	// (docs/money.md#survival-tiers); nil means none.
-	Tiers tiers.Table
-	Stimulus      string // cycle 1 only; never inherited
+	Tiers    tiers.Table
+	Stimulus string // cycle 1 only; never inherited
 	// MaxCycles, when positive, makes a running being idle once its cycle
 	// counter reaches it (the demo's --cycles); it still answers and stops
 	// when asked.
