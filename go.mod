@@ -3,6 +3,7 @@ module github.com/wisent/singularity
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/alecthomas/kong v1.17.0
 	github.com/asynkron/protoactor-go v0.0.0-20240822202345-3c0e61ca19c9
 	github.com/ericlagergren/decimal v0.0.0-20190204014639-71cf34b7c2b5

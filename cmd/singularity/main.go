@@ -22,8 +22,9 @@ import (
 // config.Flags so its --help lists every variable of
 // docs/configuration.md#variables.
 type cli struct {
-	Log     config.LogFlags  `embed:""`
-	Version kong.VersionFlag `name:"version" help:"Print the version and the VCS revision, then exit."`
+	Log        config.LogFlags  `embed:""`
+	Version    kong.VersionFlag `name:"version" help:"Print the version and the VCS revision, then exit."`
+	ConfigFile string           `name:"config" env:"SINGULARITY_CONFIG" placeholder:"FILE" help:"TOML configuration file: any option by its flag's long name (a flag and the environment come first)."`
 
 	Run     runCmd     `cmd:"" help:"Boot the family and live until Ctrl-C or SIGTERM."`
 	Once    onceCmd    `cmd:"" help:"Run exactly one cycle of the root being and print its report."`
@@ -32,6 +33,7 @@ type cli struct {
 	Demo    demoCmd    `cmd:"" help:"Run the embedded demo world: a simulated Brama, the example Las, a whole family (a simulation)."`
 	Journal journalCmd `cmd:"" help:"Print the family's journal events in time order, one line each; --follow keeps printing (read-only)."`
 	Status  statusCmd  `cmd:"" help:"Print the family's tree and ledger from its state directories; read-only, safe while run runs."`
+	Config  configCmd  `cmd:"" help:"Print the effective configuration, each value with where it came from; secrets are never shown."`
 
 	ExampleLas exampleLasCmd `cmd:"" name:"example-las" hidden:"" help:"Serve the example Las over stdio (used by demo)."`
 }
@@ -43,6 +45,12 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	log    *slog.Logger
+	// kctx is the parsed command line, file the configuration file it
+	// read (nil for none) and lookupEnv the process environment: what
+	// `singularity config` reports sources from.
+	kctx      *kong.Context
+	file      *config.File
+	lookupEnv func(string) (string, bool)
 }
 
 // exitRequest carries kong's exit code (after --help) out of Parse.
@@ -85,6 +93,14 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 			code = exit.code
 		}
 	}()
+	var file *config.File
+	if path := configPath(args, os.LookupEnv); path != "" {
+		if file, err = config.ReadFile(path, optionKeys(parser.Model)); err != nil {
+			fmt.Fprintln(stderr, fault.Line(err))
+			return 2
+		}
+		_ = kong.Resolvers(fileResolver{file: file, lookupEnv: os.LookupEnv}).Apply(parser)
+	}
 	kctx, err := parser.Parse(args)
 	if err != nil {
 		fmt.Fprintln(stderr, fault.Line(fault.Errorf(fault.ClassConfiguration, "%w", err)))
@@ -97,7 +113,7 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 	}
 	ctx, stop := signalContext(context.Background())
 	defer stop()
-	err = kctx.Run(&env{ctx: ctx, stdout: stdout, stderr: stderr, log: log})
+	err = kctx.Run(&env{ctx: ctx, stdout: stdout, stderr: stderr, log: log, kctx: kctx, file: file, lookupEnv: os.LookupEnv})
 	if err != nil {
 		fmt.Fprintln(stderr, fault.Line(err))
 		return fault.ExitCode(err)

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/wisent/singularity/config"
+)
+
+// The configuration file (docs/configuration.md#the-configuration-file)
+// reaches kong as a resolver: a flag the command line does not give and
+// whose environment variable is unset takes the file's value, so the
+// precedence is flag, environment, file, default.
+
+// configEnv is the environment variable of --config.
+const configEnv = "SINGULARITY_CONFIG"
+
+// configPath is the configuration file the command line or the
+// environment names: --config FILE or --config=FILE before a "--", else
+// SINGULARITY_CONFIG; "" for none.
+func configPath(args []string, lookupEnv func(string) (string, bool)) string {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(a, "--config="); ok {
+			return v
+		}
+		if a == "--config" && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	v, _ := lookupEnv(configEnv)
+	return v
+}
+
+// optionKeys are the keys a configuration file may hold: the long name
+// of every flag, of any command, that has an environment variable (the
+// configuration's options; command arguments such as --format have
+// none), but --config itself.
+func optionKeys(app *kong.Application) map[string]bool {
+	keys := map[string]bool{}
+	_ = kong.Visit(app.Node, func(v kong.Visitable, next kong.Next) error {
+		if n, ok := v.(*kong.Node); ok {
+			for _, f := range n.Flags {
+				if len(f.Envs) > 0 && f.Name != "config" {
+					keys[f.Name] = true
+				}
+			}
+		}
+		return next(nil)
+	})
+	return keys
+}
+
+// fileResolver resolves flags from a configuration file.
+type fileResolver struct {
+	file      *config.File
+	lookupEnv func(string) (string, bool)
+}
+
+func (fileResolver) Validate(*kong.Application) error { return nil }
+
+// Resolve is the file's value of flag, unless one of the flag's
+// environment variables is set (the environment comes first).
+func (r fileResolver) Resolve(_ *kong.Context, _ *kong.Path, flag *kong.Flag) (any, error) {
+	v, ok := r.file.Values[flag.Name]
+	if !ok {
+		return nil, nil
+	}
+	for _, env := range flag.Envs {
+		if _, set := r.lookupEnv(env); set {
+			return nil, nil
+		}
+	}
+	return v, nil
+}
+
+// configCmd prints the effective configuration.
+type configCmd struct {
+	config.Flags `embed:""`
+}
+
+// Run prints every option of the configuration as a TOML line, in the
+// flags' order, with the place its value came from: "flag", "env
+// <VARIABLE>", "file <path>" or "default". Values are the options' own:
+// secrets live in files, and the file options hold only their paths.
+func (c *configCmd) Run(e *env) error {
+	fmt.Fprintln(e.stdout, "# the effective configuration: a flag, else its environment variable, else the configuration file, else the default")
+	for _, group := range e.kctx.Selected().AllFlags(true) {
+		for _, f := range group {
+			if len(f.Envs) == 0 || f.Name == "config" {
+				continue
+			}
+			value := fmt.Sprint(e.kctx.FlagValue(f))
+			if b, ok := e.kctx.FlagValue(f).(bool); ok {
+				value = strconv.FormatBool(b)
+			} else {
+				value = strconv.Quote(value)
+			}
+			fmt.Fprintf(e.stdout, "%s = %s # %s\n", f.Name, value, e.source(f))
+		}
+	}
+	return nil
+}
+
+// source says where flag's value came from.
+func (e *env) source(f *kong.Flag) string {
+	for _, p := range e.kctx.Path {
+		if p.Flag == f {
+			if p.Resolved {
+				return "file " + e.file.Path
+			}
+			return "flag"
+		}
+	}
+	for _, name := range f.Envs {
+		if _, set := e.lookupEnv(name); set {
+			return "env " + name
+		}
+	}
+	if f.HasDefault {
+		return "default"
+	}
+	return "unset"
+}

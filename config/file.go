@@ -1,0 +1,151 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// File is a configuration file (--config, SINGULARITY_CONFIG;
+// docs/configuration.md#the-configuration-file): TOML whose keys are the
+// long names of the command line's flags, at the top level or in tables
+// that only group them (a table's name is not part of the key). A flag's
+// value comes from the command line first, then from its environment
+// variable, then from the file, then from its default.
+//
+// The file names secret files, never secrets: the secret options are
+// all paths (BRAMA_API_KEY_FILE, …), and no key holds a secret itself.
+//
+// A relative path in a path-valued key (IsPathKey) is taken relative to
+// the file's own directory, so a configuration works from wherever the
+// command runs.
+type File struct {
+	// Path is the file as named.
+	Path string
+	// Values maps a key to its value as text, as it would be written
+	// after --key= on the command line (a boolean as true or false, a
+	// list joined by commas).
+	Values map[string]string
+}
+
+// ReadFile reads and parses the configuration file at path. Every key
+// must be one of known (the flags' long names); the first that is not is
+// refused with "configuration: <path>: unknown key <key>". A file that
+// cannot be read, is not TOML, names a key twice (within tables too) or
+// holds a value that is no scalar or list of scalars is refused with a
+// sentence naming the file.
+func ReadFile(path string, known map[string]bool) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, configError("%s: %w", path, osError{err})
+	}
+	var doc map[string]any
+	if _, err := toml.Decode(string(data), &doc); err != nil {
+		return nil, configError("%s: %s", path, tomlReason(err))
+	}
+	f := &File{Path: path, Values: map[string]string{}}
+	if err := f.collect("", doc, known); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// collect adds the keys of table (named prefix, "" for the top level) in
+// key order.
+func (f *File) collect(prefix string, table map[string]any, known map[string]bool) error {
+	for _, key := range slices.Sorted(maps.Keys(table)) {
+		where := key
+		if prefix != "" {
+			where = prefix + "." + key
+		}
+		value := table[key]
+		if sub, ok := value.(map[string]any); ok {
+			if err := f.collect(where, sub, known); err != nil {
+				return err
+			}
+			continue
+		}
+		if !known[key] {
+			return configError("%s: unknown key %s", f.Path, where)
+		}
+		if _, twice := f.Values[key]; twice {
+			return configError("%s: key %s is given twice", f.Path, key)
+		}
+		text, err := valueText(value)
+		if err != nil {
+			return configError("%s: %s: %w", f.Path, where, err)
+		}
+		if IsPathKey(key) && text != "" && !filepath.IsAbs(text) {
+			text = filepath.Join(filepath.Dir(f.Path), text)
+		}
+		f.Values[key] = text
+	}
+	return nil
+}
+
+// IsPathKey reports whether the option key names a file or a directory:
+// the state directory, the workspace, the Las entrypoint and every
+// "-file" option.
+func IsPathKey(key string) bool {
+	switch key {
+	case "state-dir", "workspace", "las-mcp-entrypoint":
+		return true
+	}
+	return strings.HasSuffix(key, "-file")
+}
+
+// valueText writes a TOML value as a flag's text.
+func valueText(v any) (string, error) {
+	switch v := v.(type) {
+	case string:
+		return v, nil
+	case bool:
+		return strconv.FormatBool(v), nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64), nil
+	case time.Time:
+		return "", errors.New("a date is no option's value")
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			if _, nested := e.([]any); nested {
+				return "", errors.New("a list of lists is no option's value")
+			}
+			if _, table := e.(map[string]any); table {
+				return "", errors.New("a list of tables is no option's value")
+			}
+			text, err := valueText(e)
+			if err != nil {
+				return "", err
+			}
+			if strings.Contains(text, ",") {
+				return "", fmt.Errorf("list item %q holds a comma", text)
+			}
+			parts[i] = text
+		}
+		return strings.Join(parts, ","), nil
+	case []map[string]any:
+		return "", errors.New("a list of tables is no option's value")
+	}
+	return "", fmt.Errorf("a %T is no option's value", v)
+}
+
+// tomlReason is the parse error of the TOML library as one line, with
+// its position.
+func tomlReason(err error) string {
+	var perr toml.ParseError
+	if errors.As(err, &perr) {
+		return fmt.Sprintf("line %d: %s", perr.Position.Line, perr.Message)
+	}
+	return strings.ReplaceAll(err.Error(), "\n", " ")
+}

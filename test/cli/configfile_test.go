@@ -1,0 +1,117 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// configLine is one option of `singularity config`: key, quoted value,
+// source.
+var configLine = regexp.MustCompile(`(?m)^([a-z0-9-]+) = ("[^"]*"|true|false) # (.*)$`)
+
+// effective runs `singularity config` and returns each option's value
+// (unquoted) and source.
+func effective(t *testing.T, env map[string]string, args ...string) (map[string]string, map[string]string) {
+	t.Helper()
+	r := run(t, env, append([]string{"config"}, args...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	values, sources := map[string]string{}, map[string]string{}
+	for _, m := range configLine.FindAllStringSubmatch(r.stdout, -1) {
+		values[m[1]] = strings.Trim(m[2], `"`)
+		sources[m[1]] = m[3]
+	}
+	require.NotEmpty(t, values, r.stdout)
+	return values, sources
+}
+
+// TestConfigFilePrecedence: a flag beats its environment variable, which
+// beats the configuration file, which beats the default; a relative path
+// in the file is the file's directory's; the file is named by --config
+// or SINGULARITY_CONFIG; tables only group keys.
+func TestConfigFilePrecedence(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "singularity.toml")
+	require.NoError(t, os.WriteFile(file, []byte(`# an operator's file
+context-messages = 150
+cycle-interval-secs = 2.5
+state-dir = "beings"
+las-only = ["echo", "finance"]
+
+[brama]
+brama-model = "from-file"
+brama-max-tokens = 1024
+brama-api-key-file = "/etc/singularity/key"
+
+[loop]
+resume = true
+`), 0o600))
+	env := map[string]string{"BRAMA_MAX_TOKENS": "512"}
+	values, sources := effective(t, env, "--config", file, "--brama-model", "from-flag")
+	for key, want := range map[string][2]string{
+		"brama-model":         {"from-flag", "flag"},
+		"brama-max-tokens":    {"512", "env BRAMA_MAX_TOKENS"},
+		"context-messages":    {"150", "file " + file},
+		"cycle-interval-secs": {"2.5", "file " + file},
+		"state-dir":           {filepath.Join(dir, "beings"), "file " + file},
+		"las-only":            {"echo,finance", "file " + file},
+		"brama-api-key-file":  {"/etc/singularity/key", "file " + file},
+		"resume":              {"true", "file " + file},
+		"prompt-layout":       {"seed", "default"},
+	} {
+		assert.Equal(t, want[0], values[key], key)
+		assert.Equal(t, want[1], sources[key], key)
+	}
+
+	byEnv, sourcesByEnv := effective(t, map[string]string{"SINGULARITY_CONFIG": file})
+	assert.Equal(t, "from-file", byEnv["brama-model"])
+	assert.Equal(t, "file "+file, sourcesByEnv["brama-model"])
+
+	plain, plainSources := effective(t, map[string]string{})
+	assert.Equal(t, "200", plain["context-messages"])
+	assert.Equal(t, "default", plainSources["context-messages"])
+}
+
+// TestConfigFileRefusals: each refusal of a configuration file is one
+// sentence naming the file, exit 2, before anything runs or is written.
+func TestConfigFileRefusals(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+		return path
+	}
+	missing := filepath.Join(dir, "missing.toml")
+	cases := []struct {
+		name, path, want string
+	}{
+		{"missing", missing, "singularity: configuration: " + missing + ": no such file or directory"},
+		{"unknown key", write("unknown.toml", "disabled = true\n"), "unknown key disabled"},
+		{"unknown key in a table", write("table.toml", "[brama]\nbrama-api-key = \"sk-1\"\n"), "unknown key brama.brama-api-key"},
+		{"a command's argument", write("format.toml", "format = \"json\"\n"), "unknown key format"},
+		{"not TOML", write("bad.toml", "state-dir = \n"), "line 1: expected value but found '\\n' instead"},
+		{"a key twice", write("twice.toml", "state-dir = \"a\"\n[x]\nstate-dir = \"b\"\n"), "key state-dir is given twice"},
+		{"a date", write("date.toml", "stimulus = 2026-12-02\n"), "stimulus: a date is no option's value"},
+		{"a list of lists", write("lists.toml", "las-only = [[\"a\"]]\n"), "las-only: a list of lists is no option's value"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, args := range [][]string{{"config", "--config", tc.path}, {"once", "--config", tc.path}, {"status", "--config=" + tc.path}} {
+				r := run(t, map[string]string{}, args...)
+				assert.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
+				line := strings.TrimSpace(r.stderr)
+				assert.True(t, strings.HasPrefix(line, "singularity: configuration: "+tc.path+": "), "%v: %q", args, line)
+				assert.True(t, strings.HasSuffix(line, tc.want), "%v: %q does not end in %q", args, line, tc.want)
+				assert.NotContains(t, r.stderr, "sk-1", "the refusal never echoes a value")
+				assert.Empty(t, r.stdout)
+			}
+		})
+	}
+}
