@@ -95,6 +95,9 @@ type Brama struct {
 	Retries int
 	// Prices is BRAMA_PRICES_FILE's table; nil when unset.
 	Prices prices.Table
+	// PromptCacheKey is BRAMA_PROMPT_CACHE_KEY: send each being's id as
+	// prompt_cache_key (docs/brama.md#prompt-cache-key).
+	PromptCacheKey bool
 }
 
 // Las is how to start and pin the skill process.
@@ -488,7 +491,7 @@ func loadBrama(f BramaFlags) (Brama, error) {
 	}
 	return Brama{
 		BaseURL: base, Model: f.Model, Auth: auth, MaxTokens: int(maxTokens), Temperature: temp,
-		MaxTokensField: field, Retries: int(retries), Prices: table,
+		MaxTokensField: field, Retries: int(retries), Prices: table, PromptCacheKey: f.CacheKey,
 	}, nil
 }
 
