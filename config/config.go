@@ -103,6 +103,9 @@ type Brama struct {
 	Retries int
 	// Prices is BRAMA_PRICES_FILE's table; nil when unset.
 	Prices prices.Table
+	// PromptCacheKey is BRAMA_PROMPT_CACHE_KEY: send each being's id as
+	// prompt_cache_key (docs/brama.md#prompt-cache-key).
+	PromptCacheKey bool
 }
 
 // Las is how to start and pin the skill process.
@@ -507,7 +510,7 @@ func loadBrama(f BramaFlags) (Brama, error) {
 	}
 	return Brama{
 		BaseURL: base, Model: f.Model, Auth: auth, MaxTokens: int(maxTokens), Temperature: temp,
-		MaxTokensField: field, Retries: int(retries), Prices: table,
+		MaxTokensField: field, Retries: int(retries), Prices: table, PromptCacheKey: f.CacheKey,
 	}, nil
 }
 

@@ -76,6 +76,7 @@ type BramaFlags struct {
 	MaxField    string `name:"brama-max-tokens-field" env:"BRAMA_MAX_TOKENS_FIELD" default:"max_tokens" help:"Request field of max tokens: max_tokens or max_completion_tokens."`
 	Retries     string `name:"brama-retries" env:"BRAMA_RETRIES" default:"2" help:"Retries of a 429, 502, 503, 504 or refused connection within a round."`
 	PricesFile  string `name:"brama-prices-file" env:"BRAMA_PRICES_FILE" help:"JSON file of per-model prices (else the two price variables)."`
+	CacheKey    bool   `name:"brama-prompt-cache-key" env:"BRAMA_PROMPT_CACHE_KEY" help:"Send prompt_cache_key, the being's id, with every completion (providers route their prompt cache on it)."`
 }
 
 // LasFlags select and pin the skill process. The default of LAS_ONLY is

@@ -17,6 +17,7 @@ import (
 // calling Brama, because nobody could account for its cost.
 type CompletionRequest struct {
 	AgentID  string         // the being's identity, signed into the request
+	BeingID  string         // the being's own id: its prompt_cache_key (docs/brama.md#prompt-cache-key)
 	Model    string         // an exact model id or a selector (docs/brama.md#model-selection)
 	Messages []chat.Message // the cognition messages of this round
 	// Encoded are more messages of the round, after Messages, already

@@ -53,11 +53,12 @@ type cycleRun struct {
 	debited    messages.CostDebited
 	reply      chat.Message
 	err        error
-	// tool is the call in progress (tools.go); elapsed and finish go to
-	// the observer with the next step.
+	// tool is the call in progress (tools.go); elapsed, finish and model
+	// go to the observer with the next step.
 	tool    toolCall
 	elapsed time.Duration
 	finish  string
+	model   string
 }
 
 // cycleEnd is a cycle that ended, while its checkpoint is written.
@@ -147,6 +148,7 @@ func (b *Being) startRound(ctx actor.Context) {
 	b.cycle.reservation = reservation
 	b.cycle.request = messages.CompletionRequest{
 		AgentID:      b.st.Identity.AgentID,
+		BeingID:      b.me.ID,
 		Model:        b.st.Mind.CurrentModel,
 		Messages:     []chat.Message{system},
 		Encoded:      window,
@@ -241,6 +243,7 @@ func (b *Being) commitBilledRejection(ctx actor.Context, resp messages.Completio
 	}
 	b.cycle.debited = messages.CostDebited{API: debit.API, Instance: debit.Instance, Tokens: debit.Tokens}
 	b.cycle.err = resp.Err
+	b.cycle.model = b.billedModel(resp)
 	b.commit(ctx, step, nextRejected)
 }
 
@@ -275,7 +278,18 @@ func (b *Being) commitCompletion(ctx actor.Context, resp messages.CompletionResp
 	b.cycle.debited = messages.CostDebited{API: debit.API, Instance: debit.Instance, Tokens: debit.Tokens}
 	b.cycle.reply = msg
 	b.cycle.elapsed, b.cycle.finish = resp.Elapsed, resp.FinishReason
+	b.cycle.model = b.billedModel(resp)
 	b.commit(ctx, step, nextTools)
+}
+
+// billedModel is the model a completion is counted under in the metrics
+// (observe.Step.Model): the one its response names, else the one asked
+// for.
+func (b *Being) billedModel(resp messages.CompletionResponse) string {
+	if resp.Model != "" {
+		return resp.Model
+	}
+	return b.st.Mind.CurrentModel
 }
 
 // completionDurable tells the ledger of the completion's cost, then runs

@@ -27,9 +27,12 @@ const (
 	defaultMinCompletionTokens = 256
 	defaultHTTPTimeout         = 120 * time.Second
 	// requestOverhead bounds the request body's fields besides the
-	// messages and the tools: model, max_tokens (under either name),
-	// temperature, braces and keys.
+	// messages, the tools and the prompt cache key: model, max_tokens
+	// (under either name), temperature, braces and keys.
 	requestOverhead = 160
+	// cacheKeyField is the key of prompt_cache_key, which the gateway
+	// may send with the being's id (docs/brama.md#prompt-cache-key).
+	cacheKeyField = `,"prompt_cache_key":`
 )
 
 // StatusThrottled is a being's debug status while a spend limit makes
@@ -63,9 +66,11 @@ func (o Options) httpTimeout() time.Duration {
 
 // bodyBound is an upper bound of the request body's bytes for the
 // system message, the encoded window and the catalogue: the window's
-// bytes are exact, the system message's bounded (chat.SizeBound).
+// bytes are exact, the system message's bounded (chat.SizeBound). The
+// prompt cache key is counted whether or not the gateway sends it.
 func (b *Being) bodyBound(system chat.Message, window state.Encoded) int {
-	return chat.SizeBound([]chat.Message{system}) + window.Bytes() + b.catalog.bytes + chat.QuotedLen(b.st.Mind.CurrentModel) + requestOverhead
+	return chat.SizeBound([]chat.Message{system}) + window.Bytes() + b.catalog.bytes + chat.QuotedLen(b.st.Mind.CurrentModel) +
+		requestOverhead + len(cacheKeyField) + chat.QuotedLen(b.me.ID)
 }
 
 // reserve decides the round's completion: its max_tokens and its
@@ -85,22 +90,8 @@ func (b *Being) reservePricing() ledger.Pricing {
 	if len(b.opts.Prices) == 0 {
 		return p
 	}
-	pair := b.opts.Prices.Reservation(b.st.Mind.CurrentModel, prices.Pair{Input: p.InputPerMillion, Output: p.OutputPerMillion})
-	pair = higher(pair, b.purse.billed)
-	p.InputPerMillion, p.OutputPerMillion = pair.Input, pair.Output
-	return p
-}
-
-// higher is the higher input and the higher output price of a and b,
-// each on its own.
-func higher(a, b prices.Pair) prices.Pair {
-	if b.Input.Cmp(a.Input) > 0 {
-		a.Input = b.Input
-	}
-	if b.Output.Cmp(a.Output) > 0 {
-		a.Output = b.Output
-	}
-	return a
+	pair := b.opts.Prices.Reservation(b.st.Mind.CurrentModel, p.Tokens())
+	return p.WithTokens(pair.Higher(b.purse.billed))
 }
 
 // PricierModelBilled is the warning journaled when a completion is billed
@@ -110,19 +101,19 @@ const PricierModelBilled = "completion billed at a pricier model than reserved; 
 
 // noteBilledPrices compares the prices a completion is billed at (the
 // response's model's, per BRAMA_PRICES_FILE) with those it was reserved
-// at: when either is higher, the being warns once for that rise and
-// reserves at the higher of the two from then on, so that the next
-// reservation holds whichever of the models answers.
+// at: when its highest prompt price or its output price is higher, the
+// being warns once for that rise and reserves at the higher of each price
+// from then on, so that the next reservation holds whichever of the
+// models answers.
 func (b *Being) noteBilledPrices(billed *prices.Pair) {
 	if billed == nil || len(b.opts.Prices) == 0 {
 		return
 	}
-	p := b.reservePricing()
-	reserved := prices.Pair{Input: p.InputPerMillion, Output: p.OutputPerMillion}
-	if billed.Input.Cmp(reserved.Input) <= 0 && billed.Output.Cmp(reserved.Output) <= 0 {
+	reserved := b.reservePricing().Tokens()
+	if billed.PromptWorst().Cmp(reserved.PromptWorst()) <= 0 && billed.Output.Cmp(reserved.Output) <= 0 {
 		return
 	}
-	b.purse.billed = higher(b.purse.billed, *billed)
+	b.purse.billed = b.purse.billed.Higher(*billed)
 	b.warn(PricierModelBilled)
 }
 

@@ -167,7 +167,7 @@ func (b *Being) abandonWork(ctx actor.Context, why string) {
 	}
 	b.epoch++
 	b.cycle.waiting = waitNothing
-	b.cycle.elapsed, b.cycle.finish = 0, ""
+	b.cycle.elapsed, b.cycle.finish, b.cycle.model = 0, "", ""
 	closing := b.closePendingCalls(waiting)
 	if b.givingUpOnStorage() {
 		// The calls stay open on disk; the next load closes them.

@@ -137,8 +137,8 @@ func (b *Being) committed(ctx actor.Context, ev durable.Committed) {
 	if o := b.opts.Observer; o != nil {
 		step := observe.Step{Being: b.me, Events: ev.Events, Status: b.st.Status, Balance: b.st.Budget.Remaining}
 		if b.cycle != nil {
-			step.Elapsed, step.Finish = b.cycle.elapsed, b.cycle.finish
-			b.cycle.elapsed, b.cycle.finish = 0, ""
+			step.Elapsed, step.Finish, step.Model = b.cycle.elapsed, b.cycle.finish, b.cycle.model
+			b.cycle.elapsed, b.cycle.finish, b.cycle.model = 0, "", ""
 		}
 		o.Step(step)
 	}

@@ -58,6 +58,11 @@ type ClientConfig struct {
 	// gateway.FieldMaxTokens (the zero value "" means it) or
 	// gateway.FieldMaxCompletionTokens.
 	MaxTokensField gateway.MaxTokensField
+	// PromptCacheKey sends prompt_cache_key, the being's own id
+	// (Params.BeingID), in every completion body (BRAMA_PROMPT_CACHE_KEY,
+	// docs/brama.md#prompt-cache-key): providers that route on it keep a
+	// being's prompts on the same cache. False sends none.
+	PromptCacheKey bool
 	// Retries is how many times one completion is sent again after a
 	// retryable failure (docs/brama.md#retries). Zero means none.
 	Retries int
@@ -82,6 +87,7 @@ type Client struct {
 	secret      identity.Secret
 	apiKey      identity.Secret
 	maxField    gateway.MaxTokensField
+	cacheKey    bool
 	retries     int
 	timeout     time.Duration
 	timedOut    error // the cause recorded when timeout fires
@@ -108,6 +114,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		secret:   cfg.Secret,
 		apiKey:   cfg.APIKey,
 		maxField: cfg.MaxTokensField,
+		cacheKey: cfg.PromptCacheKey,
 		retries:  max(cfg.Retries, 0),
 		timeout:  cfg.Timeout,
 		now:      cfg.Now,
@@ -229,7 +236,7 @@ func (c *Client) encode(p Params) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	size := len(model) + len(tools) + 96 + 2 + 256*len(p.Messages)
+	size := len(model) + len(tools) + len(p.BeingID) + 128 + 2 + 256*len(p.Messages)
 	for _, raw := range p.Encoded {
 		size += len(raw) + 1
 	}
@@ -253,6 +260,14 @@ func (c *Client) encode(p Params) ([]byte, error) {
 	if len(tools) > 0 {
 		out = append(out, `,"tools":`...)
 		out = append(out, tools...)
+	}
+	if c.cacheKey && p.BeingID != "" {
+		key, err := json.Marshal(p.BeingID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, `,"prompt_cache_key":`...)
+		out = append(out, key...)
 	}
 	return append(out, '}'), nil
 }

@@ -26,6 +26,7 @@ const (
 	WarnUsageMismatch  = "usage total does not match prompt plus completion"
 	WarnNoUsageCharged = "completion reported no usage; charged its reservation"
 	WarnUsageCapped    = "completion reported implausible usage; capped at 4 tokens per request byte and 4 times max_tokens"
+	WarnCacheCounts    = "completion reported cached tokens its prompt tokens cannot hold; debited at the input price"
 )
 
 // plausibleFactor bounds the usage a completion may report
@@ -35,9 +36,11 @@ const (
 const plausibleFactor = 4
 
 // Params is one completion to ask for. AgentID is signed into the request
-// (Brama); MaxTokens and Temperature come from configuration.
+// (Brama); BeingID, the being's own id, is its prompt_cache_key when the
+// client sends one; MaxTokens and Temperature come from configuration.
 type Params struct {
 	AgentID  string
+	BeingID  string
 	Model    string
 	Messages []chat.Message
 	// Encoded are messages sent after Messages as they are: each one JSON
@@ -67,7 +70,9 @@ type Completion struct {
 	// Usage always satisfies Total = Prompt + Completion: a zero total is
 	// recomputed. Leniently, a total that differs from the sum has its
 	// excess counted as completion tokens (the larger count is debited),
-	// and a missing block is ReservationUsage (NoUsage).
+	// and a missing block is ReservationUsage (NoUsage). Its cached and
+	// cache-write tokens together never exceed its prompt tokens
+	// (docs/brama.md#cached-prompt-tokens).
 	Usage chat.Usage
 	// NoUsage reports a lenient completion without a usage block: Usage is
 	// the reservation's token bound, not the gateway's count.
@@ -106,6 +111,7 @@ type requestBody struct {
 	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
 	Temperature         float64         `json:"temperature"`
 	Tools               []chat.Tool     `json:"tools,omitempty"`
+	PromptCacheKey      string          `json:"prompt_cache_key,omitempty"`
 }
 
 // responseBody is the part of an OpenAI-compatible completion the runtime
@@ -119,7 +125,7 @@ type responseBody struct {
 		} `json:"message"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *chat.Usage `json:"usage"`
+	Usage *chat.UsageReport `json:"usage"`
 }
 
 // permanent returns a permanent Brama error with the given message.
@@ -152,7 +158,7 @@ func parseCompletion(body []byte, lenient bool, reservation chat.Usage) (Complet
 	}
 	comp, err := validate(&r, lenient, reservation)
 	if err != nil {
-		if r.Usage != nil && implausible(*r.Usage, reservation) != "" {
+		if r.Usage != nil && implausible(fromReport(*r.Usage).usage, reservation) != "" {
 			// Never debit a count no request could have cost: a refusal
 			// with one is charged its reservation.
 			return Completion{Usage: reservation, Billed: true, Model: r.Model}, err
@@ -177,25 +183,31 @@ func implausible(u chat.Usage, reservation chat.Usage) string {
 	return ""
 }
 
-// capUsage is u with each count at most what implausible allows.
+// capUsage is u with each count at most what implausible allows; the
+// parts of a capped count (cached and cache-write tokens of the prompt,
+// reasoning tokens of the completion) are capped to fit in it.
 func capUsage(u chat.Usage, reservation chat.Usage) chat.Usage {
 	if b := reservation.PromptTokens; b > 0 {
 		u.PromptTokens = min(u.PromptTokens, b*plausibleFactor)
+		u.CachedTokens = min(u.CachedTokens, u.PromptTokens)
+		u.CacheWriteTokens = min(u.CacheWriteTokens, u.PromptTokens-u.CachedTokens)
 	}
 	if m := reservation.CompletionTokens; m > 0 {
 		u.CompletionTokens = min(u.CompletionTokens, m*plausibleFactor)
+		u.ReasoningTokens = min(u.ReasoningTokens, u.CompletionTokens)
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	return u
 }
 
 // billedUsage is the Completion of a refusal: its usage with Billed when
-// the block is well formed, else nothing.
-func billedUsage(model string, usage *chat.Usage) Completion {
+// the block is well formed, else nothing. Cache counts the prompt tokens
+// cannot hold are dropped: the prompt is debited at the input price.
+func billedUsage(model string, usage *chat.UsageReport) Completion {
 	if usage == nil {
 		return Completion{}
 	}
-	u, err := checkUsage(*usage)
+	u, err := checkUsage(fromReport(*usage).usage)
 	if err != nil {
 		return Completion{}
 	}
@@ -206,8 +218,8 @@ func billedUsage(model string, usage *chat.Usage) Completion {
 // (a choice of the wrong shape), when the block itself is well formed.
 func billed(body []byte) Completion {
 	var r struct {
-		Model string      `json:"model"`
-		Usage *chat.Usage `json:"usage"`
+		Model string            `json:"model"`
+		Usage *chat.UsageReport `json:"usage"`
 	}
 	if json.Unmarshal(body, &r) != nil {
 		return Completion{}
@@ -261,13 +273,20 @@ func validate(r *responseBody, lenient bool, reservation chat.Usage) (Completion
 	case r.Usage == nil:
 		return Completion{}, permanent("invalid completion response: missing usage")
 	default:
+		read := fromReport(*r.Usage)
 		var err error
-		if usage, err = checkUsage(*r.Usage); err != nil {
+		if usage, err = checkUsage(read.usage); err != nil {
 			if !lenient {
 				return Completion{}, err
 			}
-			usage = largerUsage(*r.Usage)
+			usage = largerUsage(read.usage)
 			warnings = append(warnings, WarnUsageMismatch)
+		}
+		if read.why != "" {
+			if !lenient {
+				return Completion{}, permanent("inconsistent usage: %s", read.why)
+			}
+			warnings = append(warnings, WarnCacheCounts)
 		}
 	}
 	if why := implausible(usage, reservation); why != "" && !noUsage {

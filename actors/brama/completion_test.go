@@ -328,7 +328,7 @@ func TestReservationUsage(t *testing.T) {
 // TestEncodeMatchesRequestBody holds the hand-written completion body to
 // what encoding/json writes for requestBody, byte for byte: with and
 // without tools (encoded beforehand or not), either max tokens field,
-// none, and text that encoding/json escapes.
+// none, a prompt cache key, and text that encoding/json escapes.
 func TestEncodeMatchesRequestBody(t *testing.T) {
 	tools := []chat.Tool{{Type: "function", Function: chat.Function{Name: "echo__echo", Description: "Echo <it> & more", Parameters: json.RawMessage(`{"type":"object"}`)}}}
 	toolsEncoded, err := json.Marshal(tools)
@@ -346,23 +346,29 @@ func TestEncodeMatchesRequestBody(t *testing.T) {
 	}
 	system := []chat.Message{{Role: chat.RoleSystem, Content: "You are Ada."}}
 	cases := []struct {
-		name  string
-		field gateway.MaxTokensField
-		p     Params
+		name     string
+		field    gateway.MaxTokensField
+		p        Params
+		cacheKey bool
 	}{
-		{"tools encoded", gateway.FieldMaxTokens, Params{Model: "m-1", Messages: system, Encoded: encoded, Tools: tools, ToolsEncoded: toolsEncoded, MaxTokens: 2048, Temperature: 0.2}},
-		{"tools not encoded", gateway.FieldMaxCompletionTokens, Params{Model: "m-1", Messages: system, Encoded: encoded, Tools: tools, MaxTokens: 300, Temperature: 1}},
-		{"no tools, no max", gateway.FieldMaxTokens, Params{Model: "auto:<cheap>", Messages: append(system, window...)}},
-		{"encoded but empty tools", gateway.FieldMaxTokens, Params{Model: "m", Messages: system, ToolsEncoded: json.RawMessage(`null`), Temperature: 0.7}},
+		{"tools encoded", gateway.FieldMaxTokens, Params{Model: "m-1", Messages: system, Encoded: encoded, Tools: tools, ToolsEncoded: toolsEncoded, MaxTokens: 2048, Temperature: 0.2}, false},
+		{"tools not encoded", gateway.FieldMaxCompletionTokens, Params{Model: "m-1", Messages: system, Encoded: encoded, Tools: tools, MaxTokens: 300, Temperature: 1}, false},
+		{"no tools, no max", gateway.FieldMaxTokens, Params{Model: "auto:<cheap>", Messages: append(system, window...)}, false},
+		{"encoded but empty tools", gateway.FieldMaxTokens, Params{Model: "m", Messages: system, ToolsEncoded: json.RawMessage(`null`), Temperature: 0.7}, false},
+		{"prompt cache key", gateway.FieldMaxTokens, Params{Model: "m-1", BeingID: "child:<7>", Messages: system, Encoded: encoded, Tools: tools, MaxTokens: 64, Temperature: 0.2}, true},
+		{"prompt cache key off", gateway.FieldMaxTokens, Params{Model: "m-1", BeingID: "child-7", Messages: system, MaxTokens: 64}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &Client{maxField: tc.field}
+			c := &Client{maxField: tc.field, cacheKey: tc.cacheKey}
 			got, err := c.encode(tc.p)
 			require.NoError(t, err)
 			msgs, err := appendMessages(nil, tc.p.Messages, tc.p.Encoded)
 			require.NoError(t, err)
 			rb := requestBody{Model: tc.p.Model, Messages: msgs, Temperature: tc.p.Temperature, Tools: tc.p.Tools}
+			if tc.cacheKey {
+				rb.PromptCacheKey = tc.p.BeingID
+			}
 			if tc.field == gateway.FieldMaxCompletionTokens {
 				rb.MaxCompletionTokens = tc.p.MaxTokens
 			} else {

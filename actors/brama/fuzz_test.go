@@ -14,8 +14,9 @@ import (
 // FuzzParseCompletion checks parseCompletion, the validation of a 2xx body
 // (docs/brama.md#response-validation): it never panics; every refusal is a
 // permanent brama error; every accepted body yields an assistant message
-// whose finish reason, tool calls and usage obey the table, and which
-// parses back to the same completion when re-encoded.
+// whose finish reason, tool calls and usage obey the table, whose cached
+// and cache-write tokens fit in its prompt tokens (for a billed refusal
+// too), and which parses back to the same completion when re-encoded.
 func FuzzParseCompletion(f *testing.F) {
 	call := `{"id":"c1","type":"function","function":{"name":"echo","arguments":"{\"text\":\"hi\"}"}}`
 	for _, s := range []string{
@@ -45,6 +46,14 @@ func FuzzParseCompletion(f *testing.F) {
 		`{"choices":[{"message":{"content":5},"finish_reason":"stop"}],` + okUsage + `}`,
 		`{"choices":[{"message":{"content":"\ud83d\ude00 \u0000"},"finish_reason":"stop"}],` + okUsage + `} `,
 		`{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],` + okUsage + `}{}`,
+		`{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":2000,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":1024},"completion_tokens_details":{"reasoning_tokens":3}}}`,
+		`{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":11}}}`,
+		`{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_cache_hit_tokens":4,"prompt_cache_miss_tokens":6}}`,
+		`{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"cache_read_input_tokens":4,"cache_creation_input_tokens":6,"prompt_tokens_details":{"cached_tokens":4}}}`,
+		`{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"cache_read_input_tokens":4,"cache_creation_input_tokens":7}}`,
+		`{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"cache_read_input_tokens":4,"prompt_tokens_details":{"cached_tokens":5}}}`,
+		`{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"cache_creation_input_tokens":18446744073709551615,"cache_read_input_tokens":1}}`,
+		`{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":11}}}`,
 		`<html>bad gateway</html>`, `null`, `[]`, `""`, ``, `{}`,
 	} {
 		f.Add([]byte(s))
@@ -53,6 +62,11 @@ func FuzzParseCompletion(f *testing.F) {
 		reservation := ReservationUsage(len(body), 64)
 		c, err := parseCompletion(body, false, reservation)
 		lc, lerr := parseCompletion(body, true, reservation)
+		for _, u := range []chat.Usage{c.Usage, lc.Usage} {
+			if u.CachedTokens > u.PromptTokens || u.CacheWriteTokens > u.PromptTokens-u.CachedTokens {
+				t.Fatalf("parseCompletion(%q) returned usage %+v whose cache counts exceed its prompt tokens", body, u)
+			}
+		}
 		if lerr == nil && implausible(lc.Usage, reservation) != "" {
 			t.Fatalf("lenient validation of %q accepted implausible usage %+v", body, lc.Usage)
 		}
@@ -87,7 +101,7 @@ func FuzzParseCompletion(f *testing.F) {
 				"message":       map[string]any{"role": c.Message.Role, "content": c.Message.Content, "tool_calls": c.Message.ToolCalls},
 				"finish_reason": c.FinishReason,
 			}},
-			"usage": c.Usage,
+			"usage": c.Usage.Report(),
 			"model": c.Model,
 		})
 		if err != nil {

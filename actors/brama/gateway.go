@@ -153,6 +153,7 @@ func (g *Gateway) handleCompletion(ctx actor.Context, req messages.CompletionReq
 	}
 	p := Params{
 		AgentID:      req.AgentID,
+		BeingID:      req.BeingID,
 		Model:        req.Model,
 		Messages:     req.Messages,
 		Encoded:      req.Encoded,

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
@@ -15,18 +16,41 @@ import (
 )
 
 // Pricing is what a being pays (docs/configuration.md#variables): per million
-// prompt and completion tokens, and per hour of instance time spent in Brama
-// calls. Zero prices make debits zero. Prices must not be negative.
+// prompt and completion tokens, per million prompt tokens the provider
+// served from its cache or wrote to it, and per hour of instance time spent
+// in Brama calls. Zero prices make debits zero. Prices must not be negative.
 type Pricing struct {
 	InputPerMillion  money.Amount
 	OutputPerMillion money.Amount
 	InstancePerHour  money.Amount
+	// CachedInputPerMillion and CacheWriteInputPerMillion price cached and
+	// cache-write prompt tokens; nil means InputPerMillion.
+	CachedInputPerMillion     *money.Amount
+	CacheWriteInputPerMillion *money.Amount
+}
+
+// Tokens is p's token prices as a prices.Pair.
+func (p Pricing) Tokens() prices.Pair {
+	return prices.Pair{Input: p.InputPerMillion, Output: p.OutputPerMillion,
+		CachedInput: p.CachedInputPerMillion, CacheWriteInput: p.CacheWriteInputPerMillion}
+}
+
+// WithTokens is p with its token prices replaced by t (a completion's
+// per-model prices, docs/brama.md#per-model-prices); the instance price
+// stays.
+func (p Pricing) WithTokens(t prices.Pair) Pricing {
+	p.InputPerMillion, p.OutputPerMillion = t.Input, t.Output
+	p.CachedInputPerMillion, p.CacheWriteInputPerMillion = t.CachedInput, t.CacheWriteInput
+	return p
 }
 
 // Validate refuses negative prices with the configuration sentence.
 func (p Pricing) Validate() error {
-	if p.InputPerMillion.Sign() < 0 || p.OutputPerMillion.Sign() < 0 || p.InstancePerHour.Sign() < 0 {
-		return fault.New(fault.ClassConfiguration, "prices and balance cannot be negative")
+	t := p.Tokens()
+	for _, v := range []money.Amount{t.Input, t.Output, t.Cached(), t.CacheWrite(), p.InstancePerHour} {
+		if v.Sign() < 0 {
+			return fault.New(fault.ClassConfiguration, "prices and balance cannot be negative")
+		}
 	}
 	return nil
 }
@@ -44,21 +68,36 @@ type Debit struct {
 	Tokens   uint64       // added (saturating) to total_tokens
 }
 
-// ComputeDebit prices one completion (docs/money.md#debit). Each part is
+// ComputeDebit prices one completion (docs/money.md#debit): the uncached
+// prompt tokens at the input price, the cached ones at the cached price,
+// the cache writes at the cache-write price and the completion tokens at
+// the output price, summed exactly, then divided by a million. Each part is
 // rounded up to 12 places before they are added, so the budget's parts always
-// sum to what was taken from remaining. A negative elapsed time counts as
+// sum to what was taken from remaining. Cache counts the prompt tokens
+// cannot hold are cut to fit (cached first, then writes); the gateway
+// never accepts such a usage. A negative elapsed time counts as
 // zero. Tokens is usage.TotalTokens, or prompt + completion when a server
 // reported a zero total.
 func ComputeDebit(p Pricing, u chat.Usage, elapsed time.Duration) Debit {
-	api := money.FromUint(u.PromptTokens).Mul(p.InputPerMillion).
-		Add(money.FromUint(u.CompletionTokens).Mul(p.OutputPerMillion)).
-		QuoUp(perMillion)
-	instance := money.FromInt(int64(max(elapsed, 0))).Mul(p.InstancePerHour).QuoUp(nsPerHour)
-	tokens := u.TotalTokens
-	if tokens == 0 {
-		tokens = addSaturating(u.PromptTokens, u.CompletionTokens)
+	t := p.Tokens()
+	cached := min(u.CachedTokens, u.PromptTokens)
+	written := min(u.CacheWriteTokens, u.PromptTokens-cached)
+	uncached := u.PromptTokens - cached - written
+	tokens := money.FromUint(uncached).Mul(t.Input).
+		Add(money.FromUint(u.CompletionTokens).Mul(t.Output))
+	if cached > 0 {
+		tokens = tokens.Add(money.FromUint(cached).Mul(t.Cached()))
 	}
-	return Debit{API: api, Instance: instance, Amount: api.Add(instance), Tokens: tokens}
+	if written > 0 {
+		tokens = tokens.Add(money.FromUint(written).Mul(t.CacheWrite()))
+	}
+	api := tokens.QuoUp(perMillion)
+	instance := money.FromInt(int64(max(elapsed, 0))).Mul(p.InstancePerHour).QuoUp(nsPerHour)
+	total := u.TotalTokens
+	if total == 0 {
+		total = addSaturating(u.PromptTokens, u.CompletionTokens)
+	}
+	return Debit{API: api, Instance: instance, Amount: api.Add(instance), Tokens: total}
 }
 
 // ApplyDebit takes d from b: remaining −= amount, api_spent += api,

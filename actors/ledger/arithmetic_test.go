@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision/fault"
@@ -77,12 +78,52 @@ func TestApplyDebitAndCredit(t *testing.T) {
 	assert.Equal(t, fault.ClassState, fault.ClassOf(err))
 }
 
+// TestComputeDebitCachedTokens is docs/money.md#debit with a cache: the
+// uncached prompt tokens at the input price, the cached ones at the
+// cached price, cache writes at the write price, summed exactly and
+// rounded once.
+func TestComputeDebitCachedTokens(t *testing.T) {
+	cached, write := m("0.3"), m("3.75")
+	p := Pricing{InputPerMillion: m("3"), OutputPerMillion: m("15"), CachedInputPerMillion: &cached, CacheWriteInputPerMillion: &write}
+	tests := []struct {
+		name string
+		p    Pricing
+		u    chat.Usage
+		api  string
+	}{
+		{"no cache is as before", p, chat.Usage{PromptTokens: 1200, CompletionTokens: 100, TotalTokens: 1300}, "0.0051"},
+		// 976×3 + 1024×0.3 + 100×15 = 2928 + 307.2 + 1500.
+		{"cached at the cached price", p, chat.Usage{PromptTokens: 2000, CompletionTokens: 100, CachedTokens: 1024}, "0.0047352"},
+		// 500×3 + 500×0.3 + 1000×3.75 + 10×15 = 1500 + 150 + 3750 + 150.
+		{"writes at the write price", p, chat.Usage{PromptTokens: 2000, CompletionTokens: 10, CachedTokens: 500, CacheWriteTokens: 1000}, "0.00555"},
+		{"reasoning tokens are completion tokens", p, chat.Usage{PromptTokens: 0, CompletionTokens: 100, ReasoningTokens: 90}, "0.0015"},
+		{"unset cache prices are the input price", Pricing{InputPerMillion: m("3"), OutputPerMillion: m("15")},
+			chat.Usage{PromptTokens: 2000, CompletionTokens: 10, CachedTokens: 500, CacheWriteTokens: 1000}, "0.00615"},
+		{"free cache reads", Pricing{InputPerMillion: m("1"), CachedInputPerMillion: new(money.Amount)}, chat.Usage{PromptTokens: 3, CachedTokens: 2}, "0.000001"},
+		{"the smallest cached price rounds up once", Pricing{InputPerMillion: m("1"), CachedInputPerMillion: ptr(m("0.0000001"))},
+			chat.Usage{PromptTokens: 1, CachedTokens: 1}, "0.000000000001"},
+		// A count the prompt cannot hold is cut to fit: cached first.
+		{"cached cut to the prompt", p, chat.Usage{PromptTokens: 10, CachedTokens: 11, CacheWriteTokens: 5}, "0.000003"},
+		{"writes cut to the rest", p, chat.Usage{PromptTokens: 10, CachedTokens: 4, CacheWriteTokens: math.MaxUint64}, "0.0000237"},
+		{"huge cached counts", p, chat.Usage{PromptTokens: math.MaxUint64, CachedTokens: math.MaxUint64 - 1}, "5534023222112.8654872"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.api, ComputeDebit(tt.p, tt.u, 0).API.String())
+		})
+	}
+}
+
+func ptr(a money.Amount) *money.Amount { return &a }
+
 func TestPricingValidate(t *testing.T) {
 	assert.NoError(t, Pricing{}.Validate())
 	err := Pricing{InstancePerHour: m("-1")}.Validate()
 	assert.EqualError(t, err, "configuration: prices and balance cannot be negative")
 	_, err = Props("l", Pricing{InputPerMillion: m("-0.1")}, state.Budget{})
 	assert.Error(t, err)
+	assert.Error(t, Pricing{CachedInputPerMillion: ptr(m("-0.1"))}.Validate())
+	assert.Error(t, Pricing{CacheWriteInputPerMillion: ptr(m("-0.1"))}.Validate())
 }
 
 func TestRevenue(t *testing.T) {

@@ -76,7 +76,7 @@ func (l *Ledger) Receive(ctx actor.Context) {
 func (l *Ledger) handleDebit(msg messages.DebitRequest) messages.DebitResponse {
 	p := l.pricing
 	if msg.Prices != nil {
-		p.InputPerMillion, p.OutputPerMillion = msg.Prices.Input, msg.Prices.Output
+		p = p.WithTokens(*msg.Prices)
 	}
 	d := ComputeDebit(p, msg.Usage, msg.Elapsed)
 	return messages.DebitResponse{API: d.API, Instance: d.Instance, Amount: d.Amount, Tokens: d.Tokens}

@@ -12,18 +12,21 @@ var secondsPerHour = money.FromInt(3600)
 
 // Bound is the worst-case cost of one completion (docs/money.md#no-overdraft):
 //
-//	body bytes × input price / 1e6 + max tokens × output price / 1e6
+//	body bytes × prompt price / 1e6 + max tokens × output price / 1e6
 //	+ timeout seconds × instance price per hour / 3600
 //
-// each part rounded up to 12 places. A tokenizer never makes more tokens
-// than the bytes it reads, so the first part bounds the prompt's cost; a
-// timeout in fractions of a second counts as the next whole second.
+// each part rounded up to 12 places, where the prompt price is the highest
+// a prompt token may pay (prices.Pair.PromptWorst: the input price, unless
+// a cache price is higher). A tokenizer never makes more tokens than the
+// bytes it reads, so the first part bounds the prompt's cost whatever the
+// provider cached; a timeout in fractions of a second counts as the next
+// whole second.
 func (p Pricing) Bound(bodyBytes, maxTokens int, timeout time.Duration) money.Amount {
 	return p.promptBound(bodyBytes).Add(p.outputBound(maxTokens)).Add(p.instanceBound(timeout))
 }
 
 func (p Pricing) promptBound(bodyBytes int) money.Amount {
-	return money.FromInt(int64(max(bodyBytes, 0))).Mul(p.InputPerMillion).QuoUp(perMillion)
+	return money.FromInt(int64(max(bodyBytes, 0))).Mul(p.Tokens().PromptWorst()).QuoUp(perMillion)
 }
 
 func (p Pricing) outputBound(tokens int) money.Amount {

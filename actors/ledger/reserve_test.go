@@ -20,6 +20,13 @@ func TestBound(t *testing.T) {
 	require.Equal(t, "0.000000000002", Pricing{InputPerMillion: m("0.0000001"), OutputPerMillion: m("0.0000001")}.Bound(1, 1, 0).String())
 	require.Equal(t, "0.0002", Pricing{InstancePerHour: m("0.36")}.Bound(0, 0, 1500*time.Millisecond).String())
 	require.True(t, Pricing{}.Bound(1<<20, 4096, time.Hour).IsZero(), "zero prices reserve nothing")
+	// The worst case is no cache hit, unless writing to the cache costs
+	// more than input: then every byte is reserved at the write price.
+	cheap, dear := m("0.015"), m("0.1875")
+	cached := Pricing{InputPerMillion: m("0.15"), OutputPerMillion: m("0.6"), CachedInputPerMillion: &cheap}
+	require.Equal(t, "0.0016038", cached.Bound(2_500, 2048, 0).String())
+	cached.CacheWriteInputPerMillion = &dear
+	require.Equal(t, "0.00169755", cached.Bound(2_500, 2048, 0).String())
 }
 
 func TestReserve(t *testing.T) {

@@ -235,7 +235,7 @@ func (d *demoCmd) configuration(sandbox, bramaURL string, secret []byte) (config
 			HTTPTimeout: "30", MCPTimeout: "30", ShutdownGrace: "5", ContextMessages: "200", CheckpointEvents: "256",
 			ChildFunding: "transfer", MinCompletion: "256", PromptLayout: "seed",
 		},
-		Brama: config.BramaFlags{BaseURL: bramaURL, Model: "any", SecretFile: filepath.Join(sandbox, demoSecretFile), MaxTokens: "2048", Temperature: "0.2"},
+		Brama: config.BramaFlags{BaseURL: bramaURL, Model: "any", SecretFile: filepath.Join(sandbox, demoSecretFile), MaxTokens: "2048", Temperature: "0.2", CacheKey: true},
 		Las: config.LasFlags{
 			Command: "example-las", Entrypoint: filepath.Join(sandbox, "example-las"), Only: "echo,skarbiec,finance",
 			Manifest: filepath.Join(sandbox, "manifest.json"), ManifestSig: filepath.Join(sandbox, "manifest.sig"),
@@ -252,23 +252,44 @@ func (d *demoCmd) configuration(sandbox, bramaURL string, secret []byte) (config
 // writeSummary prints each being of the family from its own state
 // directory: cycles, starting balance, what it granted its children,
 // balance, earned and net profit, rounded for reading
-// (docs/money.md#shown-to-people); then the family ledger, computed
-// exactly (docs/money.md#the-family-ledger).
+// (docs/money.md#shown-to-people), and the prompt tokens the simulated
+// Brama served from its cache, summed over its journal; then the family
+// ledger, computed exactly (docs/money.md#the-family-ledger).
 func writeSummary(w io.Writer, rootDir string) error {
 	fam, err := accounts.Read(rootDir)
 	if err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "being\tstatus\tcycles\tstarting\tgranted\tbalance\tearned\tnet\t")
+	fmt.Fprintln(tw, "being\tstatus\tcycles\tstarting\tgranted\tbalance\tearned\tnet\tcached\t")
 	for _, b := range fam.Beings {
 		st := b.State
-		fmt.Fprintf(tw, "%s%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", strings.Repeat("  ", b.Depth), st.Identity.Name, st.Status, st.Cycle,
-			st.Budget.Starting.Human(), st.Budget.Granted.Human(), st.Budget.Remaining.Human(), st.Budget.Earned.Human(), st.Budget.NetProfit().Human())
+		cached, err := cachedTokens(b.StateDir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t\n", strings.Repeat("  ", b.Depth), st.Identity.Name, st.Status, st.Cycle,
+			st.Budget.Starting.Human(), st.Budget.Granted.Human(), st.Budget.Remaining.Human(), st.Budget.Earned.Human(), st.Budget.NetProfit().Human(), cached)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(w, "family ledger: "+fam.Verdict())
 	return err
+}
+
+// cachedTokens sums the cached prompt tokens of a being's completions
+// over its whole journal (docs/brama.md#cached-prompt-tokens).
+func cachedTokens(dir string) (uint64, error) {
+	events, err := state.ReadAll(dir)
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, e := range events {
+		if e.Type == state.EventModelCompleted {
+			n = state.AddSaturating(n, e.Usage.CachedTokens)
+		}
+	}
+	return n, nil
 }

@@ -172,6 +172,7 @@ func bramaClient(rt config.Runtime) (*brama.Client, error) {
 		MaxTokensField: rt.Brama.MaxTokensField,
 		Retries:        rt.Brama.Retries,
 		Timeout:        rt.HTTPTimeout,
+		PromptCacheKey: rt.Brama.PromptCacheKey,
 	})
 }
 
@@ -250,7 +251,7 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, 
 	// added (the demo's event lines).
 	var reg *metrics.Metrics
 	if dbg != nil {
-		reg = metrics.New(metrics.Options{PerBeing: rt.MetricsPerBeing, Process: true})
+		reg = metrics.New(metrics.Options{PerBeing: rt.MetricsPerBeing, Process: true, Models: rt.Brama.Models()})
 		rootOpts.Observer = observe.Tee(reg, rootOpts.Observer)
 	}
 	rootOpts.Observer = observe.Tee(logging.NewNarrator(e.log), rootOpts.Observer)

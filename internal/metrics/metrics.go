@@ -4,10 +4,16 @@
 // debug endpoint at GET /metrics in the text exposition format.
 //
 // Every count is taken from a durable journal step (observe.Step), so the
-// counters agree with the journals exactly: completions and tokens from
-// model_completed, cost from cost_debited, revenue from revenue_credited,
-// grants from endowment_granted, tool calls from tool_finished. Money is
-// exported as float samples for observation only; the ledger stays exact.
+// counters agree with the journals exactly: completions, tokens and cached
+// prompt tokens from model_completed, cost from cost_debited, revenue from
+// revenue_credited, grants from endowment_granted, tool calls from
+// tool_finished. Money is exported as float samples for observation only;
+// the ledger stays exact.
+//
+// The completion, token and cost series carry the model the completion
+// was billed at, among the models Options.Models names (the prices file's
+// and the configured one); any other is "other", so the number of series
+// stays bounded whatever the gateway answers.
 package metrics
 
 import (
@@ -34,7 +40,15 @@ type Options struct {
 	// Process adds the Go runtime and process collectors (go_*,
 	// process_*). False leaves them out (tests that compare exact sets).
 	Process bool
+	// Models are the values the "model" label may take besides
+	// OtherModel: the models of BRAMA_PRICES_FILE and BRAMA_MODEL. Nil
+	// labels every completion OtherModel.
+	Models []string
 }
+
+// OtherModel is the "model" label of a completion billed at a model that
+// Options.Models does not name.
+const OtherModel = "other"
 
 // Metrics is the registry and its series. It implements
 // observe.Observer and is safe for concurrent use.
@@ -44,6 +58,7 @@ type Metrics struct {
 
 	completions *prometheus.CounterVec
 	tokens      *prometheus.CounterVec
+	cached      *prometheus.CounterVec
 	cost        *prometheus.CounterVec
 	revenue     *prometheus.CounterVec
 	granted     *prometheus.CounterVec
@@ -57,6 +72,8 @@ type Metrics struct {
 	beings      *prometheus.GaugeVec
 	fsync       prometheus.Histogram
 
+	models map[string]bool // the model label values besides OtherModel
+
 	mu     sync.Mutex
 	byID   map[string]*series // resolved per-being series, by agent id
 	status map[string]string  // each being's last status, by agent id
@@ -67,18 +84,24 @@ type Metrics struct {
 
 // series are one being's fixed series, resolved once.
 type series struct {
-	label                       string
-	prompt, completion          prometheus.Counter
-	api, instance, earned, gave prometheus.Counter
-	warned                      prometheus.Counter
-	balance                     prometheus.Gauge
-	// last is the balance last set (seen: there is one); finish and
-	// tools hold the resolved completion and tool-call counters by label
-	// values. All guarded by Metrics.mu.
+	label        string
+	earned, gave prometheus.Counter
+	warned       prometheus.Counter
+	balance      prometheus.Gauge
+	// last is the balance last set (seen: there is one); finish, models
+	// and tools hold the resolved completion, per-model and tool-call
+	// counters by label values. All guarded by Metrics.mu.
 	last   money.Amount
 	seen   bool
-	finish map[string]prometheus.Counter
+	finish map[[2]string]prometheus.Counter
+	models map[string]*modelSeries
 	tools  map[[2]string]prometheus.Counter
+}
+
+// modelSeries are one being's token and cost series for one model label.
+type modelSeries struct {
+	prompt, completion, cached prometheus.Counter
+	api, instance              prometheus.Counter
 }
 
 var _ observe.Observer = (*Metrics)(nil)
@@ -93,15 +116,19 @@ var (
 // New returns the metrics of a family with every series registered.
 func New(opts Options) *Metrics {
 	m := &Metrics{
-		reg: prometheus.NewRegistry(), perBeing: opts.PerBeing,
+		reg: prometheus.NewRegistry(), perBeing: opts.PerBeing, models: map[string]bool{},
 		byID: map[string]*series{}, status: map[string]string{}, toolTimes: map[string]prometheus.Observer{},
+	}
+	for _, model := range opts.Models {
+		m.models[model] = true
 	}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, m.labels(labels...))
 	}
-	m.completions = counter("singularity_completions_total", "Model completions journaled, by finish reason.", "finish")
-	m.tokens = counter("singularity_tokens_total", "Tokens of journaled completions, by kind (prompt, completion).", "kind")
-	m.cost = counter("singularity_cost_usd_total", "Debited cost in USD, by part (api, instance); a float for observation, the ledger is exact.", "part")
+	m.completions = counter("singularity_completions_total", "Model completions journaled, by finish reason and model.", "finish", "model")
+	m.tokens = counter("singularity_tokens_total", "Tokens of journaled completions, by kind (prompt, completion) and model.", "kind", "model")
+	m.cached = counter("singularity_prompt_cached_tokens_total", "Prompt tokens of journaled completions that the provider served from its cache (a part of the prompt tokens), by model.", "model")
+	m.cost = counter("singularity_cost_usd_total", "Debited cost in USD, by part (api, instance) and model; a float for observation, the ledger is exact.", "part", "model")
 	m.revenue = counter("singularity_revenue_usd_total", "Revenue credited from trusted evidence, in USD.")
 	m.granted = counter("singularity_granted_usd_total", "Endowments granted to children, in USD.")
 	m.warnings = counter("singularity_warnings_total", "Warnings journaled.")
@@ -113,7 +140,7 @@ func New(opts Options) *Metrics {
 	m.restarts = counter("singularity_las_restarts_total", "Restarts of a being's MCP servers.", "server")
 	m.beings = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "singularity_beings", Help: "Beings of the family by status."}, []string{"status"})
 	m.fsync = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "singularity_storage_fsync_seconds", Help: "Duration of one durable write (a journal step or a checkpoint, each ending in fsync).", Buckets: fsyncBuckets})
-	m.reg.MustRegister(m.completions, m.tokens, m.cost, m.revenue, m.granted, m.warnings, m.balance,
+	m.reg.MustRegister(m.completions, m.tokens, m.cached, m.cost, m.revenue, m.granted, m.warnings, m.balance,
 		m.cycles, m.toolCalls, m.toolTime, m.modelTime, m.restarts, m.beings, m.fsync)
 	if opts.Process {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -156,16 +183,13 @@ func (m *Metrics) of(b observe.Being) *series {
 	label := b.Label()
 	v := func(others ...string) []string { return m.values(label, others...) }
 	s := &series{
-		label:      label,
-		prompt:     m.tokens.WithLabelValues(v("prompt")...),
-		completion: m.tokens.WithLabelValues(v("completion")...),
-		api:        m.cost.WithLabelValues(v("api")...),
-		instance:   m.cost.WithLabelValues(v("instance")...),
-		earned:     m.revenue.WithLabelValues(v()...),
-		gave:       m.granted.WithLabelValues(v()...),
-		warned:     m.warnings.WithLabelValues(v()...),
-		finish:     map[string]prometheus.Counter{},
-		tools:      map[[2]string]prometheus.Counter{},
+		label:  label,
+		earned: m.revenue.WithLabelValues(v()...),
+		gave:   m.granted.WithLabelValues(v()...),
+		warned: m.warnings.WithLabelValues(v()...),
+		finish: map[[2]string]prometheus.Counter{},
+		models: map[string]*modelSeries{},
+		tools:  map[[2]string]prometheus.Counter{},
 	}
 	if m.perBeing {
 		s.balance = m.balance.WithLabelValues(label)
@@ -174,20 +198,52 @@ func (m *Metrics) of(b observe.Being) *series {
 	return s
 }
 
+// modelLabel is the "model" label of a completion billed at model.
+func (m *Metrics) modelLabel(model string) string {
+	if m.models[model] {
+		return model
+	}
+	return OtherModel
+}
+
+// ofModel returns s's series for a model label, making them on first
+// sight.
+func (m *Metrics) ofModel(s *series, model string) *modelSeries {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ms, ok := s.models[model]; ok {
+		return ms
+	}
+	v := func(others ...string) []string { return m.values(s.label, others...) }
+	ms := &modelSeries{
+		prompt:     m.tokens.WithLabelValues(v("prompt", model)...),
+		completion: m.tokens.WithLabelValues(v("completion", model)...),
+		cached:     m.cached.WithLabelValues(v(model)...),
+		api:        m.cost.WithLabelValues(v("api", model)...),
+		instance:   m.cost.WithLabelValues(v("instance", model)...),
+	}
+	s.models[model] = ms
+	return ms
+}
+
 // Step counts a durable step's events.
 func (m *Metrics) Step(st observe.Step) {
 	s := m.of(st.Being)
+	model := m.modelLabel(st.Model)
 	for i := range st.Events {
 		e := &st.Events[i]
 		switch e.Type {
 		case state.EventModelCompleted:
-			m.completed(s, st.Finish).Inc()
-			s.prompt.Add(float64(e.Usage.PromptTokens))
-			s.completion.Add(float64(e.Usage.CompletionTokens))
+			m.completed(s, st.Finish, model).Inc()
+			ms := m.ofModel(s, model)
+			ms.prompt.Add(float64(e.Usage.PromptTokens))
+			ms.completion.Add(float64(e.Usage.CompletionTokens))
+			ms.cached.Add(float64(e.Usage.CachedTokens))
 			m.modelTime.Observe(st.Elapsed.Seconds())
 		case state.EventCostDebited:
-			addUSD(s.api, e.API)
-			addUSD(s.instance, e.Instance)
+			ms := m.ofModel(s, model)
+			addUSD(ms.api, e.API)
+			addUSD(ms.instance, e.Instance)
 		case state.EventRevenueCredited:
 			addUSD(s.earned, e.Amount)
 		case observe.EventEndowmentGranted:
@@ -211,14 +267,16 @@ func addUSD(c prometheus.Counter, a money.Amount) {
 	}
 }
 
-// completed is s's completion counter for a finish reason.
-func (m *Metrics) completed(s *series, finish string) prometheus.Counter {
+// completed is s's completion counter for a finish reason and a model
+// label.
+func (m *Metrics) completed(s *series, finish, model string) prometheus.Counter {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c, ok := s.finish[finish]
+	key := [2]string{finish, model}
+	c, ok := s.finish[key]
 	if !ok {
-		c = m.completions.WithLabelValues(m.values(s.label, finish)...)
-		s.finish[finish] = c
+		c = m.completions.WithLabelValues(m.values(s.label, finish, model)...)
+		s.finish[key] = c
 	}
 	return c
 }

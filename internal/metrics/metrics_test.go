@@ -27,15 +27,24 @@ var (
 	bo  = observe.Being{Name: "Bo", ID: "0123456789abcdef", AgentID: "agent-ada"}
 )
 
+// models are the model labels the tests' metrics know.
+var models = []string{"sim-small", "sim-large"}
+
 // feed gives m one completion, two tool calls with a credit, a grant and
-// a warning for each being, and ends a cycle of each.
+// a warning for each being, and ends a cycle of each. Ada's completion is
+// billed at sim-small, 64 of its prompt tokens cached; Bo's at a model
+// the metrics do not know.
 func feed(m *Metrics) {
 	now := state.Now()
 	for _, b := range []observe.Being{ada, bo} {
+		model, cached := "sim-small", uint64(64)
+		if b == bo {
+			model, cached = "unlisted-model", 0
+		}
 		m.Step(observe.Step{Being: b, Status: "running", Balance: testkit.USD("1"), Events: []state.Event{state.Started(now)}})
-		m.Step(observe.Step{Being: b, Status: "running", Balance: testkit.USD("0.99"), Elapsed: 300 * time.Millisecond, Finish: "tool_calls",
+		m.Step(observe.Step{Being: b, Status: "running", Balance: testkit.USD("0.99"), Elapsed: 300 * time.Millisecond, Finish: "tool_calls", Model: model,
 			Events: []state.Event{
-				state.ModelCompleted(now, 1, chat.Usage{PromptTokens: 100, CompletionTokens: 20}),
+				state.ModelCompleted(now, 1, chat.Usage{PromptTokens: 100, CompletionTokens: 20, CachedTokens: cached}),
 				state.Debited(now, 1, testkit.USD("0.0075"), testkit.USD("0.0025"), 120),
 			}})
 		m.Step(observe.Step{Being: b, Status: "running", Balance: testkit.USD("1.04"), Elapsed: 2 * time.Millisecond,
@@ -57,25 +66,29 @@ func feed(m *Metrics) {
 }
 
 func TestPerBeing(t *testing.T) {
-	m := New(Options{PerBeing: true})
+	m := New(Options{PerBeing: true, Models: models})
 	feed(m)
 	want := `
-# HELP singularity_completions_total Model completions journaled, by finish reason.
+# HELP singularity_completions_total Model completions journaled, by finish reason and model.
 # TYPE singularity_completions_total counter
-singularity_completions_total{being="Ada-agent-ad",finish="tool_calls"} 1
-singularity_completions_total{being="Bo-01234567",finish="tool_calls"} 1
-# HELP singularity_tokens_total Tokens of journaled completions, by kind (prompt, completion).
+singularity_completions_total{being="Ada-agent-ad",finish="tool_calls",model="sim-small"} 1
+singularity_completions_total{being="Bo-01234567",finish="tool_calls",model="other"} 1
+# HELP singularity_tokens_total Tokens of journaled completions, by kind (prompt, completion) and model.
 # TYPE singularity_tokens_total counter
-singularity_tokens_total{being="Ada-agent-ad",kind="completion"} 20
-singularity_tokens_total{being="Ada-agent-ad",kind="prompt"} 100
-singularity_tokens_total{being="Bo-01234567",kind="completion"} 20
-singularity_tokens_total{being="Bo-01234567",kind="prompt"} 100
-# HELP singularity_cost_usd_total Debited cost in USD, by part (api, instance); a float for observation, the ledger is exact.
+singularity_tokens_total{being="Ada-agent-ad",kind="completion",model="sim-small"} 20
+singularity_tokens_total{being="Ada-agent-ad",kind="prompt",model="sim-small"} 100
+singularity_tokens_total{being="Bo-01234567",kind="completion",model="other"} 20
+singularity_tokens_total{being="Bo-01234567",kind="prompt",model="other"} 100
+# HELP singularity_prompt_cached_tokens_total Prompt tokens of journaled completions that the provider served from its cache (a part of the prompt tokens), by model.
+# TYPE singularity_prompt_cached_tokens_total counter
+singularity_prompt_cached_tokens_total{being="Ada-agent-ad",model="sim-small"} 64
+singularity_prompt_cached_tokens_total{being="Bo-01234567",model="other"} 0
+# HELP singularity_cost_usd_total Debited cost in USD, by part (api, instance) and model; a float for observation, the ledger is exact.
 # TYPE singularity_cost_usd_total counter
-singularity_cost_usd_total{being="Ada-agent-ad",part="api"} 0.0075
-singularity_cost_usd_total{being="Ada-agent-ad",part="instance"} 0.0025
-singularity_cost_usd_total{being="Bo-01234567",part="api"} 0.0075
-singularity_cost_usd_total{being="Bo-01234567",part="instance"} 0.0025
+singularity_cost_usd_total{being="Ada-agent-ad",model="sim-small",part="api"} 0.0075
+singularity_cost_usd_total{being="Ada-agent-ad",model="sim-small",part="instance"} 0.0025
+singularity_cost_usd_total{being="Bo-01234567",model="other",part="api"} 0.0075
+singularity_cost_usd_total{being="Bo-01234567",model="other",part="instance"} 0.0025
 # HELP singularity_revenue_usd_total Revenue credited from trusted evidence, in USD.
 # TYPE singularity_revenue_usd_total counter
 singularity_revenue_usd_total{being="Ada-agent-ad"} 0.05
@@ -112,7 +125,7 @@ singularity_warnings_total{being="Ada-agent-ad"} 1
 singularity_warnings_total{being="Bo-01234567"} 1
 `
 	require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
-		"singularity_completions_total", "singularity_tokens_total", "singularity_cost_usd_total",
+		"singularity_completions_total", "singularity_tokens_total", "singularity_prompt_cached_tokens_total", "singularity_cost_usd_total",
 		"singularity_revenue_usd_total", "singularity_granted_usd_total", "singularity_balance_usd",
 		"singularity_cycles_total", "singularity_tool_calls_total", "singularity_las_restarts_total",
 		"singularity_beings", "singularity_warnings_total"))
@@ -128,16 +141,23 @@ singularity_warnings_total{being="Bo-01234567"} 1
 // TestWithoutBeingLabel: SINGULARITY_METRICS_PER_BEING=false drops the
 // label and keeps the sums, the balance included.
 func TestWithoutBeingLabel(t *testing.T) {
-	m := New(Options{PerBeing: false})
+	m := New(Options{PerBeing: false, Models: models})
 	feed(m)
 	want := `
-# HELP singularity_completions_total Model completions journaled, by finish reason.
+# HELP singularity_completions_total Model completions journaled, by finish reason and model.
 # TYPE singularity_completions_total counter
-singularity_completions_total{finish="tool_calls"} 2
-# HELP singularity_cost_usd_total Debited cost in USD, by part (api, instance); a float for observation, the ledger is exact.
+singularity_completions_total{finish="tool_calls",model="other"} 1
+singularity_completions_total{finish="tool_calls",model="sim-small"} 1
+# HELP singularity_prompt_cached_tokens_total Prompt tokens of journaled completions that the provider served from its cache (a part of the prompt tokens), by model.
+# TYPE singularity_prompt_cached_tokens_total counter
+singularity_prompt_cached_tokens_total{model="other"} 0
+singularity_prompt_cached_tokens_total{model="sim-small"} 64
+# HELP singularity_cost_usd_total Debited cost in USD, by part (api, instance) and model; a float for observation, the ledger is exact.
 # TYPE singularity_cost_usd_total counter
-singularity_cost_usd_total{part="api"} 0.015
-singularity_cost_usd_total{part="instance"} 0.005
+singularity_cost_usd_total{model="other",part="api"} 0.0075
+singularity_cost_usd_total{model="other",part="instance"} 0.0025
+singularity_cost_usd_total{model="sim-small",part="api"} 0.0075
+singularity_cost_usd_total{model="sim-small",part="instance"} 0.0025
 # HELP singularity_balance_usd Remaining balance in USD after the last durable step (summed over beings without the being label).
 # TYPE singularity_balance_usd gauge
 singularity_balance_usd 0.79
@@ -147,7 +167,7 @@ singularity_tool_calls_total{status="failed",surface="builtin"} 2
 singularity_tool_calls_total{status="success",surface="finance"} 2
 `
 	require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
-		"singularity_completions_total", "singularity_cost_usd_total", "singularity_balance_usd", "singularity_tool_calls_total"))
+		"singularity_completions_total", "singularity_prompt_cached_tokens_total", "singularity_cost_usd_total", "singularity_balance_usd", "singularity_tool_calls_total"))
 }
 
 // TestHandlerServesTextExposition: the handler's answer parses with

@@ -57,6 +57,10 @@ type Step struct {
 	// Finish is a completion's finish reason ("stop", "tool_calls",
 	// "length", …); empty for other steps.
 	Finish string
+	// Model is the model a completion's step (model_completed and its
+	// cost_debited) is billed at: the one the response names, else the
+	// one asked for; empty for other steps.
+	Model string
 }
 
 // Observer watches beings. See the package comment for the rules.

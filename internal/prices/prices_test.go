@@ -95,3 +95,45 @@ func TestReservation(t *testing.T) {
 	got = Table(nil).Reservation("any", fallback)
 	assert.Equal(t, "1/1", got.Input.String()+"/"+got.Output.String())
 }
+
+// text is p's four prices as "input/output/cached/write".
+func text(p Pair) string {
+	return p.Input.String() + "/" + p.Output.String() + "/" + p.Cached().String() + "/" + p.CacheWrite().String()
+}
+
+func TestCachePrices(t *testing.T) {
+	table, err := Parse([]byte(`{
+	  "cached":   {"input_usd_per_million": "3", "output_usd_per_million": "15", "cached_input_usd_per_million": "0.3", "cache_write_input_usd_per_million": "3.75"},
+	  "readonly": {"input_usd_per_million": "2", "output_usd_per_million": "8", "cached_input_usd_per_million": "0.5"},
+	  "plain":    {"input_usd_per_million": "1", "output_usd_per_million": "2"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, "3/15/0.3/3.75", text(table["cached"]))
+	assert.Equal(t, "2/8/0.5/2", text(table["readonly"]), "a missing cache-write price is the input price")
+	assert.Equal(t, "1/2/1/1", text(table["plain"]), "both cache prices default to the input price")
+	assert.Nil(t, table["plain"].CachedInput)
+	assert.Nil(t, table["plain"].CacheWriteInput)
+
+	assert.Equal(t, "3.75", table["cached"].PromptWorst().String(), "a cache write may cost more than input")
+	assert.Equal(t, "2", table["readonly"].PromptWorst().String())
+	assert.Equal(t, "1", pair("1", "9").PromptWorst().String())
+
+	// A selector reserves at the highest of each price, each on its own:
+	// plain pays its input price, 1, for a cached token.
+	got := table.Reservation("any", pair("0.1", "20"))
+	assert.Equal(t, "3/20/1/3.75", text(got))
+	assert.Equal(t, "3.75", got.PromptWorst().String())
+	assert.Equal(t, "1/2/1/1", text(Table{"a": pair("1", "2")}.Reservation("any", pair("0", "0"))))
+
+	for _, c := range []struct{ text, want string }{
+		{`{"m": {"input_usd_per_million": "1", "output_usd_per_million": "1", "cached_input_usd_per_million": "-0.1"}}`, `model "m": cached_input_usd_per_million cannot be negative`},
+		{`{"m": {"input_usd_per_million": "1", "output_usd_per_million": "1", "cached_input_usd_per_million": 0.1}}`, `model "m": cached_input_usd_per_million must be a decimal string`},
+		{`{"m": {"input_usd_per_million": "1", "output_usd_per_million": "1", "cache_write_input_usd_per_million": "1e400"}}`, `model "m": cache_write_input_usd_per_million is out of range`},
+		{`{"m": {"input_usd_per_million": "1", "output_usd_per_million": "1", "cache_write_input_usd_per_million": null}}`, `model "m": cache_write_input_usd_per_million must be a decimal string`},
+		{`{"m": {"input_usd_per_million": "1", "output_usd_per_million": "1", "cached_usd_per_million": "1"}}`, `model "m": unknown field "cached_usd_per_million"`},
+	} {
+		_, err := Parse([]byte(c.text))
+		if assert.Error(t, err, c.text) {
+			assert.Equal(t, c.want, err.Error(), c.text)
+		}
+	}
+}

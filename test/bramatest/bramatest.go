@@ -130,8 +130,9 @@ type Response struct {
 	Object  string   `json:"object"`
 	Model   string   `json:"model"`
 	Choices []Choice `json:"choices"`
-	// Usage is omitted when nil.
-	Usage *chat.Usage `json:"usage,omitempty"`
+	// Usage is omitted when nil. Completion writes it in OpenAI's form
+	// (chat.Usage.Report); a test sets any other form here.
+	Usage *chat.UsageReport `json:"usage,omitempty"`
 }
 
 // Choice is one completion choice.

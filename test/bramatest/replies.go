@@ -18,17 +18,20 @@ func Call(id, name, arguments string) chat.ToolCall {
 	return chat.ToolCall{ID: id, Type: "function", Function: chat.FunctionCall{Name: name, Arguments: arguments}}
 }
 
-// Completion returns a one-choice completion body.
+// Completion returns a one-choice completion body; its usage block is
+// usage in OpenAI's form (chat.Usage.Report: cached tokens in
+// prompt_tokens_details, and so on).
 func Completion(msg ReplyMessage, finish string, usage chat.Usage) Response {
 	if msg.Role == "" {
 		msg.Role = chat.RoleAssistant
 	}
+	report := usage.Report()
 	return Response{
 		ID:      "chatcmpl-test",
 		Object:  "chat.completion",
 		Model:   "test-model",
 		Choices: []Choice{{Index: 0, Message: msg, FinishReason: finish}},
-		Usage:   &usage,
+		Usage:   &report,
 	}
 }
 

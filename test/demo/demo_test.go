@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -58,9 +59,10 @@ type row struct {
 	cycles                  string
 	starting, granted       money.Amount
 	balance, earned, netPNL money.Amount
+	cached                  uint64
 }
 
-var rowRE = regexp.MustCompile(`^( *)(\S+)\s+(\S+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s*$`)
+var rowRE = regexp.MustCompile(`^( *)(\S+)\s+(\S+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\d+)\s*$`)
 
 // summary parses the table printed after "Summary (simulated money):".
 func summary(t *testing.T, stdout string) map[string]row {
@@ -68,7 +70,7 @@ func summary(t *testing.T, stdout string) map[string]row {
 	_, table, ok := strings.Cut(stdout, "Summary (simulated money):\n")
 	require.True(t, ok, "no summary in:\n%s", stdout)
 	lines := strings.Split(strings.TrimRight(table, "\n"), "\n")
-	require.Regexp(t, `^being\s+status\s+cycles\s+starting\s+granted\s+balance\s+earned\s+net\s*$`, lines[0])
+	require.Regexp(t, `^being\s+status\s+cycles\s+starting\s+granted\s+balance\s+earned\s+net\s+cached\s*$`, lines[0])
 	require.Equal(t, "family ledger: exact", lines[len(lines)-1], "the family's money is conserved")
 	rows := map[string]row{}
 	for _, line := range lines[1 : len(lines)-1] {
@@ -79,8 +81,10 @@ func summary(t *testing.T, stdout string) map[string]row {
 			require.NoError(t, err, "decimal in %q", line)
 			return a
 		}
+		cached, err := strconv.ParseUint(m[10], 10, 64)
+		require.NoError(t, err, "cached tokens in %q", line)
 		rows[m[2]] = row{depth: len(m[1]) / 2, name: m[2], status: m[3], cycles: m[4],
-			starting: parse(m[5]), granted: parse(m[6]), balance: parse(m[7]), earned: parse(m[8]), netPNL: parse(m[9])}
+			starting: parse(m[5]), granted: parse(m[6]), balance: parse(m[7]), earned: parse(m[8]), netPNL: parse(m[9]), cached: cached}
 	}
 	return rows
 }
@@ -124,7 +128,9 @@ func TestDemoRunsThreeCycles(t *testing.T) {
 		if sold(b.events) {
 			assert.Positive(t, r.earned.Sign(), "%s sold in the simulated market, so it earned", name)
 		}
+		assert.Equal(t, cachedIn(b.events), r.cached, "%s: the cached prompt tokens of its journal", name)
 	}
+	assert.Positive(t, rows["Ada"].cached, "three cycles of Ada's prompts share prefixes the simulated Brama caches")
 	assert.True(t, sold(family["Ada"].events), "Ada sold in the simulated market")
 	assert.Positive(t, rows["Ada"].earned.Sign())
 	assert.Positive(t, rows["Ada"].granted.Sign(), "Ada endowed her children")
@@ -364,6 +370,17 @@ func sold(events []state.Event) bool {
 		}
 	}
 	return false
+}
+
+// cachedIn sums the cached prompt tokens of a journal's completions.
+func cachedIn(events []state.Event) uint64 {
+	var n uint64
+	for _, e := range events {
+		if e.Type == state.EventModelCompleted {
+			n += e.Usage.CachedTokens
+		}
+	}
+	return n
 }
 
 func uintText(n uint64) string {

@@ -111,11 +111,13 @@ func float(a money.Amount) float64 {
 // demo world: spawning, earning, Las and built-in tools) once every being
 // has ended its third cycle and is idle, parses the exposition with
 // Prometheus's own parser, and checks every counter against the beings'
-// journals: completions, tokens, cost (api and instance, to 1e-9),
-// revenue, tool calls by surface and status, cycles, balances.
+// journals: completions, tokens, cached prompt tokens, cost (api and
+// instance, to 1e-9), revenue, tool calls by surface and status, cycles,
+// balances. Every completion is labelled with the model it was billed
+// at, one the metrics know.
 func TestMetricsAgreeWithJournals(t *testing.T) {
 	const cycles = 3
-	m := metrics.New(metrics.Options{PerBeing: true})
+	m := metrics.New(metrics.Options{PerBeing: true, Models: []string{"any"}})
 	dir := filepath.Join(t.TempDir(), "state")
 	rootID := testkit.Identity().AgentID
 	q := newQuiet(rootID, cycles)
@@ -138,7 +140,7 @@ func TestMetricsAgreeWithJournals(t *testing.T) {
 	fams, err := parser.TextToMetricFamilies(resp.Body)
 	require.NoError(t, err, "the exposition parses")
 	for _, name := range []string{
-		"singularity_completions_total", "singularity_tokens_total", "singularity_cost_usd_total",
+		"singularity_completions_total", "singularity_tokens_total", "singularity_prompt_cached_tokens_total", "singularity_cost_usd_total",
 		"singularity_revenue_usd_total", "singularity_balance_usd", "singularity_cycles_total",
 		"singularity_tool_calls_total", "singularity_tool_duration_seconds", "singularity_completion_duration_seconds",
 		"singularity_beings", "singularity_storage_fsync_seconds",
@@ -158,7 +160,7 @@ func TestMetricsAgreeWithJournals(t *testing.T) {
 		st, err := state.Load(b.Dir)
 		require.NoError(t, err)
 
-		var prompt, completion uint64
+		var prompt, completion, cached uint64
 		api, instance, earned := money.Zero, money.Zero, money.Zero
 		tools := map[[2]string]float64{}
 		n := 0
@@ -168,6 +170,7 @@ func TestMetricsAgreeWithJournals(t *testing.T) {
 				n++
 				prompt += e.Usage.PromptTokens
 				completion += e.Usage.CompletionTokens
+				cached += e.Usage.CachedTokens
 			case state.EventCostDebited:
 				api, instance = api.Add(e.API), instance.Add(e.Instance)
 			case state.EventRevenueCredited:
@@ -181,8 +184,12 @@ func TestMetricsAgreeWithJournals(t *testing.T) {
 		require.True(t, ok, "%s has completions", label)
 		assert.Equal(t, float64(n), got, "%s completions", label)
 		completions += got
-		got, _ = sample(fams, "singularity_tokens_total", map[string]string{"being": label, "kind": "prompt"})
+		got, _ = sample(fams, "singularity_completions_total", map[string]string{"being": label, "model": "any"})
+		assert.Equal(t, float64(n), got, "%s completions of the model asked for", label)
+		got, _ = sample(fams, "singularity_tokens_total", map[string]string{"being": label, "kind": "prompt", "model": "any"})
 		assert.Equal(t, float64(prompt), got, "%s prompt tokens", label)
+		got, _ = sample(fams, "singularity_prompt_cached_tokens_total", map[string]string{"being": label, "model": "any"})
+		assert.Equal(t, float64(cached), got, "%s cached prompt tokens", label)
 		got, _ = sample(fams, "singularity_tokens_total", map[string]string{"being": label, "kind": "completion"})
 		assert.Equal(t, float64(completion), got, "%s completion tokens", label)
 		got, _ = sample(fams, "singularity_cost_usd_total", map[string]string{"being": label, "part": "api"})

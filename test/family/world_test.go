@@ -30,6 +30,7 @@ import (
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/metrics"
 	"github.com/wisent/singularity/internal/observe"
+	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
@@ -196,6 +197,7 @@ type world struct {
 	events   chan any
 	progress *progress
 	debugURL string
+	brama    *simbrama.Server
 	stopped  *messages.FamilyStopped
 }
 
@@ -209,6 +211,11 @@ type worldConfig struct {
 	observer  observe.Observer
 	maxCycles uint64
 	metrics   *metrics.Metrics
+	// prices, when set, is the prices file's table of the gateway and
+	// of the simulated Brama's bill; cacheKey sends each being's id as
+	// prompt_cache_key (BRAMA_PROMPT_CACHE_KEY).
+	prices   prices.Table
+	cacheKey bool
 }
 
 // startWorld boots the root's state and spawns the family. Everything is
@@ -221,7 +228,12 @@ func startWorld(t *testing.T, cfg worldConfig) *world {
 	_, err := rand.Read(secret)
 	require.NoError(t, err)
 	secretHex := []byte(hex.EncodeToString(secret))
-	sim, err := simbrama.Start(secretHex, simbrama.Options{RootName: "Ada", GrandchildParent: "Bo"})
+	pricing := ledger.Pricing{
+		InputPerMillion:  testkit.USD("0.15"),
+		OutputPerMillion: testkit.USD("0.6"),
+		InstancePerHour:  testkit.USD("0.36"),
+	}
+	sim, err := simbrama.Start(secretHex, simbrama.Options{RootName: "Ada", GrandchildParent: "Bo", Prices: cfg.prices, Price: pricing.Tokens()})
 	require.NoError(t, err)
 	t.Cleanup(func() { sim.Close() })
 
@@ -230,7 +242,7 @@ func startWorld(t *testing.T, cfg worldConfig) *world {
 	transport.MaxIdleConnsPerHost = 16
 	client, err := brama.NewClient(brama.ClientConfig{
 		BaseURL: sim.URL(), Secret: identity.NewSecret(secretHex), Timeout: 30 * time.Second,
-		Transport: observing{next: transport, p: prog},
+		Transport: observing{next: transport, p: prog}, PromptCacheKey: cfg.cacheKey,
 	})
 	require.NoError(t, err)
 
@@ -250,15 +262,12 @@ func startWorld(t *testing.T, cfg worldConfig) *world {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	root := being.Options{
-		StateDir: cfg.dir,
-		Identity: id,
-		Mode:     being.Run,
-		Model:    "any",
-		Pricing: ledger.Pricing{
-			InputPerMillion:  testkit.USD("0.15"),
-			OutputPerMillion: testkit.USD("0.6"),
-			InstancePerHour:  testkit.USD("0.36"),
-		},
+		StateDir:        cfg.dir,
+		Identity:        id,
+		Mode:            being.Run,
+		Model:           "any",
+		Pricing:         pricing,
+		Prices:          cfg.prices,
 		StartingBalance: balance,
 		Workspace:       workspace,
 		MaxToolRounds:   8,
@@ -289,7 +298,7 @@ func startWorld(t *testing.T, cfg worldConfig) *world {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
 	events := make(chan any, 64)
 	pid, err := system.Root.SpawnNamed(family.Props(family.Options{
-		Gateway: brama.GatewayConfig{Client: client, MaxTokens: 2048, Temperature: 0.2, ShutdownGrace: 5 * time.Second, Logger: log},
+		Gateway: brama.GatewayConfig{Client: client, MaxTokens: 2048, Temperature: 0.2, ShutdownGrace: 5 * time.Second, Prices: cfg.prices, Logger: log},
 		Root:    root,
 		Events:  events,
 		Logger:  log,
@@ -301,7 +310,7 @@ func startWorld(t *testing.T, cfg worldConfig) *world {
 		hc.Metrics = cfg.metrics.Handler()
 	}
 	srv := httptest.NewServer(debug.Handler(hc))
-	w := &world{t: t, dir: cfg.dir, system: system, family: pid, events: events, progress: prog, debugURL: srv.URL}
+	w := &world{t: t, dir: cfg.dir, system: system, family: pid, events: events, progress: prog, debugURL: srv.URL, brama: sim}
 	t.Cleanup(func() {
 		srv.Close()
 		if w.stopped == nil {

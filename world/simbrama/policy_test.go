@@ -228,11 +228,10 @@ func TestDecideOnlyCataloguedTools(t *testing.T) {
 }
 
 func TestUsageCountsBytes(t *testing.T) {
-	msgs := []chat.Message{{Content: "abcde"}, {Content: "xyz"}} // 8 bytes → 2
-	assert.Equal(t, chat.Usage{PromptTokens: 2, CompletionTokens: 1, TotalTokens: 3}, usage(msgs, reply{Content: "a"}))
+	assert.Equal(t, chat.Usage{PromptTokens: 2, CompletionTokens: 1, TotalTokens: 3}, usage(2, 0, reply{Content: "a"}))
 	rep := reply{Calls: []chat.ToolCall{{Function: chat.FunctionCall{Arguments: "{}"}}, {Function: chat.FunctionCall{Arguments: `{"a":1}`}}}} // 9 → 3
-	assert.Equal(t, chat.Usage{PromptTokens: 2, CompletionTokens: 3, TotalTokens: 5}, usage(msgs, rep))
-	assert.Equal(t, chat.Usage{}, usage(nil, reply{}))
+	assert.Equal(t, chat.Usage{PromptTokens: 2048, CompletionTokens: 3, TotalTokens: 2051, CachedTokens: 1024}, usage(2048, 1024, rep))
+	assert.Equal(t, chat.Usage{}, usage(0, 0, reply{}))
 }
 
 func BenchmarkDecide(b *testing.B) {
@@ -245,7 +244,7 @@ func BenchmarkDecide(b *testing.B) {
 		if err := json.Unmarshal(body, &r); err != nil {
 			b.Fatal(err)
 		}
-		_ = complete(r, body, demoOpts)
+		_, _ = complete(r, body, demoOpts, 1000, 0)
 	}
 }
 

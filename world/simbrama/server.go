@@ -6,6 +6,11 @@
 // policy that uses the request's tool catalogue. The reply is a pure function
 // of the request body, so restarts and resumes replay the same way.
 // Everything it says is labelled a simulation.
+//
+// Like a real provider it caches prompt prefixes (Cache,
+// docs/demo.md#the-prompt-cache): the usage it answers says how many prompt
+// tokens were cached, and it keeps its own exact bill at Options.Prices,
+// per caller (Accounts, Bill), for tests to hold a ledger to.
 package simbrama
 
 import (
@@ -16,12 +21,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
@@ -48,6 +56,11 @@ type Options struct {
 	GrandchildParent string
 	// Now reads the clock for the timestamp window. Nil means time.Now.
 	Now func() time.Time
+	// Prices are the per-model prices the server bills at (the model
+	// the request names); a model they do not list is billed at Price.
+	// Zero prices bill nothing.
+	Prices prices.Table
+	Price  prices.Pair
 }
 
 // Stats counts what the server has done, for tests and the demo summary.
@@ -62,6 +75,8 @@ type Stats struct {
 	ByBeing map[string]uint64
 	// Tokens is the sum of total_tokens over answered completions.
 	Tokens uint64
+	// CachedTokens is the sum of their cached prompt tokens.
+	CachedTokens uint64
 }
 
 // Server is a running simulated Brama. Close it when done.
@@ -75,8 +90,11 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	mu    sync.Mutex
-	stats Stats
+	cache *Cache
+
+	mu       sync.Mutex
+	stats    Stats
+	accounts map[string]Account
 }
 
 // Start listens on 127.0.0.1 on a free port and serves the simulated
@@ -94,11 +112,13 @@ func Start(secret []byte, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("simbrama: listen on loopback: %w", err)
 	}
 	s := &Server{
-		secret: append([]byte(nil), secret...),
-		opts:   opts,
-		url:    "http://" + ln.Addr().String(),
-		served: make(chan struct{}),
-		stats:  Stats{ByBeing: map[string]uint64{}},
+		secret:   append([]byte(nil), secret...),
+		opts:     opts,
+		url:      "http://" + ln.Addr().String(),
+		served:   make(chan struct{}),
+		cache:    NewCache(),
+		stats:    Stats{ByBeing: map[string]uint64{}},
+		accounts: map[string]Account{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.handleHealth)
@@ -115,6 +135,34 @@ func Start(secret []byte, opts Options) (*Server, error) {
 // URL is the base URL to configure as the Brama URL, e.g.
 // "http://127.0.0.1:41234" (no trailing slash).
 func (s *Server) URL() string { return s.url }
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.stats
+	out.ByBeing = maps.Clone(s.stats.ByBeing)
+	return out
+}
+
+// Accounts returns a snapshot of every caller's account, by caller: the
+// prompt_cache_key a request sent, else its x-agent-id.
+func (s *Server) Accounts() map[string]Account {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.accounts)
+}
+
+// Bill is what the server has billed all callers together, exactly.
+func (s *Server) Bill() money.Amount {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	total := money.Zero
+	for _, a := range s.accounts {
+		total = total.Add(a.Billed)
+	}
+	return total
+}
 
 // Close stops the server: it waits up to a few seconds for requests in
 // flight, then drops the rest, and returns once the serving goroutine has
@@ -163,7 +211,8 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, http.StatusRequestEntityTooLarge, "request body too large or unreadable")
 		return
 	}
-	if _, err := verify(r.Header, body, s.secret, s.opts.Now()); err != nil {
+	agentID, err := verify(r.Header, body, s.secret, s.opts.Now())
+	if err != nil {
 		s.reject(w, http.StatusUnauthorized, err.Error())
 		return
 	}
@@ -176,13 +225,31 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, http.StatusBadRequest, "unknown model: "+req.Model)
 		return
 	}
-	resp := complete(req, body, s.opts)
+	var wire wireRequest
+	_ = json.Unmarshal(body, &wire) // it decoded as a completionRequest
+	caller := wire.PromptCacheKey
+	if caller == "" {
+		caller = agentID
+	}
+	prompt, cached := s.cache.Serve(caller, wire.Messages)
+	resp, u := complete(req, body, s.opts, prompt, cached)
+	c := cost(price(s.opts, req.Model), u)
 	s.mu.Lock()
 	s.stats.Completions++
 	s.stats.ByBeing[read(req.Messages).name]++
-	s.stats.Tokens += resp.Usage.TotalTokens
+	s.stats.Tokens += u.TotalTokens
+	s.stats.CachedTokens += u.CachedTokens
+	s.accounts[caller] = s.accounts[caller].add(u, c)
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// wireRequest is what the cache reads of a completion request: the
+// messages exactly as sent, whose serialization is the prompt it caches
+// and counts, and the prompt cache key.
+type wireRequest struct {
+	Messages       json.RawMessage `json:"messages"`
+	PromptCacheKey string          `json:"prompt_cache_key"`
 }
 
 // known accepts the advertised models and the selectors of
@@ -223,11 +290,11 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 // completion is an OpenAI-compatible chat completion with one choice.
 type completion struct {
-	ID      string     `json:"id"`
-	Object  string     `json:"object"`
-	Model   string     `json:"model"`
-	Choices []choice   `json:"choices"`
-	Usage   chat.Usage `json:"usage"`
+	ID      string           `json:"id"`
+	Object  string           `json:"object"`
+	Model   string           `json:"model"`
+	Choices []choice         `json:"choices"`
+	Usage   chat.UsageReport `json:"usage"`
 }
 
 type choice struct {
@@ -244,9 +311,11 @@ type choiceMessage struct {
 	ToolCalls []chat.ToolCall `json:"tool_calls,omitempty"`
 }
 
-// complete runs the policy and wraps its reply as a completion. The id
-// derives from the body, so the same request always yields the same bytes.
-func complete(req completionRequest, body []byte, opts Options) completion {
+// complete runs the policy and wraps its reply as a completion of prompt
+// tokens, cached of them cached; it returns the usage it reports too. The
+// id derives from the body, so the same request with the same cache
+// always yields the same bytes.
+func complete(req completionRequest, body []byte, opts Options, prompt, cached uint64) (completion, chat.Usage) {
 	rep := decide(req, opts)
 	sum := sha256.Sum256(body)
 	msg := choiceMessage{Role: chat.RoleAssistant, ToolCalls: rep.Calls}
@@ -255,28 +324,25 @@ func complete(req completionRequest, body []byte, opts Options) completion {
 		msg.Content = &rep.Content
 		finish = "stop"
 	}
+	u := usage(prompt, cached, rep)
 	return completion{
 		ID:      "simcmpl-" + hex.EncodeToString(sum[:8]),
 		Object:  "chat.completion",
 		Model:   req.Model,
 		Choices: []choice{{Message: msg, FinishReason: finish}},
-		Usage:   usage(req.Messages, rep),
-	}
+		Usage:   u.Report(),
+	}, u
 }
 
-// usage counts tokens from sizes: a token per four bytes (rounded up) of
-// every request message's content, and of the reply's content plus its
-// tool call arguments.
-func usage(msgs []chat.Message, rep reply) chat.Usage {
-	var in, out uint64
-	for _, m := range msgs {
-		in += uint64(len(m.Content))
-	}
-	out = uint64(len(rep.Content))
+// usage is a completion's usage: prompt tokens (Tokens of the messages'
+// serialization), cached of them cached, and a completion token per four
+// bytes (rounded up) of the reply's content plus its tool call arguments.
+func usage(prompt, cached uint64, rep reply) chat.Usage {
+	out := len(rep.Content)
 	for _, c := range rep.Calls {
-		out += uint64(len(c.Function.Arguments))
+		out += len(c.Function.Arguments)
 	}
-	u := chat.Usage{PromptTokens: (in + 3) / 4, CompletionTokens: (out + 3) / 4}
+	u := chat.Usage{PromptTokens: prompt, CompletionTokens: Tokens(out), CachedTokens: cached}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	return u
 }

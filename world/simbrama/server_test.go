@@ -21,18 +21,6 @@ import (
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
-// Stats returns a snapshot of the counters; only the tests read them.
-func (s *Server) Stats() Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.stats
-	out.ByBeing = make(map[string]uint64, len(s.stats.ByBeing))
-	for k, v := range s.stats.ByBeing {
-		out.ByBeing[k] = v
-	}
-	return out
-}
-
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var (

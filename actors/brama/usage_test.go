@@ -1,0 +1,182 @@
+package brama
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/actors/ledger"
+	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/supervision/fault"
+	"github.com/wisent/singularity/test/bramatest"
+)
+
+// TestUsageForms is docs/brama.md#cached-prompt-tokens: every form of a
+// usage block's cached, cache-write and reasoning counts is read through
+// the real client from a real server, strictly (Brama) and leniently
+// (another gateway), and priced exactly by the ledger at
+// docs/money.md#debit's rule. Cache counts the prompt tokens cannot hold
+// are refused by Brama (a billed rejection, debited at the input price)
+// and, elsewhere, warned about and debited at the input price.
+func TestUsageForms(t *testing.T) {
+	// Per million tokens: input 2, cached 0.5, cache write 2.5, output 8.
+	half, write := money.FromInt(5).QuoDown(money.FromInt(10)), money.FromInt(25).QuoDown(money.FromInt(10))
+	pricing := ledger.Pricing{}.WithTokens(prices.Pair{Input: money.FromInt(2), Output: money.FromInt(8), CachedInput: &half, CacheWriteInput: &write})
+	const choice = `"choices":[{"message":{"content":"x"},"finish_reason":"stop"}]`
+	tests := []struct {
+		name  string
+		usage string
+		want  chat.Usage
+		api   string // the debit's API part, strict and lenient alike
+		// strict is Brama's refusal ("" when accepted); a refused usage
+		// is the lenient warning's case too.
+		strict string
+	}{
+		{
+			name:  "no cache reported",
+			usage: `{"prompt_tokens":1000,"completion_tokens":100,"total_tokens":1100}`,
+			want:  chat.Usage{PromptTokens: 1000, CompletionTokens: 100, TotalTokens: 1100},
+			api:   "0.0028", // 1000×2 + 100×8
+		},
+		{
+			name:  "OpenAI: cached_tokens in prompt_tokens_details, reasoning_tokens in completion_tokens_details",
+			usage: `{"prompt_tokens":2048,"completion_tokens":100,"total_tokens":2148,"prompt_tokens_details":{"cached_tokens":1024,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":40}}`,
+			want:  chat.Usage{PromptTokens: 2048, CompletionTokens: 100, TotalTokens: 2148, CachedTokens: 1024, ReasoningTokens: 40},
+			api:   "0.00336", // 1024×2 + 1024×0.5 + 100×8
+		},
+		{
+			name:  "OpenAI: zero and null details",
+			usage: `{"prompt_tokens":1000,"completion_tokens":100,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":null}`,
+			want:  chat.Usage{PromptTokens: 1000, CompletionTokens: 100, TotalTokens: 1100},
+			api:   "0.0028",
+		},
+		{
+			name:  "DeepSeek: prompt_cache_hit_tokens",
+			usage: `{"prompt_tokens":1500,"completion_tokens":50,"total_tokens":1550,"prompt_cache_hit_tokens":1200,"prompt_cache_miss_tokens":300}`,
+			want:  chat.Usage{PromptTokens: 1500, CompletionTokens: 50, TotalTokens: 1550, CachedTokens: 1200},
+			api:   "0.0016", // 300×2 + 1200×0.5 + 50×8
+		},
+		{
+			name:  "LiteLLM: cache reads and writes inside prompt_tokens, reads also in prompt_tokens_details",
+			usage: `{"prompt_tokens":3000,"completion_tokens":200,"total_tokens":3200,"prompt_tokens_details":{"cached_tokens":500},"cache_read_input_tokens":500,"cache_creation_input_tokens":2000}`,
+			want:  chat.Usage{PromptTokens: 3000, CompletionTokens: 200, TotalTokens: 3200, CachedTokens: 500, CacheWriteTokens: 2000},
+			api:   "0.00785", // 500×2 + 500×0.5 + 2000×2.5 + 200×8
+		},
+		{
+			name:  "Anthropic-style counts alone",
+			usage: `{"prompt_tokens":1000,"completion_tokens":10,"cache_read_input_tokens":100,"cache_creation_input_tokens":0}`,
+			want:  chat.Usage{PromptTokens: 1000, CompletionTokens: 10, TotalTokens: 1010, CachedTokens: 100},
+			api:   "0.00193", // 900×2 + 100×0.5 + 10×8
+		},
+		{
+			name:  "the whole prompt cached",
+			usage: `{"prompt_tokens":1024,"completion_tokens":0,"prompt_tokens_details":{"cached_tokens":1024}}`,
+			want:  chat.Usage{PromptTokens: 1024, TotalTokens: 1024, CachedTokens: 1024},
+			api:   "0.000512",
+		},
+		{
+			name:   "more cached than prompt tokens",
+			usage:  `{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":11}}`,
+			want:   chat.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15},
+			api:    "0.00006", // all 10 at the input price
+			strict: "brama: inconsistent usage: 11 cached tokens for 10 prompt tokens",
+		},
+		{
+			name:   "more cached and written than prompt tokens",
+			usage:  `{"prompt_tokens":1000,"completion_tokens":5,"cache_read_input_tokens":600,"cache_creation_input_tokens":500}`,
+			want:   chat.Usage{PromptTokens: 1000, CompletionTokens: 5, TotalTokens: 1005},
+			api:    "0.00204",
+			strict: "brama: inconsistent usage: 600 cached and 500 cache-write tokens for 1000 prompt tokens",
+		},
+		{
+			name:   "a cache write of 2^64-1 tokens",
+			usage:  `{"prompt_tokens":10,"completion_tokens":5,"cache_read_input_tokens":1,"cache_creation_input_tokens":18446744073709551615}`,
+			want:   chat.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15},
+			api:    "0.00006",
+			strict: "brama: inconsistent usage: 1 cached and 18446744073709551615 cache-write tokens for 10 prompt tokens",
+		},
+		{
+			name:   "forms that disagree",
+			usage:  `{"prompt_tokens":1000,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":500},"cache_read_input_tokens":400}`,
+			want:   chat.Usage{PromptTokens: 1000, CompletionTokens: 5, TotalTokens: 1005},
+			api:    "0.00204",
+			strict: "brama: inconsistent usage: cached counts disagree: prompt_tokens_details.cached_tokens 500, cache_read_input_tokens 400",
+		},
+	}
+	strictSrv := newServer(t)
+	strict := newClient(t, strictSrv.URL)
+	lenientSrv := newServer(t, func(c *bramatest.Config) { c.Auth = "none" })
+	lenient := newClient(t, lenientSrv.URL, func(c *ClientConfig) { c.Auth = "none" })
+	// A request of some 16 KB, so that no count here is implausible.
+	p := sampleParams()
+	p.Messages[0].Content = strings.Repeat("You are Ada. ", 1300)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := `{"model":"test-model",` + choice + `,"usage":` + tt.usage + `}`
+			strictSrv.Enqueue(bramatest.RawReply(body))
+			got, err := strict.Complete(testContext(t), p)
+			if tt.strict != "" {
+				requireBramaError(t, err, fault.Permanent, tt.strict)
+				require.True(t, got.Billed, "a billed rejection")
+			} else {
+				require.NoError(t, err)
+				require.Empty(t, got.Warnings)
+			}
+			require.Equal(t, tt.want, got.Usage)
+			require.Equal(t, tt.api, ledger.ComputeDebit(pricing, got.Usage, 0).API.String())
+
+			lenientSrv.Enqueue(bramatest.RawReply(body))
+			got, err = lenient.Complete(testContext(t), p)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got.Usage)
+			require.Equal(t, tt.api, ledger.ComputeDebit(pricing, got.Usage, 0).API.String())
+			if tt.strict != "" {
+				require.Equal(t, []string{WarnCacheCounts}, got.Warnings)
+			} else {
+				require.Empty(t, got.Warnings)
+			}
+		})
+	}
+}
+
+// TestCappedUsageKeepsItsParts: a lenient usage capped as implausible
+// (docs/brama.md#implausible-usage) keeps its cache and reasoning counts
+// within the capped counts.
+func TestCappedUsageKeepsItsParts(t *testing.T) {
+	reservation := ReservationUsage(300, 64)
+	body := `{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5000,"completion_tokens":900,` +
+		`"prompt_tokens_details":{"cached_tokens":3000},"cache_creation_input_tokens":1500,"completion_tokens_details":{"reasoning_tokens":800}}}`
+	got, err := parseCompletion([]byte(body), true, reservation)
+	require.NoError(t, err)
+	require.Equal(t, chat.Usage{PromptTokens: 1200, CompletionTokens: 256, TotalTokens: 1456, CachedTokens: 1200, ReasoningTokens: 256}, got.Usage)
+	require.Equal(t, []string{WarnUsageCapped}, got.Warnings)
+}
+
+// TestPromptCacheKey is BRAMA_PROMPT_CACHE_KEY (docs/brama.md#prompt-cache-key):
+// off, no body names a prompt_cache_key; on, each carries the being's
+// own id, last, and the signature covers it.
+func TestPromptCacheKey(t *testing.T) {
+	srv := newServer(t)
+	srv.SetHandler(func(*bramatest.Request) bramatest.Reply { return bramatest.TextReply("ok", bramatest.Usage(10, 2)) })
+	p := sampleParams()
+	p.BeingID = "child-7f3a"
+	_, err := newClient(t, srv.URL).Complete(testContext(t), p)
+	require.NoError(t, err)
+	_, err = newClient(t, srv.URL, func(c *ClientConfig) { c.PromptCacheKey = true }).Complete(testContext(t), p)
+	require.NoError(t, err)
+	p.BeingID = ""
+	_, err = newClient(t, srv.URL, func(c *ClientConfig) { c.PromptCacheKey = true }).Complete(testContext(t), p)
+	require.NoError(t, err)
+
+	reqs := srv.Completions()
+	require.Len(t, reqs, 3)
+	require.NotContains(t, string(reqs[0].Body), "prompt_cache_key")
+	require.True(t, strings.HasSuffix(string(reqs[1].Body), `,"prompt_cache_key":"child-7f3a"}`), string(reqs[1].Body))
+	require.NotContains(t, string(reqs[2].Body), "prompt_cache_key", "a request without a being id sends none")
+	for _, r := range reqs {
+		require.True(t, r.Verified, "the signature covers the body as sent")
+	}
+}
