@@ -31,6 +31,8 @@ import (
 	"github.com/wisent/singularity/internal/metrics"
 	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/prompt"
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
@@ -190,7 +192,7 @@ func (o observing) RoundTrip(req *http.Request) (*http.Response, error) {
 // world is a family living in a test actor system against the demo's
 // simulated Brama and the example Las as real child processes.
 type world struct {
-	t        *testing.T
+	t        testing.TB
 	dir      string // the root being's state directory
 	system   *actor.ActorSystem
 	family   *actor.PID
@@ -216,11 +218,20 @@ type worldConfig struct {
 	// prompt_cache_key (BRAMA_PROMPT_CACHE_KEY).
 	prices   prices.Table
 	cacheKey bool
+	// single lives the root alone: the simulated Brama scripts no
+	// spawn. layout, window, balance and interval, when set, replace
+	// the root's prompt layout, conversation window (80), starting
+	// balance (1 USD) and cycle interval (20 ms; negative for none).
+	single   bool
+	layout   prompt.Layout
+	window   int
+	balance  money.Amount
+	interval time.Duration
 }
 
 // startWorld boots the root's state and spawns the family. Everything is
 // torn down at cleanup.
-func startWorld(t *testing.T, cfg worldConfig) *world {
+func startWorld(t testing.TB, cfg worldConfig) *world {
 	t.Helper()
 	lasBin := testkit.ExampleLas(t)
 
@@ -233,7 +244,11 @@ func startWorld(t *testing.T, cfg worldConfig) *world {
 		OutputPerMillion: testkit.USD("0.6"),
 		InstancePerHour:  testkit.USD("0.36"),
 	}
-	sim, err := simbrama.Start(secretHex, simbrama.Options{RootName: "Ada", GrandchildParent: "Bo", Prices: cfg.prices, Price: pricing.Tokens()})
+	script := simbrama.Options{RootName: "Ada", GrandchildParent: "Bo", Prices: cfg.prices, Price: pricing.Tokens()}
+	if cfg.single {
+		script.RootName, script.GrandchildParent = "", ""
+	}
+	sim, err := simbrama.Start(secretHex, script)
 	require.NoError(t, err)
 	t.Cleanup(func() { sim.Close() })
 
@@ -248,6 +263,9 @@ func startWorld(t *testing.T, cfg worldConfig) *world {
 
 	id := testkit.Identity()
 	balance := testkit.USD("1")
+	if !cfg.balance.IsZero() {
+		balance = cfg.balance
+	}
 	_, _, resumed, err := state.Boot(cfg.dir, cfg.resume, id, func() (*state.Being, error) {
 		return being.NewState(id, balance, "any", state.Now()), nil
 	})
@@ -294,6 +312,16 @@ func startWorld(t *testing.T, cfg worldConfig) *world {
 	}
 	root.Observer = cfg.observer
 	root.MaxCycles = cfg.maxCycles
+	root.PromptLayout = cfg.layout
+	if cfg.window > 0 {
+		root.ContextMessages = cfg.window
+	}
+	switch {
+	case cfg.interval < 0:
+		root.CycleInterval = 0
+	case cfg.interval > 0:
+		root.CycleInterval = cfg.interval
+	}
 
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
 	events := make(chan any, 64)
