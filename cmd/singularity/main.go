@@ -34,6 +34,7 @@ type cli struct {
 	Journal journalCmd `cmd:"" help:"Print the family's journal events in time order, one line each; --follow keeps printing (read-only)."`
 	Status  statusCmd  `cmd:"" help:"Print the family's tree and ledger from its state directories; read-only, safe while run runs."`
 	Config  configCmd  `cmd:"" help:"Print the effective configuration, each value with where it came from; secrets are never shown."`
+	Init    initCmd    `cmd:"" help:"Write a standalone being into DIR: a commented configuration, a servers file, prices and a workspace."`
 
 	ExampleLas exampleLasCmd `cmd:"" name:"example-las" hidden:"" help:"Serve the example Las over stdio (used by demo)."`
 }

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/supervision/fault"
+)
+
+// initCmd writes a standalone being's directory
+// (docs/configuration.md#singularity-init): a commented configuration
+// file, a servers file, a prices file and an empty workspace, for any
+// OpenAI-compatible provider, with no Wisent identity.
+type initCmd struct {
+	Dir     string `arg:"" optional:"" default:"." help:"Directory to write into (made if missing)."`
+	BaseURL string `name:"base-url" help:"The provider's OpenAI-compatible base URL (for example https://api.openai.com/v1)."`
+	Model   string `name:"model" help:"The model id to think with."`
+	Auth    string `name:"auth" help:"bearer (an API key) or none (a keyless local server); default bearer."`
+	KeyFile string `name:"key-file" help:"File holding the API key (bearer); the configuration names it, never the key."`
+	Prices  string `name:"prices" help:"INPUT,OUTPUT: the model's USD per million prompt and completion tokens (default 0,0)."`
+}
+
+// filesystemServer is the example MCP server the servers file starts:
+// the filesystem server of the MCP project, confined to the workspace,
+// pinned to the version test/peers runs.
+const filesystemServer = "@modelcontextprotocol/server-filesystem@2026.8.31"
+
+// initAnswers are init's inputs once every one is known.
+type initAnswers struct {
+	dir, baseURL, model, auth, keyFile string
+	input, output                      string
+}
+
+func (c *initCmd) Run(e *env) error {
+	a, err := c.answers(os.Stdin, e.stdout, isTerminal(os.Stdin))
+	if err != nil {
+		return err
+	}
+	files, err := a.files()
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if _, err := os.Lstat(f.path); err == nil {
+			return fault.Errorf(fault.ClassConfiguration, "init: %s already exists; nothing was written", f.path)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fault.Errorf(fault.ClassConfiguration, "init: %w", err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(a.dir, "workspace"), 0o700); err != nil {
+		return fault.Errorf(fault.ClassConfiguration, "init: %w", err)
+	}
+	for _, f := range files {
+		if err := os.WriteFile(f.path, f.data, 0o600); err != nil {
+			return fault.Errorf(fault.ClassConfiguration, "init: %w", err)
+		}
+	}
+	cfg := filepath.Join(a.dir, "singularity.toml")
+	fmt.Fprintf(e.stdout, "wrote %s, %s, %s and %s\n", cfg,
+		filepath.Join(a.dir, "servers.json"), filepath.Join(a.dir, "prices.json"), filepath.Join(a.dir, "workspace")+string(filepath.Separator))
+	fmt.Fprintf(e.stdout, "next: singularity doctor --config %s\n      singularity run --config %s\n", cfg, cfg)
+	return nil
+}
+
+// answers fills what the flags left out: from the terminal when there is
+// one, else it refuses.
+func (c *initCmd) answers(in io.Reader, out io.Writer, terminal bool) (initAnswers, error) {
+	a := initAnswers{baseURL: c.BaseURL, model: c.Model, auth: c.Auth, keyFile: c.KeyFile}
+	dir, err := filepath.Abs(c.Dir)
+	if err != nil {
+		return a, fault.Errorf(fault.ClassConfiguration, "init: %w", err)
+	}
+	a.dir = dir
+	lines := bufio.NewScanner(in)
+	ask := func(value *string, flag, question, fallback string) error {
+		if *value != "" {
+			return nil
+		}
+		if !terminal {
+			if fallback != "" {
+				*value = fallback
+				return nil
+			}
+			return fault.Errorf(fault.ClassConfiguration, "init: --%s is required when stdin is not a terminal", flag)
+		}
+		if fallback != "" {
+			fmt.Fprintf(out, "%s [%s]: ", question, fallback)
+		} else {
+			fmt.Fprintf(out, "%s: ", question)
+		}
+		if lines.Scan() {
+			*value = strings.TrimSpace(lines.Text())
+		}
+		if *value == "" {
+			*value = fallback
+		}
+		if *value == "" {
+			return fault.Errorf(fault.ClassConfiguration, "init: --%s is required", flag)
+		}
+		return nil
+	}
+	if err := ask(&a.baseURL, "base-url", "The provider's base URL (OpenAI-compatible, e.g. https://api.openai.com/v1)", ""); err != nil {
+		return a, err
+	}
+	if err := ask(&a.model, "model", "The model id", ""); err != nil {
+		return a, err
+	}
+	if err := ask(&a.auth, "auth", "Authentication, bearer or none", "bearer"); err != nil {
+		return a, err
+	}
+	if a.auth != "bearer" && a.auth != "none" {
+		return a, fault.Errorf(fault.ClassConfiguration, "init: --auth must be bearer or none")
+	}
+	if a.auth == "bearer" {
+		if err := ask(&a.keyFile, "key-file", "The file holding the API key", ""); err != nil {
+			return a, err
+		}
+		if a.keyFile, err = filepath.Abs(a.keyFile); err != nil {
+			return a, fault.Errorf(fault.ClassConfiguration, "init: %w", err)
+		}
+	} else if a.keyFile != "" {
+		return a, fault.Errorf(fault.ClassConfiguration, "init: --key-file needs --auth bearer")
+	}
+	pair := c.Prices
+	if err := ask(&pair, "prices", "USD per million prompt and completion tokens, INPUT,OUTPUT", "0,0"); err != nil {
+		return a, err
+	}
+	in1, out1, ok := strings.Cut(pair, ",")
+	a.input, a.output = strings.TrimSpace(in1), strings.TrimSpace(out1)
+	if !ok || a.input == "" || a.output == "" {
+		return a, fault.Errorf(fault.ClassConfiguration, "init: --prices must be INPUT,OUTPUT (USD per million tokens)")
+	}
+	return a, nil
+}
+
+// initFile is one file init writes.
+type initFile struct {
+	path string
+	data []byte
+}
+
+// files renders the three files, validating what they hold with the
+// parsers that will read them.
+func (a initAnswers) files() ([]initFile, error) {
+	priceFile, err := json.MarshalIndent(map[string]map[string]string{
+		a.model: {"input_usd_per_million": a.input, "output_usd_per_million": a.output},
+	}, "", "  ")
+	if err != nil {
+		return nil, fault.Errorf(fault.ClassConfiguration, "init: %w", err)
+	}
+	if _, err := prices.Parse(priceFile); err != nil {
+		return nil, fault.Errorf(fault.ClassConfiguration, "init: --prices: %w", err)
+	}
+	workspace := filepath.Join(a.dir, "workspace")
+	servers, err := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{
+		"filesystem": map[string]any{"command": "npx", "args": []string{"-y", filesystemServer, workspace}},
+	}}, "", "  ")
+	if err != nil {
+		return nil, fault.Errorf(fault.ClassConfiguration, "init: %w", err)
+	}
+	return []initFile{
+		{filepath.Join(a.dir, "singularity.toml"), []byte(a.configText())},
+		{filepath.Join(a.dir, "servers.json"), append(servers, '\n')},
+		{filepath.Join(a.dir, "prices.json"), append(priceFile, '\n')},
+	}, nil
+}
+
+// configText is the commented configuration file.
+func (a initAnswers) configText() string {
+	q := strconv.Quote
+	var b strings.Builder
+	fmt.Fprintf(&b, `# A standalone being, written by singularity init.
+# Every option of docs/configuration.md can be set here by its flag's
+# long name; a flag or an environment variable overrides the file.
+# Relative paths are this file's directory's. Run:
+#   singularity doctor --config %[1]s
+#   singularity run --config %[1]s   (later: run --resume)
+
+[brama]
+brama-base-url = %[2]s
+brama-model = %[3]s
+brama-auth = %[4]s
+`, filepath.Join(a.dir, "singularity.toml"), q(a.baseURL), q(a.model), q(a.auth))
+	if a.auth == "bearer" {
+		fmt.Fprintf(&b, "# The file holding the API key (owner-only); never the key itself.\nbrama-api-key-file = %s\n", q(a.keyFile))
+	}
+	b.WriteString(`# What the model costs, per million prompt and completion tokens.
+brama-prices-file = "prices.json"
+
+[being]
+state-dir = "state"
+workspace = "workspace"
+starting-balance-usd = "10"
+# Seconds between cycles of run.
+cycle-interval-secs = "5"
+# stable: a prompt prefix providers can cache and bill at their cached
+# price (docs/cycle.md#prompt-layouts).
+prompt-layout = "stable"
+# Survival tiers: a cheaper model or a slower life as money runs out
+# (docs/money.md#survival-tiers).
+# tiers-file = "tiers.json"
+
+[las]
+# MCP servers in the mcpServers format; the example is the filesystem
+# server on the workspace (npx fetches it once). Remove it, or add your
+# own (docs/las.md#servers-file).
+las-servers-file = "servers.json"
+
+[logs]
+log-level = "info"
+`)
+	return b.String()
+}
+
+// isTerminal reports whether f is a terminal (it answers the terminal
+// attributes ioctl; /dev/null, a pipe or a file does not).
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

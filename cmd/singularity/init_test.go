@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestInitAsksOnATerminal: on a terminal init asks for what its flags
+// left out, in order, taking a default for an empty answer; without one
+// it refuses the first missing value by its flag.
+func TestInitAsksOnATerminal(t *testing.T) {
+	var out bytes.Buffer
+	c := &initCmd{Dir: t.TempDir(), Model: "gpt-4o-mini"}
+	a, err := c.answers(strings.NewReader("https://api.example.com/v1\n\n/keys/k\n0.15,0.6\n"), &out, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.baseURL != "https://api.example.com/v1" || a.model != "gpt-4o-mini" || a.auth != "bearer" || a.keyFile != "/keys/k" || a.input != "0.15" || a.output != "0.6" {
+		t.Errorf("answers %+v", a)
+	}
+	if got := strings.Count(out.String(), ": "); got != 4 {
+		t.Errorf("asked %d questions, want 4 (the model was given):\n%s", got, out.String())
+	}
+
+	for _, tc := range []struct {
+		c    initCmd
+		want string
+	}{
+		{initCmd{Dir: ".", Model: "m"}, "configuration: init: --base-url is required when stdin is not a terminal"},
+		{initCmd{Dir: ".", BaseURL: "u", Model: "m"}, "configuration: init: --key-file is required when stdin is not a terminal"},
+		{initCmd{Dir: ".", BaseURL: "u", Model: "m", Auth: "oauth"}, "configuration: init: --auth must be bearer or none"},
+		{initCmd{Dir: ".", BaseURL: "u", Model: "m", Auth: "none", KeyFile: "k"}, "configuration: init: --key-file needs --auth bearer"},
+		{initCmd{Dir: ".", BaseURL: "u", Model: "m", Auth: "none", Prices: "1"}, "configuration: init: --prices must be INPUT,OUTPUT (USD per million tokens)"},
+	} {
+		_, err := tc.c.answers(strings.NewReader(""), &out, false)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%+v: error %v, want %q", tc.c, err, tc.want)
+		}
+	}
+	a, err = (&initCmd{Dir: ".", BaseURL: "u", Model: "m", Auth: "none", Prices: "x,1"}).answers(strings.NewReader(""), &out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.files(); err == nil || !strings.Contains(err.Error(), "init: --prices: model \"m\": input_usd_per_million must be a decimal string") {
+		t.Errorf("bad prices: %v", err)
+	}
+}
