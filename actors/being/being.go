@@ -75,6 +75,9 @@ type Being struct {
 
 	health health
 	purse  purse
+	// cache is what the stable prompt layout keeps between cycles
+	// (conversation.go); nil in the seed layout.
+	cache *promptCache
 }
 
 // lasSide is what the being knows of its Las actor: its pid, the link

@@ -56,21 +56,94 @@ func (b *Being) window() state.Encoded {
 }
 
 // cognition is a round's system message and window. The seed layout
-// builds the system message from the mind every round; the stable one
-// builds it from the prompt, rules and learnings at the cycle's first
-// round and keeps it for the cycle, so that every request of the cycle
-// is the one before it plus the messages appended since.
+// builds the system message from the mind every round. The stable one
+// (docs/cycle.md#the-stable-layout) builds it at a cycle's first round
+// and keeps it for the cycle, so that every request of the cycle is the
+// one before it plus the messages appended since; across cycles it keeps
+// it for the epoch, rebuilding it only when the window's start moved (a
+// cut) or the prompt, rules or learnings changed.
 func (b *Being) cognition() (chat.Message, state.Encoded) {
+	window := b.window()
 	if !b.stable() {
-		return prompt.System(&b.st.Mind), b.window()
+		return prompt.System(&b.st.Mind), window
 	}
-	if b.cycle == nil {
-		return chat.Message{Role: chat.RoleSystem, Content: prompt.StableSystemText(&b.st.Mind)}, b.window()
+	if b.cycle != nil && b.cycle.system != nil {
+		return *b.cycle.system, window
 	}
-	if b.cycle.system == nil {
-		b.cycle.system = &chat.Message{Role: chat.RoleSystem, Content: prompt.StableSystemText(&b.st.Mind)}
+	c := b.promptCache()
+	start := ""
+	if len(window) > 0 {
+		start = string(window[0])
 	}
-	return *b.cycle.system, b.window()
+	if stable := prompt.StableSystemText(&b.st.Mind); !c.built || start != c.start || stable != c.stable {
+		c.built, c.start, c.stable = true, start, stable
+		c.system = chat.Message{Role: chat.RoleSystem, Content: prompt.SystemText(&b.st.Mind)}
+	}
+	if b.cycle != nil {
+		system := c.system
+		b.cycle.system = &system
+	}
+	return c.system, window
+}
+
+// promptCache is what the stable layout keeps between cycles: the
+// epoch's system message (the prompt, rules, learnings and the memories
+// as of the epoch's start), what it was built from, and the newest
+// memory the last framing message had seen.
+type promptCache struct {
+	built  bool
+	start  string // the window's first message, encoded
+	stable string // prompt.StableSystemText it was built with
+	system chat.Message
+	// framed is the id of the newest memory when the last answered
+	// framing was written, pending the one of the framing written last
+	// (it counts once the model answers it: a framing replaced unanswered
+	// lists its memories again); seen is false until the first framing
+	// of this incarnation (whose epoch system message holds every
+	// memory).
+	framed, pending string
+	seen            bool
+}
+
+func (b *Being) promptCache() *promptCache {
+	if b.cache == nil {
+		b.cache = &promptCache{}
+	}
+	return b.cache
+}
+
+// answered records that the model answered the cycle's framing: its
+// memories are listed, and the next framing lists only newer ones.
+func (b *Being) answered() {
+	if b.cache != nil {
+		b.cache.framed = b.cache.pending
+	}
+}
+
+// newMemories are the memories made since the last answered framing
+// message: what the stable layout's next framing lists. The first framing of an
+// incarnation lists none, since its epoch's system message holds them.
+func (b *Being) newMemories() []state.Memory {
+	c := b.promptCache()
+	mems := b.st.Mind.Memories
+	newest := ""
+	if len(mems) > 0 {
+		newest = mems[len(mems)-1].ID
+	}
+	since, framed := c.framed, c.seen
+	c.pending = newest
+	if !framed {
+		c.framed, c.seen = newest, true
+	}
+	if !framed || since == newest {
+		return nil
+	}
+	for i := len(mems) - 1; i >= 0; i-- {
+		if mems[i].ID == since {
+			return mems[i+1:]
+		}
+	}
+	return mems[max(0, len(mems)-prompt.SystemMemories):]
 }
 
 // snapshotWith is the state a checkpoint writes: the being as applied,

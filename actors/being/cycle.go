@@ -106,7 +106,7 @@ func (b *Being) frame(ctx actor.Context) {
 		text += prompt.TierNote(tier, t)
 	}
 	if b.stable() {
-		text = prompt.StableFraming(text, &b.st.Mind)
+		text = prompt.StableFraming(text, b.newMemories())
 	}
 	msgs := []chat.Message{{Role: chat.RoleUser, Content: text}}
 	if cycle == 1 && b.opts.Stimulus != "" {
@@ -296,6 +296,7 @@ func (b *Being) billedModel(resp messages.CompletionResponse) string {
 // its tools, or ends the cycle on its content.
 func (b *Being) completionDurable(ctx actor.Context) {
 	ctx.Send(b.ledger, b.cycle.debited)
+	b.answered()
 	msg := b.cycle.reply
 	b.cycle.reply = chat.Message{}
 	if len(msg.ToolCalls) == 0 {

@@ -59,11 +59,10 @@ func cycleOf(r bramatest.Request) string {
 // TestStableLayout lives fourteen cycles with the stable layout and a
 // window of 20 messages (a cycle is four: framing, call, result, reply),
 // remembering something every cycle: every request of a cycle is the one
-// before it plus the messages appended, byte for byte; the system message
-// holds no memory; each memory is in its tool's result and in the next
-// cycle's framing; and the window is cut in epochs, back to at most half
-// of it, so the messages after the system message start anew only a few
-// times.
+// before it plus the messages appended, byte for byte; the window is cut
+// in epochs, back to at most half of it, so it starts anew only a few
+// times, and the system message changes only with it; each memory is in
+// its tool's result and in the next cycle's framing.
 func TestStableLayout(t *testing.T) {
 	const cycles, window = 14, 20
 	srv := newBrama(t)
@@ -77,12 +76,12 @@ func TestStableLayout(t *testing.T) {
 
 	reqs := srv.Completions()
 	require.GreaterOrEqual(t, len(reqs), 2*cycles)
-	starts := map[string]bool{}
+	starts, systems := map[string]bool{}, map[string]bool{}
 	for i, r := range reqs {
 		msgs := r.Completion.Messages
 		system := msgs[0]
 		assert.Equal(t, chat.RoleSystem, system.Role)
-		assert.NotContains(t, system.Content, "memories", "request %d: the stable system message holds no memory", i)
+		systems[system.Content] = true
 		if len(msgs) > window+4 {
 			t.Errorf("request %d carries %d messages, past the window of %d and one cycle", i, len(msgs), window)
 		}
@@ -101,6 +100,8 @@ func TestStableLayout(t *testing.T) {
 	// start about every third cycle, not every cycle as the seed's.
 	assert.LessOrEqual(t, len(starts), cycles/2, "window starts: %d", len(starts))
 	assert.Greater(t, len(starts), 1, "the window was cut")
+	assert.LessOrEqual(t, len(systems), len(starts), "the system message changes only when the window starts anew")
+	assert.Greater(t, len(systems), 1, "a new epoch's system message holds the memories made before it")
 
 	// A memory of cycle c is in its tool result and in cycle c+1's framing.
 	events := h.journal()
@@ -111,9 +112,14 @@ func TestStableLayout(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, len(framings), cycles)
-	assert.NotContains(t, framings[0], "Recent persistent memories")
+	assert.NotContains(t, framings[0], "memories")
 	for c := 2; c <= cycles; c++ {
-		assert.Contains(t, framings[c-1], "\n\nRecent persistent memories:\n- note: seen in cycle "+fmt.Sprint(c-1), "cycle %d's framing", c)
+		assert.True(t, strings.HasSuffix(framings[c-1], "\n\nNew persistent memories:\n- note: seen in cycle "+fmt.Sprint(c-1)), "cycle %d's framing: %q", c, framings[c-1])
+	}
+	for _, e := range events {
+		if e.Type == state.EventToolFinished {
+			assert.Contains(t, e.Chat.Content, `"memory_id":`, "the memory is in its tool's result")
+		}
 	}
 	st := h.state()
 	require.NoError(t, testkit.CheckInvariant(st.Budget, events))

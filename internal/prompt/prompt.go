@@ -111,9 +111,11 @@ func SystemText(mind *state.Mind) string {
 	return b.String()
 }
 
-// StableSystemText is the system message content of the stable layout:
-// only what changes rarely, the system prompt, the rules and the
-// learnings. The memories go to each cycle's framing (StableFraming).
+// StableSystemText is what the stable layout's system message is built
+// from and rebuilt on a change of: what changes rarely, the system
+// prompt, the rules and the learnings. The message itself is SystemText
+// as of the epoch's start; the memories made since are in the framing
+// messages (StableFraming).
 func StableSystemText(mind *state.Mind) string {
 	var b strings.Builder
 	writeStable(&b, mind)
@@ -121,12 +123,21 @@ func StableSystemText(mind *state.Mind) string {
 }
 
 // StableFraming is the framing message of the stable layout: the seed's
-// framing text followed by the memories digest that the seed layout
-// keeps in the system message.
-func StableFraming(framing string, mind *state.Mind) string {
+// framing text followed, when the last cycle made memories, by those
+// memories in the order they were made, as "kind: text".
+func StableFraming(framing string, made []state.Memory) string {
+	if len(made) == 0 {
+		return framing
+	}
 	var b strings.Builder
 	b.WriteString(framing)
-	writeMemories(&b, mind)
+	b.WriteString("\n\nNew persistent memories:")
+	for _, m := range made {
+		b.WriteString("\n- ")
+		b.WriteString(m.Kind)
+		b.WriteString(": ")
+		b.WriteString(m.Text)
+	}
 	return strings.Clone(b.String())
 }
 

@@ -142,22 +142,18 @@ func BenchmarkSystem(b *testing.B) {
 	}
 }
 
-// TestStableLayoutText: the stable layout moves the memories digest from
-// the system message to the end of the framing, and nothing else: the
-// seed's system message is the stable one plus the digest, byte for byte.
+// TestStableLayoutText: the stable layout's system message is built
+// from the prompt, rules and learnings (the seed's without the memories),
+// and a framing lists the memories made since the last one, in the order
+// they were made.
 func TestStableLayoutText(t *testing.T) {
-	mind := &state.Mind{SystemPrompt: "You are Ada.", Rules: []string{"be frugal"}, Learnings: []string{"surveys sell"}}
-	for i := range SystemMemories + 2 {
-		mind.Memories = append(mind.Memories, state.Memory{Kind: "note", Text: fmt.Sprint("m", i)})
-	}
+	mind := &state.Mind{SystemPrompt: "You are Ada.", Rules: []string{"be frugal"}, Learnings: []string{"surveys sell"},
+		Memories: []state.Memory{{Kind: "note", Text: "old"}}}
 	stable := StableSystemText(mind)
 	require.Equal(t, "You are Ada.\n\nSelf-imposed rules:\n- be frugal\n\nPersistent learnings:\n- surveys sell", stable)
+	require.Equal(t, stable+"\n\nRecent persistent memories:\n- note: old", SystemText(mind))
 	framing := "Begin autonomous cycle 3. Balance: 1 USD."
-	got := StableFraming(framing, mind)
-	digest, ok := strings.CutPrefix(got, framing)
-	require.True(t, ok, "the stable framing starts with the seed's")
-	require.True(t, strings.HasPrefix(digest, "\n\nRecent persistent memories:\n- note: m21\n- note: m20"), digest)
-	require.Equal(t, SystemMemories, strings.Count(digest, "\n- "))
-	require.Equal(t, SystemText(mind), stable+digest)
-	require.Equal(t, framing, StableFraming(framing, &state.Mind{SystemPrompt: "x"}), "no memories, no digest")
+	require.Equal(t, framing, StableFraming(framing, nil), "no new memories, the seed's framing")
+	require.Equal(t, framing+"\n\nNew persistent memories:\n- note: a\n- lead: b",
+		StableFraming(framing, []state.Memory{{Kind: "note", Text: "a"}, {Kind: "lead", Text: "b"}}))
 }
