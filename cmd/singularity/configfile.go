@@ -107,7 +107,21 @@ func (c *configCmd) Run(e *env) error {
 	return nil
 }
 
-// source says where flag's value came from.
+// sourceOf is source for the flag of the selected command named name
+// ("unset" when it has none).
+func (e *env) sourceOf(name string) string {
+	for _, group := range e.kctx.Selected().AllFlags(false) {
+		for _, f := range group {
+			if f.Name == name {
+				return e.source(f)
+			}
+		}
+	}
+	return "unset"
+}
+
+// source says where flag's value came from: "flag", "file <path>",
+// "env <VARIABLE>", "default" or "unset".
 func (e *env) source(f *kong.Flag) string {
 	for _, p := range e.kctx.Path {
 		if p.Flag == f {

@@ -107,14 +107,22 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintln(stderr, fault.Line(fault.Errorf(fault.ClassConfiguration, "%w", err)))
 		return 2
 	}
-	log, err := logging.New(stderr, c.Log.Level, c.Log.Format)
+	e := &env{stdout: stdout, stderr: stderr, kctx: kctx, file: file, lookupEnv: os.LookupEnv}
+	level := c.Log.Level
+	if kctx.Command() == "demo" && e.sourceOf("log-level") == "default" {
+		// The demo shows its event lines and summary on stdout; its logs
+		// are at warn unless asked for (docs/demo.md).
+		level = "warn"
+	}
+	log, err := logging.New(stderr, level, c.Log.Format)
 	if err != nil {
 		fmt.Fprintln(stderr, fault.Line(fault.Errorf(fault.ClassConfiguration, "%w", err)))
 		return 2
 	}
 	ctx, stop := signalContext(context.Background())
 	defer stop()
-	err = kctx.Run(&env{ctx: ctx, stdout: stdout, stderr: stderr, log: log, kctx: kctx, file: file, lookupEnv: os.LookupEnv})
+	e.ctx, e.log = ctx, log
+	err = kctx.Run(e)
 	if err != nil {
 		fmt.Fprintln(stderr, fault.Line(err))
 		return fault.ExitCode(err)
