@@ -135,7 +135,7 @@ func (b *Being) committed(ctx actor.Context, ev durable.Committed) {
 		b.st.Apply(e)
 	}
 	if o := b.opts.Observer; o != nil {
-		step := observe.Step{Being: b.me, Events: ev.Events, Status: b.st.Status, Balance: b.st.Budget.Remaining}
+		step := observe.Step{Being: b.me, Events: ev.Events, Status: b.st.Status, Balance: b.st.Budget.Remaining, Tier: b.st.Tier}
 		if b.cycle != nil {
 			step.Elapsed, step.Finish, step.Model = b.cycle.elapsed, b.cycle.finish, b.cycle.model
 			b.cycle.elapsed, b.cycle.finish, b.cycle.model = 0, "", ""

@@ -64,6 +64,7 @@ type Metrics struct {
 	granted     *prometheus.CounterVec
 	warnings    *prometheus.CounterVec
 	balance     *prometheus.GaugeVec
+	tier        *prometheus.GaugeVec // nil without the being label
 	cycles      *prometheus.CounterVec
 	toolCalls   *prometheus.CounterVec
 	toolTime    *prometheus.HistogramVec
@@ -88,6 +89,7 @@ type series struct {
 	earned, gave prometheus.Counter
 	warned       prometheus.Counter
 	balance      prometheus.Gauge
+	tier         prometheus.Gauge // nil without the being label
 	// last is the balance last set (seen: there is one); finish, models
 	// and tools hold the resolved completion, per-model and tool-call
 	// counters by label values. All guarded by Metrics.mu.
@@ -142,6 +144,10 @@ func New(opts Options) *Metrics {
 	m.fsync = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "singularity_storage_fsync_seconds", Help: "Duration of one durable write (a journal step or a checkpoint, each ending in fsync).", Buckets: fsyncBuckets})
 	m.reg.MustRegister(m.completions, m.tokens, m.cached, m.cost, m.revenue, m.granted, m.warnings, m.balance,
 		m.cycles, m.toolCalls, m.toolTime, m.modelTime, m.restarts, m.beings, m.fsync)
+	if m.perBeing {
+		m.tier = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "singularity_survival_tier", Help: "The survival tier each being lives in (its position in SINGULARITY_TIERS_FILE; 0 for none)."}, m.labels())
+		m.reg.MustRegister(m.tier)
+	}
 	if opts.Process {
 		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -193,6 +199,7 @@ func (m *Metrics) of(b observe.Being) *series {
 	}
 	if m.perBeing {
 		s.balance = m.balance.WithLabelValues(label)
+		s.tier = m.tier.WithLabelValues(label)
 	}
 	m.byID[b.ID] = s
 	return s
@@ -229,6 +236,9 @@ func (m *Metrics) ofModel(s *series, model string) *modelSeries {
 // Step counts a durable step's events.
 func (m *Metrics) Step(st observe.Step) {
 	s := m.of(st.Being)
+	if s.tier != nil {
+		s.tier.Set(float64(st.Tier))
+	}
 	model := m.modelLabel(st.Model)
 	for i := range st.Events {
 		e := &st.Events[i]

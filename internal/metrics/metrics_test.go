@@ -189,3 +189,25 @@ func TestHandlerServesTextExposition(t *testing.T) {
 	assert.Contains(t, fams, "go_goroutines")
 	assert.Contains(t, fams, "singularity_storage_fsync_seconds")
 }
+
+// TestSurvivalTier: each being's tier after its last step, per being;
+// without the being label there is no such series.
+func TestSurvivalTier(t *testing.T) {
+	m := New(Options{PerBeing: true, Models: models})
+	now := state.Now()
+	m.Step(observe.Step{Being: ada, Status: "running", Balance: testkit.USD("2"), Events: []state.Event{state.Started(now)}})
+	m.Step(observe.Step{Being: bo, Status: "running", Balance: testkit.USD("0.5"), Tier: 2,
+		Events: []state.Event{state.TierChanged(now, 3, 2, testkit.USD("0.5")), state.CycleStarted(now, 3)}})
+	want := `
+# HELP singularity_survival_tier The survival tier each being lives in (its position in SINGULARITY_TIERS_FILE; 0 for none).
+# TYPE singularity_survival_tier gauge
+singularity_survival_tier{being="Ada-agent-ad"} 0
+singularity_survival_tier{being="Bo-01234567"} 2
+`
+	require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "singularity_survival_tier"))
+	family := New(Options{PerBeing: false, Models: models})
+	family.Step(observe.Step{Being: bo, Status: "running", Tier: 2})
+	count, err := testutil.GatherAndCount(family.Registry(), "singularity_survival_tier")
+	require.NoError(t, err)
+	assert.Zero(t, count)
+}

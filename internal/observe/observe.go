@@ -50,6 +50,9 @@ type Step struct {
 	// after the step.
 	Status  string
 	Balance money.Amount
+	// Tier is the being's survival tier after the step
+	// (docs/money.md#survival-tiers), 0 for none.
+	Tier int
 	// Elapsed is how long the completion (a step with model_completed)
 	// or the tool call (a step with tool_finished) took; zero for other
 	// steps.
