@@ -42,7 +42,7 @@ func TestToolsWithServersFile(t *testing.T) {
 	env := map[string]string{"PATH": os.Getenv("PATH"), "LAS_SERVERS_FILE": writeServers(t, dir), "SINGULARITY_WORKSPACE": dir}
 	r := run(t, env, "tools", "--format", "table")
 	require.Equal(t, 0, r.code, r.stderr)
-	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")[1:] // after the header
 	names := map[string]bool{}
 	for _, l := range lines {
 		names[strings.SplitN(l, "\t", 2)[0]] = true
@@ -65,7 +65,7 @@ func TestToolsWithServersFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(empty, []byte(`{"mcpServers": {}}`), 0o600))
 	r = run(t, map[string]string{"PATH": os.Getenv("PATH"), "LAS_SERVERS_FILE": empty}, "tools", "--format", "table")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, builtinTable, strings.Split(strings.TrimRight(r.stdout, "\n"), "\n"))
+	assert.Equal(t, append([]string{"NAME\tDESCRIPTION"}, builtinTable...), strings.Split(strings.TrimRight(r.stdout, "\n"), "\n"))
 }
 
 // TestReadmeServersFile runs the servers file of the README's "Give a
