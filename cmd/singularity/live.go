@@ -255,6 +255,7 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, 
 	var reg *metrics.Metrics
 	if dbg != nil {
 		reg = metrics.New(metrics.Options{PerBeing: rt.MetricsPerBeing, Process: true})
+		reg.SetBuild(buildInfo().metrics())
 		rootOpts.Observer = observe.Tee(reg, rootOpts.Observer)
 	}
 	rootOpts.Observer = observe.Tee(logging.NewNarrator(e.log), rootOpts.Observer)

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"time"
+
+	"github.com/wisent/singularity/internal/metrics"
 )
 
 // The revision `make build` embeds with -ldflags -X (docs/configuration.md#commands),
@@ -90,4 +92,13 @@ func (b build) String() string {
 		detail += ", " + b.Time
 	}
 	return fmt.Sprintf("singularity %s (%s)", b.Version, detail)
+}
+
+// metrics is the build as singularity_build_info labels it.
+func (b build) metrics() metrics.Build {
+	rev := b.Revision
+	if rev == "" {
+		rev = "unknown"
+	}
+	return metrics.Build{Version: b.Version, Revision: rev, GoVersion: b.Go}
 }

@@ -95,6 +95,9 @@ func (n *Narrator) Step(s observe.Step) {
 // tool calls.
 func (*Narrator) CycleEnded(observe.Being, uint64, string) {}
 
+// LasStarted writes nothing.
+func (*Narrator) LasStarted(observe.Being, string) {}
+
 // LasRestarted writes nothing: the being logs a Las restart itself.
 func (*Narrator) LasRestarted(observe.Being, string) {}
 
