@@ -226,3 +226,27 @@ func TestLasCannotStart(t *testing.T) {
 		})
 	}
 }
+
+// TestServersFileNeedsNoPins: with Brama's full identity but a servers
+// file and none of the four LAS_RELEASE_* pins, doctor and once get past
+// the configuration (they fail later, at the Brama this world does not
+// run, exit 3), and no surface is required. (run, which lives on through
+// a Brama it cannot reach, is shown in test/e2e's TestStandaloneFirstHour.)
+func TestServersFileNeedsNoPins(t *testing.T) {
+	w := newWorld(t)
+	empty := filepath.Join(w.dir, "servers.json")
+	require.NoError(t, os.WriteFile(empty, []byte(`{"mcpServers": {}}`), 0o600))
+	for _, command := range []string{"doctor", "once"} {
+		env := w.env()
+		for _, pin := range []string{"LAS_RELEASE_MANIFEST_FILE", "LAS_RELEASE_MANIFEST_SIGNATURE_FILE", "LAS_RELEASE_TRUST_STORE_FILE", "LAS_RELEASE_WATERMARK_FILE"} {
+			delete(env, pin)
+		}
+		env["LAS_SERVERS_FILE"] = empty
+		env["SINGULARITY_STATE_DIR"] = filepath.Join(w.dir, command)
+		env["BRAMA_BASE_URL"] = "http://127.0.0.1:1"
+		env["BRAMA_RETRIES"] = "0"
+		r := run(t, env, command)
+		assert.Equal(t, 3, r.code, "%s: %s", command, r.stderr)
+		assert.Contains(t, testkit.LastLine(r.stderr), "singularity: brama: request not sent: ", command)
+	}
+}
