@@ -38,8 +38,8 @@ type Runtime struct {
 	Identity state.Identity
 	// IdentityOpen are the identity fields no variable set, which only
 	// BRAMA_AUTH bearer or none allows: Identity holds their defaults
-	// (IdentityDefaults) for a fresh being, and a resumed being keeps
-	// the values its state holds (docs/state.md#identity).
+	// (docs/configuration.md#identity) for a fresh being, and a resumed
+	// being keeps the values its state holds (docs/state.md#identity).
 	IdentityOpen state.IdentityFields
 
 	StartingBalance  money.Amount
@@ -158,7 +158,7 @@ func Load(f Flags, env LookupEnv) (Runtime, error) {
 	var rt Runtime
 	var err error
 	if standalone(f.Brama.Auth) {
-		rt.IdentityOpen = IdentityDefaults(&f.Identity, env)
+		rt.IdentityOpen = identityDefaults(&f.Identity, env)
 	} else if err = required(requiredIdentity(f.Identity), env); err != nil {
 		return Runtime{}, err
 	}
@@ -263,14 +263,14 @@ func standalone(auth string) bool {
 	return err == nil && !a.Brama()
 }
 
-// IdentityDefaults fills the identity variables of f that are not set at
+// identityDefaults fills the identity variables of f that are not set at
 // all (as for required: empty and absent from env) with their defaults and
 // returns them as open fields: a fresh agent id (a random UUID, kept in
 // the state once the being is created), DefaultRole, DefaultEnvironment,
 // the hostname (HostIdentifier), DefaultWorkloadID, no digests and policy
 // sequence 0. A variable set to the empty string stays a value and meets
 // its rule.
-func IdentityDefaults(f *IdentityFlags, env LookupEnv) state.IdentityFields {
+func identityDefaults(f *IdentityFlags, env LookupEnv) state.IdentityFields {
 	constant := func(v string) func() string { return func() string { return v } }
 	defaults := []struct {
 		name  string

@@ -23,7 +23,7 @@ type Flags struct {
 // IdentityFlags are the immutable identity of the root being
 // (docs/state.md#identity). With BRAMA_AUTH=hmac every one without a
 // default is required; with bearer or none each may be left unset and
-// takes the default of docs/configuration.md#identity (IdentityDefaults).
+// takes the default of docs/configuration.md#identity.
 type IdentityFlags struct {
 	AgentID           string `name:"agent-id" env:"SINGULARITY_AGENT_ID" help:"Immutable agent identifier (required with hmac; else generated once and kept in the state)."`
 	AgentName         string `name:"agent-name" env:"SINGULARITY_AGENT_NAME" default:"MyAgent" help:"Persona name."`

@@ -14,7 +14,7 @@ import (
 	"github.com/wisent/singularity/supervision/fault"
 )
 
-// allOpen is every identity field IdentityDefaults may leave open.
+// allOpen is every identity field identityDefaults may leave open.
 const allOpen = state.IdentityAgentID | state.IdentityRole | state.IdentityEnvironment | state.IdentityHost |
 	state.IdentityWorkloadID | state.IdentityWorkloadPublicKey | state.IdentityExecutableDigest |
 	state.IdentityCodeDigest | state.IdentityPolicyDigest | state.IdentityPolicySequence

@@ -54,6 +54,7 @@ func TestRejectedRequestsFailTheCycle(t *testing.T) {
 	opts := options(t, being.Run)
 	opts.Clock = clock
 	opts.CycleInterval = 0
+	opts.MaxCycles = uint64(len(refusals) + 1) // then idle: the script is done
 	opts.Pricing.InputPerMillion = testkit.USD("1")
 	opts.Pricing.OutputPerMillion = testkit.USD("2")
 	h := start(t, srv, opts, useBearer)

@@ -447,21 +447,21 @@ func transportError(ctx context.Context, err error, sent, hasEffect bool) error 
 
 // statusError is the error for a non-2xx answer
 // (docs/brama.md#error-classes): 429 and 5xx are transient, every other
-// status permanent, except that a rejected completion (rejected: a
-// completion sent to a gateway other than Brama) is transient when it is
-// a request the gateway refused rather than credentials (Rejected). redact
-// is applied to the message once it is decoded from body, which JSON
-// escapes may have hidden a credential in.
-func statusError(code int, body []byte, redact func([]byte) []byte, rejected bool) error {
+// status permanent, except that with completion set (the answer to a
+// completion sent to a gateway other than Brama) a request the gateway
+// refused rather than the credentials is transient too (rejectedRequest).
+// redact is applied to the message once it is decoded from body, which
+// JSON escapes may have hidden a credential in.
+func statusError(code int, body []byte, redact func([]byte) []byte, completion bool) error {
 	msg := string(redact([]byte(errorText(body))))
 	kind := fault.Permanent
-	if code == http.StatusTooManyRequests || code >= 500 || rejected && Rejected(code, msg) {
+	if code == http.StatusTooManyRequests || code >= 500 || completion && rejectedRequest(code, msg) {
 		kind = fault.Transient
 	}
 	return fault.Upstream(fault.ClassBrama, kind, "HTTP %d: %s", code, msg)
 }
 
-// Rejected reports whether a gateway other than Brama refused one
+// rejectedRequest reports whether a gateway other than Brama refused one
 // completion request rather than the being's credentials
 // (docs/brama.md#rejected-requests): HTTP 400, 404, 413 or 422 whose
 // message (already redacted) names no credential. Such a refusal fails the
@@ -469,7 +469,7 @@ func statusError(code int, body []byte, redact func([]byte) []byte, rejected boo
 // framing, a moved window), and an operator may fix the cause meanwhile (a
 // model loaded, a parameter changed). 401 and 403, and a message about a
 // key or another credential, stay permanent.
-func Rejected(code int, msg string) bool {
+func rejectedRequest(code int, msg string) bool {
 	switch code {
 	case http.StatusBadRequest, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
 	default:

@@ -35,7 +35,7 @@ func TestRejected(t *testing.T) {
 		{500, "boom", false},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, Rejected(tt.code, tt.msg), "%d %q", tt.code, tt.msg)
+		assert.Equal(t, tt.want, rejectedRequest(tt.code, tt.msg), "%d %q", tt.code, tt.msg)
 	}
 }
 

@@ -166,7 +166,7 @@ func TestOnceHelpListsEveryVariable(t *testing.T) {
 	for _, v := range vars {
 		assert.Contains(t, r.stdout, v)
 	}
-	for _, def := range []string{`"MyAgent"`, `"10"`, `".singularity"`, `"http://127.0.0.1:8081"`, `"0.2"`, `"2048"`, `"skarbiec,finance"`} {
+	for _, def := range []string{`"MyAgent"`, `"10"`, `".singularity"`, `"http://127.0.0.1:8081"`, `"0.2"`, `"2048"`, `skarbiec,finance for the classic Las, none with a servers file`} {
 		assert.Contains(t, strings.Join(strings.Fields(r.stdout), " "), def)
 	}
 }
