@@ -9,10 +9,19 @@ PACKAGES := ./...
 
 all: build
 
+# The revision `singularity --version` reports, embedded with -ldflags -X
+# whatever GOFLAGS says (-buildvcs=false drops the toolchain's own stamp);
+# all three are empty outside a git checkout, and the binary then falls
+# back to the toolchain's stamp or says "revision unknown".
+REVISION      := $(shell git rev-parse HEAD 2>/dev/null)
+REVISION_TIME := $(shell git log -1 --format=%cI 2>/dev/null)
+MODIFIED      := $(if $(shell git status --porcelain 2>/dev/null | head -c 1),true)
+LDFLAGS       := -X main.revision=$(REVISION) -X main.revisionTime=$(REVISION_TIME) -X main.modified=$(MODIFIED)
+
 # The example Las runs once per being: it is built static (no cgo), which
 # maps no C library into each of its processes.
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/examplelas
 
 vet:

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/wisent/singularity/internal/prompt"
 	"github.com/wisent/singularity/internal/tiers"
 
@@ -37,6 +39,11 @@ const MaxStimulusBytes = 65536
 type Runtime struct {
 	// Identity is the root being's immutable identity and persona.
 	Identity state.Identity
+	// IdentityOpen are the identity fields no variable set, which only
+	// BRAMA_AUTH bearer or none allows: Identity holds their defaults
+	// (docs/configuration.md#identity) for a fresh being, and a resumed
+	// being keeps the values its state holds (docs/state.md#identity).
+	IdentityOpen state.IdentityFields
 
 	StartingBalance  money.Amount
 	InstancePerHour  money.Amount
@@ -161,10 +168,12 @@ func Load(f Flags, env LookupEnv) (Runtime, error) {
 	}
 	var rt Runtime
 	var err error
-	if err = required(requiredIdentity(f.Identity), env); err != nil {
+	if standalone(f.Brama.Auth) {
+		rt.IdentityOpen = identityDefaults(&f.Identity, env)
+	} else if err = required(requiredIdentity(f.Identity), env); err != nil {
 		return Runtime{}, err
 	}
-	if rt.Identity, err = loadIdentity(f.Identity); err != nil {
+	if rt.Identity, err = loadIdentity(f.Identity, rt.IdentityOpen); err != nil {
 		return Runtime{}, err
 	}
 	if err = loadLoop(&rt, f.Loop); err != nil {
@@ -173,8 +182,10 @@ func Load(f Flags, env LookupEnv) (Runtime, error) {
 	if rt.Brama, err = loadBrama(f.Brama); err != nil {
 		return Runtime{}, err
 	}
-	if err = required(requiredLas(f.Las), env); err != nil {
-		return Runtime{}, err
+	if f.Las.ServersFile == "" {
+		if err = required(requiredLas(f.Las), env); err != nil {
+			return Runtime{}, err
+		}
 	}
 	if rt.Las, err = LoadLas(f.Las); err != nil {
 		return Runtime{}, err
@@ -244,7 +255,95 @@ func requiredLas(f LasFlags) []setting {
 	}
 }
 
-func loadIdentity(f IdentityFlags) (state.Identity, error) {
+// The identity defaults of docs/configuration.md#identity, for a gateway
+// other than Brama.
+const (
+	DefaultRole        = "worker"
+	DefaultEnvironment = "local"
+	DefaultWorkloadID  = "standalone"
+	// DefaultHost is the host when the hostname is unknown or has no
+	// character an identifier may hold.
+	DefaultHost = "localhost"
+)
+
+// standalone reports whether auth names a gateway other than Brama, with
+// which the Wisent identity variables are optional. An unparsable value
+// counts as Brama here; loadBrama refuses it later.
+func standalone(auth string) bool {
+	a, err := gateway.ParseAuth(auth)
+	return err == nil && !a.Brama()
+}
+
+// identityDefaults fills the identity variables of f that are not set at
+// all (as for required: empty and absent from env) with their defaults and
+// returns them as open fields: a fresh agent id (a random UUID, kept in
+// the state once the being is created), DefaultRole, DefaultEnvironment,
+// the hostname (HostIdentifier), DefaultWorkloadID, no digests and policy
+// sequence 0. A variable set to the empty string stays a value and meets
+// its rule.
+func identityDefaults(f *IdentityFlags, env LookupEnv) state.IdentityFields {
+	constant := func(v string) func() string { return func() string { return v } }
+	defaults := []struct {
+		name  string
+		value *string
+		field state.IdentityFields
+		def   func() string
+	}{
+		{"SINGULARITY_AGENT_ID", &f.AgentID, state.IdentityAgentID, uuid.NewString},
+		{"SINGULARITY_ROLE", &f.Role, state.IdentityRole, constant(DefaultRole)},
+		{"SINGULARITY_ENVIRONMENT", &f.Environment, state.IdentityEnvironment, constant(DefaultEnvironment)},
+		{"SINGULARITY_HOST", &f.Host, state.IdentityHost, HostIdentifier},
+		{"SINGULARITY_WORKLOAD_ID", &f.WorkloadID, state.IdentityWorkloadID, constant(DefaultWorkloadID)},
+		{"SINGULARITY_WORKLOAD_PUBLIC_KEY", &f.WorkloadPublicKey, state.IdentityWorkloadPublicKey, constant("")},
+		{"SINGULARITY_EXECUTABLE_SHA256", &f.ExecutableSHA256, state.IdentityExecutableDigest, constant("")},
+		{"SINGULARITY_CODE_SHA256", &f.CodeSHA256, state.IdentityCodeDigest, constant("")},
+		{"SINGULARITY_POLICY_SHA256", &f.PolicySHA256, state.IdentityPolicyDigest, constant("")},
+		{"SINGULARITY_POLICY_SEQUENCE", &f.PolicySequence, state.IdentityPolicySequence, constant("0")},
+	}
+	var open state.IdentityFields
+	for _, d := range defaults {
+		if *d.value != "" {
+			continue
+		}
+		if _, set := env(d.name); set {
+			continue
+		}
+		*d.value = d.def()
+		open |= d.field
+	}
+	return open
+}
+
+// HostIdentifier is the hostname as an identifier: every character an
+// identifier may not hold becomes "-", cut to 128 characters; DefaultHost
+// when the hostname is unknown or nothing of it remains.
+func HostIdentifier() string {
+	name, err := os.Hostname()
+	if err != nil {
+		return DefaultHost
+	}
+	return hostIdentifier(name)
+}
+
+func hostIdentifier(name string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 128 {
+		b = b[:128]
+	}
+	if s := string(b); identity.Valid(s) && strings.Trim(s, "-") != "" {
+		return s
+	}
+	return DefaultHost
+}
+
+// loadIdentity validates the identity; a digest in open (none configured)
+// is the empty string and needs no form.
+func loadIdentity(f IdentityFlags, open state.IdentityFields) (state.Identity, error) {
 	ids := []struct{ label, value string }{
 		{"agent id", f.AgentID},
 		{"role", f.Role},
@@ -257,14 +356,17 @@ func loadIdentity(f IdentityFlags) (state.Identity, error) {
 			return state.Identity{}, configError("%s is not a valid immutable identifier", id.label)
 		}
 	}
-	digests := []struct{ label, value string }{
-		{"workload public key", f.WorkloadPublicKey},
-		{"executable digest", f.ExecutableSHA256},
-		{"code digest", f.CodeSHA256},
-		{"policy digest", f.PolicySHA256},
+	digests := []struct {
+		label, value string
+		field        state.IdentityFields
+	}{
+		{"workload public key", f.WorkloadPublicKey, state.IdentityWorkloadPublicKey},
+		{"executable digest", f.ExecutableSHA256, state.IdentityExecutableDigest},
+		{"code digest", f.CodeSHA256, state.IdentityCodeDigest},
+		{"policy digest", f.PolicySHA256, state.IdentityPolicyDigest},
 	}
 	for _, d := range digests {
-		if !validDigest(d.value) {
+		if !open.Has(d.field) && !validDigest(d.value) {
 			return state.Identity{}, configError("%s must be 64 lowercase hexadecimal characters", d.label)
 		}
 	}
@@ -612,8 +714,24 @@ func LoadLas(f LasFlags) (Las, error) {
 		ReleaseManifestSignature: f.ManifestSig,
 		ReleaseTrustStore:        f.TrustStore,
 		ReleaseWatermark:         f.Watermark,
-		requiredSurfaces:         SplitList(f.RequiredSurfaces),
+		requiredSurfaces:         requiredSurfaces(f.RequiredSurfaces, serversMode),
 	}, nil
+}
+
+// DefaultRequiredSurfaces are the surfaces the classic Las must offer
+// when SINGULARITY_REQUIRED_SURFACES is not set; with a servers file none
+// is required unless it is set.
+const DefaultRequiredSurfaces = "skarbiec,finance"
+
+func requiredSurfaces(text *string, serversMode bool) []string {
+	switch {
+	case text != nil:
+		return SplitList(*text)
+	case serversMode:
+		return nil
+	default:
+		return SplitList(DefaultRequiredSurfaces)
+	}
 }
 
 func absoluteRegularFile(path string) bool {

@@ -58,13 +58,16 @@ func (f fixture) flags() Flags {
 		Brama: BramaFlags{BaseURL: "http://127.0.0.1:8081", Model: "any", SecretFile: f.secret, MaxTokens: "2048", Temperature: "0.2"},
 		Las: LasFlags{
 			Command: "node", Entrypoint: f.entry, Only: "weles,skarbiec,finance", Manifest: f.manifest,
-			ManifestSig: f.signature, TrustStore: f.trust, Watermark: filepath.Join(f.dir, "watermark"), RequiredSurfaces: "skarbiec,finance",
+			ManifestSig: f.signature, TrustStore: f.trust, Watermark: filepath.Join(f.dir, "watermark"),
 		},
 		Most: MostFlags{BaseURL: "http://127.0.0.1:8080"},
 	}
 }
 
 func noEnv(string) (string, bool) { return "", false }
+
+// text is a value given for an optional variable.
+func text(s string) *string { return &s }
 
 // setEmpty is an environment in which every variable is set, to the empty
 // string: what the flags hold empty was given empty, not left unset.
@@ -285,8 +288,8 @@ func TestLoadAcceptsEdges(t *testing.T) {
 		{"stimulus trimmed", func(c *Flags) { c.Loop.Stimulus = "  look  \n" }, func(t *testing.T, rt Runtime) { assert.Equal(t, "look", rt.Stimulus) }},
 		{"stimulus blank is unset", func(c *Flags) { c.Loop.Stimulus = " \t " }, func(t *testing.T, rt Runtime) { assert.Empty(t, rt.Stimulus) }},
 		{"stimulus at bound", func(c *Flags) { c.Loop.Stimulus = strings.Repeat("x", MaxStimulusBytes) }, func(t *testing.T, rt Runtime) { assert.Len(t, rt.Stimulus, MaxStimulusBytes) }},
-		{"required surfaces empty", func(c *Flags) { c.Las.RequiredSurfaces = "" }, func(t *testing.T, rt Runtime) { assert.Empty(t, rt.Las.RequiredSurfaces()) }},
-		{"required surfaces blanks dropped", func(c *Flags) { c.Las.RequiredSurfaces = " a, ,b ," }, func(t *testing.T, rt Runtime) { assert.Equal(t, []string{"a", "b"}, rt.Las.RequiredSurfaces()) }},
+		{"required surfaces empty", func(c *Flags) { c.Las.RequiredSurfaces = text("") }, func(t *testing.T, rt Runtime) { assert.Empty(t, rt.Las.RequiredSurfaces()) }},
+		{"required surfaces blanks dropped", func(c *Flags) { c.Las.RequiredSurfaces = text(" a, ,b ,") }, func(t *testing.T, rt Runtime) { assert.Equal(t, []string{"a", "b"}, rt.Las.RequiredSurfaces()) }},
 		{"identifier charset", func(c *Flags) { c.Identity.AgentID = "A-z_0.9:x" }, func(t *testing.T, rt Runtime) { assert.Equal(t, "A-z_0.9:x", rt.Identity.AgentID) }},
 		{"identifier 128", func(c *Flags) { c.Identity.Role = strings.Repeat("r", 128) }, func(t *testing.T, rt Runtime) { assert.Len(t, rt.Identity.Role, 128) }},
 		{"debug loopback v6", func(c *Flags) { c.DebugAddr = "[::1]:0" }, func(t *testing.T, rt Runtime) { assert.Equal(t, "[::1]:0", rt.DebugAddr) }},

@@ -21,22 +21,24 @@ type Flags struct {
 }
 
 // IdentityFlags are the immutable identity of the root being
-// (docs/state.md#identity).
+// (docs/state.md#identity). With BRAMA_AUTH=hmac every one without a
+// default is required; with bearer or none each may be left unset and
+// takes the default of docs/configuration.md#identity.
 type IdentityFlags struct {
-	AgentID           string `name:"agent-id" env:"SINGULARITY_AGENT_ID" help:"Immutable agent identifier (required)."`
+	AgentID           string `name:"agent-id" env:"SINGULARITY_AGENT_ID" help:"Immutable agent identifier (required with hmac; else generated once and kept in the state)."`
 	AgentName         string `name:"agent-name" env:"SINGULARITY_AGENT_NAME" default:"MyAgent" help:"Persona name."`
 	AgentTicker       string `name:"agent-ticker" env:"SINGULARITY_AGENT_TICKER" default:"AGENT" help:"Persona ticker."`
 	AgentType         string `name:"agent-type" env:"SINGULARITY_AGENT_TYPE" default:"general" help:"Persona type."`
 	Specialty         string `name:"specialty" env:"SINGULARITY_SPECIALTY" default:"general" help:"Persona specialty."`
-	Role              string `name:"role" env:"SINGULARITY_ROLE" help:"Immutable role identifier (required)."`
-	Environment       string `name:"environment" env:"SINGULARITY_ENVIRONMENT" help:"Immutable environment identifier (required)."`
-	Host              string `name:"host" env:"SINGULARITY_HOST" help:"Immutable host identifier (required)."`
-	WorkloadID        string `name:"workload-id" env:"SINGULARITY_WORKLOAD_ID" help:"Immutable workload identifier (required)."`
-	WorkloadPublicKey string `name:"workload-public-key" env:"SINGULARITY_WORKLOAD_PUBLIC_KEY" help:"Workload public key, 64 lowercase hex (required)."`
-	ExecutableSHA256  string `name:"executable-sha256" env:"SINGULARITY_EXECUTABLE_SHA256" help:"Executable digest, 64 lowercase hex (required)."`
-	CodeSHA256        string `name:"code-sha256" env:"SINGULARITY_CODE_SHA256" help:"Code digest, 64 lowercase hex (required)."`
-	PolicySHA256      string `name:"policy-sha256" env:"SINGULARITY_POLICY_SHA256" help:"Policy digest, 64 lowercase hex (required)."`
-	PolicySequence    string `name:"policy-sequence" env:"SINGULARITY_POLICY_SEQUENCE" help:"Policy sequence, unsigned integer (required)."`
+	Role              string `name:"role" env:"SINGULARITY_ROLE" help:"Immutable role identifier (required with hmac; else worker)."`
+	Environment       string `name:"environment" env:"SINGULARITY_ENVIRONMENT" help:"Immutable environment identifier (required with hmac; else local)."`
+	Host              string `name:"host" env:"SINGULARITY_HOST" help:"Immutable host identifier (required with hmac; else the hostname)."`
+	WorkloadID        string `name:"workload-id" env:"SINGULARITY_WORKLOAD_ID" help:"Immutable workload identifier (required with hmac; else standalone)."`
+	WorkloadPublicKey string `name:"workload-public-key" env:"SINGULARITY_WORKLOAD_PUBLIC_KEY" help:"Workload public key, 64 lowercase hex (required with hmac; else none)."`
+	ExecutableSHA256  string `name:"executable-sha256" env:"SINGULARITY_EXECUTABLE_SHA256" help:"Executable digest, 64 lowercase hex (required with hmac; else none)."`
+	CodeSHA256        string `name:"code-sha256" env:"SINGULARITY_CODE_SHA256" help:"Code digest, 64 lowercase hex (required with hmac; else none)."`
+	PolicySHA256      string `name:"policy-sha256" env:"SINGULARITY_POLICY_SHA256" help:"Policy digest, 64 lowercase hex (required with hmac; else none)."`
+	PolicySequence    string `name:"policy-sequence" env:"SINGULARITY_POLICY_SEQUENCE" help:"Policy sequence, unsigned integer (required with hmac; else 0)."`
 }
 
 // LoopFlags govern the cycle loop, accounting and the state directory.
@@ -83,16 +85,19 @@ type BramaFlags struct {
 // the variable ${las_only}, which the parser must define (the command
 // defines it as las.DefaultOnly, so the list is written once).
 type LasFlags struct {
-	Command          string `name:"las-command" env:"LAS_COMMAND" default:"node" help:"Interpreter or executable that runs Las."`
-	Entrypoint       string `name:"las-mcp-entrypoint" env:"LAS_MCP_ENTRYPOINT" default:"../las/src/mcp.mjs" help:"Las entrypoint file."`
-	Only             string `name:"las-only" env:"LAS_ONLY" default:"${las_only}" help:"Surfaces Las offers (empty: all)."`
-	Skip             string `name:"las-skip" env:"LAS_SKIP" help:"Surfaces to exclude."`
-	Manifest         string `name:"las-release-manifest-file" env:"LAS_RELEASE_MANIFEST_FILE" help:"Absolute path of the Las release manifest (required)."`
-	ManifestSig      string `name:"las-release-manifest-signature-file" env:"LAS_RELEASE_MANIFEST_SIGNATURE_FILE" help:"Absolute path of the manifest signature (required)."`
-	TrustStore       string `name:"las-release-trust-store-file" env:"LAS_RELEASE_TRUST_STORE_FILE" help:"Absolute path of the release trust store (required)."`
-	Watermark        string `name:"las-release-watermark-file" env:"LAS_RELEASE_WATERMARK_FILE" help:"Absolute path of the release watermark (required)."`
-	ServersFile      string `name:"las-servers-file" env:"LAS_SERVERS_FILE" help:"MCP servers file in the mcpServers format (replaces LAS_COMMAND and LAS_MCP_ENTRYPOINT)."`
-	RequiredSurfaces string `name:"required-surfaces" env:"SINGULARITY_REQUIRED_SURFACES" default:"skarbiec,finance" help:"Surfaces that must expose a tool (comma list; may be empty)."`
+	Command     string `name:"las-command" env:"LAS_COMMAND" default:"node" help:"Interpreter or executable that runs Las."`
+	Entrypoint  string `name:"las-mcp-entrypoint" env:"LAS_MCP_ENTRYPOINT" default:"../las/src/mcp.mjs" help:"Las entrypoint file."`
+	Only        string `name:"las-only" env:"LAS_ONLY" default:"${las_only}" help:"Surfaces Las offers (empty: all)."`
+	Skip        string `name:"las-skip" env:"LAS_SKIP" help:"Surfaces to exclude."`
+	Manifest    string `name:"las-release-manifest-file" env:"LAS_RELEASE_MANIFEST_FILE" help:"Absolute path of the Las release manifest (required without a servers file)."`
+	ManifestSig string `name:"las-release-manifest-signature-file" env:"LAS_RELEASE_MANIFEST_SIGNATURE_FILE" help:"Absolute path of the manifest signature (required without a servers file)."`
+	TrustStore  string `name:"las-release-trust-store-file" env:"LAS_RELEASE_TRUST_STORE_FILE" help:"Absolute path of the release trust store (required without a servers file)."`
+	Watermark   string `name:"las-release-watermark-file" env:"LAS_RELEASE_WATERMARK_FILE" help:"Absolute path of the release watermark (required without a servers file)."`
+	ServersFile string `name:"las-servers-file" env:"LAS_SERVERS_FILE" help:"MCP servers file in the mcpServers format (replaces LAS_COMMAND and LAS_MCP_ENTRYPOINT)."`
+	// RequiredSurfaces is nil when neither the flag nor the variable is
+	// given: then none with a servers file, DefaultRequiredSurfaces for
+	// the classic Las.
+	RequiredSurfaces *string `name:"required-surfaces" env:"SINGULARITY_REQUIRED_SURFACES" help:"Surfaces that must expose a tool (comma list; may be empty). Unset: skarbiec,finance for the classic Las, none with a servers file."`
 }
 
 // MostFlags locate and authenticate the messaging service.

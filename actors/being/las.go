@@ -35,6 +35,9 @@ func (b *Being) startLas(ctx actor.Context) {
 	}
 	b.las.pid = pid
 	b.las.link = lasStarting
+	if b.opts.Observer != nil {
+		b.opts.Observer.LasStarted(b.me, "las")
+	}
 	b.request(ctx, pid, messages.LasCatalogRequest{}, b.lasBootTimeout(), replyLasCatalog)
 }
 

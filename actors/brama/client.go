@@ -403,7 +403,7 @@ func (c *Client) exchange(ctx context.Context, req *http.Request, hasEffect bool
 		// The status alone classifies the failure; a body cut short
 		// only shortens the message.
 		a := attempt{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}
-		return nil, a, statusError(resp.StatusCode, c.redact(body), c.redact)
+		return nil, a, statusError(resp.StatusCode, c.redact(body), c.redact, hasEffect && !c.auth.Brama())
 	}
 	if err != nil {
 		return nil, attempt{}, transportError(ctx, err, true, hasEffect)
@@ -462,15 +462,46 @@ func transportError(ctx context.Context, err error, sent, hasEffect bool) error 
 
 // statusError is the error for a non-2xx answer
 // (docs/brama.md#error-classes): 429 and 5xx are transient, every other
-// status permanent. redact is applied to the message once it is decoded
-// from body, which JSON escapes may have hidden a credential in.
-func statusError(code int, body []byte, redact func([]byte) []byte) error {
+// status permanent, except that with completion set (the answer to a
+// completion sent to a gateway other than Brama) a request the gateway
+// refused rather than the credentials is transient too (rejectedRequest).
+// redact is applied to the message once it is decoded from body, which
+// JSON escapes may have hidden a credential in.
+func statusError(code int, body []byte, redact func([]byte) []byte, completion bool) error {
+	msg := string(redact([]byte(errorText(body))))
 	kind := fault.Permanent
-	if code == http.StatusTooManyRequests || code >= 500 {
+	if code == http.StatusTooManyRequests || code >= 500 || completion && rejectedRequest(code, msg) {
 		kind = fault.Transient
 	}
-	return fault.Upstream(fault.ClassBrama, kind, "HTTP %d: %s", code, redact([]byte(errorText(body))))
+	return fault.Upstream(fault.ClassBrama, kind, "HTTP %d: %s", code, msg)
 }
+
+// rejectedRequest reports whether a gateway other than Brama refused one
+// completion request rather than the being's credentials
+// (docs/brama.md#rejected-requests): HTTP 400, 404, 413 or 422 whose
+// message (already redacted) names no credential. Such a refusal fails the
+// cycle, not the being: the next cycle sends another request (a new
+// framing, a moved window), and an operator may fix the cause meanwhile (a
+// model loaded, a parameter changed). 401 and 403, and a message about a
+// key or another credential, stay permanent.
+func rejectedRequest(code int, msg string) bool {
+	switch code {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+	default:
+		return false
+	}
+	lower := strings.ToLower(msg)
+	for _, word := range credentialWords {
+		if strings.Contains(lower, word) {
+			return false
+		}
+	}
+	return true
+}
+
+// credentialWords mark an error message about credentials; providers
+// answer a bad key with 400 as well as 401 ("API key not valid").
+var credentialWords = []string{"api key", "api_key", "apikey", "credential", "unauthori", "authenticat", "forbidden", "permission"}
 
 // errorText is the message of {"error":{"message":…}} when the body has
 // one, else the body's first 800 characters.

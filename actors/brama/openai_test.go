@@ -225,7 +225,9 @@ func TestRetriesAreBounded(t *testing.T) {
 }
 
 // TestNothingThatMayHaveBeenProcessedIsRetried: a dropped response, a 500
-// and a timeout after sending reach the gateway once only.
+// and a timeout after sending reach the gateway once only, and so does a
+// refused request (a 400, transient with bearer: it fails the cycle, and
+// the next cycle sends another request).
 func TestNothingThatMayHaveBeenProcessedIsRetried(t *testing.T) {
 	dropped := bramatest.TextReply("a reply that will be cut", bramatest.Usage(5, 5))
 	dropped.DropMidResponse = true
@@ -236,7 +238,7 @@ func TestNothingThatMayHaveBeenProcessedIsRetried(t *testing.T) {
 	}{
 		{"dropped response", dropped, fault.Indeterminate},
 		{"500", bramatest.ErrorReply(500, "boom"), fault.Transient},
-		{"400", bramatest.ErrorReply(400, "bad"), fault.Permanent},
+		{"400", bramatest.ErrorReply(400, "bad"), fault.Transient},
 		{"timeout", bramatest.Reply{Stall: true}, fault.Indeterminate},
 	}
 	for _, tt := range tests {

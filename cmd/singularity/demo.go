@@ -222,6 +222,7 @@ func (d *demoCmd) configuration(sandbox, bramaURL string, secret []byte) (config
 	if _, err := os.Stat(filepath.Join(stateDir, "state.json")); err == nil {
 		resume = true
 	}
+	required := config.DefaultRequiredSurfaces
 	f := config.Flags{
 		Identity: config.IdentityFlags{
 			AgentID: "demo-ada", AgentName: "Ada", AgentTicker: "ADA", AgentType: "general", Specialty: "simulated market research",
@@ -240,7 +241,7 @@ func (d *demoCmd) configuration(sandbox, bramaURL string, secret []byte) (config
 			Command: "example-las", Entrypoint: filepath.Join(sandbox, "example-las"), Only: "echo,skarbiec,finance",
 			Manifest: filepath.Join(sandbox, "manifest.json"), ManifestSig: filepath.Join(sandbox, "manifest.sig"),
 			TrustStore: filepath.Join(sandbox, "trust.json"), Watermark: filepath.Join(sandbox, "watermark"),
-			RequiredSurfaces: "skarbiec,finance",
+			RequiredSurfaces: &required,
 		},
 		Most:            config.MostFlags{BaseURL: "http://127.0.0.1:8080"},
 		DebugAddr:       d.DebugAddr,

@@ -94,5 +94,6 @@ func (d *demoEvents) line(format string, args ...any) {
 }
 
 func (*demoEvents) CycleEnded(observe.Being, uint64, string) {}
+func (*demoEvents) LasStarted(observe.Being, string)         {}
 func (*demoEvents) LasRestarted(observe.Being, string)       {}
 func (*demoEvents) DurableWrite(time.Duration)               {}

@@ -179,17 +179,22 @@ func bramaClient(rt config.Runtime) (*brama.Client, error) {
 // bootRoot applies the boot gates of docs/state.md#boot-gates to the
 // root's state directory without writing: a fresh being comes back for
 // the root actor to write once its Las is ready (being.Options.Fresh),
-// nil when the state is resumed. Refusals exit 4 and leave the directory
-// untouched.
-func bootRoot(rt config.Runtime) (*state.Being, error) {
+// nil when the state is resumed. The identity is the root's: the
+// configured one with the defaults of its open fields when fresh, the
+// state's own when resumed (a generated agent id is kept, children
+// inherit it). Refusals exit 4 and leave the directory untouched.
+func bootRoot(rt config.Runtime) (*state.Being, state.Identity, error) {
 	fresh := func() (*state.Being, error) {
 		return being.NewState(rt.Identity, rt.StartingBalance, rt.Brama.Model, state.Now()), nil
 	}
-	b, resumed, err := state.Check(rt.StateDir, rt.Resume, rt.Identity, fresh)
-	if err != nil || resumed {
-		return nil, err
+	b, resumed, err := state.CheckOpen(rt.StateDir, rt.Resume, rt.Identity, rt.IdentityOpen, fresh)
+	switch {
+	case err != nil:
+		return nil, state.Identity{}, err
+	case resumed:
+		return nil, b.Identity, nil
 	}
-	return b, nil
+	return b, b.Identity, nil
 }
 
 // live is a running family: the actor system, the family actor, its
@@ -239,12 +244,13 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, 
 			_ = dbg.Shutdown(context.Background())
 		}
 	}
-	fresh, err := bootRoot(rt)
+	fresh, id, err := bootRoot(rt)
 	if err != nil {
 		release()
 		return nil, err
 	}
 	rootOpts.Fresh = fresh
+	rootOpts.Identity = id
 	// The family's observers (docs/debug.md#metrics,
 	// docs/configuration.md#logging): the metrics when the debug endpoint
 	// serves them, the narrative log always, and whatever the command
@@ -252,6 +258,7 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, 
 	var reg *metrics.Metrics
 	if dbg != nil {
 		reg = metrics.New(metrics.Options{PerBeing: rt.MetricsPerBeing, Process: true, Models: rt.Brama.Models()})
+		reg.SetBuild(buildInfo().metrics())
 		rootOpts.Observer = observe.Tee(reg, rootOpts.Observer)
 	}
 	rootOpts.Observer = observe.Tee(logging.NewNarrator(e.log), rootOpts.Observer)

@@ -80,14 +80,22 @@ func writeStatusTable(w io.Writer, fam *accounts.Family) error {
 		return err
 	}
 	t := fam.Totals
-	fmt.Fprintf(w, "\nfamily: %d beings, starting %s, granted %s, spent %s, earned %s, remaining %s",
-		t.Beings, t.Starting, t.Granted, t.Spent, t.Earned, t.Remaining)
+	fmt.Fprintf(w, "\nfamily: %s, starting %s, granted %s, spent %s, earned %s, remaining %s",
+		beings(t.Beings), t.Starting, t.Granted, t.Spent, t.Earned, t.Remaining)
 	if t.InTransit.Sign() != 0 {
 		fmt.Fprintf(w, ", in transit %s", t.InTransit)
 	}
 	fmt.Fprintln(w)
 	_, err := fmt.Fprintln(w, "family ledger: "+fam.Verdict())
 	return err
+}
+
+// beings counts beings in words: "1 being", "4 beings".
+func beings(n int) string {
+	if n == 1 {
+		return "1 being"
+	}
+	return fmt.Sprintf("%d beings", n)
 }
 
 // statusBeing is one being in the JSON form; money is exact decimal text.

@@ -16,16 +16,25 @@ func TestVersionText(t *testing.T) {
 		return out
 	}
 	tests := []struct {
-		info debug.BuildInfo
-		want string
+		name         string
+		info         *debug.BuildInfo
+		rev, at, mod string // what make build embeds
+		want         string
 	}{
-		{debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}, Settings: stamp("vcs", "git", "vcs.revision", "953bafe0123", "vcs.time", "2026-11-30T18:02:11Z", "vcs.modified", "false")},
+		{"toolchain stamp", &debug.BuildInfo{Main: debug.Module{Version: "v1.4.0"}, Settings: stamp("vcs", "git", "vcs.revision", "953bafe0123", "vcs.time", "2026-11-30T18:02:11Z", "vcs.modified", "false")}, "", "", "",
 			"singularity v1.4.0 (revision 953bafe0123, 2026-11-30T18:02:11Z)"},
-		{debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: stamp("vcs.revision", "abc1234", "vcs.modified", "true")},
+		{"modified", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: stamp("vcs.revision", "abc1234", "vcs.modified", "true")}, "", "", "",
 			"singularity (devel) (revision abc1234, modified)"},
-		{debug.BuildInfo{Settings: stamp("-buildvcs", "false")}, "singularity (devel) (revision unknown)"},
+		{"no stamp", &debug.BuildInfo{Settings: stamp("-buildvcs", "false")}, "", "", "", "singularity (devel) (revision unknown)"},
+		{"no build information", nil, "", "", "", "singularity (devel) (revision unknown)"},
+		{"make build with -buildvcs=false", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: stamp("-buildvcs", "false")}, "76d4ea6f00", "2026-12-01T11:02:49+01:00", "",
+			"singularity (devel) (revision 76d4ea6f00, 2026-12-01T10:02:49Z)"},
+		{"make build wins over the stamp", &debug.BuildInfo{Settings: stamp("vcs.revision", "old", "vcs.modified", "true")}, "new", "not a time", "true",
+			"singularity (devel) (revision new, modified, not a time)"},
+		{"make build, clean tree", &debug.BuildInfo{Settings: stamp("vcs.revision", "old", "vcs.modified", "true")}, "new", "", "",
+			"singularity (devel) (revision new)"},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, versionText(&tt.info))
+		assert.Equal(t, tt.want, buildOf(tt.info, tt.rev, tt.at, tt.mod).String(), tt.name)
 	}
 }

@@ -147,12 +147,18 @@ type Line struct {
 // identity, and the rest of the renamed segment is read before the new
 // file. Not safe for concurrent use.
 type Follower struct {
-	dir     string
+	dir string
+	// tail is set while Tail reads: each file read keeps only its
+	// newest keep lines.
+	tail    bool
+	keep    int
 	started bool
 	ino     uint64 // identity of the activity.jsonl being followed
 	offset  int64  // bytes of it already read, whole lines only
 	line    int    // lines of it already read
 	seq     uint64 // last seq handed out (a reference journal counts by position)
+	// positional is set once a line without seq was read.
+	positional bool
 }
 
 // NewFollower returns a follower of the journal in dir; nothing is read
@@ -208,6 +214,64 @@ func (f *Follower) Next() ([]Line, error) {
 	return out, err
 }
 
+// Tail is a first Next that keeps only the newest n lines (all of them
+// when there are fewer), in bounded memory: activity.jsonl is read first,
+// and the older segments, newest first, only while fewer than n lines
+// are found. Later calls of Next go on after the lines Tail read. A
+// journal with lines without seq (the reference's, numbered by position)
+// is read from its first segment on, as Next does. Called after Next, it
+// is Next cut to its newest n lines.
+func (f *Follower) Tail(n int) ([]Line, error) {
+	if f.started {
+		lines, err := f.Next()
+		return newest(lines, n), err
+	}
+	n = max(n, 0) // 0: none of the history, only the place after it
+	f.tail, f.keep = true, n
+	defer func() { f.tail = false }()
+	current := filepath.Join(f.dir, state.JournalFile)
+	segs, err := state.Segments(f.dir)
+	if err != nil {
+		return nil, err
+	}
+	f.started = true
+	var out []Line
+	if info, err := os.Stat(current); err == nil {
+		f.ino = inode(info)
+		out, f.offset, f.line, err = f.readFrom(current, 0, 0)
+		if err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	for i := len(segs) - 1; i >= 0 && len(out) < n && !f.positional; i-- {
+		if segs[i] == current {
+			continue
+		}
+		older, _, _, err := f.readFrom(segs[i], 0, 0)
+		if err != nil {
+			return nil, err
+		}
+		out = newest(append(older, out...), n)
+	}
+	if f.positional {
+		// Numbered by position: read in order from the first segment.
+		*f = Follower{dir: f.dir}
+		lines, err := f.Next()
+		return newest(lines, n), err
+	}
+	return newest(out, n), nil
+}
+
+// newest is the last n of lines.
+func newest(lines []Line, n int) []Line {
+	if len(lines) > n {
+		return lines[len(lines)-n:]
+	}
+	return lines
+}
+
 // segmentWith returns the older segment whose file identity is ino.
 func (f *Follower) segmentWith(ino uint64) string {
 	segs, err := state.Segments(f.dir)
@@ -256,6 +320,9 @@ func (f *Follower) readFrom(path string, offset int64, n int) ([]Line, int64, in
 		raw := bytes.TrimRight(data[:len(data)-1], "\r")
 		if l, ok := f.parse(raw); ok {
 			out = append(out, l)
+			if f.tail && len(out) > 2*f.keep {
+				out = append(out[:0], newest(out, f.keep)...)
+			}
 		}
 	}
 }
@@ -271,6 +338,7 @@ func (f *Follower) parse(raw []byte) (Line, bool) {
 	}
 	if h.Seq == 0 {
 		h.Seq = f.seq + 1
+		f.positional = true
 	}
 	f.seq = h.Seq
 	return Line{Raw: append([]byte(nil), t...), Head: h}, true

@@ -22,8 +22,8 @@ const ReplyLimit = 200
 // per tool call ("tool call": being, agent_id, cycle, tool, status,
 // duration); when debug is enabled the completion line (still at info)
 // also carries tool_calls and the reply text, cut at ReplyLimit
-// characters. Money is shown rounded for reading (USD);
-// the journal keeps it exact. It implements observe.Observer and is safe
+// characters. Money is the exact decimal, as in the journal (USD). It
+// implements observe.Observer and is safe
 // for concurrent use.
 type Narrator struct {
 	log *slog.Logger
@@ -95,6 +95,9 @@ func (n *Narrator) Step(s observe.Step) {
 // tool calls.
 func (*Narrator) CycleEnded(observe.Being, uint64, string) {}
 
+// LasStarted writes nothing.
+func (*Narrator) LasStarted(observe.Being, string) {}
+
 // LasRestarted writes nothing: the being logs a Las restart itself.
 func (*Narrator) LasRestarted(observe.Being, string) {}
 
@@ -117,7 +120,7 @@ func Cut(s string, limit int) string {
 	return s[:i] + "…"
 }
 
-// USD shows an amount to people: money.Amount.Human (the cent, or four
-// places below it for sub-cent amounts) and " USD". JSON, state and the
-// journal keep the exact decimal.
-func USD(a money.Amount) string { return a.Human() + " USD" }
+// USD is an amount in a log line: its exact decimal text, as the journal
+// writes it, and " USD". Every log line shows money this way, so two lines
+// never disagree by rounding.
+func USD(a money.Amount) string { return a.String() + " USD" }

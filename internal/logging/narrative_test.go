@@ -31,6 +31,14 @@ func TestCut(t *testing.T) {
 	}
 }
 
+// TestUSDIsExact: money in a log line is the exact decimal, whatever its
+// size, so a cost of 0.01038 never reads as 0.01 beside 0.00495.
+func TestUSDIsExact(t *testing.T) {
+	for in, want := range map[string]string{"0.01038": "0.01038 USD", "0.00495": "0.00495 USD", "0": "0 USD", "12.3": "12.3 USD", "0.000000000001": "0.000000000001 USD"} {
+		assert.Equal(t, want, USD(testkit.USD(in)), in)
+	}
+}
+
 func TestNarrator(t *testing.T) {
 	at := state.Time{Time: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	reply := chat.Message{Role: chat.RoleAssistant, Content: strings.Repeat("r", 250)}
@@ -50,11 +58,11 @@ func TestNarrator(t *testing.T) {
 		want  []string
 	}{
 		{slog.LevelInfo, []string{
-			`level=INFO msg=completion being=Ada agent_id=agent-1 cycle=2 prompt_tokens=10 completion_tokens=5 cost="0.000012 USD" finish=stop duration=1.5ms`,
+			`level=INFO msg=completion being=Ada agent_id=agent-1 cycle=2 prompt_tokens=10 completion_tokens=5 cost="0.0000123 USD" finish=stop duration=1.5ms`,
 			`level=INFO msg="tool call" being=Ada agent_id=agent-1 cycle=2 tool=echo__echo status=success duration=2ms`,
 		}},
 		{slog.LevelDebug, []string{
-			`level=INFO msg=completion being=Ada agent_id=agent-1 cycle=2 prompt_tokens=10 completion_tokens=5 cost="0.000012 USD" finish=stop duration=1.5ms tool_calls=0 reply=` + strings.Repeat("r", 200) + `…`,
+			`level=INFO msg=completion being=Ada agent_id=agent-1 cycle=2 prompt_tokens=10 completion_tokens=5 cost="0.0000123 USD" finish=stop duration=1.5ms tool_calls=0 reply=` + strings.Repeat("r", 200) + `…`,
 			`level=INFO msg="tool call" being=Ada agent_id=agent-1 cycle=2 tool=echo__echo status=success duration=2ms`,
 		}},
 		{slog.LevelWarn, nil},

@@ -3,7 +3,7 @@
 // narrative log (internal/logging) and the demo's event lines. A being
 // reports only what is already durable — a journal step once it is
 // written and applied — plus the few facts no event carries (how long a
-// completion or a tool call took, how a cycle ended, a Las restart, how
+// completion or a tool call took, how a cycle ended, a Las start or restart, how
 // long a durable write took), so whatever an observer counts agrees with
 // the journals exactly.
 //
@@ -74,6 +74,9 @@ type Observer interface {
 	// status ("completed", "tool_round_limit", "budget_exhausted") or
 	// "failed" when it ended on an error.
 	CycleEnded(b Being, cycle uint64, status string)
+	// LasStarted reports that the being started its MCP servers (its
+	// Las actor), before any restart can be reported.
+	LasStarted(b Being, server string)
 	// LasRestarted reports a restart of one of the being's MCP servers.
 	LasRestarted(b Being, server string)
 	// DurableWrite reports how long one durable write (a journal step
@@ -110,6 +113,12 @@ func (t tee) Step(s Step) {
 func (t tee) CycleEnded(b Being, cycle uint64, status string) {
 	for _, o := range t {
 		o.CycleEnded(b, cycle, status)
+	}
+}
+
+func (t tee) LasStarted(b Being, server string) {
+	for _, o := range t {
+		o.LasStarted(b, server)
 	}
 }
 

@@ -25,10 +25,11 @@ func TestLabel(t *testing.T) {
 	assert.Equal(t, "Ada-ada", Being{Name: "Ada", ID: "ada"}.Label())
 }
 
-type counting struct{ steps, cycles, restarts, writes int }
+type counting struct{ steps, cycles, starts, restarts, writes int }
 
 func (c *counting) Step(Step)                        { c.steps++ }
 func (c *counting) CycleEnded(Being, uint64, string) { c.cycles++ }
+func (c *counting) LasStarted(Being, string)         { c.starts++ }
 func (c *counting) LasRestarted(Being, string)       { c.restarts++ }
 func (c *counting) DurableWrite(time.Duration)       { c.writes++ }
 
@@ -41,9 +42,10 @@ func TestTee(t *testing.T) {
 	o := Tee(a, nil, b)
 	o.Step(Step{})
 	o.CycleEnded(Being{}, 1, "completed")
+	o.LasStarted(Being{}, "las")
 	o.LasRestarted(Being{}, "las")
 	o.DurableWrite(time.Millisecond)
 	for _, c := range []*counting{a, b} {
-		assert.Equal(t, counting{1, 1, 1, 1}, *c)
+		assert.Equal(t, counting{1, 1, 1, 1, 1}, *c)
 	}
 }

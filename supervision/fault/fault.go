@@ -80,7 +80,8 @@ const (
 	// malformed completion, protocol mismatch).
 	Permanent
 	// Transient failures may succeed later (connection refused, 429, 5xx,
-	// a Las process that exited).
+	// a completion request another gateway than Brama refused, a Las
+	// process that exited).
 	Transient
 	// Indeterminate failures happened after the request may have been
 	// delivered: the remote effect is unknown and must never be replayed.

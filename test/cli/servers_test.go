@@ -42,7 +42,7 @@ func TestToolsWithServersFile(t *testing.T) {
 	env := map[string]string{"PATH": os.Getenv("PATH"), "LAS_SERVERS_FILE": writeServers(t, dir), "SINGULARITY_WORKSPACE": dir}
 	r := run(t, env, "tools", "--format", "table")
 	require.Equal(t, 0, r.code, r.stderr)
-	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")[1:] // after the header
 	names := map[string]bool{}
 	for _, l := range lines {
 		names[strings.SplitN(l, "\t", 2)[0]] = true
@@ -65,7 +65,7 @@ func TestToolsWithServersFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(empty, []byte(`{"mcpServers": {}}`), 0o600))
 	r = run(t, map[string]string{"PATH": os.Getenv("PATH"), "LAS_SERVERS_FILE": empty}, "tools", "--format", "table")
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, builtinTable, strings.Split(strings.TrimRight(r.stdout, "\n"), "\n"))
+	assert.Equal(t, append([]string{"NAME\tDESCRIPTION"}, builtinTable...), strings.Split(strings.TrimRight(r.stdout, "\n"), "\n"))
 }
 
 // TestReadmeServersFile runs the servers file of the README's "Give a
@@ -224,5 +224,29 @@ func TestLasCannotStart(t *testing.T) {
 			assert.NotContains(t, r.stderr, "restart")
 			assert.Empty(t, r.stdout)
 		})
+	}
+}
+
+// TestServersFileNeedsNoPins: with Brama's full identity but a servers
+// file and none of the four LAS_RELEASE_* pins, doctor and once get past
+// the configuration (they fail later, at the Brama this world does not
+// run, exit 3), and no surface is required. (run, which lives on through
+// a Brama it cannot reach, is shown in test/e2e's TestStandaloneFirstHour.)
+func TestServersFileNeedsNoPins(t *testing.T) {
+	w := newWorld(t)
+	empty := filepath.Join(w.dir, "servers.json")
+	require.NoError(t, os.WriteFile(empty, []byte(`{"mcpServers": {}}`), 0o600))
+	for _, command := range []string{"doctor", "once"} {
+		env := w.env()
+		for _, pin := range []string{"LAS_RELEASE_MANIFEST_FILE", "LAS_RELEASE_MANIFEST_SIGNATURE_FILE", "LAS_RELEASE_TRUST_STORE_FILE", "LAS_RELEASE_WATERMARK_FILE"} {
+			delete(env, pin)
+		}
+		env["LAS_SERVERS_FILE"] = empty
+		env["SINGULARITY_STATE_DIR"] = filepath.Join(w.dir, command)
+		env["BRAMA_BASE_URL"] = "http://127.0.0.1:1"
+		env["BRAMA_RETRIES"] = "0"
+		r := run(t, env, command)
+		assert.Equal(t, 3, r.code, "%s: %s", command, r.stderr)
+		assert.Contains(t, testkit.LastLine(r.stderr), "singularity: brama: request not sent: ", command)
 	}
 }

@@ -24,8 +24,8 @@ import (
 // statusJSON is the part of `status --format json` the tests read.
 type statusJSON struct {
 	Beings []struct {
-		Name, Status, Remaining, Spent, Earned, Granted, Starting, Ledger string
-		Depth                                                             int
+		ID, Name, Status, Remaining, Spent, Earned, Granted, Starting, Ledger string
+		Depth                                                                 int
 	} `json:"beings"`
 	Totals struct {
 		Beings                                int
@@ -78,6 +78,17 @@ func TestStatusOfAStoppedFamily(t *testing.T) {
 	ada, err := state.Load(root)
 	require.NoError(t, err)
 	assert.Equal(t, "Ada", s.Beings[0].Name)
+	assert.Equal(t, "demo-ada", s.Beings[0].ID, "the root's id is its agent id, not its directory's name")
+	children := map[string]string{}
+	for _, c := range ada.Mind.Children {
+		children[c.Name] = c.ID
+	}
+	for _, b := range s.Beings[1:] {
+		if b.Depth == 1 {
+			assert.Equal(t, children[b.Name], b.ID, "a child's id is the one spawn_child gave it")
+		}
+	}
+	assert.Regexp(t, `(?m)^family: [2-9] beings, starting 1, `, table.stdout)
 	assert.Equal(t, ada.Budget.Remaining.String(), s.Beings[0].Remaining)
 	assert.Equal(t, ada.Budget.Granted.String(), s.Beings[0].Granted)
 	grants := money.Zero

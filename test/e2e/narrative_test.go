@@ -58,14 +58,14 @@ func TestNarrativeLogOfOnce(t *testing.T) {
 			if tc.format == "json" {
 				assert.Regexp(t, `"level":"INFO","msg":"tool call","being":"Ada","agent_id":"[^"]+","cycle":1,"tool":"singularity_memory_remember","status":"success","duration":`, tools[0])
 				assert.Regexp(t, `"tool":"finance__finance_sell_report","status":"success"`, tools[1])
-				assert.Regexp(t, `"prompt_tokens":1000,"completion_tokens":200,"cost":"0.000270 USD","finish":"tool_calls"`, completions[0])
+				assert.Regexp(t, `"prompt_tokens":1000,"completion_tokens":200,"cost":"0.00027 USD","finish":"tool_calls"`, completions[0])
 				assert.Regexp(t, `"prompt_tokens":1500,"completion_tokens":50,"cost":"0.000255 USD","finish":"stop"`, completions[1])
 				assert.Contains(t, completions[1], `"reply":"`+reply[:200]+`…"`)
 				return
 			}
 			assert.Regexp(t, `level=INFO msg="tool call" being=Ada agent_id=\S+ cycle=1 tool=singularity_memory_remember status=success duration=\S+$`, tools[0])
 			assert.Regexp(t, `tool=finance__finance_sell_report status=success duration=\S+$`, tools[1])
-			assert.Regexp(t, `level=INFO msg=completion being=Ada agent_id=\S+ cycle=1 prompt_tokens=1000 completion_tokens=200 cost="0.000270 USD" finish=tool_calls duration=\S+`, completions[0])
+			assert.Regexp(t, `level=INFO msg=completion being=Ada agent_id=\S+ cycle=1 prompt_tokens=1000 completion_tokens=200 cost="0.00027 USD" finish=tool_calls duration=\S+`, completions[0])
 			assert.Regexp(t, `prompt_tokens=1500 completion_tokens=50 cost="0.000255 USD" finish=stop duration=`, completions[1])
 			replyRE := regexp.MustCompile(`reply="([^"]*)"`)
 			if tc.level == "info" {

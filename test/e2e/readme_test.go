@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -77,8 +78,9 @@ func readmeExamples(t *testing.T) map[string]readmeExample {
 
 // TestReadmeExamples runs both examples of the README as written, against
 // a fake OpenAI-compatible server: $HOME is a temporary directory, the
-// provider's URL the fake server's /v1 base, and Las the example Las
-// (the files the example names are made where it names them).
+// provider's URL the fake server's /v1 base, and the example Las
+// served from the servers file (the files the example names are made
+// where it names them), with no identity variable and no release pin.
 func TestReadmeExamples(t *testing.T) {
 	t.Parallel()
 	examples := readmeExamples(t)
@@ -111,13 +113,21 @@ func testReadmeExample(t *testing.T, auth string, ex readmeExample) {
 		env[k] = strings.ReplaceAll(v, "$HOME", home)
 	}
 	env["BRAMA_BASE_URL"] = srv.URL
-	env["LAS_COMMAND"] = testkit.ExampleLas(t)
 	env["SINGULARITY_CYCLE_INTERVAL_SECS"] = "0.05" // not the README's: the test should be quick
+	for _, name := range []string{"SINGULARITY_AGENT_ID", "SINGULARITY_HOST", "LAS_RELEASE_MANIFEST_FILE", "LAS_COMMAND"} {
+		require.NotContains(t, env, name, "the README needs no Wisent identity, release pin or classic Las")
+	}
+	// The servers file names the example Las where the README's is empty,
+	// so that the being has Las tools.
+	lasConfig := filepath.Join(home, "las.json")
+	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"lab": map[string]any{"command": testkit.ExampleLas(t), "args": []string{lasConfig}},
+	}})
+	require.NoError(t, err)
+	require.NotEmpty(t, env["LAS_SERVERS_FILE"], "the README names a servers file")
 	files := map[string]string{
-		env["LAS_MCP_ENTRYPOINT"]:                  "{}",
-		env["LAS_RELEASE_MANIFEST_FILE"]:           `{"release":"readme"}`,
-		env["LAS_RELEASE_MANIFEST_SIGNATURE_FILE"]: "signature",
-		env["LAS_RELEASE_TRUST_STORE_FILE"]:        `{"keys":[]}`,
+		lasConfig:               "{}",
+		env["LAS_SERVERS_FILE"]: string(servers),
 	}
 	if auth == "bearer" {
 		require.NotEmpty(t, ex.prices, "the bearer example writes a prices file")

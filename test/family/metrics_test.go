@@ -68,6 +68,7 @@ func (q *quiet) CycleEnded(b observe.Being, cycle uint64, _ string) {
 	}
 }
 
+func (*quiet) LasStarted(observe.Being, string)   {}
 func (*quiet) LasRestarted(observe.Being, string) {}
 func (*quiet) DurableWrite(time.Duration)         {}
 
@@ -201,6 +202,9 @@ func TestMetricsAgreeWithJournals(t *testing.T) {
 		assert.InDelta(t, float(earned), got, 1e-9, "%s revenue", label)
 		got, _ = sample(fams, "singularity_balance_usd", being)
 		assert.InDelta(t, float(st.Budget.Remaining), got, 1e-9, "%s balance", label)
+		got, ok = sample(fams, "singularity_las_restarts_total", map[string]string{"being": label, "server": "las"})
+		assert.True(t, ok, "%s: the restart counter is exported from its Las's start", label)
+		assert.Zero(t, got, "%s restarts", label)
 		got, _ = sample(fams, "singularity_cycles_total", being)
 		assert.Equal(t, float64(st.Cycle), got, "%s cycles", label)
 		assert.Equal(t, uint64(cycles), st.Cycle)

@@ -16,7 +16,9 @@ import (
 
 // Being is one being of a family as its state directory shows it.
 type Being struct {
-	ID       string // its directory's name
+	// ID is the being's own id: a child's is its directory's name (the
+	// id spawn_child gave it), the root's its agent id.
+	ID       string
 	Name     string
 	Depth    int // 0 for the root
 	StateDir string
@@ -149,6 +151,9 @@ func (r *reader) read(dir, name string, depth int, root bool) *node {
 	}
 	b.Depth = depth
 	b.Entry.Root = root
+	if root {
+		b.ID = b.State.Identity.AgentID
+	}
 	type child struct {
 		dir, name string
 		err       error // the record is refused, never followed

@@ -22,6 +22,14 @@ import (
 // Every refusal is a ClassState error (exit 4) carrying its sentence in
 // docs/state.md#boot-gates.
 func Check(dir string, resume bool, id Identity, newBeing func() (*Being, error)) (being *Being, resumed bool, err error) {
+	return CheckOpen(dir, resume, id, 0, newBeing)
+}
+
+// CheckOpen is Check for an identity whose fields in open no variable
+// set (docs/state.md#identity): on resume those fields are not compared,
+// and the being loaded keeps its own; a fresh being is newBeing's, with
+// the defaults id holds.
+func CheckOpen(dir string, resume bool, id Identity, open IdentityFields, newBeing func() (*Being, error)) (being *Being, resumed bool, err error) {
 	exists, err := Exists(dir)
 	if err != nil {
 		return nil, false, err
@@ -42,7 +50,7 @@ func Check(dir string, resume bool, id Identity, newBeing func() (*Being, error)
 	if err != nil {
 		return nil, false, err
 	}
-	if b.Identity != id {
+	if b.Identity != id.Adopt(b.Identity, open) {
 		return nil, false, fault.New(fault.ClassState, "resume identity does not match configuration")
 	}
 	return b, true, nil

@@ -173,3 +173,46 @@ func TestBootFreshConstructorError(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// TestCheckOpenIdentity: fields the configuration left open are taken
+// from the state on resume (the generated agent id, the hostname of the
+// first start), while a field it set must still match.
+func TestCheckOpenIdentity(t *testing.T) {
+	stored := fixtureIdentity(t)
+	dir := t.TempDir()
+	writeState(t, dir, readFixture(t))
+	open := IdentityAgentID | IdentityHost | IdentityCodeDigest | IdentityPolicySequence
+	configured := stored
+	configured.AgentID = "3f0c9d1e-0000-4000-8000-000000000000" // generated anew this start
+	configured.Host = "another-host"
+	configured.CodeDigest = ""
+	configured.PolicySequence = 0
+
+	b, resumed, err := CheckOpen(dir, true, configured, open, freshBeing(configured))
+	require.NoError(t, err)
+	assert.True(t, resumed)
+	assert.Equal(t, stored, b.Identity, "the being keeps its own identity")
+
+	_, _, err = CheckOpen(dir, true, configured, open&^IdentityHost, freshBeing(configured))
+	assert.EqualError(t, err, "state: resume identity does not match configuration", "a host set must match")
+	_, _, err = Check(dir, true, configured, freshBeing(configured))
+	assert.EqualError(t, err, "state: resume identity does not match configuration", "nothing open: every field compared")
+
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	b, resumed, err = CheckOpen(fresh, false, configured, open, freshBeing(configured))
+	require.NoError(t, err)
+	assert.False(t, resumed)
+	assert.Equal(t, configured, b.Identity, "a fresh being takes the defaults")
+}
+
+func TestIdentityAdopt(t *testing.T) {
+	stored := fixtureIdentity(t)
+	var blank Identity
+	assert.Equal(t, blank, blank.Adopt(stored, 0))
+	all := IdentityAgentID | IdentityRole | IdentityEnvironment | IdentityHost | IdentityWorkloadID |
+		IdentityWorkloadPublicKey | IdentityExecutableDigest | IdentityCodeDigest | IdentityPolicyDigest | IdentityPolicySequence
+	got := blank.Adopt(stored, all)
+	want := stored
+	want.Name, want.Ticker, want.AgentType, want.Specialty = "", "", "", "" // the persona is never open
+	assert.Equal(t, want, got)
+}

@@ -151,11 +151,16 @@ const UnknownToolMessage = "tool is not in the current catalog"
 // UnknownTool is the outcome of a call to a name not in the catalogue.
 func UnknownTool() outcome.Outcome { return outcome.Failure("unknown_tool", UnknownToolMessage) }
 
-// FormatTable renders tools as "name<TAB>description" lines, each ending
-// in a newline (the `tools --format table` output). Line breaks inside a
-// description are folded to spaces so each tool stays one line.
+// TableHeader is the first line of FormatTable.
+const TableHeader = "NAME\tDESCRIPTION"
+
+// FormatTable renders tools as the `tools --format table` output: the
+// header TableHeader, then one "name<TAB>description" line per tool, each
+// ending in a newline. Line breaks inside a description are folded to
+// spaces so each tool stays one line.
 func FormatTable(tools []chat.Tool) string {
 	var b strings.Builder
+	b.WriteString(TableHeader + "\n")
 	for _, t := range tools {
 		b.WriteString(t.Function.Name)
 		b.WriteByte('\t')
