@@ -20,13 +20,12 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/wisent/singularity/internal/prompt"
-	"github.com/wisent/singularity/internal/tiers"
-
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/prompt"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tiers"
 	"github.com/wisent/singularity/internal/wire/gateway"
 	"github.com/wisent/singularity/supervision/fault"
 )
