@@ -9,6 +9,7 @@ import (
 
 	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/supervision/fault"
 )
 
@@ -73,7 +74,7 @@ func writeStatusTable(w io.Writer, fam *accounts.Family) error {
 	for _, b := range fam.Beings {
 		st := b.State
 		fmt.Fprintf(tw, "%s%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			strings.Repeat("  ", b.Depth), b.Name, st.Status, st.Cycle, st.Budget.Remaining, spent(b),
+			strings.Repeat("  ", b.Depth), b.Name, statusWord(st), st.Cycle, st.Budget.Remaining, spent(b),
 			st.Budget.Earned, st.Budget.Granted, ledgerWord(b), lastAction(b), st.UpdatedAt.UTC().Format("2006-01-02 15:04:05Z"))
 	}
 	if err := tw.Flush(); err != nil {
@@ -88,6 +89,15 @@ func writeStatusTable(w io.Writer, fam *accounts.Family) error {
 	fmt.Fprintln(w)
 	_, err := fmt.Fprintln(w, "family ledger: "+fam.Verdict())
 	return err
+}
+
+// statusWord is a being's status, with the survival tier it lives in
+// (docs/money.md#survival-tiers): "running, tier 2".
+func statusWord(st *state.Being) string {
+	if st.Tier > 0 {
+		return fmt.Sprintf("%s, tier %d", st.Status, st.Tier)
+	}
+	return st.Status
 }
 
 // beings counts beings in words: "1 being", "4 beings".
@@ -105,6 +115,7 @@ type statusBeing struct {
 	Depth      int    `json:"depth"`
 	StateDir   string `json:"state_dir"`
 	Status     string `json:"status"`
+	Tier       int    `json:"tier"`
 	Cycle      uint64 `json:"cycle"`
 	Starting   string `json:"starting"`
 	Remaining  string `json:"remaining"`
@@ -142,7 +153,7 @@ func writeStatusJSON(w io.Writer, fam *accounts.Family) error {
 			last = ""
 		}
 		out.Beings = append(out.Beings, statusBeing{
-			ID: b.ID, Name: b.Name, Depth: b.Depth, StateDir: b.StateDir, Status: st.Status, Cycle: st.Cycle,
+			ID: b.ID, Name: b.Name, Depth: b.Depth, StateDir: b.StateDir, Status: st.Status, Tier: st.Tier, Cycle: st.Cycle,
 			Starting: st.Budget.Starting.String(), Remaining: st.Budget.Remaining.String(), Spent: spent(b).String(),
 			Earned: st.Budget.Earned.String(), Granted: st.Budget.Granted.String(), InTransit: b.Entry.InTransit.String(),
 			Ledger: ledgerWord(b), LastAction: last, Updated: st.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000000Z"),
