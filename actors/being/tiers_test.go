@@ -2,6 +2,7 @@ package being_test
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -119,4 +120,32 @@ func TestTiersLengthenALife(t *testing.T) {
 		assert.GreaterOrEqual(t, l.st.Budget.Remaining.Sign(), 0, "no overdraft")
 	}
 	assert.Equal(t, 1, testkit.Count(tieredEvents, state.EventTierChanged))
+}
+
+// TestOwnSwitchWinsInsideTheTier: a being switched to the tier's model
+// on entering it may switch back by itself, and stays on its own choice
+// for the rest of the tier.
+func TestOwnSwitchWinsInsideTheTier(t *testing.T) {
+	table := tiers.Table{{Below: testkit.USD("0.99"), Model: "cheap"}}
+	srv, opts := tierWorld(t, table)
+	srv.SetModels("dear", "cheap")
+	var n atomic.Int64
+	srv.SetHandler(func(*bramatest.Request) bramatest.Reply {
+		if n.Add(1) == 2 { // cycle 2, the first on the tier's model
+			return bramatest.ToolCallsReply(bramatest.Usage(1000, 100),
+				bramatest.Call("switch", "singularity_self_switch_model", `{"model":"dear"}`))
+		}
+		return bramatest.TextReply("resting", bramatest.Usage(1000, 100))
+	})
+	h := start(t, srv, opts, withTierPrices)
+	h.reportFor(4)
+	h.shutdown()
+	var models []string
+	for _, r := range srv.Completions() {
+		models = append(models, r.Completion.Model)
+	}
+	require.GreaterOrEqual(t, len(models), 5)
+	assert.Equal(t, []string{"dear", "cheap", "dear", "dear", "dear"}, models[:5],
+		"cycle 1 dear; cycle 2 enters the tier on cheap and switches back; cycles 3 and 4 stay on the being's choice")
+	assert.Equal(t, 1, testkit.Count(h.journal(), state.EventTierChanged))
 }
