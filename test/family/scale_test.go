@@ -62,8 +62,12 @@ var scaleSizes = []int{10, 100, 1000, 10000}
 //
 // Every being first lives scaleLife cycles; then the figures are taken
 // (after a GC): heap-B/being is HeapInuse less HeapInuse before any being
-// was spawned, over K; rss-B/being is the whole process's resident set
-// over K; threads is the process's OS thread count. One op is then one
+// was spawned, over K; heap-max-B/being is the largest such figure of the
+// samples taken (after a GC too) each time every being completed another
+// ten cycles from cycle 50 on, and of the one after the life, so that
+// what is in flight at one instant cannot flatter it; rss-B/being is the
+// whole process's resident set over K; threads is the process's OS
+// thread count. One op is then one
 // model round of any being, and rounds/s the family's throughput with
 // every being cycling. The K beings are started once per sub-benchmark
 // and keep cycling between its runs.
@@ -118,6 +122,7 @@ func BenchmarkFamilyScale(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "rounds/s")
 			b.ReportMetric(float64(sw.figures.heap)/float64(k), "heap-B/being")
+			b.ReportMetric(float64(sw.figures.heapMax)/float64(k), "heap-max-B/being")
 			b.ReportMetric(float64(sw.figures.rss)/float64(k), "rss-B/being")
 			b.ReportMetric(float64(sw.figures.threads), "threads")
 		})
@@ -249,7 +254,15 @@ type scaleFigures struct {
 	heap    uint64 // HeapInuse less before, all beings
 	rss     uint64 // the process's resident set
 	threads int    // the process's OS threads
+	// heapMax is the largest heap of the samples taken every ten cycles
+	// from cycle sampleFrom on, and of the one after the life: what is
+	// in flight at one instant cannot flatter it.
+	heapMax uint64
 }
+
+// sampleFrom is the first cycle whose heap is sampled for heapMax: the
+// window (200 messages, four a cycle) is full by then.
+const sampleFrom = 50
 
 // scaleWorld is K beings under one parent with one gateway.
 type scaleWorld struct {
@@ -421,11 +434,11 @@ func startScale(tb testing.TB, cfg scaleConfig) *scaleWorld {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if path := os.Getenv("SCALE_PROGRESS"); path != "" {
-		// Every tenth cycle of the life, the figures so far, one line
-		// each, for a life too long to wait for.
-		go sw.progress(path, k)
-	}
+	// Every tenth cycle of the life the heap is sampled (heapMax) and,
+	// with SCALE_PROGRESS, the figures so far are written, one line
+	// each, for a life too long to wait for.
+	sampled := make(chan uint64, 1)
+	go sw.progress(os.Getenv("SCALE_PROGRESS"), k, sampled)
 	select {
 	case <-z.lived:
 	case f := <-failed:
@@ -433,13 +446,18 @@ func startScale(tb testing.TB, cfg scaleConfig) *scaleWorld {
 	case <-time.After(scaleLifeLimit):
 		tb.Fatalf("not all %d beings lived %d cycles in time", k, cfg.life)
 	}
+	heapMax := <-sampled
 	sw.figures = sw.measure(os.Getenv("SCALE_HEAPPROFILE"))
+	sw.figures.heapMax = max(heapMax, sw.figures.heap)
 	return sw
 }
 
-// progress appends the figures to path each time every being completed
-// another ten cycles, until the life is over.
-func (sw *scaleWorld) progress(path string, k int) {
+// progress measures the figures each time every being completed another
+// ten cycles, until the life is over, and appends them to path (unless it
+// is empty); it then sends the largest heap of the samples from cycle
+// sampleFrom on.
+func (sw *scaleWorld) progress(path string, k int, sampled chan<- uint64) {
+	var heapMax uint64
 	for {
 		select {
 		case n := <-sw.brama.milestone:
@@ -450,6 +468,12 @@ func (sw *scaleWorld) progress(path string, k int) {
 				profile = fmt.Sprintf("%s.cycle%d", p, n)
 			}
 			f := sw.measure(profile)
+			if n >= sampleFrom {
+				heapMax = max(heapMax, f.heap)
+			}
+			if path == "" {
+				continue
+			}
 			line := fmt.Sprintf("%s beings=%d cycles=%d heap-B/being=%d rss-B/being=%d threads=%d goroutines=%d\n",
 				time.Now().UTC().Format(time.TimeOnly), k, n, f.heap/uint64(k), f.rss/uint64(k), f.threads, runtime.NumGoroutine())
 			if out, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
@@ -457,6 +481,7 @@ func (sw *scaleWorld) progress(path string, k int) {
 				out.Close()
 			}
 		case <-sw.brama.lived:
+			sampled <- heapMax
 			return
 		}
 	}
