@@ -35,6 +35,23 @@ var durability struct {
 	watch func(op durableOp, path string)
 }
 
+// WatchDurability calls watch with every durable step the package makes
+// from now on, as the step's name ("write", "fsync", "rename", "link",
+// "mkdir", "fsync dir", "truncate") and the file's path, until the
+// returned function is called. It is for tests of other packages that
+// must see a step made (one watcher at a time; the steps of every being
+// of the process reach it).
+func WatchDurability(watch func(op, path string)) (stop func()) {
+	durability.Lock()
+	durability.watch = func(op durableOp, path string) { watch(string(op), path) }
+	durability.Unlock()
+	return func() {
+		durability.Lock()
+		durability.watch = nil
+		durability.Unlock()
+	}
+}
+
 // done reports a step that succeeded.
 func done(op durableOp, path string) {
 	durability.Lock()
