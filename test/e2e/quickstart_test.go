@@ -190,8 +190,8 @@ func TestReadmeStandaloneQuickStart(t *testing.T) {
 
 	// run: cycle 2 is refused with a 400, cycle 3 answered.
 	cmd := sh("exec " + run)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := newSyncBuffer() // read while the process writes it
+	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
