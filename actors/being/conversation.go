@@ -121,8 +121,9 @@ func (b *Being) answered() {
 }
 
 // newMemories are the memories made since the last answered framing
-// message: what the stable layout's next framing lists. The first framing of an
-// incarnation lists none, since its epoch's system message holds them.
+// message: what the stable layout's next framing lists. The first
+// framing of an incarnation lists none, since its epoch's system message
+// holds them.
 func (b *Being) newMemories() []state.Memory {
 	c := b.promptCache()
 	mems := b.st.Mind.Memories
