@@ -6,7 +6,6 @@
 package prices
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/strictjson"
 )
 
 // Pair is the price in USD of a million prompt (Input) and completion
@@ -99,10 +99,10 @@ const (
 // says what is wrong, naming the model; the caller prefixes the variable.
 func Parse(data []byte) (Table, error) {
 	var raw map[string]json.RawMessage
-	if err := strictDecode(data, &raw); err != nil || raw == nil {
+	if err := strictjson.Decode(data, &raw); err != nil || raw == nil {
 		return nil, errors.New("must be a JSON object of model prices")
 	}
-	if model, ok := repeatedKey(data); ok {
+	if model, ok := strictjson.RepeatedKey(data); ok {
 		return nil, fmt.Errorf("model %q is listed twice", model)
 	}
 	t := make(Table, len(raw))
@@ -111,7 +111,7 @@ func Parse(data []byte) (Table, error) {
 			return nil, errors.New("a model id is empty")
 		}
 		var fields map[string]json.RawMessage
-		if err := strictDecode(raw[model], &fields); err != nil || fields == nil {
+		if err := strictjson.Decode(raw[model], &fields); err != nil || fields == nil {
 			return nil, fmt.Errorf("model %q: must be an object with %s and %s", model, fieldInput, fieldOutput)
 		}
 		for _, k := range slices.Sorted(maps.Keys(fields)) {
@@ -137,45 +137,6 @@ func Parse(data []byte) (Table, error) {
 		t[model] = pair
 	}
 	return t, nil
-}
-
-// strictDecode decodes one JSON value and refuses anything after it.
-func strictDecode(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("data after the value")
-	}
-	return nil
-}
-
-// repeatedKey reports the first member name that the JSON object data,
-// already known to decode, repeats: decoding into a map would keep the
-// last one's prices silently.
-func repeatedKey(data []byte) (string, bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil { // '{'
-		return "", false
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		name, _ := tok.(string)
-		if seen[name] {
-			return name, true
-		}
-		seen[name] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return "", false
-		}
-	}
-	return "", false
 }
 
 // optionalPrice is price for a field that may be absent (nil).

@@ -115,7 +115,12 @@ func TestHugeRemoteReplyKeepsMemoryBounded(t *testing.T) {
 	assert.Equal(t, "indeterminate", finished[0].Status, "a reply past the cap is a transport failure")
 	require.NoError(t, testkit.CheckInvariant(w.loadState().Budget, events))
 
-	read := <-remote.written
+	var read int
+	select {
+	case read = <-remote.written:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the remote server never finished its reply")
+	}
 	peak := p.cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
 	t.Logf("a %d MB reply: the server wrote %d MB before the client hung up; the process's peak RSS was %d MB",
 		size>>20, read>>20, peak>>20)

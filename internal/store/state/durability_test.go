@@ -18,22 +18,15 @@ func watchDurability(t *testing.T) func() []string {
 	t.Helper()
 	var mu sync.Mutex
 	var ops []string
-	durability.Lock()
-	durability.watch = func(op durableOp, path string) {
+	t.Cleanup(WatchDurability(func(op, path string) {
 		name := filepath.Base(path)
 		if strings.HasSuffix(name, ".tmp") {
 			name = "<tmp>"
 		}
 		mu.Lock()
-		ops = append(ops, string(op)+" "+name)
+		ops = append(ops, op+" "+name)
 		mu.Unlock()
-	}
-	durability.Unlock()
-	t.Cleanup(func() {
-		durability.Lock()
-		durability.watch = nil
-		durability.Unlock()
-	})
+	}))
 	return func() []string {
 		mu.Lock()
 		defer mu.Unlock()
