@@ -92,12 +92,25 @@ func Parse(s string) (Amount, error) {
 		return Zero, fmt.Errorf("%q: %w", s, errNotDecimal)
 	}
 	z := fresh()
-	mantissa := s
+	mantissa, text := s, s
 	if i := strings.IndexAny(s, "eE"); i >= 0 {
 		mantissa = s[:i]
+		// The library refuses an exponent of more digits than it reads,
+		// leading zeros included ("1e000000000000000000000" is 1): they
+		// are dropped first.
+		sign, digits := "", s[i+1:]
+		if digits != "" && (digits[0] == '+' || digits[0] == '-') {
+			sign, digits = digits[:1], digits[1:]
+		}
+		if trimmed := strings.TrimLeft(digits, "0"); len(trimmed) < len(digits) {
+			if trimmed == "" {
+				trimmed = "0"
+			}
+			text = mantissa + "e" + sign + trimmed
+		}
 	}
 	nonZero := strings.ContainsAny(mantissa, "123456789")
-	if _, ok := z.SetString(s); !ok || !z.IsFinite() {
+	if _, ok := z.SetString(text); !ok || !z.IsFinite() {
 		// The syntax is a finite decimal's: what the library refuses is
 		// an exponent beyond its own range, which for a non-zero value
 		// is far outside ours.
