@@ -88,6 +88,7 @@ FUZZ_TARGETS := \
 	./internal/store/state:FuzzReadJournal \
 	./internal/store/state:FuzzLoad \
 	./internal/store/state:FuzzIndentCompact \
+	./internal/store/state:FuzzPack \
 	./internal/tools/boundary:FuzzCheck
 
 fuzz:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
@@ -21,9 +22,10 @@ type CompletionRequest struct {
 	Model    string         // an exact model id or a selector (docs/brama.md#model-selection)
 	Messages []chat.Message // the cognition messages of this round
 	// Encoded are more messages of the round, after Messages, already
-	// encoded (one JSON value each, as encoding/json writes a
-	// chat.Message): the being's conversation window, sent as held.
-	Encoded []json.RawMessage
+	// encoded (each the JSON text encoding/json writes for a
+	// chat.Message, held packed): the being's conversation window, sent
+	// as held.
+	Encoded state.Encoded
 	Tools   []chat.Tool // the full catalogue the model may call
 	// ToolsEncoded, when set, is Tools encoded once (as encoding/json
 	// writes them) and sent as it is: a catalogue shared by thousands of

@@ -295,11 +295,11 @@ func benchmarkGatewayFloor(b *testing.B) {
 	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: identitypkg.NewSecret([]byte(testSecret)), Timeout: waitLimit})
 	require.NoError(b, err)
 	framing, cycle := floorConversation()
-	var window []json.RawMessage
+	var window state.Encoded
 	for _, m := range append([]chat.Message{framing}, cycle...) {
 		raw, err := json.Marshal(m)
 		require.NoError(b, err)
-		window = append(window, raw)
+		window = append(window, state.Pack(raw))
 	}
 	tools := builtin.Definitions()
 	encodedTools, err := json.Marshal(tools)

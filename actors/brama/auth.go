@@ -10,15 +10,16 @@ import (
 // authorize sets the credentials of one request: the HMAC headers of
 // docs/brama.md#the-completion-request for a signed completion, the bearer
 // key for every request in bearer mode, nothing otherwise. The secret is
-// revealed only for the moment it is used.
-func (c *Client) authorize(h http.Header, agentID string, body []byte, signed bool) {
+// revealed only for the moment it is used. body is the completion's
+// (nil for a request without one).
+func (c *Client) authorize(h http.Header, agentID string, body *completionBody, signed bool) {
 	switch {
 	case c.auth == gateway.AuthBearer:
 		key := c.apiKey.Reveal()
 		h["Authorization"] = []string{"Bearer " + string(key)}
 		clear(key)
 	case c.auth.Brama() && signed:
-		digest := bodyDigest(body)
+		digest := body.sha256()
 		unix := c.now().Unix()
 		key := c.secret.Reveal()
 		sig := signature(key, agentID, unix, digest)

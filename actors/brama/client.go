@@ -19,7 +19,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/wisent/singularity/internal/identity"
-	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/internal/wire/gateway"
 	"github.com/wisent/singularity/supervision"
 	"github.com/wisent/singularity/supervision/fault"
@@ -177,8 +176,8 @@ func (c *Client) Auth() gateway.Auth { return c.auth }
 // Complete asks the gateway for one completion and validates it
 // (docs/brama.md#the-completion-request, docs/brama.md#response-validation):
 // strictly for Brama, leniently for other gateways, whose quirks come back
-// as Completion.Warnings. The body is serialized once; those bytes are
-// hashed, signed (Brama) and sent, on every attempt. A retryable failure is
+// as Completion.Warnings. The body is the same bytes on every attempt: hashed,
+// signed (Brama) and sent, written from the window as it goes out. A retryable failure is
 // retried up to Retries times within Timeout (docs/brama.md#retries).
 // Errors are supervision errors of class ClassBrama: permanent for a refused
 // or malformed exchange, transient when the request never left (or the
@@ -187,7 +186,7 @@ func (c *Client) Auth() gateway.Auth { return c.auth }
 // carried a well-formed usage block comes back with that Usage and Billed
 // set (docs/brama.md#billed-rejections).
 func (c *Client) Complete(ctx context.Context, p Params) (Completion, error) {
-	body, err := c.encode(p)
+	body, err := c.body(p)
 	if err != nil {
 		return Completion{}, permanent("encode completion request: %w", err)
 	}
@@ -204,20 +203,23 @@ func (c *Client) Complete(ctx context.Context, p Params) (Completion, error) {
 			break
 		}
 		if attempts > c.retries || !a.retryable() || !c.wait(ctx, retryDelay(a, attempts-1, c.now())) {
-			return Completion{Elapsed: time.Since(start), Attempts: attempts, RequestBytes: len(body)}, err
+			return Completion{Elapsed: time.Since(start), Attempts: attempts, RequestBytes: body.size}, err
 		}
 	}
 	elapsed := time.Since(start)
-	comp, err := parseCompletion(respBody, !c.auth.Brama(), ReservationUsage(len(body), p.MaxTokens))
-	comp.Elapsed, comp.Attempts, comp.RequestBytes = elapsed, attempts, len(body)
+	comp, err := parseCompletion(respBody, !c.auth.Brama(), ReservationUsage(body.size, p.MaxTokens))
+	comp.Elapsed, comp.Attempts, comp.RequestBytes = elapsed, attempts, body.size
 	return comp, err
 }
 
-// encode is the completion body, with max tokens under the configured
+// body is the completion body, with max tokens under the configured
 // field name: the bytes json.Marshal gives a requestBody, written by
 // hand so that the messages and the catalogue, encoded already, are not
-// scanned and copied again (TestEncodeMatchesRequestBody).
-func (c *Client) encode(p Params) ([]byte, error) {
+// scanned and copied again (TestEncodeMatchesRequestBody). Only its small
+// parts are made here: the window's messages are unpacked as the body is
+// hashed and written (completionBody), so a request waiting for the wire
+// holds no copy of the conversation.
+func (c *Client) body(p Params) (*completionBody, error) {
 	var tools []byte
 	if len(p.Tools) > 0 { // omitted when empty, as omitempty does
 		tools = p.ToolsEncoded
@@ -236,74 +238,55 @@ func (c *Client) encode(p Params) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	size := len(model) + len(tools) + len(p.BeingID) + 128 + 2 + 256*len(p.Messages)
-	for _, raw := range p.Encoded {
-		size += len(raw) + 1
+	head := make([]byte, 0, len(model)+64+256*len(p.Messages))
+	head = append(head, `{"model":`...)
+	head = append(head, model...)
+	head = append(head, `,"messages":[`...)
+	for i, m := range p.Messages {
+		data, err := json.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			head = append(head, ',')
+		}
+		head = append(head, data...)
 	}
-	out := make([]byte, 0, size)
-	out = append(out, `{"model":`...)
-	out = append(out, model...)
-	out = append(out, `,"messages":`...)
-	if out, err = appendMessages(out, p.Messages, p.Encoded); err != nil {
-		return nil, err
-	}
+	tail := append(make([]byte, 0, 96), ']')
 	if p.MaxTokens != 0 {
 		if c.maxField == gateway.FieldMaxCompletionTokens {
-			out = append(out, `,"max_completion_tokens":`...)
+			tail = append(tail, `,"max_completion_tokens":`...)
 		} else {
-			out = append(out, `,"max_tokens":`...)
+			tail = append(tail, `,"max_tokens":`...)
 		}
-		out = strconv.AppendInt(out, int64(p.MaxTokens), 10)
+		tail = strconv.AppendInt(tail, int64(p.MaxTokens), 10)
 	}
-	out = append(out, `,"temperature":`...)
-	out = append(out, temperature...)
+	tail = append(tail, `,"temperature":`...)
+	tail = append(tail, temperature...)
 	if len(tools) > 0 {
-		out = append(out, `,"tools":`...)
-		out = append(out, tools...)
+		tail = append(tail, `,"tools":`...)
 	}
+	end := make([]byte, 0, 48)
 	if c.cacheKey && p.BeingID != "" {
 		key, err := json.Marshal(p.BeingID)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, `,"prompt_cache_key":`...)
-		out = append(out, key...)
+		end = append(end, `,"prompt_cache_key":`...)
+		end = append(end, key...)
 	}
-	return append(out, '}'), nil
-}
-
-// appendMessages appends the messages array to out: msgs encoded, then
-// the encoded ones as they are.
-func appendMessages(out []byte, msgs []chat.Message, encoded []json.RawMessage) ([]byte, error) {
-	out = append(out, '[')
-	first := true
-	for _, m := range msgs {
-		data, err := json.Marshal(m)
-		if err != nil {
-			return nil, err
-		}
-		if !first {
-			out = append(out, ',')
-		}
-		first = false
-		out = append(out, data...)
-	}
-	for _, raw := range encoded {
-		if !first {
-			out = append(out, ',')
-		}
-		first = false
-		out = append(out, raw...)
-	}
-	return append(out, ']'), nil
+	end = append(end, '}')
+	return newCompletionBody(head, p.Encoded, len(p.Messages) > 0, tail, tools, end), nil
 }
 
 // completeOnce sends the completion body once.
-func (c *Client) completeOnce(ctx context.Context, agentID string, body []byte) ([]byte, attempt, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.completeURL, bytes.NewReader(body))
+func (c *Client) completeOnce(ctx context.Context, agentID string, body *completionBody) ([]byte, attempt, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.completeURL, body.reader())
 	if err != nil {
 		return nil, attempt{}, permanent("build completion request: %w", err)
 	}
+	req.ContentLength = int64(body.size)
+	req.GetBody = func() (io.ReadCloser, error) { return body.reader(), nil }
 	req.Header["Content-Type"] = []string{"application/json"}
 	c.authorize(req.Header, agentID, body, true)
 	return c.exchange(ctx, req, true)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision/fault"
 )
@@ -45,7 +46,7 @@ type Params struct {
 	Messages []chat.Message
 	// Encoded are messages sent after Messages as they are: each one JSON
 	// value as encoding/json writes a chat.Message.
-	Encoded []json.RawMessage
+	Encoded state.Encoded
 	Tools   []chat.Tool
 	// ToolsEncoded, when set, is Tools as encoding/json writes them,
 	// sent in their place as it is.

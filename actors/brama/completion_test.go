@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/internal/wire/gateway"
 	"github.com/wisent/singularity/supervision/fault"
@@ -338,11 +339,11 @@ func TestEncodeMatchesRequestBody(t *testing.T) {
 		{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "echo__echo", Arguments: `{"m":"x"}`}}}},
 		{Role: chat.RoleTool, ToolCallID: "c1", Name: "echo__echo", Content: `{"status":"success"}`},
 	}
-	var encoded []json.RawMessage
+	var encoded state.Encoded // packed, as a being holds it
 	for _, m := range window {
 		raw, err := json.Marshal(m)
 		require.NoError(t, err)
-		encoded = append(encoded, raw)
+		encoded = append(encoded, state.Pack(raw))
 	}
 	system := []chat.Message{{Role: chat.RoleSystem, Content: "You are Ada."}}
 	cases := []struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/internal/wire/gateway"
 	"github.com/wisent/singularity/messages"
@@ -381,7 +382,7 @@ func TestEncodedMessagesSentAsParsed(t *testing.T) {
 	for _, m := range p.Messages[1:] {
 		raw, err := json.Marshal(m)
 		require.NoError(t, err)
-		split.Encoded = append(split.Encoded, raw)
+		split.Encoded = append(split.Encoded, state.Pack(raw))
 	}
 	got, err := c.encode(split)
 	require.NoError(t, err)

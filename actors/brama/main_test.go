@@ -1,9 +1,13 @@
 package brama
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -14,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/internal/identity"
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/bramatest"
@@ -99,3 +104,44 @@ func quietSystem() *actor.ActorSystem {
 func hasPrefix(s, prefix string) bool { return strings.HasPrefix(s, prefix) }
 
 func configSecret(s string) identity.Secret { return identity.NewSecret([]byte(s)) }
+
+// bodyDigest is the lowercase hex SHA-256 of a request body, as the
+// client signs it.
+func bodyDigest(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}
+
+// encode is the whole completion body for p, as the client sends it.
+func (c *Client) encode(p Params) ([]byte, error) {
+	body, err := c.body(p)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if _, err := body.reader().WriteTo(&out); err != nil {
+		return nil, err
+	}
+	if out.Len() != body.size {
+		return nil, fmt.Errorf("the body is %d bytes, its size says %d", out.Len(), body.size)
+	}
+	return out.Bytes(), nil
+}
+
+// appendMessages appends the messages array to out, msgs and then the
+// encoded ones, each encoded on its own (not as the client writes them).
+func appendMessages(out []byte, msgs []chat.Message, encoded state.Encoded) ([]byte, error) {
+	all := make([]json.RawMessage, 0, len(msgs)+len(encoded))
+	for _, m := range msgs {
+		data, err := json.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, data)
+	}
+	for _, p := range encoded {
+		all = append(all, p.Unpack())
+	}
+	data, err := json.Marshal(all)
+	return append(out, data...), err
+}

@@ -15,12 +15,6 @@ const (
 	headerSignature  = "X-Agent-Signature"
 )
 
-// bodyDigest is the lowercase hex SHA-256 of a request body.
-func bodyDigest(body []byte) string {
-	sum := sha256.Sum256(body)
-	return hex.EncodeToString(sum[:])
-}
-
 // signature is the lowercase hex HMAC-SHA256 under key of
 // "<agent id>:<unix seconds>:<body sha256 hex>".
 func signature(key []byte, agentID string, unix int64, digest string) string {

@@ -47,7 +47,7 @@ func TestOvertakingCheckpointArchivesTheBacklogFirst(t *testing.T) {
 	checkpointOf := func(generation, seq uint64, texts ...string) *checkpoint {
 		var archived state.Encoded
 		for _, text := range texts {
-			archived = append(archived, state.EncodeMessage(chat.Message{Role: chat.RoleUser, Content: text}))
+			archived = append(archived, state.Pack(state.EncodeMessage(chat.Message{Role: chat.RoleUser, Content: text})))
 		}
 		snapshot := *st
 		snapshot.JournalSeq = &seq

@@ -32,15 +32,15 @@ func Framing(cycle uint64, remaining, earned, net money.Amount, model string, re
 	var b strings.Builder
 	b.WriteString(state.FramingPrefix)
 	b.WriteString(strconv.FormatUint(cycle, 10))
-	b.WriteString(". Balance: ")
+	b.WriteString(state.FramingAfterCycle)
 	b.WriteString(remaining.String())
-	b.WriteString(" USD. Earned: ")
+	b.WriteString(state.FramingAfterBalance)
 	b.WriteString(earned.String())
-	b.WriteString(" USD. Net profit: ")
+	b.WriteString(state.FramingAfterEarned)
 	b.WriteString(net.String())
-	b.WriteString(" USD. Current model: ")
+	b.WriteString(state.FramingAfterNet)
 	b.WriteString(model)
-	b.WriteString(". Recent actions: ")
+	b.WriteString(state.FramingAfterModel)
 	for i, n := len(recentActions)-1, 0; i >= 0 && n < FramingActions; i, n = i-1, n+1 {
 		if n > 0 {
 			b.WriteString(", ")
@@ -49,7 +49,7 @@ func Framing(cycle uint64, remaining, earned, net money.Amount, model string, re
 		b.WriteByte(':')
 		b.WriteString(recentActions[i].Status)
 	}
-	b.WriteString(". Inspect opportunities and choose the next useful action. A plain response ends only this cycle; the being continues living while solvent.")
+	b.WriteString(state.FramingEnd)
 	// The text stays in the conversation for up to a whole window: keep
 	// its exact size, not the builder's doubled capacity.
 	return strings.Clone(b.String())

@@ -18,6 +18,7 @@ package bramatest
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -61,14 +62,18 @@ type Config struct {
 	// Now is the server's clock for MaxSkew. Nil means time.Now.
 	Now func() time.Time
 	// DiscardRequests stops the server from recording requests, so a
-	// benchmark's memory does not grow with b.N.
+	// benchmark's memory does not grow with b.N. Each body is then read
+	// into a buffer the server reuses: a Handler may read Request.Body
+	// only until it returns.
 	DiscardRequests bool
 	// SkimRequests checks a completion body's shape (a JSON object with a
 	// model and a non-empty messages array, every message an object with
 	// a role) without decoding the messages; Request.Completion is then
-	// nil. A benchmark's in-process server costs its rounds little more
-	// than the HTTP exchange then, as a remote gateway would, instead of
-	// a full decode that grows with the window on the same two cores.
+	// nil and Request.Skim says what a scripted policy needs. A
+	// benchmark's in-process server costs its rounds little more than the
+	// HTTP exchange then, as a remote gateway would, instead of a full
+	// decode that grows with the window on the same two cores and in the
+	// same heap.
 	SkimRequests bool
 	// Handler answers a verified completion request when the queue is
 	// empty. Nil means queue-only: an unscripted request gets 500
@@ -91,6 +96,17 @@ type Request struct {
 	// Completion is Body decoded, for POST /v1/chat/completions with a
 	// JSON body.
 	Completion *CompletionBody
+	// Skim is what a skimming server (SkimRequests) read of a completion
+	// body.
+	Skim *Skim
+}
+
+// Skim is what a skimming server reads of a completion request: how many
+// messages it has, the last one's role and the first one's content.
+type Skim struct {
+	Messages int
+	LastRole string
+	First    string
 }
 
 // CompletionBody is a decoded completion request. Temperature keeps its
@@ -262,7 +278,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not found")
 		return
 	}
-	body, err := io.ReadAll(r.Body)
+	var body []byte
+	var err error
+	if s.cfg.DiscardRequests {
+		buf := bodyBuffers.Get().(*bytes.Buffer)
+		defer bodyBuffers.Put(buf)
+		buf.Reset()
+		_, err = buf.ReadFrom(r.Body)
+		body = buf.Bytes()
+	} else {
+		body, err = io.ReadAll(r.Body)
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "unreadable body")
 		return
@@ -300,7 +326,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, rec Request) {
 	shaped := false
 	if s.cfg.SkimRequests {
-		shaped = skim(rec.Body)
+		rec.Skim = skim(rec.Body)
+		shaped = rec.Skim != nil
 	} else {
 		var cb CompletionBody
 		if json.Unmarshal(rec.Body, &cb) == nil {
@@ -348,9 +375,13 @@ func (s *Server) serveCompletion(w http.ResponseWriter, r *http.Request, rec Req
 	_, _ = w.Write(reply.body())
 }
 
-// skim reports whether body has a completion request's shape
-// (SkimRequests).
-func skim(body []byte) bool {
+// bodyBuffers are the buffers a server that discards its requests reads
+// bodies into.
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// skim reads what Skim holds of body, or nil when body has no completion
+// request's shape (SkimRequests).
+func skim(body []byte) *Skim {
 	var shape struct {
 		Model    string `json:"model"`
 		Messages []struct {
@@ -358,14 +389,56 @@ func skim(body []byte) bool {
 		} `json:"messages"`
 	}
 	if json.Unmarshal(body, &shape) != nil || shape.Model == "" || len(shape.Messages) == 0 {
-		return false
+		return nil
 	}
 	for _, m := range shape.Messages {
 		if m.Role == "" {
-			return false
+			return nil
 		}
 	}
-	return true
+	return &Skim{Messages: len(shape.Messages), LastRole: shape.Messages[len(shape.Messages)-1].Role, First: firstContent(body)}
+}
+
+// firstContent is the content of the first message of a completion body
+// known to be well shaped, read token by token up to it ("" when it has
+// none): nothing after it is decoded.
+func firstContent(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	// Keys of the body's object until "messages", then the first
+	// message's keys until "content"; any other value is skipped whole.
+	skipValue := func() bool {
+		var v json.RawMessage
+		return dec.Decode(&v) == nil
+	}
+	key := func(want string) bool {
+		for dec.More() {
+			t, err := dec.Token()
+			if err != nil {
+				return false
+			}
+			if t == want {
+				return true
+			}
+			if !skipValue() {
+				return false
+			}
+		}
+		return false
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') || !key("messages") {
+		return ""
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return ""
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') || !key("content") {
+		return ""
+	}
+	var content string
+	if dec.Decode(&content) != nil {
+		return ""
+	}
+	return content
 }
 
 // openAI reports whether the server plays a gateway other than Brama.

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
@@ -226,6 +227,8 @@ func TestSkimRequests(t *testing.T) {
 	}{
 		{"well shaped", body, 200},
 		{"tool messages", `{"model":"m","messages":[{"role":"system","content":"s"},{"role":"tool","tool_call_id":"a","content":"{}"}]}`, 200},
+		{"keys in another order", `{"temperature":0.2,"tools":[{"type":"function","function":{"name":"content"}}],"messages":[{"name":"x","content":"first \u003c","role":"user"},{"content":"second","role":"assistant"}],"model":"m"}`, 200},
+		{"first message without content", `{"model":"m","messages":[{"role":"assistant","tool_calls":[]},{"role":"user","content":"late"}]}`, 200},
 		{"not JSON", `{"model":"m","messages":[`, 400},
 		{"no model", `{"messages":[{"role":"user","content":"hi"}]}`, 400},
 		{"no messages", `{"model":"m","messages":[]}`, 400},
@@ -236,12 +239,20 @@ func TestSkimRequests(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := Start(t, Config{Secret: secret, SkimRequests: true})
+			var skimmed *Skim
 			s.SetHandler(func(r *Request) Reply {
 				assert.Nil(t, r.Completion, "a skimming server decodes no messages")
+				skimmed = r.Skim
 				return TextReply("ok", Usage(1, 1))
 			})
 			status, got := post(t, s, secret, "agent-1", time.Now().Unix(), tt.body, nil)
 			require.Equal(t, tt.status, status, got)
+			if tt.status == 200 {
+				var cb CompletionBody
+				require.NoError(t, json.Unmarshal([]byte(tt.body), &cb))
+				last := cb.Messages[len(cb.Messages)-1]
+				require.Equal(t, &Skim{Messages: len(cb.Messages), LastRole: last.Role, First: cb.Messages[0].Content}, skimmed)
+			}
 			if tt.status == 400 {
 				require.JSONEq(t, `{"error":{"message":"body is not a completion request"}}`, got)
 			}

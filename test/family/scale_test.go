@@ -199,16 +199,15 @@ func (z *zeroBrama) after(n int) <-chan struct{} {
 // system prompt's first line (every being of a family signs with the
 // root's agent id).
 func (z *zeroBrama) answer(r *bramatest.Request) bramatest.Reply {
-	msgs := r.Completion.Messages
-	ends := len(msgs) > 0 && msgs[len(msgs)-1].Role == chat.RoleTool
+	ends := r.Skim.LastRole == chat.RoleTool
 	z.mu.Lock()
 	z.rounds++
 	if z.reached != nil && z.rounds >= z.target {
 		close(z.reached)
 		z.reached = nil
 	}
-	if ends && len(msgs) > 0 {
-		who := strings.Clone(firstLine(msgs[0].Content)) // not the whole prompt
+	if ends {
+		who := strings.Clone(firstLine(r.Skim.First)) // not the whole prompt
 		z.cycles[who]++
 		if n := z.cycles[who]; n%10 == 0 && z.milestone != nil {
 			z.tenths[n]++
@@ -376,7 +375,7 @@ func startScale(tb testing.TB, cfg scaleConfig) *scaleWorld {
 	secret := []byte("scale-benchmark-secret")
 	z := &zeroBrama{cycles: map[string]int{}, life: cfg.life, want: k, lived: make(chan struct{}),
 		tenths: map[int]int{}, milestone: make(chan int, 1)}
-	z.srv = bramatest.New(bramatest.Config{Secret: secret, DiscardRequests: true, Handler: z.answer})
+	z.srv = bramatest.New(bramatest.Config{Secret: secret, DiscardRequests: true, SkimRequests: true, Handler: z.answer})
 	client, err := brama.NewClient(brama.ClientConfig{BaseURL: z.srv.URL, Secret: identity.NewSecret(secret), Timeout: time.Minute})
 	if err != nil {
 		tb.Fatal(err)

@@ -9,17 +9,18 @@ import (
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
-// Encoded is a conversation held encoded (SPEC §23): one JSON value per
-// message, each exactly as encoding/json writes a chat.Message (and so
-// as state.json and a completion request carry it). A living being holds
-// its conversation this way (Being.HoldEncoded), so that its heap holds
-// two hundred byte strings rather than two hundred parsed messages, and a
-// request or a checkpoint copies the bytes instead of encoding them
-// again. The values are never changed once made; slices of an Encoded may
-// share them.
-type Encoded []json.RawMessage
+// Encoded is a conversation held encoded (SPEC §23): one value per
+// message, each exactly the JSON text encoding/json writes for a
+// chat.Message (and so as state.json and a completion request carry
+// it), held packed (Packed). A living being holds its conversation this
+// way (Being.HoldEncoded), so that its heap holds two hundred packed byte
+// strings rather than two hundred parsed messages, and a request or a
+// checkpoint copies the bytes out (AppendJSON) instead of encoding them
+// again. The values are never changed once made; slices of an Encoded
+// may share them.
+type Encoded []Packed
 
-// EncodeMessage encodes one message as Encoded holds it.
+// EncodeMessage encodes one message as JSON text.
 func EncodeMessage(m chat.Message) json.RawMessage {
 	data, err := json.Marshal(m)
 	if err != nil {
@@ -29,11 +30,11 @@ func EncodeMessage(m chat.Message) json.RawMessage {
 	return data
 }
 
-// EncodeMessages encodes msgs.
+// EncodeMessages encodes and packs msgs.
 func EncodeMessages(msgs []chat.Message) Encoded {
 	out := make(Encoded, len(msgs))
 	for i, m := range msgs {
-		out[i] = EncodeMessage(m)
+		out[i] = Pack(EncodeMessage(m))
 	}
 	return out
 }
@@ -41,24 +42,44 @@ func EncodeMessages(msgs []chat.Message) Encoded {
 // Decode parses every message.
 func (c Encoded) Decode() ([]chat.Message, error) {
 	out := make([]chat.Message, len(c))
-	for i, raw := range c {
-		if err := json.Unmarshal(raw, &out[i]); err != nil {
+	var buf []byte
+	for i, p := range c {
+		buf = p.AppendTo(buf[:0])
+		if err := json.Unmarshal(buf, &out[i]); err != nil {
 			return nil, fmt.Errorf("conversation message %d: %w", i, err)
 		}
 	}
 	return out, nil
 }
 
-// Bytes is the encoded length of the messages as a JSON array.
+// Bytes is the length of the messages' JSON text as an array.
 func (c Encoded) Bytes() int {
 	n := 2
-	for i, raw := range c {
+	for i, p := range c {
 		if i > 0 {
 			n++ // the comma
 		}
-		n += len(raw)
+		n += p.Len()
 	}
 	return n
+}
+
+// AppendJSON appends the messages' JSON text as an array to dst.
+func (c Encoded) AppendJSON(dst []byte) []byte {
+	dst = append(dst, '[')
+	dst = c.appendElements(dst)
+	return append(dst, ']')
+}
+
+// appendElements appends the messages' JSON text separated by commas.
+func (c Encoded) appendElements(dst []byte) []byte {
+	for i, p := range c {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = p.AppendTo(dst)
+	}
+	return dst
 }
 
 // The encoded forms of a user message and of a framing one: Role is
@@ -70,7 +91,7 @@ var (
 )
 
 // IsFramingEncoded is IsFraming for an encoded message.
-func IsFramingEncoded(raw json.RawMessage) bool { return bytes.HasPrefix(raw, encodedFraming) }
+func IsFramingEncoded(p Packed) bool { return p.HasPrefix(encodedFraming) }
 
 // WindowEncoded is Window for an encoded conversation.
 func WindowEncoded(conv Encoded, limit int) (kept, archived Encoded) {
@@ -94,7 +115,7 @@ func WindowEncoded(conv Encoded, limit int) (kept, archived Encoded) {
 // conversation.
 func dropUnansweredFramingEncoded(conv Encoded) Encoded {
 	for i := len(conv) - 1; i >= 0; i-- {
-		if !bytes.HasPrefix(conv[i], encodedUser) {
+		if !conv[i].HasPrefix(encodedUser) {
 			return conv
 		}
 		if IsFramingEncoded(conv[i]) {
@@ -127,18 +148,23 @@ func (b *Being) HoldEncoded() {
 // spans between. A chunk goes once none of its messages is kept.
 const arenaChunk = 4096
 
-// appendEncoded appends raw, copied into the being's current chunk.
+// appendEncoded appends raw, an encoded message, packed into the
+// being's current chunk.
 func (b *Being) appendEncoded(raw json.RawMessage) {
 	if len(raw) > arenaChunk/2 {
-		b.Encoded = append(b.Encoded, raw) // a large message is its own object
+		b.Encoded = append(b.Encoded, Pack(raw)) // a large message is its own object
 		return
 	}
-	if cap(b.arena)-len(b.arena) < len(raw) {
+	// A message packs to at most twice its length (every byte a
+	// packRef): packed on the stack first, then copied in at its size.
+	var scratch [arenaChunk]byte
+	packed := appendPacked(scratch[:0], raw)
+	if cap(b.arena)-len(b.arena) < len(packed) {
 		b.arena = make([]byte, 0, arenaChunk)
 	}
 	start := len(b.arena)
-	b.arena = append(b.arena, raw...)
-	b.Encoded = append(b.Encoded, b.arena[start:len(b.arena):len(b.arena)])
+	b.arena = append(b.arena, packed...)
+	b.Encoded = append(b.Encoded, Packed(b.arena[start:len(b.arena):len(b.arena)]))
 }
 
 // OwnSlices gives b slices of its own in place of those it shares with
@@ -205,12 +231,7 @@ func spliceEncoded(compact []byte, conv Encoded) ([]byte, error) {
 	at += len(conversationKey) - 1 // before the closing bracket
 	out := make([]byte, 0, len(compact)+conv.Bytes())
 	out = append(out, compact[:at]...)
-	for i, raw := range conv {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, raw...)
-	}
+	out = conv.appendElements(out)
 	return append(out, compact[at:]...), nil
 }
 

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -70,16 +71,10 @@ func TestEncodedConversationMatchesParsed(t *testing.T) {
 
 func mustMarshal(t *testing.T, v any) []byte {
 	t.Helper()
-	enc, ok := v.(Encoded)
-	if !ok {
-		enc = EncodeMessages(v.([]chat.Message))
+	if enc, ok := v.(Encoded); ok {
+		return enc.AppendJSON(nil)
 	}
-	out := []byte{'['}
-	for i, raw := range enc {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, raw...)
-	}
-	return append(out, ']')
+	out, err := json.Marshal(append([]chat.Message{}, v.([]chat.Message)...)) // not through the packer
+	require.NoError(t, err)
+	return out
 }
