@@ -88,17 +88,27 @@ func (r *bodyReader) next(i int) ([]byte, bool) {
 	return nil, false
 }
 
+// Read fills p from as many parts as fit: a connection written from a
+// Read is written in a few large pieces, not one per message.
 func (r *bodyReader) Read(p []byte) (int, error) {
-	for len(r.left) == 0 {
-		part, ok := r.next(r.part)
-		if !ok {
-			return 0, io.EOF
+	n := 0
+	for n < len(p) {
+		if len(r.left) == 0 {
+			part, ok := r.next(r.part)
+			if !ok {
+				if n == 0 {
+					return 0, io.EOF
+				}
+				return n, nil
+			}
+			r.part++
+			r.left = part
+			continue
 		}
-		r.part++
-		r.left = part
+		k := copy(p[n:], r.left)
+		r.left = r.left[k:]
+		n += k
 	}
-	n := copy(p, r.left)
-	r.left = r.left[n:]
 	return n, nil
 }
 
