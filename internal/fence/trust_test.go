@@ -44,8 +44,6 @@ func TestTrustJournal(t *testing.T) {
 			journal: run(7, 1, 12), rec: Record{7, 10}, through: 10, untrusted: 2},
 		{name: "an old token's tail past the commit record is not trusted",
 			journal: cat(run(7, 1, 12), run(9, 11, 15)), rec: Record{9, 15}, through: 15, untrusted: 2},
-		{name: "an old token's tail before the next holder wrote anything",
-			journal: run(7, 1, 12), rec: Record{7, 10}, through: 10, untrusted: 2},
 		{name: "a frozen holder's lines after the next holder's are not trusted",
 			journal: cat(run(7, 1, 10), run(9, 11, 13), run(7, 11, 14), run(9, 14, 15)), rec: Record{9, 15},
 			through: 15, untrusted: 4},
