@@ -15,8 +15,9 @@
 // events then. A write that fails is held and tried again with a backoff
 // that doubles from 1 s to 5 min (docs/cycle.md#storage-faults).
 //
-// The commit of a step is behind Committer: today a local append and
-// fsync of the journal, later a commit fenced by the family's cluster.
+// The commit of a step is behind Committer: a local append and fsync of
+// the journal. A family across machines adds a Fence (internal/fence):
+// the step then counts only once the fence accepted it too.
 package durable
 
 import (
@@ -48,6 +49,18 @@ type Tag uint32
 // engine; an error leaves the step to be committed again.
 type Committer interface {
 	Commit(lines []byte, n int) error
+}
+
+// Fence makes a committed step count in a family across machines
+// (internal/fence): the engine asks it once the Committer has appended
+// and fsynced the step, with last the seq of the step's last event, and
+// answers Committed only when it returns nil. A step of no events is not
+// fenced. An error leaves the step appended but not durable: the engine
+// holds it like a storage failure and asks the fence again, never
+// appending the step twice. A fence that lost its lock, or cannot tell
+// whether it was accepted, answers every later call with the same error.
+type Fence interface {
+	Fence(last uint64) error
 }
 
 // localCommit is the single-machine Committer: one append and one fsync
@@ -82,8 +95,11 @@ type Config struct {
 	SegmentBytes int64
 	// Committer commits steps; nil means the local journal's fsync.
 	Committer Committer
-	Observer  observe.Observer
-	Log       *slog.Logger
+	// Fence, when set, must accept every committed step before it
+	// counts; nil (a single process) means none.
+	Fence    Fence
+	Observer observe.Observer
+	Log      *slog.Logger
 }
 
 // Engine is one being's durable-step engine; the owner's goroutine (its

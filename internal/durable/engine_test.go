@@ -170,3 +170,62 @@ func TestCheckpointIsAppliedOnlyWhenNewest(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3), saved.Seq())
 }
+
+// fenceRecorder is a Fence that records the seqs it is asked for and
+// refuses while refuse is set.
+type fenceRecorder struct {
+	refuse atomic.Bool
+	asked  []uint64
+}
+
+func (f *fenceRecorder) Fence(last uint64) error {
+	f.asked = append(f.asked, last)
+	if f.refuse.Load() {
+		return errors.New("outcome unknown")
+	}
+	return nil
+}
+
+// TestStepCountsOnlyOnceFenced: with a Fence, a step is Committed only
+// once the fence accepted the seq of its last event; one it refuses is
+// held, and its retry asks the fence again without appending the step a
+// second time. A checkpoint is not fenced.
+func TestStepCountsOnlyOnceFenced(t *testing.T) {
+	dir := bootedDir(t)
+	clock := &timers{}
+	fence := &fenceRecorder{}
+	e, st, err := Open(dir, Config{Inline: true, AfterFunc: clock.after, Fence: fence})
+	require.NoError(t, err)
+	defer e.Close()
+	at := state.Now()
+
+	out := e.Step(1, []state.Event{state.Started(at), state.Warning(at, 0, "a")}, at, 0)
+	require.IsType(t, Committed{}, out[0])
+	assert.Equal(t, []uint64{2}, fence.asked, "the fence is asked for the step's last seq")
+
+	fence.refuse.Store(true)
+	out = e.Step(2, []state.Event{state.Warning(at, 0, "b")}, at, 0)
+	require.IsType(t, Unavailable{}, out[0])
+	assert.True(t, e.Busy())
+	out = e.Handle(Signal{e: e, kind: writeRetry, id: e.slot.id})
+	require.IsType(t, Unavailable{}, out[0], "a refusing fence keeps the step held")
+	events, err := state.ReadJournal(filepath.Join(dir, state.JournalFile))
+	require.NoError(t, err)
+	assert.Len(t, events, 3, "the held step is appended once, whatever the retries")
+
+	fence.refuse.Store(false)
+	out = e.Handle(Signal{e: e, kind: writeRetry, id: e.slot.id})
+	c, ok := out[len(out)-1].(Committed)
+	require.True(t, ok, "%#v", out)
+	assert.Equal(t, uint64(3), c.Events[0].Seq)
+	assert.Equal(t, []uint64{2, 3, 3, 3}, fence.asked)
+	events, err = state.ReadJournal(filepath.Join(dir, state.JournalFile))
+	require.NoError(t, err)
+	assert.Len(t, events, 3)
+
+	snapshot := *st
+	snapshot.UpdatedAt = at
+	out = e.Checkpoint(3, snapshot, nil, nil, false)
+	require.IsType(t, Landed{}, out[0])
+	assert.Len(t, fence.asked, 4, "a checkpoint is not fenced")
+}

@@ -105,6 +105,7 @@ type write struct {
 	rewrite    bool
 
 	appended bool // the step is committed (a retry skips it)
+	fenced   bool // the fence accepted it (a retry skips it)
 	attempts int
 	err      error // the last attempt's failure
 }
@@ -230,14 +231,14 @@ func (e *Engine) run(w *write) []Event {
 		cp.generation = w.id
 	}
 	journal, archive, store, commit, segment := e.journal, e.archive, e.store, e.commit, e.segmentBytes()
-	obs := e.cfg.Observer
+	fence, obs := e.cfg.Fence, e.cfg.Observer
 	if e.cfg.Inline {
-		w.err = timed(obs, func() error { return w.attempt(commit, journal, archive, store, segment) })
+		w.err = timed(obs, func() error { return w.attempt(commit, fence, journal, archive, store, segment) })
 		return e.done(w)
 	}
 	post, id := e.cfg.Post, w.id
 	e.cfg.Writers.Do(func() {
-		w.err = timed(obs, func() error { return w.attempt(commit, journal, archive, store, segment) })
+		w.err = timed(obs, func() error { return w.attempt(commit, fence, journal, archive, store, segment) })
 		cp := w.checkpoint
 		background := w.err == nil && cp != nil && cp.background
 		post(Signal{e: e, kind: writeDone, id: id})
@@ -374,12 +375,18 @@ func timed(obs observe.Observer, do func() error) error {
 }
 
 // attempt does what is left of w; it runs on a writer goroutine.
-func (w *write) attempt(c Committer, j *state.Journal, a *state.Archive, s *state.Store, segment int64) error {
+func (w *write) attempt(c Committer, f Fence, j *state.Journal, a *state.Archive, s *state.Store, segment int64) error {
 	if !w.appended {
 		if err := c.Commit(w.lines, len(w.step)); err != nil {
 			return err
 		}
 		w.appended = true
+	}
+	if f != nil && !w.fenced && len(w.step) > 0 {
+		if err := f.Fence(w.step[len(w.step)-1].Seq); err != nil {
+			return err
+		}
+		w.fenced = true
 	}
 	cp := w.checkpoint
 	if cp == nil {

@@ -1,0 +1,254 @@
+package fence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
+
+	"github.com/wisent/singularity/supervision/fault"
+)
+
+// Defaults of Config's zero fields.
+const (
+	DefaultTTL         = 3 * time.Second
+	DefaultDialTimeout = 5 * time.Second
+)
+
+// Config is what a member's session needs.
+type Config struct {
+	// Endpoints are etcd's client URLs; at least one.
+	Endpoints []string
+	// Family names the family; its keys live under /singularity/<Family>/.
+	// An immutable identifier (identity.Valid).
+	Family string
+	// TTL is the lease's time to live, whole seconds (etcd's unit); zero
+	// means DefaultTTL. A member frozen or cut off from etcd for longer
+	// loses every lock.
+	TTL time.Duration
+	// DialTimeout bounds reaching etcd at Open; zero means
+	// DefaultDialTimeout.
+	DialTimeout time.Duration
+	// CommitTimeout bounds one commit transaction, after which its
+	// outcome is unknown; zero means the TTL.
+	CommitTimeout time.Duration
+}
+
+func (c *Config) defaults() error {
+	if len(c.Endpoints) == 0 {
+		return fault.New(fault.ClassConfiguration, "the cluster needs at least one etcd endpoint")
+	}
+	if err := validName("the family name", c.Family); err != nil {
+		return fault.Errorf(fault.ClassConfiguration, "%w", err)
+	}
+	if c.TTL == 0 {
+		c.TTL = DefaultTTL
+	}
+	if c.TTL < time.Second || c.TTL%time.Second != 0 {
+		return fault.Errorf(fault.ClassConfiguration, "the lease's time to live %s is not a whole number of seconds, at least 1", c.TTL)
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.CommitTimeout <= 0 {
+		c.CommitTimeout = c.TTL
+	}
+	return nil
+}
+
+// Session is a member's one connection to etcd: a client and a lease
+// kept alive, under which the member holds its beings' locks. Its
+// methods are safe for concurrent use.
+type Session struct {
+	cfg     Config
+	keys    keys
+	client  *clientv3.Client
+	session *concurrency.Session
+
+	mu     sync.Mutex
+	held   map[string]bool // beings locked or being locked
+	closed bool
+}
+
+// Open connects to etcd and takes the member's lease. An etcd that
+// does not answer within the dial timeout is an error (nothing is left
+// behind).
+func Open(cfg Config) (*Session, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:   cfg.Endpoints,
+		DialTimeout: cfg.DialTimeout,
+		// Dead connections (a frozen etcd) are noticed within a second
+		// or two, not minutes.
+		DialKeepAliveTime:    time.Second,
+		DialKeepAliveTimeout: time.Second,
+		Logger:               zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach etcd at %v: %w", cfg.Endpoints, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.DialTimeout)
+	defer cancel()
+	lease, err := client.Grant(ctx, int64(cfg.TTL/time.Second))
+	if err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("cannot reach etcd at %v within %s: %w", cfg.Endpoints, cfg.DialTimeout, err)
+	}
+	session, err := concurrency.NewSession(client, concurrency.WithLease(lease.ID), concurrency.WithTTL(int(cfg.TTL/time.Second)))
+	if err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("cannot keep the member's etcd lease alive: %w", err)
+	}
+	return &Session{cfg: cfg, keys: newKeys(cfg.Family), client: client, session: session, held: map[string]bool{}}, nil
+}
+
+// Done is closed when the session's lease is lost: every lock is gone,
+// and the member must fence itself (write nothing more). Close closes
+// it too.
+func (s *Session) Done() <-chan struct{} { return s.session.Done() }
+
+// Lease is the session's etcd lease (its id in lock keys, in hex).
+func (s *Session) Lease() int64 { return int64(s.session.Lease()) }
+
+// Close ends the session: its lease is revoked, so every lock it holds
+// is let go at once, and the client is closed. A Batcher of the session
+// is closed first by its owner.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	err := s.session.Close()
+	if cerr := s.client.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Lock takes being's lock, waiting while another member holds it, until
+// ctx ends (then nothing of the attempt is left in etcd).
+func (s *Session) Lock(ctx context.Context, being string) (*Lock, error) {
+	return s.lock(ctx, being, false)
+}
+
+// TryLock takes being's lock if no other member holds it, and is
+// ErrLocked otherwise.
+func (s *Session) TryLock(ctx context.Context, being string) (*Lock, error) {
+	return s.lock(ctx, being, true)
+}
+
+func (s *Session) lock(ctx context.Context, being string, try bool) (l *Lock, err error) {
+	if err := validName("the being id", being); err != nil {
+		return nil, err
+	}
+	// One session has one key per being (the mutex's key is the lease):
+	// a second Lock would share it and think itself the holder.
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return nil, ErrClosed
+	case s.held[being]:
+		s.mu.Unlock()
+		return nil, fmt.Errorf("lock of being %s: %w", being, ErrHeld)
+	}
+	s.held[being] = true
+	s.mu.Unlock()
+	defer func() {
+		if err != nil {
+			s.release(being)
+		}
+	}()
+
+	m := concurrency.NewMutex(s.session, s.keys.lockPrefix(being))
+	if try {
+		err = m.TryLock(ctx)
+	} else {
+		err = m.Lock(ctx)
+	}
+	switch {
+	case errors.Is(err, concurrency.ErrLocked):
+		return nil, fmt.Errorf("lock of being %s: %w", being, ErrLocked)
+	case errors.Is(err, concurrency.ErrSessionExpired):
+		return nil, fmt.Errorf("lock of being %s: the member's session ended: %w", being, ErrFenced)
+	case err != nil:
+		return nil, fmt.Errorf("lock of being %s: %w", being, err)
+	}
+	// The token is the key's create revision, read back: the mutex keeps
+	// it to itself.
+	resp, err := s.client.Get(ctx, m.Key())
+	if err == nil && len(resp.Kvs) == 0 {
+		err = fmt.Errorf("the member's session ended: %w", ErrFenced)
+	}
+	if err != nil {
+		undo, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
+		defer cancel()
+		_ = m.Unlock(undo)
+		return nil, fmt.Errorf("lock of being %s: %w", being, err)
+	}
+	return &Lock{s: s, being: being, mutex: m, key: m.Key(), token: uint64(resp.Kvs[0].CreateRevision)}, nil
+}
+
+func (s *Session) release(being string) {
+	s.mu.Lock()
+	delete(s.held, being)
+	s.mu.Unlock()
+}
+
+// Committed reads being's commit record: the token and seq of the last
+// step accepted, both zero when none ever was.
+func (s *Session) Committed(ctx context.Context, being string) (token, seq uint64, err error) {
+	if err := validName("the being id", being); err != nil {
+		return 0, 0, err
+	}
+	resp, err := s.client.Get(ctx, s.keys.commit(being))
+	if err != nil {
+		return 0, 0, fmt.Errorf("commit record of being %s: %w", being, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, 0, nil
+	}
+	r, err := decodeRecord(resp.Kvs[0].Value)
+	if err != nil {
+		return 0, 0, fmt.Errorf("commit record of being %s: %w", being, err)
+	}
+	return r.Token, r.Seq, nil
+}
+
+// Lock is a being's lock held by the member's session.
+type Lock struct {
+	s     *Session
+	being string
+	mutex *concurrency.Mutex
+	key   string
+	token uint64
+}
+
+// Being is the id of the locked being.
+func (l *Lock) Being() string { return l.being }
+
+// Token is the fencing token: the create revision of the lock key.
+func (l *Lock) Token() uint64 { return l.token }
+
+// Key is the lock key in etcd.
+func (l *Lock) Key() string { return l.key }
+
+// Unlock lets the being go: its lock key is deleted, and a Committer of
+// this lock is fenced from then on.
+func (l *Lock) Unlock(ctx context.Context) error {
+	if err := l.mutex.Unlock(ctx); err != nil {
+		return fmt.Errorf("unlock of being %s: %w", l.being, err)
+	}
+	l.s.release(l.being)
+	return nil
+}

@@ -1,0 +1,257 @@
+// Package etcdtest runs a real etcd for tests: the etcd binary on the
+// PATH (Debian's etcd-server; .ci/run installs it), one member on
+// loopback with free client and peer ports and a data directory under
+// t.TempDir, stopped when the test ends.
+//
+// Its contract:
+//
+//   - Start returns only once the server answers a read, or fails the
+//     test with the tail of etcd's log; without an etcd binary it skips
+//     the test, saying why.
+//   - A test takes etcd away on purpose: Stop (SIGTERM, waited for),
+//     Kill (SIGKILL), Pause (SIGSTOP, the server frozen with its ports
+//     open) and Resume; Restart starts it again on the same data
+//     directory and ports, so what was committed is still there.
+//   - Nothing here sleeps: readiness is a read with a deadline, retried
+//     by the etcd client itself, raced against the process's exit.
+package etcdtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// ReadyTimeout bounds how long Start and Restart wait for etcd to answer.
+const ReadyTimeout = 30 * time.Second
+
+// Server is one etcd member run by a test.
+type Server struct {
+	t       testing.TB
+	bin     string
+	dir     string
+	client  string // the client URL
+	peer    string // the peer URL
+	logPath string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has been waited for
+	paused bool
+}
+
+// Binary returns the path of the etcd binary, or "" when none is
+// installed.
+func Binary() string {
+	if path, err := exec.LookPath("etcd"); err == nil {
+		return path
+	}
+	return ""
+}
+
+// Start runs etcd for t and waits until it answers; the test's cleanup
+// stops it. Without an etcd binary the test is skipped.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin := Binary()
+	if bin == "" {
+		t.Skip("etcd is not installed (Debian's etcd-server; .ci/run installs it)")
+	}
+	dir := t.TempDir()
+	s := &Server{t: t, bin: bin, dir: dir, logPath: filepath.Join(dir, "etcd.log")}
+	t.Cleanup(s.cleanup)
+	// A port found free may be taken by another process before etcd
+	// binds it: a start that fails is tried again on new ports.
+	var err error
+	for range 3 {
+		s.client, s.peer = "http://"+freeAddr(t), "http://"+freeAddr(t)
+		if err = s.start(); err == nil {
+			return s
+		}
+	}
+	t.Fatalf("etcdtest: %v\n%s", err, s.logTail())
+	return nil
+}
+
+// Endpoints is what a client dials.
+func (s *Server) Endpoints() []string { return []string{s.client} }
+
+// Client returns a client of the server of its own, closed when the test
+// ends: the test's view of etcd beside the code under test.
+func (s *Server) Client(t testing.TB) *clientv3.Client {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: s.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatalf("etcdtest: client: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Stop ends etcd with SIGTERM and waits for it to exit.
+func (s *Server) Stop() { s.end(syscall.SIGTERM) }
+
+// Kill ends etcd with SIGKILL and waits for it to exit.
+func (s *Server) Kill() { s.end(syscall.SIGKILL) }
+
+// Pause freezes etcd with SIGSTOP: its ports stay open and nothing
+// answers.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP, true) }
+
+// Resume lets a paused etcd go on with SIGCONT.
+func (s *Server) Resume() { s.signal(syscall.SIGCONT, false) }
+
+// Restart starts a stopped etcd again on the same data directory and
+// ports and waits until it answers.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.mu.Lock()
+	running := s.cmd != nil
+	s.mu.Unlock()
+	if running {
+		s.t.Fatalf("etcdtest: Restart of an etcd that still runs")
+	}
+	if err := s.start(); err != nil {
+		s.t.Fatalf("etcdtest: restart: %v\n%s", err, s.logTail())
+	}
+}
+
+// start runs the binary and waits until it answers a read.
+func (s *Server) start() error {
+	log, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.Command(s.bin,
+		"--name", "etcdtest",
+		"--data-dir", filepath.Join(s.dir, "data"),
+		"--listen-client-urls", s.client,
+		"--advertise-client-urls", s.client,
+		"--listen-peer-urls", s.peer,
+		"--initial-advertise-peer-urls", s.peer,
+		"--initial-cluster", "etcdtest="+s.peer,
+		"--logger", "zap",
+		"--log-outputs", "stderr",
+	)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("cannot start %s: %w", s.bin, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	s.mu.Lock()
+	s.cmd, s.exited, s.paused = cmd, exited, false
+	s.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), ReadyTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-exited:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := s.ready(ctx); err != nil {
+		select {
+		case <-exited:
+			s.mu.Lock()
+			s.cmd = nil
+			s.mu.Unlock()
+			return fmt.Errorf("etcd exited before it answered: %w", err)
+		default:
+			s.end(syscall.SIGKILL)
+			return fmt.Errorf("etcd did not answer within %s: %w", ReadyTimeout, err)
+		}
+	}
+	return nil
+}
+
+// ready reads one key; the client retries until etcd answers or ctx
+// ends.
+func (s *Server) ready(ctx context.Context) error {
+	c, err := clientv3.New(clientv3.Config{Endpoints: s.Endpoints(), Logger: zap.NewNop(), Context: ctx})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = c.Get(ctx, "etcdtest/ready")
+	return err
+}
+
+// end signals etcd (let go first when paused) and waits for its exit.
+func (s *Server) end(sig syscall.Signal) {
+	s.mu.Lock()
+	cmd, exited, paused := s.cmd, s.exited, s.paused
+	s.cmd, s.paused = nil, false
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	if paused {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+	}
+	select {
+	case <-exited:
+	case <-time.After(ReadyTimeout):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
+
+func (s *Server) signal(sig syscall.Signal, paused bool) {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		s.t.Fatalf("etcdtest: %s to an etcd that is not running", sig)
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatalf("etcdtest: %s: %v", sig, err)
+	}
+	s.paused = paused
+}
+
+func (s *Server) cleanup() {
+	s.end(syscall.SIGKILL)
+	if s.t.Failed() {
+		s.t.Logf("etcd's log ends:\n%s", s.logTail())
+	}
+}
+
+// logTail is the last lines of etcd's log, for a failure's message.
+func (s *Server) logTail() string {
+	data, err := os.ReadFile(s.logPath)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-20):], "\n")
+}
+
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("etcdtest: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
