@@ -17,6 +17,7 @@
 package etcdtest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -225,7 +226,53 @@ func (s *Server) signal(sig syscall.Signal, paused bool) {
 	if err := s.cmd.Process.Signal(sig); err != nil {
 		s.t.Fatalf("etcdtest: %s: %v", sig, err)
 	}
+	if sig == syscall.SIGSTOP || sig == syscall.SIGCONT {
+		// A signal is delivered when each thread next runs: wait, with
+		// a deadline, until every thread of etcd is stopped (or none
+		// is), so that a test's next request meets the state it asked
+		// for.
+		s.awaitStopped(sig == syscall.SIGSTOP)
+	}
 	s.paused = paused
+}
+
+// awaitStopped waits up to five seconds until every thread of etcd is
+// in the stopped state (want) or none is (!want), as /proc tells.
+func (s *Server) awaitStopped(want bool) {
+	s.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if allStopped(s.cmd.Process.Pid) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("etcdtest: etcd's threads not %s within 5 s", map[bool]string{true: "stopped", false: "running"}[want])
+		}
+		<-tick.C
+	}
+}
+
+// allStopped reports whether every thread of process pid is stopped
+// (state T in /proc/<pid>/task/<tid>/stat).
+func allStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			return false
+		}
+		// The state follows the command, which is in parentheses.
+		i := bytes.LastIndexByte(data, ')')
+		if i < 0 || i+2 >= len(data) || data[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) cleanup() {
