@@ -23,19 +23,6 @@ func (c *timers) after(_ time.Duration, f func()) func() bool {
 	return func() bool { return true }
 }
 
-// bootedDir writes a fresh being's directory and returns it.
-func bootedDir(t *testing.T) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "state")
-	id := testkit.Identity()
-	ten := testkit.USD("10")
-	fresh := &state.Being{SchemaVersion: state.SchemaVersion, Identity: id, Status: state.StatusStarting,
-		Budget: state.Budget{Starting: ten, Remaining: ten}, StartedAt: state.Now(), UpdatedAt: state.Now(), JournalSeq: new(uint64)}
-	_, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) { return fresh, nil })
-	require.NoError(t, err)
-	return dir
-}
-
 // recorder is a Committer that counts and can refuse commits, in front
 // of the local one: the seam a fenced commit plugs into.
 type recorder struct {
@@ -59,7 +46,7 @@ func (r *recorder) Commit(lines []byte, n int) error {
 // retried on the backoff and answered Committed once it goes through,
 // with the storage warning queued for the next step.
 func TestStepCommitsThroughTheCommitter(t *testing.T) {
-	dir := bootedDir(t)
+	dir := testkit.BootedDir(t)
 	clock := &timers{}
 	rec := &recorder{}
 	e, _, err := Open(dir, Config{Inline: true, AfterFunc: clock.after})
@@ -116,7 +103,7 @@ func TestStepCommitsThroughTheCommitter(t *testing.T) {
 // TestDropHeldGivesUpTheStep: a step held for storage is given up whole
 // by DropHeld, and the engine takes new writes afterwards.
 func TestDropHeldGivesUpTheStep(t *testing.T) {
-	dir := bootedDir(t)
+	dir := testkit.BootedDir(t)
 	var full atomic.Bool
 	clock := &timers{}
 	e, _, err := Open(dir, Config{Inline: true, AfterFunc: clock.after, Fault: func(file string) error {
@@ -149,7 +136,7 @@ func TestDropHeldGivesUpTheStep(t *testing.T) {
 // answers Landed (applied, with its seq) and Checkpointed with the
 // window kept, and its state.json includes every event journaled.
 func TestCheckpointIsAppliedOnlyWhenNewest(t *testing.T) {
-	dir := bootedDir(t)
+	dir := testkit.BootedDir(t)
 	e, st, err := Open(dir, Config{Inline: true})
 	require.NoError(t, err)
 	defer e.Close()
@@ -191,7 +178,7 @@ func (f *fenceRecorder) Fence(last uint64) error {
 // held, and its retry asks the fence again without appending the step a
 // second time. A checkpoint is not fenced.
 func TestStepCountsOnlyOnceFenced(t *testing.T) {
-	dir := bootedDir(t)
+	dir := testkit.BootedDir(t)
 	clock := &timers{}
 	fence := &fenceRecorder{}
 	e, st, err := Open(dir, Config{Inline: true, AfterFunc: clock.after, Fence: fence})

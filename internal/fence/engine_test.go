@@ -18,13 +18,7 @@ import (
 // with fence; it is closed when the test ends.
 func being(t testing.TB, fence durable.Fence) (*durable.Engine, string) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "state")
-	id := testkit.Identity()
-	ten := testkit.USD("10")
-	fresh := &state.Being{SchemaVersion: state.SchemaVersion, Identity: id, Status: state.StatusStarting,
-		Budget: state.Budget{Starting: ten, Remaining: ten}, StartedAt: state.Now(), UpdatedAt: state.Now(), JournalSeq: new(uint64)}
-	_, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) { return fresh, nil })
-	require.NoError(t, err)
+	dir := testkit.BootedDir(t)
 	e, _, err := durable.Open(dir, durable.Config{Inline: true, Fence: fence,
 		AfterFunc: func(_ time.Duration, _ func()) func() bool { return func() bool { return true } }})
 	require.NoError(t, err)

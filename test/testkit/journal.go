@@ -46,3 +46,18 @@ func Types(events []state.Event) []string {
 	}
 	return out
 }
+
+// BootedDir writes a fresh being's state directory (Identity, 10 USD,
+// journal seq 0) under a temporary directory and returns it.
+func BootedDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "state")
+	id := Identity()
+	ten := USD("10")
+	fresh := &state.Being{SchemaVersion: state.SchemaVersion, Identity: id, Status: state.StatusStarting,
+		Budget: state.Budget{Starting: ten, Remaining: ten}, StartedAt: state.Now(), UpdatedAt: state.Now(), JournalSeq: new(uint64)}
+	if _, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) { return fresh, nil }); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
