@@ -30,6 +30,11 @@ type BeingStopped struct {
 	// family ledger (docs/money.md#the-family-ledger).
 	Held   money.Amount
 	Earned money.Amount
+	// Fenced says the being stopped because its fence refused a step
+	// (docs/cluster.md#a-fenced-being): it wrote nothing more, and its
+	// next holder, on this member or another, goes on from what it
+	// committed. Err says why.
+	Fenced bool
 }
 
 func (s BeingStopped) String() string {

@@ -265,7 +265,7 @@ func (b *Being) engineConfig(ctx actor.Context) durable.Config {
 	cfg := durable.Config{
 		Writers: b.opts.Writers, Inline: b.opts.inline, AfterFunc: b.opts.clockAfter, Now: b.opts.clock,
 		Fault: b.opts.StorageFault, CheckpointEvents: b.opts.CheckpointEvents, SegmentBytes: b.opts.SegmentBytes,
-		Observer: b.opts.Observer, Log: b.log,
+		Observer: b.opts.Observer, Log: b.log, Fence: b.opts.Fence,
 	}
 	if ctx != nil {
 		if system := ctx.ActorSystem(); system != nil {
@@ -287,11 +287,23 @@ func (b *Being) load(ctx actor.Context) error {
 		b.engine = durable.New(b.engineConfig(ctx))
 		return nil
 	}
-	engine, st, err := durable.Open(b.opts.StateDir, b.engineConfig(ctx))
+	var (
+		engine *durable.Engine
+		st     *state.Being
+		err    error
+	)
+	if held := b.opts.Held; held != nil {
+		engine, st, err = durable.OpenHeld(b.opts.StateDir, *held, b.engineConfig(ctx))
+	} else {
+		engine, st, err = durable.Open(b.opts.StateDir, b.engineConfig(ctx))
+	}
 	if err != nil {
 		return err
 	}
 	b.engine, b.st = engine, st
+	if held := b.opts.Held; held != nil && held.Untrusted > 0 {
+		b.warn(fmt.Sprintf("left out %d journal event(s) an earlier holder wrote but never committed", held.Untrusted))
+	}
 	if err := b.recover(engine.Loaded()); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wisent/singularity/actors/las"
 	"github.com/wisent/singularity/actors/ledger"
+	"github.com/wisent/singularity/internal/durable"
 	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/money"
@@ -121,6 +122,16 @@ type Options struct {
 	// behind. Nil means StateDir already holds the state. Never
 	// inherited.
 	Fresh *state.Being
+	// Held, when set, is what this member loads as the being's new holder
+	// in a family across machines (fence.Recover): the being loads it
+	// instead of StateDir's state.json and journal, and writes its own
+	// files in state.HolderDir(StateDir, Held.Token). Never inherited.
+	Held *durable.Held
+	// Fence, when set, must accept every step before it counts (the
+	// holder's fence.Committer); a step it refuses stops the being, which
+	// writes nothing more (docs/cluster.md#a-fenced-being). Never
+	// inherited.
+	Fence durable.Fence
 	// Writers is the family's pool for durable writes; nil runs each
 	// write on a goroutine of its own.
 	Writers *state.Writers
@@ -177,7 +188,7 @@ func (o Options) child(dir, name, ticker, specialty string) Options {
 	c := o
 	c.StateDir = dir
 	c.Stimulus = ""
-	c.Fresh = nil
+	c.Fresh, c.Held, c.Fence = nil, nil, nil
 	c.Identity.Name = name
 	c.Identity.Ticker = ticker
 	c.Identity.Specialty = specialty

@@ -323,6 +323,30 @@ func (b *Being) stopped(ctx actor.Context) {
 	b.sendParent(ctx, b.stoppedMessage())
 }
 
+// fenced ends a being whose fence refused a step
+// (docs/cluster.md#a-fenced-being): another member may hold it now, or
+// nobody can tell whether the step counted, so it writes nothing more,
+// not even its stop. This incarnation ends at once: replies still on
+// their way are ignored, and the parent, told by BeingStopped with Fenced
+// set and the being's last applied status, stops the actor with its Las
+// and anything in flight. A tool call that was running is closed as
+// indeterminate by the being's next holder, never replayed.
+func (b *Being) fenced(ctx actor.Context, err error) {
+	if b.phase == phaseStopped {
+		return
+	}
+	b.log.Error("being fenced: it stops and writes nothing more", "err", err)
+	msg := b.stoppedMessage()
+	msg.Err, msg.Fenced = err, true
+	if b.stop != nil && b.stop.graceTimer != nil {
+		b.stop.graceTimer.Stop()
+	}
+	b.handleStopping()
+	// As in stopped: the parent stops this actor when it reads the
+	// message, so it arrives before the actor's termination.
+	b.sendParent(ctx, msg)
+}
+
 func (b *Being) stoppedMessage() messages.BeingStopped {
 	msg := messages.BeingStopped{ID: b.childID(), Name: b.opts.Identity.Name}
 	if b.st != nil {

@@ -118,6 +118,8 @@ func (b *Being) onDurable(ctx actor.Context, events []durable.Event) {
 				// A stop that does not wait came while this attempt ran.
 				b.giveUpHeld(ctx)
 			}
+		case durable.Fenced:
+			b.fenced(ctx, ev.Err)
 		case durable.Created:
 			b.created(ctx, ev)
 		case durable.Recovered:

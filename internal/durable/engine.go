@@ -55,10 +55,10 @@ type Committer interface {
 // (internal/fence): the engine asks it once the Committer has appended
 // and fsynced the step, with last the seq of the step's last event, and
 // answers Committed only when it returns nil. A step of no events is not
-// fenced. An error leaves the step appended but not durable: the engine
-// holds it like a storage failure and asks the fence again, never
-// appending the step twice. A fence that lost its lock, or cannot tell
-// whether it was accepted, answers every later call with the same error.
+// fenced. An error is final (the fence lost its lock, or cannot tell
+// whether the step was accepted): the step stays appended but does not
+// count, the engine answers Fenced, and it writes nothing more, neither
+// steps nor checkpoints.
 type Fence interface {
 	Fence(last uint64) error
 }
@@ -131,6 +131,11 @@ type Engine struct {
 	backlog  state.Encoded
 	stopping bool
 	closed   bool
+	// loaded is OpenHeld's trusted events, until Loaded takes them.
+	loaded []state.Event
+	// fenced is the fence's refusal, once one came: nothing is written
+	// after it.
+	fenced error
 }
 
 // Fault is what the engine knows of a storage failure in progress.
@@ -195,6 +200,10 @@ func (e *Engine) Busy() bool { return e.slot != nil }
 // Writing reports whether a background checkpoint is still being
 // written.
 func (e *Engine) Writing() bool { return e.background != nil }
+
+// Fenced is the fence's refusal once one came (nil before): the engine
+// writes nothing more.
+func (e *Engine) Fenced() error { return e.fenced }
 
 // Storage is the storage failure in progress (Failing false when none).
 func (e *Engine) Storage() Fault { return e.fault }

@@ -2,6 +2,7 @@ package durable
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
@@ -174,9 +175,10 @@ func (f *fenceRecorder) Fence(last uint64) error {
 }
 
 // TestStepCountsOnlyOnceFenced: with a Fence, a step is Committed only
-// once the fence accepted the seq of its last event; one it refuses is
-// held, and its retry asks the fence again without appending the step a
-// second time. A checkpoint is not fenced.
+// once the fence accepted the seq of its last event, and a checkpoint is
+// not fenced. A step the fence refuses is Fenced, appended but never
+// applied, and final: the engine writes nothing more, neither the next
+// step nor a checkpoint, and asks the fence nothing more.
 func TestStepCountsOnlyOnceFenced(t *testing.T) {
 	dir := testkit.BootedDir(t)
 	clock := &timers{}
@@ -189,30 +191,34 @@ func TestStepCountsOnlyOnceFenced(t *testing.T) {
 	out := e.Step(1, []state.Event{state.Started(at), state.Warning(at, 0, "a")}, at, 0)
 	require.IsType(t, Committed{}, out[0])
 	assert.Equal(t, []uint64{2}, fence.asked, "the fence is asked for the step's last seq")
-
-	fence.refuse.Store(true)
-	out = e.Step(2, []state.Event{state.Warning(at, 0, "b")}, at, 0)
-	require.IsType(t, Unavailable{}, out[0])
-	assert.True(t, e.Busy())
-	out = e.Handle(Signal{e: e, kind: writeRetry, id: e.slot.id})
-	require.IsType(t, Unavailable{}, out[0], "a refusing fence keeps the step held")
-	events, err := state.ReadJournal(filepath.Join(dir, state.JournalFile))
-	require.NoError(t, err)
-	assert.Len(t, events, 3, "the held step is appended once, whatever the retries")
-
-	fence.refuse.Store(false)
-	out = e.Handle(Signal{e: e, kind: writeRetry, id: e.slot.id})
-	c, ok := out[len(out)-1].(Committed)
-	require.True(t, ok, "%#v", out)
-	assert.Equal(t, uint64(3), c.Events[0].Seq)
-	assert.Equal(t, []uint64{2, 3, 3, 3}, fence.asked)
-	events, err = state.ReadJournal(filepath.Join(dir, state.JournalFile))
-	require.NoError(t, err)
-	assert.Len(t, events, 3)
-
 	snapshot := *st
 	snapshot.UpdatedAt = at
-	out = e.Checkpoint(3, snapshot, nil, nil, false)
+	out = e.Checkpoint(2, snapshot, nil, nil, false)
 	require.IsType(t, Landed{}, out[0])
-	assert.Len(t, fence.asked, 4, "a checkpoint is not fenced")
+	assert.Len(t, fence.asked, 1, "a checkpoint is not fenced")
+	before, err := os.ReadFile(filepath.Join(dir, state.StateFile))
+	require.NoError(t, err)
+
+	fence.refuse.Store(true)
+	out = e.Step(3, []state.Event{state.Warning(at, 0, "b")}, at, 0)
+	require.Len(t, out, 1)
+	f, ok := out[0].(Fenced)
+	require.True(t, ok, "%#v", out)
+	assert.EqualError(t, f.Err, "outcome unknown")
+	assert.False(t, e.Busy(), "a fenced step is not held for a retry")
+	assert.Empty(t, clock.due, "no backoff is armed")
+	require.Error(t, e.Fenced())
+
+	out = e.Step(4, []state.Event{state.Warning(at, 0, "c")}, at, 0)
+	assert.Equal(t, []Event{Fenced{Err: f.Err}}, out, "every later step is Fenced at once")
+	out = e.Checkpoint(5, snapshot, nil, nil, false)
+	assert.Equal(t, []Event{Fenced{Err: f.Err}}, out, "and so is every checkpoint")
+	assert.Equal(t, []uint64{2, 3}, fence.asked)
+
+	events, err := state.ReadJournal(filepath.Join(dir, state.JournalFile))
+	require.NoError(t, err)
+	assert.Len(t, events, 3, "the refused step is appended once, and nothing after it")
+	after, err := os.ReadFile(filepath.Join(dir, state.StateFile))
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "state.json is not written after the refusal")
 }

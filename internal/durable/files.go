@@ -54,8 +54,16 @@ func Open(dir string, cfg Config) (e *Engine, st *state.Being, err error) {
 	return e, st, nil
 }
 
-// Loaded is the journal's events as read by Open.
-func (e *Engine) Loaded() []state.Event { return e.journal.Loaded() }
+// Loaded is the journal's events as read by Open (by OpenHeld: the
+// trusted events past its checkpoint).
+func (e *Engine) Loaded() []state.Event {
+	if e.loaded != nil {
+		loaded := e.loaded
+		e.loaded = nil
+		return loaded
+	}
+	return e.journal.Loaded()
+}
 
 // opened is a fresh being's state directory, once written, and its lock.
 type opened struct {
@@ -137,4 +145,74 @@ func create(dir string, fresh *state.Being, fault state.Fault) (o *opened, err e
 		return nil, err
 	}
 	return &opened{lock: lock, store: store, journal: journal, archive: archive}, nil
+}
+
+// Held is what a new holder of a clustered being loads
+// (docs/cluster.md#the-next-holder): fence.Recover reads it from the
+// files of every earlier holder and the being's commit record.
+type Held struct {
+	// Token is the new holder's fencing token: its files are written in
+	// state.HolderDir(dir, Token).
+	Token uint64
+	// Checkpoint is the newest trusted checkpoint, Events the trusted
+	// events after it, in order; Next is the seq of the next event.
+	Checkpoint *state.Being
+	Events     []state.Event
+	Next       uint64
+	// Untrusted counts the events of earlier holders that were written
+	// but never committed, and are left out.
+	Untrusted int
+}
+
+// OpenHeld opens the files of a new holder of the clustered being in dir
+// (docs/cluster.md#the-holders-files): held.Checkpoint is the state, and
+// held.Events are Loaded. The holder's directory must hold no state.json
+// and no event yet (a token is never reused; an earlier attempt of the
+// same holder may have made it); it is made, with an empty journal
+// numbered from held.Next, and locked until Close. Nothing of the earlier holders is
+// written, and nothing is written here but the empty files.
+func OpenHeld(dir string, held Held, cfg Config) (e *Engine, st *state.Being, err error) {
+	if held.Token == 0 || held.Checkpoint == nil || held.Next == 0 {
+		return nil, nil, fmt.Errorf("durable: a holder needs a token, a checkpoint and a next seq")
+	}
+	own := state.HolderDir(dir, held.Token)
+	store, err := state.Open(own)
+	if err != nil {
+		return nil, nil, err
+	}
+	lock, err := state.LockDir(own)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			lock.Unlock()
+		}
+	}()
+	store.SetFault(cfg.Fault)
+	switch written, err := state.Exists(own); {
+	case err != nil:
+		return nil, nil, err
+	case written:
+		return nil, nil, fmt.Errorf("state: holder directory %s is not new", own)
+	}
+	journal, err := store.ReopenJournal()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := journal.StartAt(held.Next); err != nil {
+		journal.Close()
+		return nil, nil, err
+	}
+	archive, err := store.OpenArchive()
+	if err != nil {
+		journal.Close()
+		return nil, nil, err
+	}
+	e = New(cfg)
+	e.dirLock = lock
+	e.install(store, journal, archive)
+	e.loaded = held.Events
+	st = held.Checkpoint
+	return e, st, nil
 }

@@ -1,6 +1,7 @@
 package durable
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -10,7 +11,7 @@ import (
 )
 
 // Event is what the engine answers: Committed, Checkpointed, Landed,
-// Unavailable, Recovered or Created.
+// Unavailable, Recovered, Fenced or Created.
 type Event interface{ durableEvent() }
 
 // Committed says a step is durable: the owner applies Events (numbered,
@@ -51,6 +52,12 @@ type Unavailable struct {
 // warning goes with the next step.
 type Recovered struct{ Attempts int }
 
+// Fenced says the fence refused a step (Config.Fence): the step is
+// appended but does not count, and the engine writes nothing more. It is
+// final: every later verb answers Fenced again without writing, and the
+// owner must stop without saving anything (docs/cluster.md#a-fenced-step).
+type Fenced struct{ Err error }
+
 // Created says a fresh being's directory was written (Err nil) or not.
 type Created struct {
 	Tag Tag
@@ -61,6 +68,7 @@ func (Committed) durableEvent()    {}
 func (Checkpointed) durableEvent() {}
 func (Landed) durableEvent()       {}
 func (Unavailable) durableEvent()  {}
+func (Fenced) durableEvent()       {}
 func (Recovered) durableEvent()    {}
 func (Created) durableEvent()      {}
 
@@ -210,6 +218,9 @@ func (e *Engine) Handle(s Signal) []Event {
 // submit puts w in the slot and starts it; a failed background
 // checkpoint goes first.
 func (e *Engine) submit(w *write) []Event {
+	if e.fenced != nil {
+		return []Event{Fenced{Err: e.fenced}}
+	}
 	if e.slot != nil {
 		panic("durable: a write is already in the slot")
 	}
@@ -253,8 +264,22 @@ func (e *Engine) run(w *write) []Event {
 	return nil
 }
 
+// fenceError marks an error of the fence, which is final: the write is
+// not held and tried again like a storage failure.
+type fenceError struct{ err error }
+
+func (f fenceError) Error() string { return f.err.Error() }
+func (f fenceError) Unwrap() error { return f.err }
+
 // done takes the outcome of w's attempt.
 func (e *Engine) done(w *write) []Event {
+	var refused fenceError
+	if errors.As(w.err, &refused) {
+		e.slot, e.queued = nil, nil
+		e.fenced = refused.err
+		e.cfg.Log.Error("the fence refused a step: this being writes nothing more", "err", refused.err)
+		return []Event{Fenced{Err: refused.err}}
+	}
 	if w.err != nil {
 		return e.hold(w)
 	}
@@ -384,7 +409,7 @@ func (w *write) attempt(c Committer, f Fence, j *state.Journal, a *state.Archive
 	}
 	if f != nil && !w.fenced && len(w.step) > 0 {
 		if err := f.Fence(w.step[len(w.step)-1].Seq); err != nil {
-			return err
+			return fenceError{err}
 		}
 		w.fenced = true
 	}

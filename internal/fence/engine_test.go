@@ -28,7 +28,7 @@ func being(t testing.TB, fence durable.Fence) (*durable.Engine, string) {
 
 // TestFencedEngineStepsAndTheTrustedJournal: a being's engine with a
 // fence commits a step only once etcd accepted it; after the lock is
-// lost the step is appended but held, fenced, and the journal read with
+// lost the step is appended but fenced, and the journal read with
 // the commit record trusts only what was committed.
 func TestFencedEngineStepsAndTheTrustedJournal(t *testing.T) {
 	srv := etcdtest.Start(t)
@@ -43,9 +43,9 @@ func TestFencedEngineStepsAndTheTrustedJournal(t *testing.T) {
 
 	require.NoError(t, l.Unlock(ctxFor(t, 5*time.Second)))
 	out = e.Step(2, []state.Event{state.Warning(at, 0, "two")}, at, 0)
-	u, ok := out[0].(durable.Unavailable)
+	f, ok := out[0].(durable.Fenced)
 	require.True(t, ok, "%#v", out)
-	assert.ErrorIs(t, u.Err, ErrFenced)
+	assert.ErrorIs(t, f.Err, ErrFenced)
 	assert.Equal(t, Record{l.Token(), 2}, record(t, s, "ada"))
 
 	events, err := state.ReadJournal(filepath.Join(dir, state.JournalFile))

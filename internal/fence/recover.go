@@ -1,0 +1,100 @@
+package fence
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/wisent/singularity/internal/durable"
+	"github.com/wisent/singularity/internal/store/state"
+)
+
+// ErrNoCheckpoint reports a being none of whose holders left a trusted
+// checkpoint.
+var ErrNoCheckpoint = errors.New("no trusted checkpoint")
+
+// Recover is what the new holder of the being in dir, under token, loads
+// (docs/cluster.md#the-next-holder), given the commit record rec it read
+// after taking the lock. It reads the files of every earlier holder
+// (state.Holdings), trusts their events by TrustJournal, and takes the
+// newest checkpoint that includes no untrusted event; the events past it
+// follow, in order. It writes nothing.
+//
+// A checkpoint includes only steps its holder applied, and a holder
+// applies only accepted steps, so every checkpoint a holder wrote is
+// within what it committed; the check is kept all the same, so that a
+// checkpoint past what the journal trusts is skipped rather than loaded.
+func Recover(dir string, token uint64, rec Record) (durable.Held, error) {
+	holdings, err := state.Holdings(dir)
+	if err != nil {
+		return durable.Held{}, err
+	}
+	var (
+		events  []state.Event
+		written []Written
+		counted = map[uint64]bool{} // tokens that wrote an event
+	)
+	type candidate struct {
+		token, seq uint64
+		being      *state.Being
+	}
+	var checkpoints []candidate
+	for _, h := range holdings {
+		if h.Token >= token {
+			if h.Token > token {
+				return durable.Held{}, fmt.Errorf("state: %s was written under token %d, newer than this holder's %d", h.Dir, h.Token, token)
+			}
+			continue // this holder's own directory, from an attempt that wrote nothing
+		}
+		evs, err := state.ReadHolding(h)
+		if err != nil {
+			return durable.Held{}, err
+		}
+		for _, e := range evs {
+			written = append(written, Written{Token: h.Token, Seq: e.Seq})
+			counted[h.Token] = true
+		}
+		events = append(events, evs...)
+		b, ok, err := state.LoadHolding(h)
+		if err != nil {
+			return durable.Held{}, err
+		}
+		if ok {
+			if b.JournalSeq == nil && len(evs) > 0 {
+				return durable.Held{}, fmt.Errorf("state: %s has no journal_seq: resume it once in a single process before clustering it", h.Dir)
+			}
+			checkpoints = append(checkpoints, candidate{token: h.Token, seq: b.Seq(), being: b})
+		}
+	}
+	trust, err := TrustJournal(written, rec)
+	if err != nil {
+		return durable.Held{}, fmt.Errorf("state: the journal of %s: %w", dir, err)
+	}
+
+	// The newest checkpoint within what is trusted: at most Through, and
+	// at most its own token's bound when that token wrote events.
+	var best *candidate
+	for i := range checkpoints {
+		c := &checkpoints[i]
+		if c.seq > trust.Through || counted[c.token] && c.seq > trust.Bound[c.token] {
+			continue
+		}
+		if best == nil || c.seq > best.seq || c.seq == best.seq && c.token > best.token {
+			best = c
+		}
+	}
+	if best == nil {
+		return durable.Held{}, fmt.Errorf("state: %s: %w", dir, ErrNoCheckpoint)
+	}
+
+	held := durable.Held{Token: token, Checkpoint: best.being, Untrusted: trust.Untrusted}
+	for i, e := range events {
+		if e.Seq > best.seq && trust.Trusted(written[i]) {
+			held.Events = append(held.Events, e)
+		}
+	}
+	slices.SortFunc(held.Events, func(a, b state.Event) int { return cmp.Compare(a.Seq, b.Seq) })
+	held.Next = max(trust.Through, best.seq) + 1
+	return held, nil
+}
