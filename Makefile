@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: all build test vet bench bench-long bench-scale scale-run fuzz demo peers crash clean
+.PHONY: all build test vet bench bench-long bench-scale scale-run fuzz demo peers crash clean proto
 
 all: build
 
@@ -23,6 +23,16 @@ LDFLAGS       := -X main.revision=$(REVISION) -X main.revisionTime=$(REVISION_TI
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/examplelas
+
+# The messages members send each other (internal/wire/clusterpb), generated
+# with Debian's protoc (apt-get install protobuf-compiler) and protoc-gen-go
+# at the protobuf module's version in go.mod. The generated code is
+# committed: building and `make test` need no protoc.
+PROTOC_GEN_GO_VERSION := $(shell $(GO) list -m -f '{{.Version}}' google.golang.org/protobuf)
+proto:
+	GOBIN=$(abspath $(BIN)) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	cd internal/wire/clusterpb && PATH=$(abspath $(BIN)):$$PATH protoc --proto_path=. \
+		--go_out=. --go_opt=paths=source_relative singularity_cluster.proto
 
 vet:
 	$(GO) vet $(PACKAGES)

@@ -33,7 +33,6 @@ func Recover(dir string, token uint64, rec Record) (durable.Held, error) {
 	var (
 		events  []state.Event
 		written []Written
-		counted = map[uint64]bool{} // tokens that wrote an event
 	)
 	type candidate struct {
 		token, seq uint64
@@ -53,7 +52,6 @@ func Recover(dir string, token uint64, rec Record) (durable.Held, error) {
 		}
 		for _, e := range evs {
 			written = append(written, Written{Token: h.Token, Seq: e.Seq})
-			counted[h.Token] = true
 		}
 		events = append(events, evs...)
 		b, ok, err := state.LoadHolding(h)
@@ -77,7 +75,9 @@ func Recover(dir string, token uint64, rec Record) (durable.Held, error) {
 	var best *candidate
 	for i := range checkpoints {
 		c := &checkpoints[i]
-		if c.seq > trust.Through || counted[c.token] && c.seq > trust.Bound[c.token] {
+		// A holder that wrote no event has no bound: its checkpoint is
+		// judged by what the others' journals trust.
+		if bound, wrote := trust.Bound[c.token]; c.seq > trust.Through || wrote && c.seq > bound {
 			continue
 		}
 		if best == nil || c.seq > best.seq || c.seq == best.seq && c.token > best.token {
