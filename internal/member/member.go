@@ -1,0 +1,277 @@
+// Package member is one `singularity run` process's place in a family
+// that spans processes: it joins the family in etcd under the member's
+// lease, refusing a name that is taken, a state root or family that is
+// not the family's, and a protocol another live member does not speak.
+//
+// Keys, under the family's prefix /singularity/<family>/:
+//
+//	family          {"root_id": R}: which shared root the family lives on
+//	member/<name>   {"name", "address", "protocol", "root_id"}, on the
+//	                member's lease, so it is gone when the member is
+//
+// The shared root holds cluster.json, {"family": F, "root_id": R},
+// written once, by the first member, before the family record.
+package member
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/identity"
+	"github.com/wisent/singularity/internal/wire/clusterpb"
+)
+
+// MarkerFile is the shared root's record of the family it holds.
+const MarkerFile = "cluster.json"
+
+// The refusals of Join. Each is wrapped in a one-line sentence naming
+// what differs.
+var (
+	ErrNameTaken     = errors.New("another live member has this name")
+	ErrAnotherRoot   = errors.New("the family lives on another state root")
+	ErrAnotherFamily = errors.New("the state root holds another family")
+	ErrProtocol      = errors.New("a live member speaks another protocol version")
+)
+
+// Config is what a member presents when it joins.
+type Config struct {
+	// Name is the member's name, unique among the family's live members
+	// (identity.Valid: no slash).
+	Name string
+	// Address is where the member's protoactor remote listens.
+	Address string
+	// Root is the shared state root.
+	Root string
+	// Protocol is the version of clusterpb the member speaks; zero means
+	// clusterpb.ProtocolVersion.
+	Protocol uint32
+}
+
+// Info is a live member as its record in etcd says.
+type Info struct {
+	Name     string `json:"name"`
+	Address  string `json:"address"`
+	Protocol uint32 `json:"protocol"`
+	RootID   string `json:"root_id"`
+}
+
+type marker struct {
+	Family string `json:"family"`
+	RootID string `json:"root_id"`
+}
+
+type familyRecord struct {
+	RootID string `json:"root_id"`
+}
+
+// Member is a joined member. Leave ends its membership; the session
+// stays the caller's.
+type Member struct {
+	session *fence.Session
+	info    Info
+}
+
+// Join enters the family of session as cfg.Name. The first member of a
+// family writes the root's marker and the family record; every later
+// one must find the same root and family, a free name and no live
+// member of another protocol version. A refused join leaves nothing
+// behind in etcd and writes nothing to the root.
+func Join(ctx context.Context, session *fence.Session, family string, cfg Config) (*Member, error) {
+	if !identity.Valid(cfg.Name) {
+		return nil, fmt.Errorf("the member name %q is not 1 to 128 ASCII letters, digits or any of \"-_.:\"", cfg.Name)
+	}
+	if cfg.Protocol == 0 {
+		cfg.Protocol = clusterpb.ProtocolVersion
+	}
+	client, prefix := session.Client(), session.Prefix()
+	rootID, err := familyRoot(ctx, client, prefix, family, cfg.Root)
+	if err != nil {
+		return nil, err
+	}
+	live, err := list(ctx, client, prefix)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range live {
+		if m.Protocol != cfg.Protocol && m.Name != cfg.Name {
+			return nil, fmt.Errorf("member %s speaks protocol %d and this build %d: %w", m.Name, m.Protocol, cfg.Protocol, ErrProtocol)
+		}
+	}
+	info := Info{Name: cfg.Name, Address: cfg.Address, Protocol: cfg.Protocol, RootID: rootID}
+	data, _ := json.Marshal(info) // strings and a number: cannot fail
+	key := prefix + "member/" + cfg.Name
+	resp, err := client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(data), clientv3.WithLease(clientv3.LeaseID(session.Lease())))).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		return nil, fmt.Errorf("cannot write the member record %s: %w", key, err)
+	}
+	if !resp.Succeeded {
+		return nil, fmt.Errorf("member %s: %w", cfg.Name, ErrNameTaken)
+	}
+	return &Member{session: session, info: info}, nil
+}
+
+// familyRoot checks the root against the family and returns the root's
+// id, creating the marker and the family record for the first member.
+func familyRoot(ctx context.Context, client *clientv3.Client, prefix, family, root string) (string, error) {
+	key := prefix + "family"
+	resp, err := client.Get(ctx, key)
+	if err != nil {
+		return "", fmt.Errorf("cannot read the family record %s: %w", key, err)
+	}
+	mark, found, err := readMarker(root)
+	if err != nil {
+		return "", err
+	}
+	if found && mark.Family != family {
+		return "", fmt.Errorf("%s names family %s, not %s: %w", filepath.Join(root, MarkerFile), mark.Family, family, ErrAnotherFamily)
+	}
+	if len(resp.Kvs) > 0 {
+		var rec familyRecord
+		if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil || rec.RootID == "" {
+			return "", fmt.Errorf("the family record %s is not {\"root_id\":R}: %q", key, resp.Kvs[0].Value)
+		}
+		if !found || mark.RootID != rec.RootID {
+			return "", fmt.Errorf("%s is not the root family %s lives on (root %s): %w", root, family, rec.RootID, ErrAnotherRoot)
+		}
+		return rec.RootID, nil
+	}
+	if !found {
+		// Written exclusively, then judged as read: a first member
+		// racing on this root may have written its own.
+		if err := writeMarker(root, marker{Family: family, RootID: newRootID()}); err != nil {
+			return "", err
+		}
+		return familyRoot(ctx, client, prefix, family, root)
+	}
+	data, _ := json.Marshal(familyRecord{RootID: mark.RootID})
+	txn, err := client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(data))).
+		Commit()
+	if err != nil {
+		return "", fmt.Errorf("cannot write the family record %s: %w", key, err)
+	}
+	if !txn.Succeeded {
+		// Another first member won: judge the root against its record.
+		return familyRoot(ctx, client, prefix, family, root)
+	}
+	return mark.RootID, nil
+}
+
+func newRootID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand does not fail on Linux
+	return hex.EncodeToString(b[:])
+}
+
+func readMarker(root string) (marker, bool, error) {
+	path := filepath.Join(root, MarkerFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return marker{}, false, nil
+	}
+	if err != nil {
+		return marker{}, false, fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	var m marker
+	if err := json.Unmarshal(data, &m); err != nil || m.Family == "" || m.RootID == "" {
+		return marker{}, false, fmt.Errorf("%s is not {\"family\":F,\"root_id\":R}", path)
+	}
+	return m, true, nil
+}
+
+// writeMarker creates the root's marker durably and exclusively (a temp
+// file fsynced, linked to its name, the directory fsynced). Two first
+// members racing on one root: the loser reads the winner's marker.
+func writeMarker(root string, m marker) error {
+	path := filepath.Join(root, MarkerFile)
+	data, _ := json.Marshal(m)
+	f, err := os.CreateTemp(root, ".cluster-*.tmp")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, err = f.Write(append(data, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil // the other member's marker stands; the caller rereads
+		}
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	d, err := os.Open(root)
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Info is the member's record.
+func (m *Member) Info() Info { return m.info }
+
+// Leave deletes the member's record now, not at its lease's end.
+func (m *Member) Leave(ctx context.Context) error {
+	key := m.session.Prefix() + "member/" + m.info.Name
+	if _, err := m.session.Client().Delete(ctx, key); err != nil {
+		return fmt.Errorf("cannot delete the member record %s: %w", key, err)
+	}
+	return nil
+}
+
+// Members lists the family's live members, by name.
+func (m *Member) Members(ctx context.Context) ([]Info, error) {
+	return list(ctx, m.session.Client(), m.session.Prefix())
+}
+
+func list(ctx context.Context, client *clientv3.Client, prefix string) ([]Info, error) {
+	resp, err := client.Get(ctx, prefix+"member/", clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("cannot list the family's members: %w", err)
+	}
+	out := make([]Info, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		var info Info
+		if err := json.Unmarshal(kv.Value, &info); err != nil {
+			return nil, fmt.Errorf("the member record %s is not a member: %q", kv.Key, kv.Value)
+		}
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b Info) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}

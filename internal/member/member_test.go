@@ -1,0 +1,145 @@
+package member
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/wire/clusterpb"
+	"github.com/wisent/singularity/test/etcdtest"
+	"github.com/wisent/singularity/test/testkit"
+)
+
+func TestMain(m *testing.M) { testkit.VerifyMain(m) }
+
+func session(t *testing.T, srv *etcdtest.Server, family string) *fence.Session {
+	t.Helper()
+	s, err := fence.Open(fence.Config{Endpoints: srv.Endpoints(), Family: family, TTL: 2 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// memberKeys lists the member records in etcd, whoever wrote them.
+func memberKeys(t *testing.T, c *clientv3.Client, family string) []string {
+	t.Helper()
+	resp, err := c.Get(ctxFor(t), fence.Root+family+"/member/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	require.NoError(t, err)
+	var keys []string
+	for _, kv := range resp.Kvs {
+		keys = append(keys, string(kv.Key))
+	}
+	return keys
+}
+
+func TestJoin(t *testing.T) {
+	srv := etcdtest.Start(t)
+	etcd := srv.Client(t)
+	root := t.TempDir()
+
+	first, err := Join(ctxFor(t), session(t, srv, "fam"), "fam", Config{Name: "m1", Address: "127.0.0.1:1", Root: root})
+	require.NoError(t, err)
+	mark, found, err := readMarker(root)
+	require.NoError(t, err)
+	require.True(t, found, "the first member marks the root")
+	require.Equal(t, "fam", mark.Family)
+	require.Equal(t, mark.RootID, first.Info().RootID)
+
+	secondSession := session(t, srv, "fam")
+	second, err := Join(ctxFor(t), secondSession, "fam", Config{Name: "m2", Address: "127.0.0.1:2", Root: root})
+	require.NoError(t, err)
+	live, err := second.Members(ctxFor(t))
+	require.NoError(t, err)
+	require.Equal(t, []Info{
+		{Name: "m1", Address: "127.0.0.1:1", Protocol: clusterpb.ProtocolVersion, RootID: mark.RootID},
+		{Name: "m2", Address: "127.0.0.1:2", Protocol: clusterpb.ProtocolVersion, RootID: mark.RootID},
+	}, live)
+
+	t.Run("a name another live member has", func(t *testing.T) {
+		_, err := Join(ctxFor(t), session(t, srv, "fam"), "fam", Config{Name: "m1", Root: root})
+		require.ErrorIs(t, err, ErrNameTaken)
+		require.Equal(t, "member m1: another live member has this name", err.Error())
+	})
+
+	t.Run("another state root", func(t *testing.T) {
+		other := t.TempDir()
+		_, err := Join(ctxFor(t), session(t, srv, "fam"), "fam", Config{Name: "m3", Root: other})
+		require.ErrorIs(t, err, ErrAnotherRoot)
+		entries, err := os.ReadDir(other)
+		require.NoError(t, err)
+		require.Empty(t, entries, "a refused member writes nothing to its root")
+	})
+
+	t.Run("a root holding another family", func(t *testing.T) {
+		_, err := Join(ctxFor(t), session(t, srv, "other"), "other", Config{Name: "m3", Root: root})
+		require.ErrorIs(t, err, ErrAnotherFamily)
+		require.Empty(t, memberKeys(t, etcd, "other"))
+		resp, err := etcd.Get(ctxFor(t), fence.Root+"other/family")
+		require.NoError(t, err)
+		require.Empty(t, resp.Kvs, "a refused first member writes no family record")
+	})
+
+	t.Run("another protocol version", func(t *testing.T) {
+		_, err := Join(ctxFor(t), session(t, srv, "fam"), "fam", Config{Name: "m3", Root: root, Protocol: clusterpb.ProtocolVersion + 1})
+		require.ErrorIs(t, err, ErrProtocol)
+		require.Equal(t, []string{fence.Root + "fam/member/m1", fence.Root + "fam/member/m2"}, memberKeys(t, etcd, "fam"))
+	})
+
+	t.Run("a name that is no identifier", func(t *testing.T) {
+		_, err := Join(ctxFor(t), session(t, srv, "fam"), "fam", Config{Name: "a/b", Root: root})
+		require.EqualError(t, err, `the member name "a/b" is not 1 to 128 ASCII letters, digits or any of "-_.:"`)
+	})
+
+	t.Run("a name is free again once its member is gone", func(t *testing.T) {
+		require.NoError(t, second.Leave(ctxFor(t)))
+		again, err := Join(ctxFor(t), session(t, srv, "fam"), "fam", Config{Name: "m2", Root: root})
+		require.NoError(t, err)
+		require.Equal(t, mark.RootID, again.Info().RootID)
+	})
+
+	t.Run("a member's record ends with its lease", func(t *testing.T) {
+		require.NoError(t, secondSession.Close()) // m2 left and rejoined on another session
+		s := session(t, srv, "fam")
+		m, err := Join(ctxFor(t), s, "fam", Config{Name: "m4", Root: root})
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+		require.NotContains(t, memberKeys(t, etcd, "fam"), fence.Root+"fam/member/"+m.Info().Name)
+	})
+}
+
+// Two first members racing on one fresh root agree on one root id.
+func TestFirstMembersRace(t *testing.T) {
+	srv := etcdtest.Start(t)
+	root := t.TempDir()
+	type result struct {
+		m   *Member
+		err error
+	}
+	results := make(chan result, 2)
+	for _, name := range []string{"a", "b"} {
+		s := session(t, srv, "fam")
+		go func() {
+			m, err := Join(ctxFor(t), s, "fam", Config{Name: name, Root: root})
+			results <- result{m, err}
+		}()
+	}
+	r1, r2 := <-results, <-results
+	require.NoError(t, r1.err)
+	require.NoError(t, r2.err)
+	require.Equal(t, r1.m.Info().RootID, r2.m.Info().RootID)
+	matches, err := filepath.Glob(filepath.Join(root, ".cluster-*"))
+	require.NoError(t, err)
+	require.Empty(t, matches, "no temporary file is left")
+}
