@@ -292,6 +292,13 @@ func (b *Being) load(ctx actor.Context) error {
 		st     *state.Being
 		err    error
 	)
+	if b.opts.Held == nil && b.opts.Holding != nil {
+		held, fence, err := b.opts.Holding.Hold(b.opts.StateDir)
+		if err != nil {
+			return err
+		}
+		b.opts.Held, b.opts.Fence = &held, fence
+	}
 	if held := b.opts.Held; held != nil {
 		engine, st, err = durable.OpenHeld(b.opts.StateDir, *held, b.engineConfig(ctx))
 	} else {

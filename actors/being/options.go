@@ -132,6 +132,11 @@ type Options struct {
 	// writes nothing more (docs/cluster.md#a-fenced-being). Never
 	// inherited.
 	Fence durable.Fence
+	// Holding, when set, is a clustered member's hold on this being and
+	// every being it spawns or resumes (docs/cluster.md#placement): each
+	// loads through it as its holder and runs fenced, as if Held and
+	// Fence were set. Inherited by children.
+	Holding Holding
 	// Writers is the family's pool for durable writes; nil runs each
 	// write on a goroutine of its own.
 	Writers *state.Writers
@@ -181,6 +186,12 @@ func (o Options) clockAfter(d time.Duration, f func()) func() bool {
 		return o.Clock.AfterFunc(d, f)
 	}
 	return time.AfterFunc(d, f).Stop
+}
+
+// Holding loads a being of a clustered family as its holder: what the
+// holder loads (fence.Recover) and the fence every step must pass.
+type Holding interface {
+	Hold(dir string) (durable.Held, durable.Fence, error)
 }
 
 // child derives the options of a spawned child living in dir.

@@ -244,7 +244,17 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, 
 			_ = dbg.Shutdown(context.Background())
 		}
 	}
-	fresh, id, err := bootRoot(rt)
+	var (
+		fresh *state.Being
+		id    state.Identity
+	)
+	if rootOpts.Holding != nil {
+		// A member holding a clustered family: the root's first state is
+		// written (clusterBoot), and each being loads through the hold.
+		id, err = clusterIdentity(rt)
+	} else {
+		fresh, id, err = bootRoot(rt)
+	}
 	if err != nil {
 		release()
 		return nil, err

@@ -137,12 +137,20 @@ func loadConfig(f config.Flags) (config.Runtime, error) {
 
 type runCmd struct {
 	config.Flags `embed:""`
+	Cluster      config.ClusterFlags `embed:"" group:"Cluster"`
 }
 
 func (r *runCmd) Run(e *env) error {
 	rt, err := loadConfig(r.Flags)
 	if err != nil {
 		return err
+	}
+	cl, err := config.LoadCluster(r.Cluster, os.Hostname)
+	if err != nil {
+		return err
+	}
+	if cl.Enabled {
+		return runMember(e, rt, cl)
 	}
 	return runLive(e, rt)
 }

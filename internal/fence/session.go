@@ -253,9 +253,24 @@ func (l *Lock) Key() string { return l.key }
 // Unlock lets the being go: its lock key is deleted, and a Committer of
 // this lock is fenced from then on.
 func (l *Lock) Unlock(ctx context.Context) error {
+	if l.mutex == nil {
+		return fmt.Errorf("unlock of being %s: a cover has no lock of its own", l.being)
+	}
 	if err := l.mutex.Unlock(ctx); err != nil {
 		return fmt.Errorf("unlock of being %s: %w", l.being, err)
 	}
 	l.s.release(l.being)
 	return nil
+}
+
+// Cover is a lock for another being fenced by l: its commits compare l's
+// key and token and write that being's own commit record. A member that
+// holds a family as one unit covers every being of it by the root's lock
+// (docs/cluster.md#placement). Unlock is l's alone: a cover has nothing
+// to let go, and Unlock on it is an error.
+func (l *Lock) Cover(being string) (*Lock, error) {
+	if err := validName("the being id", being); err != nil {
+		return nil, err
+	}
+	return &Lock{s: l.s, being: being, key: l.key, token: l.token}, nil
 }

@@ -201,6 +201,11 @@ func readMarker(root string) (marker, bool, error) {
 func writeMarker(root string, m marker) error {
 	path := filepath.Join(root, MarkerFile)
 	data, _ := json.Marshal(m)
+	// The first member of a fresh family may find no root yet: it is
+	// made as a being's state directory is (0700).
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
 	f, err := os.CreateTemp(root, ".cluster-*.tmp")
 	if err != nil {
 		return fmt.Errorf("cannot write %s: %w", path, err)

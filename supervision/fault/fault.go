@@ -28,6 +28,7 @@ const (
 	ClassMCP                        // "mcp: …", exit 3
 	ClassMost                       // "most: …", exit 3
 	ClassTool                       // "tool: …", exit 5
+	ClassCluster                    // "cluster: …", exit 3
 )
 
 // Prefix is the text an error of this class starts with, without the
@@ -48,6 +49,8 @@ func (c Class) Prefix() string {
 		return "most"
 	case ClassTool:
 		return "tool"
+	case ClassCluster:
+		return "cluster"
 	default:
 		return "runtime"
 	}
@@ -58,7 +61,7 @@ func (c Class) ExitCode() int {
 	switch c {
 	case ClassConfiguration, ClassSecret:
 		return 2
-	case ClassBrama, ClassMCP, ClassMost:
+	case ClassBrama, ClassMCP, ClassMost, ClassCluster:
 		return 3
 	case ClassState:
 		return 4

@@ -21,6 +21,7 @@ func TestClassExitCodesAndPrefixes(t *testing.T) {
 		{ClassBrama, "brama", 3},
 		{ClassMCP, "mcp", 3},
 		{ClassMost, "most", 3},
+		{ClassCluster, "cluster", 3},
 		{ClassState, "state", 4},
 		{ClassTool, "tool", 5},
 		{ClassRuntime, "runtime", 5},

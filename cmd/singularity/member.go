@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/member"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/supervision/fault"
+)
+
+// runMember is `run` as a member of a family across processes
+// (docs/cluster.md#members). The member joins the family in etcd, then
+// stands by for the root being's lock; the member that holds it runs the
+// whole family, every being fenced by that lock. It ends at a signal
+// (handing the family over at the beings' next round boundary), or when
+// the family ended by itself. A member whose lease is lost, or one of
+// whose beings' steps was refused, stops the family at once, writing
+// nothing more, and joins again once etcd answers.
+func runMember(e *env, rt config.Runtime, cl config.Cluster) error {
+	sigs, stop := notifySignals()
+	defer stop()
+	session, err := openSession(cl)
+	if err != nil {
+		return fault.Errorf(fault.ClassCluster, "etcd is unreachable at boot: %w", err)
+	}
+	log := e.log.With("member", cl.Member)
+	for {
+		m := &memberRun{e: e, rt: rt, cl: cl, log: log, session: session, sigs: sigs}
+		rejoin, err := m.live()
+		if !rejoin {
+			return err
+		}
+		if session = reopen(cl, log, sigs); session == nil {
+			return nil // a signal while etcd was away
+		}
+	}
+}
+
+func openSession(cl config.Cluster) (*fence.Session, error) {
+	return fence.Open(fence.Config{Endpoints: cl.Endpoints, Family: cl.Family, TTL: cl.Lease})
+}
+
+// reopen opens a new session once etcd answers again; nil after a
+// signal.
+func reopen(cl config.Cluster, log *slog.Logger, sigs <-chan os.Signal) *fence.Session {
+	for warned := false; ; warned = true {
+		s, err := openSession(cl)
+		if err == nil {
+			log.Info("etcd answers again: joining the family anew")
+			return s
+		}
+		if !warned {
+			log.Warn("etcd is unreachable: waiting for it to join the family again", "err", err)
+		}
+		select {
+		case <-sigs:
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// memberRun is one membership: a session, from the join to its end.
+type memberRun struct {
+	e       *env
+	rt      config.Runtime
+	cl      config.Cluster
+	log     *slog.Logger
+	session *fence.Session
+	sigs    <-chan os.Signal
+	member  *member.Member
+}
+
+// live joins, stands by, and holds the family if its lock comes. It
+// closes the session (its lease revoked: every lock let go) before it
+// returns; rejoin asks for a new membership.
+func (m *memberRun) live() (rejoin bool, err error) {
+	defer m.session.Close()
+	if err := m.join(); err != nil {
+		return false, err
+	}
+	defer m.leave()
+	lock, rejoin, err := m.standBy()
+	if lock == nil {
+		return rejoin, err
+	}
+	return m.hold(lock)
+}
+
+// join enters the family; a name still taken by this member's previous
+// lease (etcd away, then back) is tried again until that lease is over.
+func (m *memberRun) join() error {
+	deadline := time.Now().Add(2 * m.cl.Lease)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease+fence.DefaultDialTimeout)
+		mem, err := member.Join(ctx, m.session, m.cl.Family, member.Config{Name: m.cl.Member, Address: m.cl.Bind, Root: m.rt.StateDir})
+		cancel()
+		switch {
+		case err == nil:
+			m.member = mem
+			m.log.Info("joined the family", "family", m.cl.Family, "lease", fmt.Sprintf("%x", m.session.Lease()))
+			return nil
+		case errors.Is(err, member.ErrNameTaken) && time.Now().Before(deadline):
+			select {
+			case <-m.session.Done():
+				return fault.Errorf(fault.ClassCluster, "cannot join the family %s: the member's etcd lease ended", m.cl.Family)
+			case <-time.After(m.cl.Lease / 4):
+			}
+		case errors.Is(err, member.ErrNameTaken), errors.Is(err, member.ErrAnotherRoot),
+			errors.Is(err, member.ErrAnotherFamily), errors.Is(err, member.ErrProtocol):
+			return fault.Errorf(fault.ClassConfiguration, "%w", err)
+		default:
+			return fault.Errorf(fault.ClassCluster, "cannot join the family %s: %w", m.cl.Family, err)
+		}
+	}
+}
+
+// leave deletes the member's record at once (the lease would in time).
+func (m *memberRun) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
+	defer cancel()
+	_ = m.member.Leave(ctx)
+}
+
+// standBy waits for the root being's lock. A signal ends the wait (and
+// the member); a lost lease asks for a new membership.
+func (m *memberRun) standBy() (*fence.Lock, bool, error) {
+	type taken struct {
+		lock *fence.Lock
+		err  error
+	}
+	got := make(chan taken, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		l, err := m.session.Lock(ctx, member.RootBeing)
+		got <- taken{l, err}
+	}()
+	m.log.Info("standing by for the family's lock")
+	// giveUp ends the wait and lets go of a lock taken meanwhile.
+	giveUp := func() {
+		cancel()
+		if t := <-got; t.lock != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
+			defer cancel()
+			_ = t.lock.Unlock(ctx)
+		}
+	}
+	select {
+	case t := <-got:
+		switch {
+		case t.err == nil:
+			return t.lock, false, nil
+		case errors.Is(t.err, fence.ErrFenced):
+			m.log.Warn("the member's etcd lease ended while standing by", "err", t.err)
+			return nil, true, nil
+		}
+		return nil, false, fault.Errorf(fault.ClassCluster, "cannot take the family's lock: %w", t.err)
+	case <-m.sigs:
+		m.log.Info("signal received: leaving the family while standing by")
+		giveUp()
+		return nil, false, nil
+	case <-m.session.Done():
+		m.log.Warn("the member's etcd lease ended while standing by")
+		giveUp()
+		return nil, true, nil
+	}
+}
+
+// hold runs the family under lock until a signal (the family stops at
+// its beings' next round boundary and the lock goes to a standby), the
+// family's own end, or the loss of the hold.
+func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
+	log := m.log.With("token", lock.Token())
+	unlock := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
+		defer cancel()
+		_ = lock.Unlock(ctx)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
+	status, ended, err := member.Ended(ctx, m.session)
+	cancel()
+	switch {
+	case err != nil:
+		unlock()
+		return false, fault.Errorf(fault.ClassCluster, "%w", err)
+	case ended:
+		unlock()
+		log.Info("the family has ended: nothing to hold", "status", status)
+		return false, nil
+	}
+	if err := member.Fresh(m.rt.StateDir, m.rt.Identity, func() (*state.Being, error) {
+		return being.NewState(m.rt.Identity, m.rt.StartingBalance, m.rt.Brama.Model, state.Now()), nil
+	}); err != nil {
+		unlock()
+		return false, err
+	}
+	batch := fence.NewBatcher(m.session)
+	defer batch.Close()
+	hold := member.NewHolding(m.session, lock, batch, m.rt.StateDir, m.cl.Lease)
+	rootOpts, err := rootOptions(m.rt, being.Run, m.e.log)
+	if err != nil {
+		unlock()
+		return false, err
+	}
+	rootOpts.Holding = hold
+	l, err := startFamilyWith(m.e, m.rt, rootOpts)
+	if err != nil {
+		unlock()
+		return false, err
+	}
+	log.Info("this member holds the family")
+	for {
+		select {
+		case ev := <-l.events:
+			msg, ok := ev.(messages.FamilyStopped)
+			if !ok {
+				continue
+			}
+			l.close()
+			if hold.Err() != nil {
+				log.Error("the family stopped: a step was refused; it writes nothing more", "err", hold.Err())
+				return true, nil
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
+			err := hold.End(ctx, msg.Status)
+			cancel()
+			unlock()
+			if err != nil {
+				return false, fault.Errorf(fault.ClassCluster, "%w", err)
+			}
+			log.Info("the family has ended", "status", msg.Status)
+			if msg.Status == state.StatusFailed && msg.Err != nil {
+				return false, msg.Err
+			}
+			return false, nil
+		case <-m.sigs:
+			log.Info("signal received: the family stops at its next round boundary and is handed over")
+			stopped := l.shutdown(m.sigs)
+			unlock()
+			if hold.Err() == nil && stopped.Status == state.StatusFailed && stopped.Err != nil {
+				return false, stopped.Err
+			}
+			return false, nil
+		case <-hold.Lost():
+			log.Error("a step was refused: the family stops at once and writes nothing more", "err", hold.Err())
+			l.stopNow()
+			return true, nil
+		case <-m.session.Done():
+			log.Error("the member's etcd lease ended: the family stops at once and writes nothing more")
+			l.stopNow()
+			return true, nil
+		}
+	}
+}
+
+// clusterIdentity is the root's identity as its first state.json holds
+// it (it never changes), checked against the configuration as a resume
+// is.
+func clusterIdentity(rt config.Runtime) (state.Identity, error) {
+	b, err := state.Load(rt.StateDir)
+	if err != nil {
+		return state.Identity{}, err
+	}
+	if b.Identity != rt.Identity.Adopt(b.Identity, rt.IdentityOpen) {
+		return state.Identity{}, fault.New(fault.ClassState, "resume identity does not match configuration")
+	}
+	return b.Identity, nil
+}

@@ -1,0 +1,74 @@
+package config
+
+import (
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wisent/singularity/internal/identity"
+	"github.com/wisent/singularity/supervision/fault"
+)
+
+// ClusterFlags make `singularity run` a member of a family that spans
+// processes (docs/cluster.md#running-a-family-on-several-machines). With
+// no etcd endpoint the run is a single process and none of the others
+// is read. The shared state root is SINGULARITY_STATE_DIR.
+type ClusterFlags struct {
+	Etcd   string `name:"cluster-etcd" env:"SINGULARITY_CLUSTER_ETCD" help:"Comma list of etcd client URLs; set, run joins a family across processes (docs/cluster.md)."`
+	Family string `name:"cluster-family" env:"SINGULARITY_CLUSTER_FAMILY" default:"family" help:"The family's name in etcd: one family a name per etcd."`
+	Member string `name:"cluster-member" env:"SINGULARITY_CLUSTER_MEMBER" help:"This member's name, unique among the family's live members (default: the host name)."`
+	Bind   string `name:"cluster-bind" env:"SINGULARITY_CLUSTER_BIND" default:"127.0.0.1:0" help:"Address other members reach this one at (host:port)."`
+	Lease  string `name:"cluster-lease-secs" env:"SINGULARITY_CLUSTER_LEASE_SECS" default:"3" help:"The member's etcd lease, whole seconds: a member silent this long loses its beings."`
+}
+
+// Cluster is the validated cluster configuration; Enabled is false for a
+// single process.
+type Cluster struct {
+	Enabled   bool
+	Endpoints []string
+	Family    string
+	Member    string
+	Bind      string
+	Lease     time.Duration
+}
+
+// LoadCluster validates the cluster flags. hostname names the member
+// when no name is given.
+func LoadCluster(f ClusterFlags, hostname func() (string, error)) (Cluster, error) {
+	if strings.TrimSpace(f.Etcd) == "" {
+		return Cluster{}, nil
+	}
+	c := Cluster{Enabled: true, Family: f.Family, Member: f.Member, Bind: f.Bind}
+	for _, e := range strings.Split(f.Etcd, ",") {
+		e = strings.TrimSpace(e)
+		u, err := url.Parse(e)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return Cluster{}, fault.Errorf(fault.ClassConfiguration, "SINGULARITY_CLUSTER_ETCD %q is not a list of http(s) URLs", f.Etcd)
+		}
+		c.Endpoints = append(c.Endpoints, e)
+	}
+	if !identity.Valid(c.Family) {
+		return Cluster{}, fault.Errorf(fault.ClassConfiguration, "SINGULARITY_CLUSTER_FAMILY %q is not 1 to 128 ASCII letters, digits or any of \"-_.:\"", c.Family)
+	}
+	if c.Member == "" {
+		name, err := hostname()
+		if err != nil {
+			return Cluster{}, fault.Errorf(fault.ClassConfiguration, "SINGULARITY_CLUSTER_MEMBER is unset and the host name cannot be read: %w", err)
+		}
+		c.Member = name
+	}
+	if !identity.Valid(c.Member) {
+		return Cluster{}, fault.Errorf(fault.ClassConfiguration, "SINGULARITY_CLUSTER_MEMBER %q is not 1 to 128 ASCII letters, digits or any of \"-_.:\"", c.Member)
+	}
+	if _, port, err := net.SplitHostPort(c.Bind); err != nil || port == "" {
+		return Cluster{}, fault.Errorf(fault.ClassConfiguration, "SINGULARITY_CLUSTER_BIND %q is not host:port", c.Bind)
+	}
+	secs, err := strconv.Atoi(f.Lease)
+	if err != nil || secs < 1 || secs > 3600 {
+		return Cluster{}, fault.Errorf(fault.ClassConfiguration, "SINGULARITY_CLUSTER_LEASE_SECS %q is not a whole number of seconds from 1 to 3600", f.Lease)
+	}
+	c.Lease = time.Duration(secs) * time.Second
+	return c, nil
+}

@@ -1,0 +1,171 @@
+package member
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/wisent/singularity/internal/durable"
+	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/store/state"
+)
+
+// RootBeing is the id of a family's root being in etcd (its lock and
+// commit record); every other being is known by the name of its
+// directory, children/<uuid>.
+const RootBeing = "root"
+
+// Holding is a member's hold on a whole family under the root being's
+// lock (docs/cluster.md#placement): it loads each being of the family as
+// that lock's holder, and fences its steps by the lock, each being
+// committing its own record. It is being.Options.Holding.
+type Holding struct {
+	root    string
+	lock    *fence.Lock
+	session *fence.Session
+	batch   *fence.Batcher
+	// timeout bounds reading a commit record.
+	timeout time.Duration
+
+	lost chan struct{}
+	mu   sync.Mutex
+	err  error
+}
+
+// NewHolding returns the hold of the family whose root being lives in
+// root, held by lock (the root's) on session; commits go through batch
+// (nil: a transaction each).
+func NewHolding(session *fence.Session, lock *fence.Lock, batch *fence.Batcher, root string, timeout time.Duration) *Holding {
+	return &Holding{root: filepath.Clean(root), lock: lock, session: session, batch: batch, timeout: timeout, lost: make(chan struct{})}
+}
+
+// BeingID is the id in etcd of the being whose directory is dir, in the
+// family whose root lives in root.
+func BeingID(root, dir string) string {
+	if filepath.Clean(dir) == filepath.Clean(root) {
+		return RootBeing
+	}
+	return filepath.Base(dir)
+}
+
+// Hold reads the commit record of the being in dir and loads it as the
+// lock's holder (fence.Recover, which writes nothing). The fence it
+// returns commits that being's record under the root's lock.
+func (h *Holding) Hold(dir string) (durable.Held, durable.Fence, error) {
+	id := BeingID(h.root, dir)
+	cover, err := h.lock.Cover(id)
+	if err != nil {
+		return durable.Held{}, nil, fmt.Errorf("hold %s: %w", dir, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
+	defer cancel()
+	token, seq, err := h.session.Committed(ctx, id)
+	if err != nil {
+		return durable.Held{}, nil, fmt.Errorf("hold %s: %w", dir, err)
+	}
+	held, err := fence.Recover(dir, h.lock.Token(), fence.Record{Token: token, Seq: seq})
+	if err != nil {
+		return durable.Held{}, nil, err
+	}
+	return held, watched{committer: fence.NewCommitter(cover, h.batch), hold: h}, nil
+}
+
+// Token is the fencing token every being of the hold writes under.
+func (h *Holding) Token() uint64 { return h.lock.Token() }
+
+// Fresh writes the root's first state.json as the family's first holder
+// (the directory has none): newBeing's being, written durably. Every later
+// holder loads it through Hold.
+func Fresh(root string, id state.Identity, newBeing func() (*state.Being, error)) error {
+	exists, err := state.Exists(root)
+	if err != nil || exists {
+		return err
+	}
+	_, _, _, err = state.Boot(root, false, id, newBeing)
+	return err
+}
+
+// watched is a being's committer whose refusal ends the whole hold: a
+// member whose hold is lost stops every being of it and takes the
+// family's lock anew, or leaves it to another member.
+type watched struct {
+	committer *fence.Committer
+	hold      *Holding
+}
+
+func (w watched) Fence(last uint64) error {
+	err := w.committer.Fence(last)
+	if err != nil {
+		w.hold.lose(err)
+	}
+	return err
+}
+
+// Lost is closed once a step of any being of the hold was refused
+// (fenced, or its outcome unknown): the member must stop the family and
+// let its next holder decide from the commit records.
+func (h *Holding) Lost() <-chan struct{} { return h.lost }
+
+// Err is the first refusal that lost the hold, nil while it holds.
+func (h *Holding) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+func (h *Holding) lose(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err == nil {
+		h.err = err
+		close(h.lost)
+	}
+}
+
+// endedKey is the family's end: written once by the holder whose root
+// being ended by itself (exhausted or failed), so no member holds the
+// family again.
+func endedKey(s *fence.Session) string { return s.Prefix() + "ended" }
+
+type endedRecord struct {
+	Status string `json:"status"`
+}
+
+// End records that the family ended with the root's status, under the
+// hold's lock: a holder that lost the lock cannot end the family.
+func (h *Holding) End(ctx context.Context, status string) error {
+	data, _ := json.Marshal(endedRecord{Status: status})
+	client := h.session.Client()
+	resp, err := client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(h.lock.Key()), "=", int64(h.lock.Token()))).
+		Then(clientv3.OpPut(endedKey(h.session), string(data))).
+		Commit()
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot record the family's end: %w", err)
+	case !resp.Succeeded:
+		return fmt.Errorf("cannot record the family's end: %w", fence.ErrFenced)
+	}
+	return nil
+}
+
+// Ended says whether the family ended, and the root's last status.
+func Ended(ctx context.Context, s *fence.Session) (string, bool, error) {
+	resp, err := s.Client().Get(ctx, endedKey(s))
+	if err != nil {
+		return "", false, fmt.Errorf("cannot read whether the family ended: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", false, nil
+	}
+	var rec endedRecord
+	if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil {
+		return "", false, fmt.Errorf("the family's end record %s is not {\"status\":S}: %q", resp.Kvs[0].Key, resp.Kvs[0].Value)
+	}
+	return rec.Status, true, nil
+}

@@ -1,0 +1,550 @@
+// Package cluster runs a family across member processes
+// (docs/cluster.md): real `singularity run` binaries (built without the
+// race detector: protoactor's cluster code is racy under it) joined
+// through a real etcd on loopback, the demo world's simulated Brama and a
+// recording example Las. Members are SIGKILLed, SIGSTOPped and stopped,
+// and after each the family's files are judged as a next holder would
+// judge them: every being's trusted journal explains its money exactly,
+// and no tool call reached a Las twice.
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"maps"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/member"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/test/etcdtest"
+	"github.com/wisent/singularity/test/testkit"
+	"github.com/wisent/singularity/world/examplelas"
+	"github.com/wisent/singularity/world/simbrama"
+)
+
+const (
+	rootName         = "Ada"
+	grandchildParent = "Bo"
+	secret           = "cluster-test-hmac-secret-7d31a2"
+	familyName       = "fam"
+	// lease is the members' etcd lease, the default.
+	lease = 3 * time.Second
+	// waitLimit bounds every wait on a member.
+	waitLimit = 60 * time.Second
+)
+
+func TestMain(m *testing.M) { testkit.VerifyMain(m) }
+
+// world is one family's surroundings: etcd, the simulated Brama behind an
+// observing proxy, the recording Las, and the configuration every member
+// shares.
+type world struct {
+	t        *testing.T
+	bin      string
+	etcd     *etcdtest.Server
+	env      map[string]string
+	stateDir string
+	records  string
+	seen     *observer
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	if _, err := exec.LookPath("etcd"); err != nil {
+		t.Skip("etcd is not installed (apt-get install etcd-server)")
+	}
+	w := &world{t: t, bin: testkit.Singularity(t), etcd: etcdtest.Start(t), seen: newObserver()}
+	las := testkit.Build(t, "./test/crash/recordlas")
+	dir := t.TempDir()
+	w.env = testkit.ValidEnv(t, dir, secret)
+	w.stateDir = w.env["SINGULARITY_STATE_DIR"]
+	w.records = filepath.Join(dir, "deliveries")
+	require.NoError(t, os.MkdirAll(w.records, 0o700))
+	cfg, err := json.Marshal(struct {
+		examplelas.Config
+		RecordDir string `json:"record_dir"`
+	}{examplelas.Config{Surfaces: []string{examplelas.SurfaceFinance, examplelas.SurfaceEcho, examplelas.SurfaceSkarbiec}}, w.records})
+	require.NoError(t, err)
+	lasCfg := filepath.Join(dir, "recordlas.json")
+	require.NoError(t, os.WriteFile(lasCfg, cfg, 0o600))
+	maps.Copy(w.env, map[string]string{
+		"BRAMA_BASE_URL":                     w.brama(),
+		"SINGULARITY_STARTING_BALANCE_USD":   "1",
+		"SINGULARITY_INSTANCE_USD_PER_HOUR":  "0.36",
+		"BRAMA_INPUT_PRICE_USD_PER_MILLION":  "0.15",
+		"BRAMA_OUTPUT_PRICE_USD_PER_MILLION": "0.6",
+		"SINGULARITY_CYCLE_INTERVAL_SECS":    "0.05",
+		"SINGULARITY_CONTEXT_MESSAGES":       "60",
+		"SINGULARITY_SHUTDOWN_GRACE_SECS":    "2",
+		"SINGULARITY_HTTP_TIMEOUT_SECS":      "20",
+		"SINGULARITY_MCP_TIMEOUT_SECS":       "20",
+		"SINGULARITY_STIMULUS":               "A simulated market opened nearby; local businesses want price surveys.",
+		"SINGULARITY_REQUIRED_SURFACES":      "skarbiec,finance",
+		"SINGULARITY_LOG_LEVEL":              "info",
+		"SINGULARITY_LOG_FORMAT":             "text",
+		"LAS_ONLY":                           "echo,skarbiec,finance",
+		"LAS_COMMAND":                        las,
+		"LAS_MCP_ENTRYPOINT":                 lasCfg,
+		"SINGULARITY_CLUSTER_ETCD":           strings.Join(w.etcd.Endpoints(), ","),
+		"SINGULARITY_CLUSTER_FAMILY":         familyName,
+		"SINGULARITY_CLUSTER_LEASE_SECS":     fmt.Sprint(int(lease / time.Second)),
+	})
+	return w
+}
+
+// brama starts the simulated Brama behind a proxy that tells the
+// observer which being each completion is for.
+func (w *world) brama() string {
+	sim, err := simbrama.Start([]byte(secret), simbrama.Options{RootName: rootName, GrandchildParent: grandchildParent})
+	require.NoError(w.t, err)
+	target, err := url.Parse(sim.URL())
+	require.NoError(w.t, err)
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = transport
+	rp.ErrorLog = log.New(io.Discard, "", 0) // killed members cut requests off
+	rp.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) }
+	proxy := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/chat/completions") && r.Body != nil {
+			body, err := io.ReadAll(r.Body)
+			r.Body.Close()
+			if err != nil {
+				rw.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			w.seen.see(nameOf(body))
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		rp.ServeHTTP(rw, r)
+	}))
+	w.t.Cleanup(func() {
+		proxy.Close()
+		transport.CloseIdleConnections()
+		sim.Close()
+	})
+	return proxy.URL
+}
+
+// nameOf reads the being's name from a completion body's system prompt
+// ("You are <name>, an autonomous digital being…").
+func nameOf(body []byte) string {
+	var req struct {
+		Messages []chat.Message `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return ""
+	}
+	for _, m := range req.Messages {
+		if m.Role == chat.RoleSystem {
+			rest, ok := strings.CutPrefix(m.Content, "You are ")
+			if !ok {
+				return ""
+			}
+			name, _, _ := strings.Cut(rest, ", an autonomous digital being")
+			return name
+		}
+	}
+	return ""
+}
+
+// observer counts completions per being and wakes whoever waits on a
+// change.
+type observer struct {
+	mu      sync.Mutex
+	count   map[string]int
+	changed chan struct{}
+}
+
+func newObserver() *observer {
+	return &observer{count: map[string]int{}, changed: make(chan struct{})}
+}
+
+func (o *observer) see(name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.count[name]++
+	close(o.changed)
+	o.changed = make(chan struct{})
+}
+
+func (o *observer) snapshot() (map[string]int, <-chan struct{}) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return maps.Clone(o.count), o.changed
+}
+
+// until waits, within limit, until cond holds of the counts.
+func (o *observer) until(limit time.Duration, cond func(map[string]int) bool) bool {
+	deadline := time.After(limit)
+	for {
+		counts, changed := o.snapshot()
+		if cond(counts) {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+// proc is one member process.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	lines  *lineWatch
+	exited chan struct{}
+	err    error
+}
+
+// start runs `singularity run` as member name.
+func (w *world) start(name string) *proc {
+	w.t.Helper()
+	return w.startWith(map[string]string{"SINGULARITY_CLUSTER_MEMBER": name})
+}
+
+// startWith runs `singularity run` with the world's environment changed
+// by change.
+func (w *world) startWith(change map[string]string) *proc {
+	w.t.Helper()
+	env := maps.Clone(w.env)
+	maps.Copy(env, change)
+	name := env["SINGULARITY_CLUSTER_MEMBER"]
+	cmd := exec.Command(w.bin, "run")
+	cmd.Env = testkit.Environ(env)
+	p := &proc{name: name, cmd: cmd, lines: newLineWatch(), exited: make(chan struct{})}
+	cmd.Stderr = p.lines
+	require.NoError(w.t, cmd.Start())
+	go func() {
+		p.err = cmd.Wait()
+		p.lines.Close()
+		close(p.exited)
+	}()
+	w.t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			_ = cmd.Process.Signal(syscall.SIGCONT)
+			_ = cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	return p
+}
+
+// wait waits for the process's exit within limit and returns its code.
+func (p *proc) wait(t *testing.T, limit time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(limit):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		t.Fatalf("member %s did not exit within %s; stderr:\n%s", p.name, limit, p.lines.Tail())
+	}
+	var exit *exec.ExitError
+	switch {
+	case p.err == nil:
+		return 0
+	case errors.As(p.err, &exit):
+		return exit.ExitCode()
+	}
+	t.Fatalf("member %s: %v", p.name, p.err)
+	return -1
+}
+
+// await waits, within limit, for a stderr line of the member containing
+// text, seen after the member's line count was from.
+func (p *proc) await(t *testing.T, text string, limit time.Duration) {
+	t.Helper()
+	if !p.lines.Await(text, limit) {
+		t.Fatalf("member %s did not log %q within %s; stderr:\n%s", p.name, text, limit, p.lines.Tail())
+	}
+}
+
+// lineWatch is a process's stderr: it keeps the tail and the count of
+// lines containing each awaited text.
+type lineWatch struct {
+	mu      sync.Mutex
+	partial []byte
+	lines   []string
+	closed  bool
+	changed chan struct{}
+}
+
+func newLineWatch() *lineWatch { return &lineWatch{changed: make(chan struct{})} }
+
+func (l *lineWatch) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, p...)
+	sc := bufio.NewScanner(bytes.NewReader(l.partial))
+	sc.Buffer(nil, 1<<20)
+	end := bytes.LastIndexByte(l.partial, '\n') + 1
+	for _, line := range strings.Split(string(l.partial[:end]), "\n") {
+		if line != "" {
+			l.lines = append(l.lines, line)
+		}
+	}
+	l.partial = append([]byte(nil), l.partial[end:]...)
+	if len(l.lines) > 20000 {
+		l.lines = slices.Clone(l.lines[len(l.lines)-10000:])
+	}
+	close(l.changed)
+	l.changed = make(chan struct{})
+	return len(p), nil
+}
+
+func (l *lineWatch) Close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// AwaitCount waits within limit for n lines containing text.
+func (l *lineWatch) AwaitCount(text string, n int, limit time.Duration) bool {
+	deadline := time.After(limit)
+	for {
+		found := l.Count(text) >= n
+		l.mu.Lock()
+		closed, changed := l.closed, l.changed
+		l.mu.Unlock()
+		switch {
+		case found:
+			return true
+		case closed:
+			return false
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+// Count is how many lines contain text.
+func (l *lineWatch) Count(text string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.lines {
+		if strings.Contains(line, text) {
+			n++
+		}
+	}
+	return n
+}
+
+// Await waits within limit for a line containing text.
+func (l *lineWatch) Await(text string, limit time.Duration) bool {
+	deadline := time.After(limit)
+	for {
+		l.mu.Lock()
+		found := slices.ContainsFunc(l.lines, func(s string) bool { return strings.Contains(s, text) })
+		closed, changed := l.closed, l.changed
+		l.mu.Unlock()
+		switch {
+		case found:
+			return true
+		case closed:
+			return false
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+// Tail is the last lines, for failures.
+func (l *lineWatch) Tail() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines[max(0, len(l.lines)-40):], "\n")
+}
+
+// check judges the family's files as its next holder would, from the
+// commit records in etcd: every being's trusted journal has no gap and no
+// repeat (one writer at a time), and explains its money exactly; the
+// being's state is its newest trusted checkpoint brought up to date. It
+// returns the beings checked, by name.
+func (w *world) check(t *testing.T) map[string]checked {
+	t.Helper()
+	client := w.etcd.Client(t)
+	beings := map[string]checked{}
+	queue := []string{w.stateDir}
+	for len(queue) > 0 {
+		dir := queue[0]
+		queue = queue[1:]
+		id := member.BeingID(w.stateDir, dir)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		resp, err := client.Get(ctx, fence.Root+familyName+"/commit/"+id)
+		cancel()
+		require.NoError(t, err)
+		var rec fence.Record
+		if len(resp.Kvs) > 0 {
+			require.NoError(t, json.Unmarshal(resp.Kvs[0].Value, &rec))
+		}
+		life := trustedLife(t, dir, rec)
+		held, err := fence.Recover(dir, math.MaxUint64, rec)
+		require.NoError(t, err, "being %s", dir)
+		b := held.Checkpoint
+		for _, e := range held.Events {
+			b.Apply(e)
+		}
+		require.NoError(t, testkit.CheckInvariant(b.Budget, life), "being %s (%s)", b.Identity.Name, dir)
+		beings[b.Identity.Name] = checked{dir: dir, st: b, rec: rec}
+		for _, c := range b.Mind.Children {
+			child, err := state.ChildDir(dir, c)
+			require.NoError(t, err)
+			queue = append(queue, child)
+		}
+	}
+	return beings
+}
+
+// checked is a being as check judged it: its directory, its state and
+// the commit record it was judged by.
+type checked struct {
+	dir string
+	st  *state.Being
+	rec fence.Record
+}
+
+// holderEvents are the events the holder of token wrote for the being
+// in dir, in order.
+func holderEvents(t *testing.T, dir string, token uint64) []state.Event {
+	t.Helper()
+	holdings, err := state.Holdings(dir)
+	require.NoError(t, err)
+	for _, h := range holdings {
+		if h.Token == token {
+			events, err := state.ReadHolding(h)
+			require.NoError(t, err)
+			return events
+		}
+	}
+	return nil
+}
+
+// tokens are the tokens of the holders that wrote files for the being
+// in dir, oldest first (0: what was written before any holder).
+func tokens(t *testing.T, dir string) []uint64 {
+	t.Helper()
+	holdings, err := state.Holdings(dir)
+	require.NoError(t, err)
+	var out []uint64
+	for _, h := range holdings {
+		out = append(out, h.Token)
+	}
+	return out
+}
+
+// trustedLife is every trusted event of the being in dir, in order.
+func trustedLife(t *testing.T, dir string, rec fence.Record) []state.Event {
+	t.Helper()
+	life, _ := judge(t, dir, rec)
+	return life
+}
+
+// judge reads every holding of the being in dir and trusts its events by
+// rec: the trusted events in order, and the judgement.
+func judge(t *testing.T, dir string, rec fence.Record) ([]state.Event, fence.Trust) {
+	t.Helper()
+	holdings, err := state.Holdings(dir)
+	require.NoError(t, err)
+	var all []state.Event
+	var written []fence.Written
+	for _, h := range holdings {
+		events, err := state.ReadHolding(h)
+		require.NoError(t, err)
+		for _, e := range events {
+			all = append(all, e)
+			written = append(written, fence.Written{Token: h.Token, Seq: e.Seq})
+		}
+	}
+	trust, err := fence.TrustJournal(written, rec)
+	require.NoError(t, err, "the journal of %s, trusted without a gap or a repeat", dir)
+	var life []state.Event
+	for i, e := range all {
+		if trust.Trusted(written[i]) {
+			life = append(life, e)
+		}
+	}
+	return life, trust
+}
+
+// deliveries checks that no tool call reached a Las twice: the scripted
+// arguments name the being and the cycle, so one key twice is one call
+// delivered twice. It returns how many there were.
+func (w *world) deliveries(t *testing.T) int {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(w.records, "las-*.jsonl"))
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		require.NoError(t, err)
+		end := bytes.LastIndexByte(data, '\n') + 1
+		for _, line := range strings.Split(string(data[:end]), "\n") {
+			if line == "" {
+				continue
+			}
+			var d struct {
+				Tool      string          `json:"tool"`
+				Arguments json.RawMessage `json:"arguments"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(line), &d))
+			var args bytes.Buffer
+			require.NoError(t, json.Compact(&args, d.Arguments))
+			key := d.Tool + " " + args.String()
+			require.False(t, seen[key], "the call %s reached a Las twice", key)
+			seen[key] = true
+		}
+	}
+	return len(seen)
+}
+
+// members are the names of the family's member records in etcd.
+func (w *world) members(t *testing.T) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	prefix := fence.Root + familyName + "/member/"
+	resp, err := w.etcd.Client(t).Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	require.NoError(t, err)
+	var names []string
+	for _, kv := range resp.Kvs {
+		names = append(names, strings.TrimPrefix(string(kv.Key), prefix))
+	}
+	return names
+}
