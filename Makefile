@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: all build test vet bench bench-long bench-scale scale-run fuzz demo peers crash clean proto
+.PHONY: all build test vet bench bench-long bench-scale scale-run fuzz demo peers crash cluster-failover clean proto
 
 all: build
 
@@ -118,6 +118,15 @@ CRASH_KILLS ?= 2000
 
 crash:
 	CRASH_KILLS=$(CRASH_KILLS) $(GO) test -count=1 -timeout 3h -run TestCrash ./test/crash/ -v
+
+# The failover test of a family across processes (test/cluster) at
+# length: CLUSTER_KILLS SIGKILLs of the member holding the family, each
+# followed by the checks of docs/cluster.md#failure and the failover time;
+# the normal suite kills 3. Needs etcd (Debian's etcd-server).
+CLUSTER_KILLS ?= 20
+
+cluster-failover:
+	CLUSTER_KILLS=$(CLUSTER_KILLS) $(GO) test -count=1 -timeout 60m -run '^TestFailoverAfterSIGKILL$$' ./test/cluster/ -v
 
 # The embedded demo world (docs/demo.md): a simulated Brama and the example Las,
 # nothing else to install. DEMO_CYCLES cycles of the root being (about a

@@ -49,18 +49,8 @@ func holdBeing(t *testing.T, srv *etcdtest.Server, opts being.Options, id string
 // what was left out, as a next holder would judge it from rec.
 func trustedLife(t *testing.T, dir string, rec fence.Record) (life []state.Event, untrusted map[uint64][]uint64) {
 	t.Helper()
-	holdings, err := state.Holdings(dir)
+	all, written, err := fence.ReadHoldings(dir)
 	require.NoError(t, err)
-	var all []state.Event
-	var written []fence.Written
-	for _, h := range holdings {
-		events, err := state.ReadHolding(h)
-		require.NoError(t, err)
-		for _, e := range events {
-			all = append(all, e)
-			written = append(written, fence.Written{Token: h.Token, Seq: e.Seq})
-		}
-	}
 	trust, err := fence.TrustJournal(written, rec)
 	require.NoError(t, err, "the journal of every holder is trusted without a gap")
 	untrusted = map[uint64][]uint64{}

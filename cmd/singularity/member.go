@@ -21,8 +21,9 @@ import (
 // (docs/cluster.md#members). The member joins the family in etcd, then
 // stands by for the root being's lock; the member that holds it runs the
 // whole family, every being fenced by that lock. It ends at a signal
-// (handing the family over at the beings' next round boundary), or when
-// the family ended by itself. A member whose lease is lost, or one of
+// (handing the family over at the beings' next round boundary), when
+// the family ended (its root exhausted), or when the family failed on
+// this member (the lock goes to a standby, which tries it). A member whose lease is lost, or one of
 // whose beings' steps was refused, stops the family at once, writing
 // nothing more, and joins again once etcd answers.
 func runMember(e *env, rt config.Runtime, cl config.Cluster) error {
@@ -231,6 +232,15 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 				log.Error("the family stopped: a step was refused; it writes nothing more", "err", hold.Err())
 				return true, nil
 			}
+			if msg.Status != state.StatusExhausted {
+				// A failure may be this member's own (its gateway, its
+				// Las): the lock goes, and a standby tries the family.
+				unlock()
+				if msg.Err != nil {
+					return false, msg.Err
+				}
+				return false, nil
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
 			err := hold.End(ctx, msg.Status)
 			cancel()
@@ -238,10 +248,7 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 			if err != nil {
 				return false, fault.Errorf(fault.ClassCluster, "%w", err)
 			}
-			log.Info("the family has ended", "status", msg.Status)
-			if msg.Status == state.StatusFailed && msg.Err != nil {
-				return false, msg.Err
-			}
+			log.Info("the family has ended: its root is exhausted")
 			return false, nil
 		case <-m.sigs:
 			log.Info("signal received: the family stops at its next round boundary and is handed over")

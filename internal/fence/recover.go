@@ -98,3 +98,29 @@ func Recover(dir string, token uint64, rec Record) (durable.Held, error) {
 	held.Next = max(trust.Through, best.seq) + 1
 	return held, nil
 }
+
+// ReadHoldings reads the journal of every holding of the being in dir
+// (state.Holdings), oldest token first and each in order, leaving out a
+// torn last line: the events, each tagged with its holder's token for
+// TrustJournal. It writes nothing.
+func ReadHoldings(dir string) ([]state.Event, []Written, error) {
+	holdings, err := state.Holdings(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		events  []state.Event
+		written []Written
+	)
+	for _, h := range holdings {
+		evs, err := state.ReadHolding(h)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, e := range evs {
+			written = append(written, Written{Token: h.Token, Seq: e.Seq})
+		}
+		events = append(events, evs...)
+	}
+	return events, written, nil
+}

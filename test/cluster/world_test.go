@@ -39,7 +39,6 @@ import (
 	"github.com/wisent/singularity/internal/fence"
 	"github.com/wisent/singularity/internal/member"
 	"github.com/wisent/singularity/internal/store/state"
-	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/test/etcdtest"
 	"github.com/wisent/singularity/test/testkit"
 	"github.com/wisent/singularity/world/examplelas"
@@ -136,7 +135,7 @@ func (w *world) brama() string {
 				rw.WriteHeader(http.StatusBadRequest)
 				return
 			}
-			w.seen.see(nameOf(body))
+			w.seen.see(simbrama.BeingOf(body))
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		rp.ServeHTTP(rw, r)
@@ -147,28 +146,6 @@ func (w *world) brama() string {
 		sim.Close()
 	})
 	return proxy.URL
-}
-
-// nameOf reads the being's name from a completion body's system prompt
-// ("You are <name>, an autonomous digital being…").
-func nameOf(body []byte) string {
-	var req struct {
-		Messages []chat.Message `json:"messages"`
-	}
-	if json.Unmarshal(body, &req) != nil {
-		return ""
-	}
-	for _, m := range req.Messages {
-		if m.Role == chat.RoleSystem {
-			rest, ok := strings.CutPrefix(m.Content, "You are ")
-			if !ok {
-				return ""
-			}
-			name, _, _ := strings.Cut(rest, ", an autonomous digital being")
-			return name
-		}
-	}
-	return ""
 }
 
 // observer counts completions per being and wakes whoever waits on a
@@ -365,24 +342,7 @@ func (l *lineWatch) Count(text string) int {
 
 // Await waits within limit for a line containing text.
 func (l *lineWatch) Await(text string, limit time.Duration) bool {
-	deadline := time.After(limit)
-	for {
-		l.mu.Lock()
-		found := slices.ContainsFunc(l.lines, func(s string) bool { return strings.Contains(s, text) })
-		closed, changed := l.closed, l.changed
-		l.mu.Unlock()
-		switch {
-		case found:
-			return true
-		case closed:
-			return false
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			return false
-		}
-	}
+	return l.AwaitCount(text, 1, limit)
 }
 
 // Tail is the last lines, for failures.
@@ -480,18 +440,8 @@ func trustedLife(t *testing.T, dir string, rec fence.Record) []state.Event {
 // rec: the trusted events in order, and the judgement.
 func judge(t *testing.T, dir string, rec fence.Record) ([]state.Event, fence.Trust) {
 	t.Helper()
-	holdings, err := state.Holdings(dir)
+	all, written, err := fence.ReadHoldings(dir)
 	require.NoError(t, err)
-	var all []state.Event
-	var written []fence.Written
-	for _, h := range holdings {
-		events, err := state.ReadHolding(h)
-		require.NoError(t, err)
-		for _, e := range events {
-			all = append(all, e)
-			written = append(written, fence.Written{Token: h.Token, Seq: e.Seq})
-		}
-	}
 	trust, err := fence.TrustJournal(written, rec)
 	require.NoError(t, err, "the journal of %s, trusted without a gap or a repeat", dir)
 	var life []state.Event

@@ -24,7 +24,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/test/testkit"
 	"github.com/wisent/singularity/world/simbrama"
 )
@@ -120,28 +119,6 @@ func (o *observer) until(run int, exited <-chan struct{}, limit time.Duration, c
 	}
 }
 
-// nameOf reads the being's name from a completion body's system prompt
-// ("You are <name>, an autonomous digital being…").
-func nameOf(body []byte) string {
-	var req struct {
-		Messages []chat.Message `json:"messages"`
-	}
-	if json.Unmarshal(body, &req) != nil {
-		return ""
-	}
-	for _, m := range req.Messages {
-		if m.Role == chat.RoleSystem {
-			rest, ok := strings.CutPrefix(m.Content, "You are ")
-			if !ok {
-				return ""
-			}
-			name, _, _ := strings.Cut(rest, ", an autonomous digital being")
-			return name
-		}
-	}
-	return ""
-}
-
 // bramaProxy starts the simulated Brama and the observing proxy in front
 // of it, both closed at cleanup.
 func bramaProxy(t *testing.T, obs *observer) string {
@@ -174,7 +151,7 @@ func bramaProxy(t *testing.T, obs *observer) string {
 				w.WriteHeader(http.StatusBadRequest)
 				return
 			}
-			obs.see(run, nameOf(body))
+			obs.see(run, simbrama.BeingOf(body))
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		rp.ServeHTTP(w, r)

@@ -400,3 +400,22 @@ func summary(s situation) string {
 	return fmt.Sprintf("%sCycle %d complete: %s ran %d tool calls (%d succeeded, %d failed, %d indeterminate).",
 		Label, s.cycle, who, len(s.results), counts["success"], counts["failed"], counts["indeterminate"])
 }
+
+// BeingOf returns the name of the being a completion request body is for,
+// read from its system prompt as the server reads it, or "" (a body that
+// is not a completion, or a prompt not in the initial form). Tests that
+// watch a family's traffic in front of the server use it.
+func BeingOf(body []byte) string {
+	var req struct {
+		Messages []chat.Message `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return ""
+	}
+	for _, m := range req.Messages {
+		if m.Role == chat.RoleSystem {
+			return nameFrom(m.Content)
+		}
+	}
+	return ""
+}

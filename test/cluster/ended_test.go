@@ -1,0 +1,25 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestExhaustedFamilyEnds: a family whose root runs out of money ends on
+// its holder, which records the end and exits 0; its standby then takes
+// the lock, reads the end and exits 0 too, holding nothing.
+func TestExhaustedFamilyEnds(t *testing.T) {
+	w := newWorld(t)
+	w.env["SINGULARITY_STARTING_BALANCE_USD"] = "0.000001"
+	holder := w.start("m1")
+	holder.await(t, "this member holds the family", waitLimit)
+	standby := w.start("m2")
+	require.Equal(t, 0, holder.wait(t, waitLimit), "stderr:\n%s", holder.lines.Tail())
+	require.Positive(t, holder.lines.Count("the family has ended: its root is exhausted"))
+	require.Equal(t, 0, standby.wait(t, waitLimit), "stderr:\n%s", standby.lines.Tail())
+	require.Positive(t, standby.lines.Count("the family has ended: nothing to hold"))
+	require.Zero(t, standby.lines.Count("this member holds the family"))
+	beings := w.check(t)
+	require.Equal(t, "exhausted", string(beings[rootName].st.Status))
+}
