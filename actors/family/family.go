@@ -41,6 +41,11 @@ type Options struct {
 	SpendLimits      bool
 	FamilySpendLimit *money.Amount
 	Now              func() time.Time
+	// Member and Token, when set, are the member of a family across
+	// processes that holds this family and its lock's fencing token
+	// (docs/cluster.md#placement); the description shows them.
+	Member string
+	Token  uint64
 }
 
 // Family is the root actor.
@@ -192,6 +197,9 @@ func (f *Family) describe() messages.Description {
 		status = "stopping"
 	}
 	d := messages.Description{Kind: "family", Name: "family", Status: status}
+	if f.opts.Member != "" {
+		d.Figures = map[string]any{"member": f.opts.Member, "fence": f.opts.Token}
+	}
 	for _, pid := range []*actor.PID{f.gateway, f.limits, f.root} {
 		if pid != nil {
 			d.Children = append(d.Children, pid)

@@ -116,7 +116,7 @@ func (d *demoCmd) Run(e *env) (err error) {
 		target = from + d.Cycles
 	}
 	rootOpts.MaxCycles = target
-	l, err := startFamilyWith(e, rt, rootOpts)
+	l, err := startFamilyWith(e, rt, rootOpts, held{})
 	if err != nil {
 		return err
 	}

@@ -217,14 +217,21 @@ func startFamily(e *env, rt config.Runtime, mode being.Mode) (*live, error) {
 	if err != nil {
 		return nil, err
 	}
-	return startFamilyWith(e, rt, rootOpts)
+	return startFamilyWith(e, rt, rootOpts, held{})
+}
+
+// held is the member of a family across processes that holds the
+// family, and its token; zero for a single process.
+type held struct {
+	member string
+	token  uint64
 }
 
 // startFamilyWith is startFamily with the root's options already made.
 // Every check that can refuse the boot here (the Brama client, the debug
 // listener) runs before bootRoot, the first step that may write: a
 // refused boot leaves no new file behind (docs/state.md#boot-gates).
-func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, error) {
+func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options, by held) (*live, error) {
 	client, err := bramaClient(rt)
 	if err != nil {
 		return nil, err
@@ -267,7 +274,7 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, 
 	// added (the demo's event lines).
 	var reg *metrics.Metrics
 	if dbg != nil {
-		reg = metrics.New(metrics.Options{PerBeing: rt.MetricsPerBeing, Process: true, Models: rt.Brama.Models()})
+		reg = metrics.New(metrics.Options{PerBeing: rt.MetricsPerBeing, Process: true, Models: rt.Brama.Models(), Member: by.member})
 		reg.SetBuild(buildInfo().metrics())
 		rootOpts.Observer = observe.Tee(reg, rootOpts.Observer)
 	}
@@ -293,6 +300,8 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options) (*live, 
 		// spend limit is set (docs/money.md#spend-limits).
 		SpendLimits:      rt.SpendLimit != nil || rt.FamilySpendLimit != nil,
 		FamilySpendLimit: rt.FamilySpendLimit,
+		Member:           by.member,
+		Token:            by.token,
 	}
 	pid, err := system.Root.SpawnNamed(family.Props(opts), "family")
 	if err != nil {

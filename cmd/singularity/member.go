@@ -214,7 +214,7 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 		return false, err
 	}
 	rootOpts.Holding = hold
-	l, err := startFamilyWith(m.e, m.rt, rootOpts)
+	l, err := startFamilyWith(m.e, m.rt, rootOpts, held{member: m.cl.Member, token: lock.Token()})
 	if err != nil {
 		unlock()
 		return false, err

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/member"
 	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
@@ -19,10 +24,16 @@ import (
 type statusCmd struct {
 	StateDir string `name:"state-dir" env:"SINGULARITY_STATE_DIR" default:".singularity" help:"The root being's state directory."`
 	Format   string `name:"format" default:"table" enum:"table,json" help:"Output format: table or json."`
+	Etcd     string `name:"cluster-etcd" env:"SINGULARITY_CLUSTER_ETCD" help:"etcd of a family across processes: count only what its commit records say was committed (docs/cluster.md#status)."`
+	Family   string `name:"cluster-family" env:"SINGULARITY_CLUSTER_FAMILY" default:"family" help:"The family's name in etcd."`
 }
 
 func (s *statusCmd) Run(e *env) error {
-	fam, err := accounts.Read(s.StateDir)
+	load, err := s.loader(e)
+	if err != nil {
+		return err
+	}
+	fam, err := accounts.ReadWith(s.StateDir, load)
 	if err != nil {
 		return fault.Errorf(fault.ClassState, "%w", err)
 	}
@@ -38,6 +49,22 @@ func (s *statusCmd) Run(e *env) error {
 		return fault.Errorf(fault.ClassState, "%w", fam.Unreadable[0])
 	}
 	return nil
+}
+
+// loader reads each being of a family across processes as its commit
+// record says (nil for a single process's family).
+func (s *statusCmd) loader(e *env) (accounts.Loader, error) {
+	cl, err := config.LoadCluster(config.ClusterFlags{Etcd: s.Etcd, Family: s.Family, Member: "status", Bind: "127.0.0.1:0", Lease: "3"}, os.Hostname)
+	if err != nil || !cl.Enabled {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 2*fence.DefaultDialTimeout)
+	defer cancel()
+	records, err := member.Records(ctx, cl.Endpoints, cl.Family)
+	if err != nil {
+		return nil, fault.Errorf(fault.ClassCluster, "%w", err)
+	}
+	return member.Counter(s.StateDir, records), nil
 }
 
 func spent(b accounts.Being) money.Amount {

@@ -1,8 +1,12 @@
 package fence
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/wisent/singularity/internal/identity"
 )
@@ -49,4 +53,27 @@ func decodeRecord(data []byte) (Record, error) {
 		return Record{}, fmt.Errorf("a commit record is not {\"token\":T,\"seq\":S} with T above 0: %q", data)
 	}
 	return r, nil
+}
+
+// ReadRecords reads every commit record of family in one request, by
+// being id, without a session: a reader (`singularity status`) takes no
+// lease and writes nothing.
+func ReadRecords(ctx context.Context, client *clientv3.Client, family string) (map[string]Record, error) {
+	if err := validName("the family name", family); err != nil {
+		return nil, err
+	}
+	prefix := newKeys(family).commit("")
+	resp, err := client.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the commit records of family %s: %w", family, err)
+	}
+	out := make(map[string]Record, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		r, err := decodeRecord(kv.Value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", kv.Key, err)
+		}
+		out[strings.TrimPrefix(string(kv.Key), prefix)] = r
+	}
+	return out, nil
 }

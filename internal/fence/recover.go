@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/wisent/singularity/internal/durable"
@@ -123,4 +124,37 @@ func ReadHoldings(dir string) ([]state.Event, []Written, error) {
 		events = append(events, evs...)
 	}
 	return events, written, nil
+}
+
+// Counted is the being in dir as its family counts it by its commit
+// record rec, for a reader such as `singularity status` (it writes
+// nothing, and takes no lock): the newest trusted checkpoint caught up
+// with the trusted events after it, and the trusted life, every event
+// that counts, in order. A step written but never committed is in
+// neither.
+func Counted(dir string, rec Record) (*state.Being, []state.Event, error) {
+	events, written, err := ReadHoldings(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	trust, err := TrustJournal(written, rec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("state: the journal of %s: %w", dir, err)
+	}
+	var life []state.Event
+	for i, e := range events {
+		if trust.Trusted(written[i]) {
+			life = append(life, e)
+		}
+	}
+	// No holder's directory is newer than the largest token.
+	held, err := Recover(dir, math.MaxUint64, rec)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := held.Checkpoint
+	for _, e := range held.Events {
+		st.Apply(e)
+	}
+	return st, life, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/wisent/singularity/internal/durable"
 	"github.com/wisent/singularity/internal/fence"
@@ -168,4 +169,24 @@ func Ended(ctx context.Context, s *fence.Session) (string, bool, error) {
 		return "", false, fmt.Errorf("the family's end record %s is not {\"status\":S}: %q", resp.Kvs[0].Key, resp.Kvs[0].Value)
 	}
 	return rec.Status, true, nil
+}
+
+// Records reads the commit records of family from etcd at endpoints
+// without joining it (no lease, nothing written), by being id.
+func Records(ctx context.Context, endpoints []string, family string) (map[string]fence.Record, error) {
+	client, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: fence.DefaultDialTimeout, Context: ctx, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach etcd at %v: %w", endpoints, err)
+	}
+	defer client.Close()
+	return fence.ReadRecords(ctx, client, family)
+}
+
+// Counter is how `singularity status` reads each being of a family
+// across machines whose root lives in root: as fence.Counted says, by its
+// commit record in records.
+func Counter(root string, records map[string]fence.Record) func(dir string) (*state.Being, []state.Event, error) {
+	return func(dir string) (*state.Being, []state.Event, error) {
+		return fence.Counted(dir, records[BeingID(root, dir)])
+	}
 }

@@ -18,5 +18,5 @@ func (m *Metrics) SetBuild(b Build) {
 		ConstLabels: prometheus.Labels{"version": b.Version, "revision": b.Revision, "go_version": b.GoVersion},
 	})
 	g.Set(1)
-	m.reg.MustRegister(g)
+	m.to.MustRegister(g)
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
@@ -48,4 +49,30 @@ singularity_las_restarts_total{being="Bo-01234567",server="las"} 1
 singularity_las_restarts_total{server="las"} 0
 `
 	require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "singularity_las_restarts_total"))
+}
+
+// TestMemberLabel: a member of a family across processes labels every
+// series it serves with its name, the process collectors and the build
+// info too; a single process adds no such label.
+func TestMemberLabel(t *testing.T) {
+	for _, member := range []string{"m1", ""} {
+		m := New(Options{PerBeing: true, Process: true, Member: member})
+		m.SetBuild(Build{Version: "(devel)", Revision: "r", GoVersion: "go"})
+		m.LasRestarted(observe.Being{Name: "Ada", ID: "agent-ada", AgentID: "agent-ada"}, "las")
+		m.DurableWrite(time.Millisecond)
+		families, err := m.Registry().Gather()
+		require.NoError(t, err)
+		require.NotEmpty(t, families)
+		for _, f := range families {
+			for _, metric := range f.GetMetric() {
+				got := ""
+				for _, l := range metric.GetLabel() {
+					if l.GetName() == "member" {
+						got = l.GetValue()
+					}
+				}
+				require.Equal(t, member, got, "%s", f.GetName())
+			}
+		}
+	}
 }

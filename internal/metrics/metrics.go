@@ -44,6 +44,10 @@ type Options struct {
 	// OtherModel: the models of BRAMA_PRICES_FILE and BRAMA_MODEL. Nil
 	// labels every completion OtherModel.
 	Models []string
+	// Member, when set, labels every series "member" with it: the
+	// member of a family across processes (docs/cluster.md) that serves
+	// them.
+	Member string
 }
 
 // OtherModel is the "model" label of a completion billed at a model that
@@ -53,7 +57,10 @@ const OtherModel = "other"
 // Metrics is the registry and its series. It implements
 // observe.Observer and is safe for concurrent use.
 type Metrics struct {
-	reg      *prometheus.Registry
+	reg *prometheus.Registry
+	// to is where series are registered: reg, or reg with the member
+	// label on every series.
+	to       prometheus.Registerer
 	perBeing bool
 
 	completions *prometheus.CounterVec
@@ -121,6 +128,10 @@ func New(opts Options) *Metrics {
 		reg: prometheus.NewRegistry(), perBeing: opts.PerBeing, models: map[string]bool{},
 		byID: map[string]*series{}, status: map[string]string{}, toolTimes: map[string]prometheus.Observer{},
 	}
+	m.to = m.reg
+	if opts.Member != "" {
+		m.to = prometheus.WrapRegistererWith(prometheus.Labels{"member": opts.Member}, m.reg)
+	}
 	for _, model := range opts.Models {
 		m.models[model] = true
 	}
@@ -142,14 +153,14 @@ func New(opts Options) *Metrics {
 	m.restarts = counter("singularity_las_restarts_total", "Restarts of a being's MCP servers.", "server")
 	m.beings = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "singularity_beings", Help: "Beings of the family by status."}, []string{"status"})
 	m.fsync = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "singularity_storage_fsync_seconds", Help: "Duration of one durable write (a journal step or a checkpoint, each ending in fsync).", Buckets: fsyncBuckets})
-	m.reg.MustRegister(m.completions, m.tokens, m.cached, m.cost, m.revenue, m.granted, m.warnings, m.balance,
+	m.to.MustRegister(m.completions, m.tokens, m.cached, m.cost, m.revenue, m.granted, m.warnings, m.balance,
 		m.cycles, m.toolCalls, m.toolTime, m.modelTime, m.restarts, m.beings, m.fsync)
 	if m.perBeing {
 		m.tier = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "singularity_survival_tier", Help: "The survival tier each being lives in (its position in SINGULARITY_TIERS_FILE; 0 for none)."}, m.labels())
-		m.reg.MustRegister(m.tier)
+		m.to.MustRegister(m.tier)
 	}
 	if opts.Process {
-		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.to.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	return m
 }

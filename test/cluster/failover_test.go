@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -89,6 +90,18 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 		t.Logf("kill %d of %s: %s took the family over; every being cycled again %s after the kill", kill+1, holder.name, next.name, took.Round(time.Millisecond))
 		beings := w.check(t)
 		require.Subset(t, keysOf(beings), familyNames)
+		// The holder's debug endpoint names it, and so do its metrics.
+		base := next.debugURL(t)
+		var tree struct {
+			Kind   string `json:"kind"`
+			Member string `json:"member"`
+			Fence  uint64 `json:"fence"`
+		}
+		require.NoError(t, json.Unmarshal(get(t, base+"/debug/actors"), &tree))
+		require.Equal(t, "family", tree.Kind)
+		require.Equal(t, next.name, tree.Member, "the family node names its member")
+		require.Equal(t, tokens(t, w.stateDir)[kill+2], tree.Fence, "and the token it holds the family under")
+		require.Contains(t, string(get(t, base+"/metrics")), `member="`+next.name+`"`)
 		require.Len(t, tokens(t, w.stateDir), kill+3, "the root's first state, then one directory per holder")
 		holder = next
 		startMember().await(t, "standing by for the family's lock", waitLimit)
@@ -109,8 +122,16 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 		require.Equal(t, 0, p.wait(t, waitLimit), "member %s stops", p.name)
 	}
-	w.check(t)
+	beings := w.check(t)
 	w.deliveries(t)
+
+	// status counts what the commit records say, and nothing else.
+	remaining, verdict := w.status(t)
+	require.Equal(t, "exact", verdict)
+	require.Len(t, remaining, len(beings))
+	for name, b := range beings {
+		require.Equal(t, b.st.Budget.Remaining.String(), remaining[name], "status of %s", name)
+	}
 }
 
 func keysOf[V any](m map[string]V) []string {

@@ -18,7 +18,6 @@ import (
 	"io"
 	"log"
 	"maps"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -210,6 +209,7 @@ func (w *world) start(name string) *proc {
 func (w *world) startWith(change map[string]string) *proc {
 	w.t.Helper()
 	env := maps.Clone(w.env)
+	env["SINGULARITY_DEBUG_ADDR"] = "127.0.0.1:0"
 	maps.Copy(env, change)
 	name := env["SINGULARITY_CLUSTER_MEMBER"]
 	cmd := exec.Command(w.bin, "run")
@@ -374,13 +374,9 @@ func (w *world) check(t *testing.T) map[string]checked {
 		if len(resp.Kvs) > 0 {
 			require.NoError(t, json.Unmarshal(resp.Kvs[0].Value, &rec))
 		}
-		life := trustedLife(t, dir, rec)
-		held, err := fence.Recover(dir, math.MaxUint64, rec)
+		trustedLife(t, dir, rec) // no gap and no repeat
+		b, life, err := fence.Counted(dir, rec)
 		require.NoError(t, err, "being %s", dir)
-		b := held.Checkpoint
-		for _, e := range held.Events {
-			b.Apply(e)
-		}
 		require.NoError(t, testkit.CheckInvariant(b.Budget, life), "being %s (%s)", b.Identity.Name, dir)
 		beings[b.Identity.Name] = checked{dir: dir, st: b, rec: rec}
 		for _, c := range b.Mind.Children {
@@ -482,6 +478,66 @@ func (w *world) deliveries(t *testing.T) int {
 		}
 	}
 	return len(seen)
+}
+
+// status runs `singularity status --format json` on the family as its
+// commit records count it, and returns its beings' remaining money by
+// name and the family ledger's verdict.
+func (w *world) status(t *testing.T) (map[string]string, string) {
+	t.Helper()
+	cmd := exec.Command(w.bin, "status", "--format", "json")
+	cmd.Env = testkit.Environ(map[string]string{
+		"PATH":                       os.Getenv("PATH"),
+		"SINGULARITY_STATE_DIR":      w.stateDir,
+		"SINGULARITY_CLUSTER_ETCD":   w.env["SINGULARITY_CLUSTER_ETCD"],
+		"SINGULARITY_CLUSTER_FAMILY": familyName,
+	})
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	var report struct {
+		Beings []struct {
+			Name      string `json:"name"`
+			Remaining string `json:"remaining"`
+		} `json:"beings"`
+		FamilyLedger string `json:"family_ledger"`
+	}
+	require.NoError(t, json.Unmarshal(out, &report))
+	remaining := map[string]string{}
+	for _, b := range report.Beings {
+		remaining[b.Name] = b.Remaining
+	}
+	return remaining, report.FamilyLedger
+}
+
+// debugURL is the member's debug endpoint, as its log says (it serves
+// one while it holds the family).
+func (p *proc) debugURL(t *testing.T) string {
+	t.Helper()
+	p.await(t, "debug endpoint listening", waitLimit)
+	p.lines.mu.Lock()
+	defer p.lines.mu.Unlock()
+	for i := len(p.lines.lines) - 1; i >= 0; i-- {
+		line := p.lines.lines[i]
+		if _, rest, ok := strings.Cut(line, "url=http://"); ok && strings.Contains(line, "debug endpoint listening") {
+			addr, _, _ := strings.Cut(rest, "/")
+			return "http://" + addr
+		}
+	}
+	t.Fatalf("member %s logged no debug url", p.name)
+	return ""
+}
+
+// get reads url within a deadline.
+func get(t *testing.T, url string) []byte {
+	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, url)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return body
 }
 
 // members are the names of the family's member records in etcd.

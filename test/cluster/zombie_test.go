@@ -64,6 +64,11 @@ func TestFrozenMemberIsFenced(t *testing.T) {
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 		require.Equal(t, 0, p.wait(t, waitLimit), "member %s stops", p.name)
 	}
-	w.check(t)
+	counted := w.check(t)
 	w.deliveries(t)
+	remaining, verdict := w.status(t)
+	require.Equal(t, "exact", verdict, "status counts no step the woken member wrote")
+	for name, b := range counted {
+		require.Equal(t, b.st.Budget.Remaining.String(), remaining[name], "status of %s", name)
+	}
 }

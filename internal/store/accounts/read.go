@@ -63,8 +63,18 @@ func (f *Family) Verdict() string {
 // that moved on between reading the checkpoint and the journal is read
 // again. The root's state must be readable; a child's that is not is
 // listed in Unreadable.
-func Read(dir string) (*Family, error) {
-	r := &reader{slots: make(chan struct{}, 2*runtime.GOMAXPROCS(0)), seen: map[fileID]bool{}}
+func Read(dir string) (*Family, error) { return ReadWith(dir, nil) }
+
+// Loader reads one being as a family across machines counts it
+// (docs/cluster.md#status): its state, the newest trusted checkpoint
+// caught up with the trusted events after it, and its trusted life,
+// every event that counts, in order. Nothing else of its files counts.
+type Loader func(dir string) (st *state.Being, life []state.Event, err error)
+
+// ReadWith is Read with each being read by load; nil reads each state
+// directory as a single process wrote it.
+func ReadWith(dir string, load Loader) (*Family, error) {
+	r := &reader{slots: make(chan struct{}, 2*runtime.GOMAXPROCS(0)), seen: map[fileID]bool{}, load: load}
 	root := r.read(dir, "", 0, true)
 	if root.err != nil {
 		return nil, root.err
@@ -82,6 +92,7 @@ func Read(dir string) (*Family, error) {
 // each directory once: seen holds the directories read, by device and
 // inode, so a family whose directories loop (a link, a bind mount) ends.
 type reader struct {
+	load  Loader // nil: readBeing
 	slots chan struct{}
 	mu    sync.Mutex
 	seen  map[fileID]bool
@@ -143,7 +154,15 @@ func (r *reader) read(dir, name string, depth int, root bool) *node {
 		return &node{name: name, err: err}
 	}
 	r.slots <- struct{}{}
-	b, err := readBeing(dir)
+	var (
+		b   *Being
+		err error
+	)
+	if r.load != nil {
+		b, err = readLoaded(dir, r.load)
+	} else {
+		b, err = readBeing(dir)
+	}
 	<-r.slots
 	n := &node{being: b, name: name, err: err}
 	if err != nil {
@@ -273,6 +292,21 @@ func readOnce(dir string) (*Being, error) {
 			return nil, errMoved // the checkpoint is ahead of what was read
 		}
 	}
+	return newBeing(dir, st, events, misnumbered), nil
+}
+
+// readLoaded reads one being by load.
+func readLoaded(dir string, load Loader) (*Being, error) {
+	st, life, err := load(dir)
+	if err != nil {
+		return nil, err
+	}
+	return newBeing(dir, st, life, numbering(life)), nil
+}
+
+// newBeing is the being in dir whose state is st and whose journal is
+// events (misnumbered says how their numbering is wrong, if it is).
+func newBeing(dir string, st *state.Being, events []state.Event, misnumbered error) *Being {
 	t := state.Totals(events)
 	b := &Being{
 		ID: filepath.Base(dir), Name: st.Identity.Name, StateDir: dir, State: st,
@@ -284,5 +318,5 @@ func readOnce(dir string) (*Being, error) {
 		inTransit = inTransit.Add(g.Amount)
 	}
 	b.Entry = Entry{Budget: st.Budget, InTransit: inTransit}
-	return b, nil
+	return b
 }
