@@ -21,11 +21,12 @@ import (
 // (docs/cluster.md#members). The member joins the family in etcd, then
 // stands by for the root being's lock; the member that holds it runs the
 // whole family, every being fenced by that lock. It ends at a signal
-// (handing the family over at the beings' next round boundary), when
-// the family ended (its root exhausted), or when the family failed on
-// this member (the lock goes to a standby, which tries it). A member whose lease is lost, or one of
-// whose beings' steps was refused, stops the family at once, writing
-// nothing more, and joins again once etcd answers.
+// (handing the family over at the beings' next round boundary), when the
+// family ended (its root exhausted), or when the family failed on this
+// member (the lock goes to a standby, which tries it). A member whose
+// lease is lost, or one of whose beings' steps was refused, stops the
+// family at once, writing nothing more, and joins again once etcd
+// answers.
 func runMember(e *env, rt config.Runtime, cl config.Cluster) error {
 	sigs, stop := notifySignals()
 	defer stop()
@@ -86,7 +87,10 @@ type memberRun struct {
 // returns; rejoin asks for a new membership.
 func (m *memberRun) live() (rejoin bool, err error) {
 	defer m.session.Close()
-	if err := m.join(); err != nil {
+	switch err := m.join(); {
+	case errors.Is(err, errSignalled):
+		return false, nil
+	case err != nil:
 		return false, err
 	}
 	defer m.leave()
@@ -114,6 +118,9 @@ func (m *memberRun) join() error {
 			select {
 			case <-m.session.Done():
 				return fault.Errorf(fault.ClassCluster, "cannot join the family %s: the member's etcd lease ended", m.cl.Family)
+			case <-m.sigs:
+				m.log.Info("signal received while joining: leaving")
+				return errSignalled
 			case <-time.After(m.cl.Lease / 4):
 			}
 		case errors.Is(err, member.ErrNameTaken), errors.Is(err, member.ErrAnotherRoot),
@@ -124,6 +131,9 @@ func (m *memberRun) join() error {
 		}
 	}
 }
+
+// errSignalled ends a join that a signal interrupted: the member exits 0.
+var errSignalled = errors.New("signalled")
 
 // leave deletes the member's record at once (the lease would in time).
 func (m *memberRun) leave() {
@@ -147,25 +157,31 @@ func (m *memberRun) standBy() (*fence.Lock, bool, error) {
 		got <- taken{l, err}
 	}()
 	m.log.Info("standing by for the family's lock")
-	// giveUp ends the wait and lets go of a lock taken meanwhile.
+	// giveUp ends the wait and lets go of a lock taken meanwhile. A
+	// wait that does not end (etcd's mutex undoes a failed wait with no
+	// deadline of its own) ends when the session is closed, right after;
+	// whatever it took goes with the session's lease.
 	giveUp := func() {
 		cancel()
-		if t := <-got; t.lock != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
-			defer cancel()
-			_ = t.lock.Unlock(ctx)
+		select {
+		case t := <-got:
+			if t.lock != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
+				defer cancel()
+				_ = t.lock.Unlock(ctx)
+			}
+		case <-time.After(m.cl.Lease):
 		}
 	}
 	select {
 	case t := <-got:
-		switch {
-		case t.err == nil:
+		if t.err == nil {
 			return t.lock, false, nil
-		case errors.Is(t.err, fence.ErrFenced):
-			m.log.Warn("the member's etcd lease ended while standing by", "err", t.err)
-			return nil, true, nil
 		}
-		return nil, false, fault.Errorf(fault.ClassCluster, "cannot take the family's lock: %w", t.err)
+		// The lease ended, or etcd failed the wait: join again once
+		// etcd answers.
+		m.log.Warn("the wait for the family's lock failed", "err", t.err)
+		return nil, true, nil
 	case <-m.sigs:
 		m.log.Info("signal received: leaving the family while standing by")
 		giveUp()

@@ -36,13 +36,16 @@ type Holding struct {
 	lost chan struct{}
 	mu   sync.Mutex
 	err  error
+	// loaded are the directories loaded under this hold: a second load
+	// is a restart.
+	loaded map[string]bool
 }
 
 // NewHolding returns the hold of the family whose root being lives in
 // root, held by lock (the root's) on session; commits go through batch
 // (nil: a transaction each).
 func NewHolding(session *fence.Session, lock *fence.Lock, batch *fence.Batcher, root string, timeout time.Duration) *Holding {
-	return &Holding{root: filepath.Clean(root), lock: lock, session: session, batch: batch, timeout: timeout, lost: make(chan struct{})}
+	return &Holding{root: filepath.Clean(root), lock: lock, session: session, batch: batch, timeout: timeout, lost: make(chan struct{}), loaded: map[string]bool{}}
 }
 
 // BeingID is the id in etcd of the being whose directory is dir, in the
@@ -57,8 +60,22 @@ func BeingID(root, dir string) string {
 // Hold reads the commit record of the being in dir and loads it as the
 // lock's holder (fence.Recover, which writes nothing). The fence it
 // returns commits that being's record under the root's lock.
+//
+// A being loads once a hold. A second load is the being's restart by its
+// supervisor: its own directory under this token is no longer new, and a
+// step it had in flight may still be committing, so the hold is lost
+// instead (Lost), and the family is loaded anew under a new token.
 func (h *Holding) Hold(dir string) (durable.Held, durable.Fence, error) {
 	id := BeingID(h.root, dir)
+	h.mu.Lock()
+	again := h.loaded[filepath.Clean(dir)]
+	h.loaded[filepath.Clean(dir)] = true
+	h.mu.Unlock()
+	if again {
+		err := fmt.Errorf("being %s restarted under token %d: the family is to be held anew", id, h.lock.Token())
+		h.lose(err)
+		return durable.Held{}, nil, err
+	}
 	cover, err := h.lock.Cover(id)
 	if err != nil {
 		return durable.Held{}, nil, fmt.Errorf("hold %s: %w", dir, err)

@@ -64,6 +64,9 @@ type Info struct {
 	Address  string `json:"address"`
 	Protocol uint32 `json:"protocol"`
 	RootID   string `json:"root_id"`
+	// Lease is the member's etcd lease in hex, the last part of every
+	// lock key it holds or waits on.
+	Lease string `json:"lease"`
 }
 
 type marker struct {
@@ -108,7 +111,7 @@ func Join(ctx context.Context, session *fence.Session, family string, cfg Config
 			return nil, fmt.Errorf("member %s speaks protocol %d and this build %d: %w", m.Name, m.Protocol, cfg.Protocol, ErrProtocol)
 		}
 	}
-	info := Info{Name: cfg.Name, Address: cfg.Address, Protocol: cfg.Protocol, RootID: rootID}
+	info := Info{Name: cfg.Name, Address: cfg.Address, Protocol: cfg.Protocol, RootID: rootID, Lease: fmt.Sprintf("%x", session.Lease())}
 	data, _ := json.Marshal(info) // strings and a number: cannot fail
 	key := prefix + "member/" + cfg.Name
 	resp, err := client.Txn(ctx).

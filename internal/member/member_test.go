@@ -2,6 +2,7 @@ package member
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -49,7 +50,8 @@ func TestJoin(t *testing.T) {
 	etcd := srv.Client(t)
 	root := t.TempDir()
 
-	first, err := Join(ctxFor(t), session(t, srv, "fam"), "fam", Config{Name: "m1", Address: "127.0.0.1:1", Root: root})
+	firstSession := session(t, srv, "fam")
+	first, err := Join(ctxFor(t), firstSession, "fam", Config{Name: "m1", Address: "127.0.0.1:1", Root: root})
 	require.NoError(t, err)
 	mark, found, err := readMarker(root)
 	require.NoError(t, err)
@@ -63,8 +65,8 @@ func TestJoin(t *testing.T) {
 	live, err := second.Members(ctxFor(t))
 	require.NoError(t, err)
 	require.Equal(t, []Info{
-		{Name: "m1", Address: "127.0.0.1:1", Protocol: clusterpb.ProtocolVersion, RootID: mark.RootID},
-		{Name: "m2", Address: "127.0.0.1:2", Protocol: clusterpb.ProtocolVersion, RootID: mark.RootID},
+		{Name: "m1", Address: "127.0.0.1:1", Protocol: clusterpb.ProtocolVersion, RootID: mark.RootID, Lease: fmt.Sprintf("%x", firstSession.Lease())},
+		{Name: "m2", Address: "127.0.0.1:2", Protocol: clusterpb.ProtocolVersion, RootID: mark.RootID, Lease: fmt.Sprintf("%x", secondSession.Lease())},
 	}, live)
 
 	t.Run("a name another live member has", func(t *testing.T) {

@@ -9,7 +9,6 @@
 package cluster
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -260,37 +259,72 @@ func (p *proc) wait(t *testing.T, limit time.Duration) int {
 func (p *proc) await(t *testing.T, text string, limit time.Duration) {
 	t.Helper()
 	if !p.lines.Await(text, limit) {
-		t.Fatalf("member %s did not log %q within %s; stderr:\n%s", p.name, text, limit, p.lines.Tail())
+		t.Fatalf("member %s did not log %q within %s; %s", p.name, text, limit, p.dump(t))
 	}
 }
 
-// lineWatch is a process's stderr: it keeps the tail and the count of
-// lines containing each awaited text.
+// dump ends a member that is stuck with SIGQUIT (the Go runtime prints
+// every goroutine) and writes its whole stderr to a file that outlives
+// the test, for the failure message.
+func (p *proc) dump(t *testing.T) string {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	p.lines.mu.Lock()
+	all := strings.Join(p.lines.all, "\n") + "\n" + string(p.lines.partial)
+	p.lines.mu.Unlock()
+	f, err := os.CreateTemp("", "cluster-"+p.name+"-*.stderr")
+	if err != nil {
+		return "stderr:\n" + p.lines.Tail()
+	}
+	defer f.Close()
+	_, _ = f.WriteString(all)
+	return "its stderr and goroutines are in " + f.Name() + "; the last lines:\n" + p.lines.Tail()
+}
+
+// lineWatch is a process's stderr: it keeps the last lines, for
+// failures, and counts the lines containing each text asked about since
+// the process started.
 type lineWatch struct {
 	mu      sync.Mutex
 	partial []byte
-	lines   []string
+	tail    []string
+	all     []string       // every line
+	counts  map[string]int // lines containing each text asked about
 	closed  bool
 	changed chan struct{}
 }
 
-func newLineWatch() *lineWatch { return &lineWatch{changed: make(chan struct{})} }
+func newLineWatch() *lineWatch {
+	return &lineWatch{changed: make(chan struct{}), counts: map[string]int{}}
+}
 
 func (l *lineWatch) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.partial = append(l.partial, p...)
-	sc := bufio.NewScanner(bytes.NewReader(l.partial))
-	sc.Buffer(nil, 1<<20)
 	end := bytes.LastIndexByte(l.partial, '\n') + 1
 	for _, line := range strings.Split(string(l.partial[:end]), "\n") {
-		if line != "" {
-			l.lines = append(l.lines, line)
+		if line == "" {
+			continue
 		}
+		for text := range l.counts {
+			if strings.Contains(line, text) {
+				l.counts[text]++
+			}
+		}
+		l.all = append(l.all, line)
+		l.tail = append(l.tail, line)
 	}
 	l.partial = append([]byte(nil), l.partial[end:]...)
-	if len(l.lines) > 20000 {
-		l.lines = slices.Clone(l.lines[len(l.lines)-10000:])
+	if len(l.tail) > 400 {
+		l.tail = slices.Clone(l.tail[len(l.tail)-200:])
 	}
 	close(l.changed)
 	l.changed = make(chan struct{})
@@ -303,6 +337,23 @@ func (l *lineWatch) Close() {
 	l.closed = true
 	close(l.changed)
 	l.changed = make(chan struct{})
+}
+
+// Count is how many lines contain text. The first count of a text reads
+// every line so far; from then on lines are counted as they come.
+func (l *lineWatch) Count(text string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n, ok := l.counts[text]
+	if !ok {
+		for _, line := range l.all {
+			if strings.Contains(line, text) {
+				n++
+			}
+		}
+		l.counts[text] = n
+	}
+	return n
 }
 
 // AwaitCount waits within limit for n lines containing text.
@@ -327,19 +378,6 @@ func (l *lineWatch) AwaitCount(text string, n int, limit time.Duration) bool {
 	}
 }
 
-// Count is how many lines contain text.
-func (l *lineWatch) Count(text string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range l.lines {
-		if strings.Contains(line, text) {
-			n++
-		}
-	}
-	return n
-}
-
 // Await waits within limit for a line containing text.
 func (l *lineWatch) Await(text string, limit time.Duration) bool {
 	return l.AwaitCount(text, 1, limit)
@@ -349,7 +387,7 @@ func (l *lineWatch) Await(text string, limit time.Duration) bool {
 func (l *lineWatch) Tail() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return strings.Join(l.lines[max(0, len(l.lines)-40):], "\n")
+	return strings.Join(l.tail[max(0, len(l.tail)-40):], "\n")
 }
 
 // check judges the family's files as its next holder would, from the
@@ -516,8 +554,8 @@ func (p *proc) debugURL(t *testing.T) string {
 	p.await(t, "debug endpoint listening", waitLimit)
 	p.lines.mu.Lock()
 	defer p.lines.mu.Unlock()
-	for i := len(p.lines.lines) - 1; i >= 0; i-- {
-		line := p.lines.lines[i]
+	for i := len(p.lines.all) - 1; i >= 0; i-- {
+		line := p.lines.all[i]
 		if _, rest, ok := strings.Cut(line, "url=http://"); ok && strings.Contains(line, "debug endpoint listening") {
 			addr, _, _ := strings.Cut(rest, "/")
 			return "http://" + addr
@@ -538,6 +576,32 @@ func get(t *testing.T, url string) []byte {
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return body
+}
+
+// holder is the name of the member whose lease holds the root's lock
+// (the oldest lock key), or "" when none does.
+func (w *world) holder(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client := w.etcd.Client(t)
+	lockPrefix := fence.Root + familyName + "/lock/" + member.RootBeing + "/"
+	locks, err := client.Get(ctx, lockPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	require.NoError(t, err)
+	if len(locks.Kvs) == 0 {
+		return ""
+	}
+	lease := strings.TrimPrefix(string(locks.Kvs[0].Key), lockPrefix)
+	records, err := client.Get(ctx, fence.Root+familyName+"/member/", clientv3.WithPrefix())
+	require.NoError(t, err)
+	for _, kv := range records.Kvs {
+		var info member.Info
+		require.NoError(t, json.Unmarshal(kv.Value, &info))
+		if info.Lease == lease {
+			return info.Name
+		}
+	}
+	return ""
 }
 
 // members are the names of the family's member records in etcd.

@@ -1,0 +1,76 @@
+package cluster
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/test/testkit"
+)
+
+// TestClusterDemo is `make cluster-demo`: the demo world's family on
+// three members, its holder killed midway, the family back on a survivor
+// with its ledger exact, told step by step. It runs only when
+// CLUSTER_DEMO is set.
+func TestClusterDemo(t *testing.T) {
+	if os.Getenv("CLUSTER_DEMO") == "" {
+		t.Skip("set CLUSTER_DEMO=1 (make cluster-demo)")
+	}
+	w := newWorld(t)
+	t.Logf("etcd on %v; the shared state root is %s", w.etcd.Endpoints(), w.stateDir)
+	procs := map[string]*proc{}
+	for _, name := range []string{"alpha", "beta", "gamma"} {
+		procs[name] = w.start(name)
+		if name == "alpha" {
+			procs[name].await(t, holds, waitLimit)
+		} else {
+			procs[name].await(t, "standing by for the family's lock", waitLimit)
+		}
+	}
+	require.True(t, w.seen.until(waitLimit, allCycledSince(nil)), "the family grew")
+	holder := procs[w.holder(t)]
+	t.Logf("three members joined: %s holds the family, the others stand by; the family is %v", holder.name, familyNames)
+	before, _ := w.seen.snapshot()
+	require.True(t, w.seen.until(waitLimit, func(now map[string]int) bool { return now[rootName] >= before[rootName]+10 }))
+	t.Logf("the family as its commit records count it:\n%s", w.statusTable(t))
+
+	t.Logf("SIGKILL %s, the holder, midway", holder.name)
+	before, _ = w.seen.snapshot()
+	killed := time.Now()
+	require.NoError(t, holder.cmd.Process.Kill())
+	holder.wait(t, waitLimit)
+	delete(procs, holder.name)
+	require.True(t, w.seen.until(waitLimit, allCycledSince(before)))
+	t.Logf("%s took the family over: every being cycled again %s after the kill", w.holder(t), time.Since(killed).Round(time.Millisecond))
+	for _, b := range w.check(t) {
+		t.Logf("  %s: %s USD remaining, exact over its %d trusted cycles", b.st.Identity.Name, b.st.Budget.Remaining, b.st.Cycle)
+	}
+	for _, p := range procs {
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	}
+	for _, p := range procs {
+		require.Equal(t, 0, p.wait(t, waitLimit))
+	}
+	t.Logf("both survivors stopped; the family as its commit records count it:\n%s", w.statusTable(t))
+	w.deliveries(t)
+}
+
+// statusTable is `singularity status` of the family, counted by its
+// commit records, as an operator sees it.
+func (w *world) statusTable(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(w.bin, "status")
+	cmd.Env = testkit.Environ(map[string]string{
+		"PATH":                       os.Getenv("PATH"),
+		"SINGULARITY_STATE_DIR":      w.stateDir,
+		"SINGULARITY_CLUSTER_ETCD":   w.env["SINGULARITY_CLUSTER_ETCD"],
+		"SINGULARITY_CLUSTER_FAMILY": familyName,
+	})
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	return string(out)
+}

@@ -1,0 +1,50 @@
+package cluster
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestEtcdLostMidRun: etcd is stopped while a family lives on two
+// members; the holder's next commit gets no answer, so its family stops,
+// writing nothing more, and both members wait for etcd. When etcd comes
+// back (same data), they join again, one of them takes the family and
+// every being cycles again, its money exact over what was committed.
+func TestEtcdLostMidRun(t *testing.T) {
+	w := newWorld(t)
+	first := w.start("m1")
+	first.await(t, holds, waitLimit)
+	require.True(t, w.seen.until(waitLimit, allCycledSince(nil)), "the family grew to %v", familyNames)
+	second := w.start("m2")
+	second.await(t, "standing by for the family's lock", waitLimit)
+
+	lostAt := time.Now()
+	w.etcd.Stop()
+	first.await(t, "writes nothing more", waitLimit)
+	t.Logf("the holder stopped its family %s after etcd was told to stop", time.Since(lostAt).Round(time.Millisecond))
+	for _, p := range []*proc{first, second} {
+		p.await(t, "waiting for it to join the family again", waitLimit)
+	}
+	require.Zero(t, first.lines.Count("etcd answers again"), "no member joins while etcd is away")
+
+	before, _ := w.seen.snapshot()
+	w.etcd.Restart()
+	require.True(t, w.seen.until(waitLimit, allCycledSince(before)), "the family lives again once etcd is back")
+	for _, p := range []*proc{first, second} {
+		p.await(t, "etcd answers again", waitLimit)
+	}
+	require.Equal(t, 2, first.lines.Count(holds)+second.lines.Count(holds), "the family was held once more after etcd came back")
+	w.check(t)
+
+	for _, p := range []*proc{first, second} {
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	}
+	for _, p := range []*proc{first, second} {
+		require.Equal(t, 0, p.wait(t, waitLimit), "member %s stops", p.name)
+	}
+	w.check(t)
+	w.deliveries(t)
+}

@@ -1,0 +1,167 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/wisent/singularity/internal/fence"
+)
+
+// holds is the line a member logs each time it takes the family.
+const holds = "this member holds the family"
+
+// TestStorm is `make cluster-crash`: CLUSTER_STORM random blows at the
+// members of a three-member family, each a SIGKILL (the member is
+// replaced by a new one) or a SIGSTOP past the lease and a SIGCONT (the
+// member wakes as a zombie, fences itself and joins again), at the
+// holder or at a standby. After each, the family cycles again and every
+// check of TestFailoverAfterSIGKILL holds. It runs only when
+// CLUSTER_STORM is set; CLUSTER_SEED picks the blows.
+func TestStorm(t *testing.T) {
+	blows, _ := strconv.Atoi(os.Getenv("CLUSTER_STORM"))
+	if blows <= 0 {
+		t.Skip("set CLUSTER_STORM to the number of blows (make cluster-crash)")
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("CLUSTER_SEED"); v != "" {
+		var err error
+		seed, err = strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err)
+	}
+	t.Logf("CLUSTER_SEED=%d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+
+	w := newWorld(t)
+	var members []*proc
+	next := 0
+	startMember := func() *proc {
+		next++
+		p := w.start(fmt.Sprintf("m%d", next))
+		members = append(members, p)
+		return p
+	}
+	first := startMember()
+	first.await(t, holds, waitLimit)
+	require.True(t, w.seen.until(waitLimit, allCycledSince(nil)), "the family grew to %v", familyNames)
+	for range 2 {
+		startMember().await(t, "standing by for the family's lock", waitLimit)
+	}
+
+	var kills, stops, holderBlows int
+	var back []time.Duration
+	for blow := 1; blow <= blows; blow++ {
+		p := members[rng.IntN(len(members))]
+		holder := w.holder(t) == p.name
+		before, _ := w.seen.snapshot()
+		took := map[*proc]int{}
+		for _, m := range members {
+			took[m] = m.lines.Count(holds)
+		}
+		start := time.Now()
+		what := "SIGKILL"
+		if rng.IntN(5) < 2 {
+			what = "SIGSTOP"
+			stops++
+			gone := w.watchDelete(t, "member/"+p.name)
+			require.NoError(t, p.cmd.Process.Signal(syscall.SIGSTOP))
+			waitFor(t, gone, "the frozen member's record goes with its lease")
+			if holder {
+				require.True(t, w.seen.until(waitLimit, allCycledSince(before)), "blow %d: the family goes on without the frozen holder", blow)
+				back = append(back, time.Since(start))
+			}
+			rejoined := p.lines.Count("standing by for the family's lock")
+			require.NoError(t, p.cmd.Process.Signal(syscall.SIGCONT))
+			require.True(t, p.lines.AwaitCount("standing by for the family's lock", rejoined+1, waitLimit),
+				"blow %d: the woken member %s joins again; stderr:\n%s", blow, p.name, p.lines.Tail())
+		} else {
+			kills++
+			require.NoError(t, p.cmd.Process.Kill())
+			p.wait(t, waitLimit)
+			members = slices.DeleteFunc(members, func(m *proc) bool { return m == p })
+			if holder {
+				require.True(t, w.seen.until(waitLimit, allCycledSince(before)), "blow %d: a survivor takes the family over", blow)
+				back = append(back, time.Since(start))
+			}
+			startMember().await(t, "standing by for the family's lock", waitLimit)
+		}
+		if holder {
+			holderBlows++
+			newHolders := 0
+			for _, m := range members {
+				if m != p && m.lines.Count(holds) > took[m] {
+					newHolders++
+				}
+			}
+			require.Equal(t, 1, newHolders, "blow %d: exactly one member took the family over", blow)
+		}
+		after, _ := w.seen.snapshot()
+		require.True(t, w.seen.until(waitLimit, allCycledSince(after)), "blow %d: the family cycles", blow)
+		w.check(t)
+		t.Logf("blow %d: %s of %s (holder: %v) in %s", blow, what, p.name, holder, time.Since(start).Round(time.Millisecond))
+	}
+	calls := w.deliveries(t)
+	for _, m := range members {
+		require.NoError(t, m.cmd.Process.Signal(syscall.SIGTERM))
+	}
+	for _, m := range members {
+		require.Equal(t, 0, m.wait(t, waitLimit), "member %s stops", m.name)
+	}
+	beings := w.check(t)
+	remaining, verdict := w.status(t)
+	require.Equal(t, "exact", verdict)
+	for name, b := range beings {
+		require.Equal(t, b.st.Budget.Remaining.String(), remaining[name], "status of %s", name)
+	}
+	slices.Sort(back)
+	p50, worst := time.Duration(0), time.Duration(0)
+	if len(back) > 0 {
+		p50, worst = back[len(back)/2], back[len(back)-1]
+	}
+	t.Logf("storm of %d blows (%d SIGKILLs, %d SIGSTOPs; %d at the holder): the family back p50 %s, max %s after a blow at its holder; %d beings exact; %d distinct tool calls delivered once each",
+		blows, kills, stops, holderBlows, p50.Round(time.Millisecond), worst.Round(time.Millisecond), len(beings), calls)
+}
+
+// watchDelete returns a channel closed when the family's key (below its
+// prefix) is deleted.
+func (w *world) watchDelete(t *testing.T, key string) <-chan struct{} {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	full := fence.Root + familyName + "/" + key
+	client := w.etcd.Client(t)
+	resp, err := client.Get(ctx, full)
+	require.NoError(t, err)
+	done := make(chan struct{})
+	events := client.Watch(ctx, full, clientv3.WithRev(resp.Header.Revision+1))
+	go func() {
+		for r := range events {
+			for _, e := range r.Events {
+				if e.Type == clientv3.EventTypeDelete {
+					close(done)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return done
+}
+
+func waitFor(t *testing.T, c <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-c:
+	case <-time.After(waitLimit):
+		t.Fatalf("%s: not within %s", what, waitLimit)
+	}
+}
