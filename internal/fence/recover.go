@@ -27,55 +27,79 @@ var ErrNoCheckpoint = errors.New("no trusted checkpoint")
 // within what it committed; the check is kept all the same, so that a
 // checkpoint past what the journal trusts is skipped rather than loaded.
 func Recover(dir string, token uint64, rec Record) (durable.Held, error) {
-	holdings, err := state.Holdings(dir)
+	f, err := readFiles(dir, token)
 	if err != nil {
 		return durable.Held{}, err
 	}
-	var (
-		events  []state.Event
-		written []Written
-	)
-	type candidate struct {
-		token, seq uint64
-		being      *state.Being
+	held, _, err := f.recover(token, rec)
+	return held, err
+}
+
+// files are what the holders of a being wrote, as read once: every
+// event in order, tagged with its holder's token, and every checkpoint.
+type files struct {
+	dir         string
+	events      []state.Event
+	written     []Written
+	checkpoints []checkpoint
+}
+
+type checkpoint struct {
+	token, seq uint64
+	being      *state.Being
+}
+
+// readFiles reads the files of every holder of the being in dir older
+// than token (state.Holdings), leaving out a torn last line; a holder's
+// directory newer than token is an error.
+func readFiles(dir string, token uint64) (files, error) {
+	holdings, err := state.Holdings(dir)
+	if err != nil {
+		return files{}, err
 	}
-	var checkpoints []candidate
+	f := files{dir: dir}
 	for _, h := range holdings {
 		if h.Token >= token {
 			if h.Token > token {
-				return durable.Held{}, fmt.Errorf("state: %s was written under token %d, newer than this holder's %d", h.Dir, h.Token, token)
+				return files{}, fmt.Errorf("state: %s was written under token %d, newer than this holder's %d", h.Dir, h.Token, token)
 			}
 			continue // this holder's own directory, from an attempt that wrote nothing
 		}
 		evs, err := state.ReadHolding(h)
 		if err != nil {
-			return durable.Held{}, err
+			return files{}, err
 		}
 		for _, e := range evs {
-			written = append(written, Written{Token: h.Token, Seq: e.Seq})
+			f.written = append(f.written, Written{Token: h.Token, Seq: e.Seq})
 		}
-		events = append(events, evs...)
+		f.events = append(f.events, evs...)
 		b, ok, err := state.LoadHolding(h)
 		if err != nil {
-			return durable.Held{}, err
+			return files{}, err
 		}
 		if ok {
 			if b.JournalSeq == nil && len(evs) > 0 {
-				return durable.Held{}, fmt.Errorf("state: %s has no journal_seq: resume it once in a single process before clustering it", h.Dir)
+				return files{}, fmt.Errorf("state: %s has no journal_seq: resume it once in a single process before clustering it", h.Dir)
 			}
-			checkpoints = append(checkpoints, candidate{token: h.Token, seq: b.Seq(), being: b})
+			f.checkpoints = append(f.checkpoints, checkpoint{token: h.Token, seq: b.Seq(), being: b})
 		}
 	}
-	trust, err := TrustJournal(written, rec)
+	return f, nil
+}
+
+// recover judges the files by rec: what the holder of token loads, and
+// the trusted life (every trusted event, in order).
+func (f files) recover(token uint64, rec Record) (durable.Held, []state.Event, error) {
+	trust, err := TrustJournal(f.written, rec)
 	if err != nil {
-		return durable.Held{}, fmt.Errorf("state: the journal of %s: %w", dir, err)
+		return durable.Held{}, nil, fmt.Errorf("state: the journal of %s: %w", f.dir, err)
 	}
 
 	// The newest checkpoint within what is trusted: at most Through, and
 	// at most its own token's bound when that token wrote events.
-	var best *candidate
-	for i := range checkpoints {
-		c := &checkpoints[i]
+	var best *checkpoint
+	for i := range f.checkpoints {
+		c := &f.checkpoints[i]
 		// A holder that wrote no event has no bound: its checkpoint is
 		// judged by what the others' journals trust.
 		if bound, wrote := trust.Bound[c.token]; c.seq > trust.Through || wrote && c.seq > bound {
@@ -86,18 +110,23 @@ func Recover(dir string, token uint64, rec Record) (durable.Held, error) {
 		}
 	}
 	if best == nil {
-		return durable.Held{}, fmt.Errorf("state: %s: %w", dir, ErrNoCheckpoint)
+		return durable.Held{}, nil, fmt.Errorf("state: %s: %w", f.dir, ErrNoCheckpoint)
 	}
 
 	held := durable.Held{Token: token, Checkpoint: best.being, Untrusted: trust.Untrusted}
-	for i, e := range events {
-		if e.Seq > best.seq && trust.Trusted(written[i]) {
+	var life []state.Event
+	for i, e := range f.events {
+		if !trust.Trusted(f.written[i]) {
+			continue
+		}
+		life = append(life, e)
+		if e.Seq > best.seq {
 			held.Events = append(held.Events, e)
 		}
 	}
 	slices.SortFunc(held.Events, func(a, b state.Event) int { return cmp.Compare(a.Seq, b.Seq) })
 	held.Next = max(trust.Through, best.seq) + 1
-	return held, nil
+	return held, life, nil
 }
 
 // ReadHoldings reads the journal of every holding of the being in dir
@@ -133,22 +162,12 @@ func ReadHoldings(dir string) ([]state.Event, []Written, error) {
 // that counts, in order. A step written but never committed is in
 // neither.
 func Counted(dir string, rec Record) (*state.Being, []state.Event, error) {
-	events, written, err := ReadHoldings(dir)
+	// No holder's directory is newer than the largest token.
+	f, err := readFiles(dir, math.MaxUint64)
 	if err != nil {
 		return nil, nil, err
 	}
-	trust, err := TrustJournal(written, rec)
-	if err != nil {
-		return nil, nil, fmt.Errorf("state: the journal of %s: %w", dir, err)
-	}
-	var life []state.Event
-	for i, e := range events {
-		if trust.Trusted(written[i]) {
-			life = append(life, e)
-		}
-	}
-	// No holder's directory is newer than the largest token.
-	held, err := Recover(dir, math.MaxUint64, rec)
+	held, life, err := f.recover(math.MaxUint64, rec)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -15,12 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"maps"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,37 +109,13 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-// brama starts the simulated Brama behind a proxy that tells the
-// observer which being each completion is for.
+// brama starts the simulated Brama, which tells the observer which
+// being each completion it answers is for.
 func (w *world) brama() string {
-	sim, err := simbrama.Start([]byte(secret), simbrama.Options{RootName: rootName, GrandchildParent: grandchildParent})
+	sim, err := simbrama.Start([]byte(secret), simbrama.Options{RootName: rootName, GrandchildParent: grandchildParent, Answered: w.seen.see})
 	require.NoError(w.t, err)
-	target, err := url.Parse(sim.URL())
-	require.NoError(w.t, err)
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = transport
-	rp.ErrorLog = log.New(io.Discard, "", 0) // killed members cut requests off
-	rp.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) }
-	proxy := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/chat/completions") && r.Body != nil {
-			body, err := io.ReadAll(r.Body)
-			r.Body.Close()
-			if err != nil {
-				rw.WriteHeader(http.StatusBadRequest)
-				return
-			}
-			w.seen.see(simbrama.BeingOf(body))
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		rp.ServeHTTP(rw, r)
-	}))
-	w.t.Cleanup(func() {
-		proxy.Close()
-		transport.CloseIdleConnections()
-		sim.Close()
-	})
-	return proxy.URL
+	w.t.Cleanup(func() { sim.Close() })
+	return sim.URL()
 }
 
 // observer counts completions per being and wakes whoever waits on a
@@ -412,7 +384,8 @@ func (w *world) check(t *testing.T) map[string]checked {
 		if len(resp.Kvs) > 0 {
 			require.NoError(t, json.Unmarshal(resp.Kvs[0].Value, &rec))
 		}
-		trustedLife(t, dir, rec) // no gap and no repeat
+		// Counted trusts the journals by the record: no gap and no
+		// repeat, one writer at a time.
 		b, life, err := fence.Counted(dir, rec)
 		require.NoError(t, err, "being %s", dir)
 		require.NoError(t, testkit.CheckInvariant(b.Budget, life), "being %s (%s)", b.Identity.Name, dir)
@@ -461,13 +434,6 @@ func tokens(t *testing.T, dir string) []uint64 {
 		out = append(out, h.Token)
 	}
 	return out
-}
-
-// trustedLife is every trusted event of the being in dir, in order.
-func trustedLife(t *testing.T, dir string, rec fence.Record) []state.Event {
-	t.Helper()
-	life, _ := judge(t, dir, rec)
-	return life
 }
 
 // judge reads every holding of the being in dir and trusts its events by

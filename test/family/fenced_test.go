@@ -2,7 +2,9 @@ package family_test
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
@@ -37,15 +39,23 @@ func holdAll(tb testing.TB, etcd *etcdtest.Server, root string) *member.Holding 
 // BenchmarkFamilyFenced measures the family's throughput in one process
 // with every step fenced by etcd, as the member holding a family across
 // processes runs it (docs/cluster.md#cost), against the same family
-// unfenced, in one run: FENCED_BEINGS beings (default 300) living
-// cycles against a zero-latency Brama, built-in tools only, each step
-// fsynced on the tests' temporary directory, then rounds/s. One op is
-// one model round of any being.
+// unfenced, in one run: FENCED_BEINGS beings (default 300) living two
+// cycles against a zero-latency Brama, built-in tools only, a window of
+// 24 messages, each step fsynced on the tests' temporary directory;
+// then rounds/s and the heap per being after those two cycles. One op
+// is one model round of any being.
 func BenchmarkFamilyFenced(b *testing.B) {
 	if _, err := exec.LookPath("etcd"); err != nil {
 		b.Skip("etcd is not installed (apt-get install etcd-server)")
 	}
 	k := 300
+	if v := os.Getenv("FENCED_BEINGS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("FENCED_BEINGS: %q is not a number of beings", v)
+		}
+		k = n
+	}
 	etcd := etcdtest.Start(b)
 	for _, fenced := range []bool{false, true} {
 		name := "fence=none"
@@ -69,6 +79,7 @@ func BenchmarkFamilyFenced(b *testing.B) {
 			elapsed := time.Since(start)
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "rounds/s")
+			b.ReportMetric(float64(sw.figures.heap)/float64(k), "heap-B/being")
 		})
 		if sw != nil {
 			sw.stop(b)

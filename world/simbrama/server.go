@@ -61,6 +61,10 @@ type Options struct {
 	// Zero prices bill nothing.
 	Prices prices.Table
 	Price  prices.Pair
+	// Answered, when set, hears the being's name (as Stats.ByBeing
+	// counts it) of every completion answered with 200, after it is
+	// counted and before the answer is written.
+	Answered func(being string)
 }
 
 // Stats counts what the server has done, for tests and the demo summary.
@@ -234,13 +238,17 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 	prompt, cached := s.cache.Serve(caller, wire.Messages)
 	resp, u := complete(req, body, s.opts, prompt, cached)
 	c := cost(price(s.opts, req.Model), u)
+	name := read(req.Messages).name
 	s.mu.Lock()
 	s.stats.Completions++
-	s.stats.ByBeing[read(req.Messages).name]++
+	s.stats.ByBeing[name]++
 	s.stats.Tokens += u.TotalTokens
 	s.stats.CachedTokens += u.CachedTokens
 	s.accounts[caller] = s.accounts[caller].add(u, c)
 	s.mu.Unlock()
+	if s.opts.Answered != nil {
+		s.opts.Answered(name)
+	}
 	writeJSON(w, http.StatusOK, resp)
 }
 
