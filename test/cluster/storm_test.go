@@ -60,6 +60,13 @@ func TestStorm(t *testing.T) {
 	var kills, stops, holderBlows int
 	var back []time.Duration
 	for blow := 1; blow <= blows; blow++ {
+		for _, m := range members {
+			select {
+			case <-m.exited:
+				t.Fatalf("before blow %d: member %s exited by itself (%v); %s", blow, m.name, m.err, m.dump(t))
+			default:
+			}
+		}
 		p := members[rng.IntN(len(members))]
 		holder := w.holder(t) == p.name
 		before, _ := w.seen.snapshot()
@@ -73,19 +80,19 @@ func TestStorm(t *testing.T) {
 			what = "SIGSTOP"
 			stops++
 			gone := w.watchDelete(t, "member/"+p.name)
-			require.NoError(t, p.cmd.Process.Signal(syscall.SIGSTOP))
+			p.signal(t, syscall.SIGSTOP)
 			waitFor(t, gone, "the frozen member's record goes with its lease")
 			if holder {
 				require.True(t, w.seen.until(waitLimit, allCycledSince(before)), "blow %d: the family goes on without the frozen holder", blow)
 				back = append(back, time.Since(start))
 			}
 			rejoined := p.lines.Count("standing by for the family's lock")
-			require.NoError(t, p.cmd.Process.Signal(syscall.SIGCONT))
+			p.signal(t, syscall.SIGCONT)
 			require.True(t, p.lines.AwaitCount("standing by for the family's lock", rejoined+1, waitLimit),
 				"blow %d: the woken member %s joins again; stderr:\n%s", blow, p.name, p.lines.Tail())
 		} else {
 			kills++
-			require.NoError(t, p.cmd.Process.Kill())
+			p.signal(t, syscall.SIGKILL)
 			p.wait(t, waitLimit)
 			members = slices.DeleteFunc(members, func(m *proc) bool { return m == p })
 			if holder {
@@ -129,6 +136,15 @@ func TestStorm(t *testing.T) {
 	}
 	t.Logf("storm of %d blows (%d SIGKILLs, %d SIGSTOPs; %d at the holder): the family back p50 %s, max %s after a blow at its holder; %d beings exact; %d distinct tool calls delivered once each",
 		blows, kills, stops, holderBlows, p50.Round(time.Millisecond), worst.Round(time.Millisecond), len(beings), calls)
+}
+
+// signal sends sig to the member, which must still run.
+func (p *proc) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		<-p.exited
+		t.Fatalf("member %s cannot be sent %v: it exited by itself (%v); %s", p.name, sig, p.err, p.dump(t))
+	}
 }
 
 // watchDelete returns a channel closed when the family's key (below its
