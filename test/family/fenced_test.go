@@ -61,7 +61,9 @@ func BenchmarkFamilyFenced(b *testing.B) {
 		name := "fence=none"
 		cfg := scaleConfig{beings: k, life: 2, window: 24, dir: b.TempDir()}
 		if fenced {
-			name, cfg.etcd = "fence=etcd", etcd
+			// Held by the outer benchmark: the runs of the sub-benchmark
+			// share one family.
+			name, cfg.hold = "fence=etcd", holdAll(b, etcd, cfg.dir)
 		}
 		var sw *scaleWorld
 		b.Run(name, func(b *testing.B) {

@@ -30,7 +30,6 @@ import (
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/test/bramatest"
-	"github.com/wisent/singularity/test/etcdtest"
 	"github.com/wisent/singularity/test/testkit"
 )
 
@@ -247,10 +246,10 @@ type scaleConfig struct {
 	life   int
 	window int
 	dir    string
-	// etcd, when set, fences every being's steps as a member holding
+	// hold, when set, fences every being's steps as a member holding
 	// the family does (docs/cluster.md#placement): one lock, a commit
 	// record each, the member's batcher.
-	etcd *etcdtest.Server
+	hold being.Holding
 }
 
 // scaleFigures are what a scale world measured after the life.
@@ -432,10 +431,9 @@ func startScale(tb testing.TB, cfg scaleConfig) *scaleWorld {
 		opts[i].Gateway = gw
 	}
 	sw := &scaleWorld{system: system, brama: z, writers: writers, stopped: make(chan struct{}), k: k, dirs: dirs, heapBefore: before.HeapInuse}
-	if cfg.etcd != nil {
-		hold := holdAll(tb, cfg.etcd, cfg.dir)
+	if cfg.hold != nil {
 		for i := range opts {
-			opts[i].Holding = hold
+			opts[i].Holding = cfg.hold
 		}
 	}
 	failed := make(chan messages.BeingStopped, 1)
