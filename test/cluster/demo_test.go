@@ -2,14 +2,11 @@ package cluster
 
 import (
 	"os"
-	"os/exec"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/wisent/singularity/test/testkit"
 )
 
 // TestClusterDemo is `make cluster-demo`: the demo world's family on
@@ -63,14 +60,5 @@ func TestClusterDemo(t *testing.T) {
 // commit records, as an operator sees it.
 func (w *world) statusTable(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(w.bin, "status")
-	cmd.Env = testkit.Environ(map[string]string{
-		"PATH":                       os.Getenv("PATH"),
-		"SINGULARITY_STATE_DIR":      w.stateDir,
-		"SINGULARITY_CLUSTER_ETCD":   w.env["SINGULARITY_CLUSTER_ETCD"],
-		"SINGULARITY_CLUSTER_FAMILY": familyName,
-	})
-	out, err := cmd.Output()
-	require.NoError(t, err)
-	return string(out)
+	return string(w.runStatus(t))
 }

@@ -489,15 +489,7 @@ func (w *world) deliveries(t *testing.T) int {
 // name and the family ledger's verdict.
 func (w *world) status(t *testing.T) (map[string]string, string) {
 	t.Helper()
-	cmd := exec.Command(w.bin, "status", "--format", "json")
-	cmd.Env = testkit.Environ(map[string]string{
-		"PATH":                       os.Getenv("PATH"),
-		"SINGULARITY_STATE_DIR":      w.stateDir,
-		"SINGULARITY_CLUSTER_ETCD":   w.env["SINGULARITY_CLUSTER_ETCD"],
-		"SINGULARITY_CLUSTER_FAMILY": familyName,
-	})
-	out, err := cmd.Output()
-	require.NoError(t, err)
+	out := w.runStatus(t, "--format", "json")
 	var report struct {
 		Beings []struct {
 			Name      string `json:"name"`
@@ -568,6 +560,22 @@ func (w *world) holder(t *testing.T) string {
 		}
 	}
 	return ""
+}
+
+// runStatus runs `singularity status` with args on the family as its
+// commit records count it and returns what it printed.
+func (w *world) runStatus(t *testing.T, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(w.bin, append([]string{"status"}, args...)...)
+	cmd.Env = testkit.Environ(map[string]string{
+		"PATH":                       os.Getenv("PATH"),
+		"SINGULARITY_STATE_DIR":      w.stateDir,
+		"SINGULARITY_CLUSTER_ETCD":   w.env["SINGULARITY_CLUSTER_ETCD"],
+		"SINGULARITY_CLUSTER_FAMILY": familyName,
+	})
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	return out
 }
 
 // members are the names of the family's member records in etcd.

@@ -70,17 +70,7 @@ func BenchmarkFamilyFenced(b *testing.B) {
 			if sw == nil {
 				sw = startScale(b, cfg)
 			}
-			done := sw.brama.after(b.N)
-			b.ResetTimer()
-			start := time.Now()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Minute):
-				b.Fatalf("%d rounds not done in time", b.N)
-			}
-			elapsed := time.Since(start)
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "rounds/s")
+			sw.rounds(b)
 			b.ReportMetric(float64(sw.figures.heap)/float64(k), "heap-B/being")
 		})
 		if sw != nil {

@@ -110,17 +110,7 @@ func BenchmarkFamilyScale(b *testing.B) {
 			if sw == nil {
 				sw = startScale(b, scaleConfig{beings: k, life: life, window: scaleWindow, dir: dir})
 			}
-			done := sw.brama.after(b.N)
-			b.ResetTimer()
-			start := time.Now()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Minute):
-				b.Fatalf("%d rounds not done in time", b.N)
-			}
-			elapsed := time.Since(start)
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "rounds/s")
+			sw.rounds(b)
 			b.ReportMetric(float64(sw.figures.heap)/float64(k), "heap-B/being")
 			b.ReportMetric(float64(sw.figures.heapMax)/float64(k), "heap-max-B/being")
 			b.ReportMetric(float64(sw.figures.rss)/float64(k), "rss-B/being")
@@ -130,6 +120,21 @@ func BenchmarkFamilyScale(b *testing.B) {
 			sw.stop(b)
 		}
 	}
+}
+
+// rounds times b.N rounds of the living family and reports rounds/s.
+func (sw *scaleWorld) rounds(b *testing.B) {
+	done := sw.brama.after(b.N)
+	b.ResetTimer()
+	start := time.Now()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Minute):
+		b.Fatalf("%d rounds not done in time", b.N)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "rounds/s")
 }
 
 // scaleDir is a fresh directory for one family's states: under
