@@ -134,25 +134,11 @@ func (f files) recover(token uint64, rec Record) (durable.Held, []state.Event, e
 // torn last line: the events, each tagged with its holder's token for
 // TrustJournal. It writes nothing.
 func ReadHoldings(dir string) ([]state.Event, []Written, error) {
-	holdings, err := state.Holdings(dir)
+	f, err := readFiles(dir, math.MaxUint64)
 	if err != nil {
 		return nil, nil, err
 	}
-	var (
-		events  []state.Event
-		written []Written
-	)
-	for _, h := range holdings {
-		evs, err := state.ReadHolding(h)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, e := range evs {
-			written = append(written, Written{Token: h.Token, Seq: e.Seq})
-		}
-		events = append(events, evs...)
-	}
-	return events, written, nil
+	return f.events, f.written, nil
 }
 
 // Counted is the being in dir as its family counts it by its commit
