@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"os"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -36,12 +37,16 @@ func TestClusterDemo(t *testing.T) {
 	t.Logf("the family as its commit records count it:\n%s", w.statusTable(t))
 
 	t.Logf("SIGKILL %s, the holder, midway", holder.name)
-	before, _ = w.seen.snapshot()
+	delete(procs, holder.name)
+	survivors := []*proc{procs["alpha"], procs["beta"], procs["gamma"]}
+	survivors = slices.DeleteFunc(survivors, func(p *proc) bool { return p == nil })
+	took := holdCounts(survivors)
 	killed := time.Now()
 	require.NoError(t, holder.cmd.Process.Kill())
 	holder.wait(t, waitLimit)
-	delete(procs, holder.name)
-	require.True(t, w.seen.until(waitLimit, allCycledSince(before)))
+	takeover(t, survivors, holder, took)
+	from, _ := w.seen.snapshot()
+	require.True(t, w.seen.until(waitLimit, allCycledSince(from)))
 	t.Logf("%s took the family over: every being cycled again %s after the kill", w.holder(t), time.Since(killed).Round(time.Millisecond))
 	for _, b := range w.check(t) {
 		t.Logf("  %s: %s USD remaining, exact over its %d trusted cycles", b.st.Identity.Name, b.st.Budget.Remaining, b.st.Cycle)

@@ -69,11 +69,7 @@ func TestStorm(t *testing.T) {
 		}
 		p := members[rng.IntN(len(members))]
 		holder := w.holder(t) == p.name
-		before, _ := w.seen.snapshot()
-		took := map[*proc]int{}
-		for _, m := range members {
-			took[m] = m.lines.Count(holds)
-		}
+		took := holdCounts(members)
 		start := time.Now()
 		what := "SIGKILL"
 		if rng.IntN(5) < 2 {
@@ -83,7 +79,9 @@ func TestStorm(t *testing.T) {
 			p.signal(t, syscall.SIGSTOP)
 			waitFor(t, gone, "the frozen member's record goes with its lease")
 			if holder {
-				require.True(t, w.seen.until(waitLimit, allCycledSince(before)), "blow %d: the family goes on without the frozen holder", blow)
+				takeover(t, members, p, took)
+				from, _ := w.seen.snapshot()
+				require.True(t, w.seen.until(waitLimit, allCycledSince(from)), "blow %d: the family goes on without the frozen holder", blow)
 				back = append(back, time.Since(start))
 			}
 			rejoined := p.lines.Count("standing by for the family's lock")
@@ -94,11 +92,13 @@ func TestStorm(t *testing.T) {
 			kills++
 			p.signal(t, syscall.SIGKILL)
 			p.wait(t, waitLimit)
-			members = slices.DeleteFunc(members, func(m *proc) bool { return m == p })
 			if holder {
-				require.True(t, w.seen.until(waitLimit, allCycledSince(before)), "blow %d: a survivor takes the family over", blow)
+				takeover(t, members, p, took)
+				from, _ := w.seen.snapshot()
+				require.True(t, w.seen.until(waitLimit, allCycledSince(from)), "blow %d: a survivor takes the family over", blow)
 				back = append(back, time.Since(start))
 			}
+			members = slices.DeleteFunc(members, func(m *proc) bool { return m == p })
 			startMember().await(t, "standing by for the family's lock", waitLimit)
 		}
 		if holder {

@@ -26,11 +26,11 @@ func TestFrozenMemberIsFenced(t *testing.T) {
 	standby.await(t, "standing by for the family's lock", waitLimit)
 	frozenToken := tokens(t, w.stateDir)[1]
 
-	before, _ := w.seen.snapshot()
 	require.NoError(t, zombie.cmd.Process.Signal(syscall.SIGSTOP))
 	frozeAt := time.Now()
 	standby.await(t, "this member holds the family", waitLimit)
-	require.True(t, w.seen.until(waitLimit, allCycledSince(before)), "the family goes on on the standby")
+	from, _ := w.seen.snapshot()
+	require.True(t, w.seen.until(waitLimit, allCycledSince(from)), "the family goes on on the standby")
 	t.Logf("the standby took over %s after the holder froze", time.Since(frozeAt).Round(time.Millisecond))
 
 	// What the frozen member had written, being by being.
