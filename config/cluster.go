@@ -12,7 +12,7 @@ import (
 )
 
 // ClusterFlags make `singularity run` a member of a family that spans
-// processes (docs/cluster.md#running-a-family-on-several-machines). With
+// processes (docs/cluster.md#members). With
 // no etcd endpoint the run is a single process and none of the others
 // is read. The shared state root is SINGULARITY_STATE_DIR.
 type ClusterFlags struct {
