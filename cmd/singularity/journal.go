@@ -6,9 +6,12 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/wisent/singularity/internal/journalview"
+	"github.com/wisent/singularity/internal/store/accounts"
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/supervision/fault"
 )
 
@@ -21,8 +24,10 @@ type journalCmd struct {
 	Format   string `name:"format" default:"text" enum:"text,json" help:"Output: text (<time> <being> <type> <fields>) or json (the journal's own objects with being and being_id first)."`
 	// Tail is nil when --tail is not given: the whole history, or the
 	// newest defaultFollowTail events with --follow.
-	Tail *uint         `name:"tail" placeholder:"N" help:"Print only the newest N events of the history first (default 20 with --follow, the whole history without)."`
-	Poll time.Duration `name:"poll" default:"200ms" hidden:"" help:"How often --follow looks for new events."`
+	Tail   *uint         `name:"tail" placeholder:"N" help:"Print only the newest N events of the history first (default 20 with --follow, the whole history without)."`
+	Poll   time.Duration `name:"poll" default:"200ms" hidden:"" help:"How often --follow looks for new events."`
+	Etcd   string        `name:"cluster-etcd" env:"SINGULARITY_CLUSTER_ETCD" help:"etcd of a family across processes: print only the events its commit records say were committed (docs/cluster.md#status)."`
+	Family string        `name:"cluster-family" env:"SINGULARITY_CLUSTER_FAMILY" default:"family" help:"The family's name in etcd."`
 }
 
 // defaultFollowTail is how much of the history --follow prints first
@@ -45,7 +50,9 @@ func (j *journalCmd) tail() int {
 type followed struct {
 	being journalview.Being
 	order int
-	f     *journalview.Follower
+	f     *journalview.Follower // nil for a family across processes
+	// printed is the last seq printed, for a family across processes.
+	printed uint64
 }
 
 // entry is one event to print.
@@ -55,7 +62,15 @@ type entry struct {
 }
 
 func (j *journalCmd) Run(e *env) error {
-	fam, err := j.family()
+	load, err := clusterLoader(e, j.StateDir, j.Etcd, j.Family)
+	if err != nil {
+		return err
+	}
+	var src source = &onDisk{j: j, known: map[string]*followed{}, seen: map[string]journalview.Being{}}
+	if load != nil {
+		src = &committed{j: j, e: e, known: map[string]*followed{}}
+	}
+	fam, err := src.family()
 	if err != nil {
 		return err
 	}
@@ -63,43 +78,11 @@ func (j *journalCmd) Run(e *env) error {
 		return fault.Errorf(fault.ClassConfiguration, "no being %q in the family at %s", j.Being, j.StateDir)
 	}
 	out := bufio.NewWriter(e.stdout)
-	seen := map[string]journalview.Being{}
-	known := map[string]*followed{}
-	var order []*followed
 	tail, first := j.tail(), true
 	poll := func() error {
-		if len(known) > 0 {
-			// Children spawned since the last look (only their
-			// state.json is read).
-			if fam, err = j.familySeen(seen); err != nil {
-				return err
-			}
-		}
-		for _, b := range fam {
-			if _, ok := known[b.Dir]; ok || !j.wanted(b) {
-				continue
-			}
-			fb := &followed{being: b, order: len(order), f: journalview.NewFollower(b.Dir)}
-			known[b.Dir] = fb
-			order = append(order, fb)
-		}
-		lists := make([][]entry, 0, len(order))
-		for _, fb := range order {
-			var lines []journalview.Line
-			var err error
-			if first && tail >= 0 {
-				lines, err = fb.f.Tail(tail)
-			} else {
-				lines, err = fb.f.Next()
-			}
-			if err != nil {
-				return fault.Errorf(fault.ClassState, "cannot read the journal of %s: %w", fb.being.Name, err)
-			}
-			list := make([]entry, len(lines))
-			for i, l := range lines {
-				list[i] = entry{fb, l}
-			}
-			lists = append(lists, list)
+		lists, err := src.lines(first, tail)
+		if err != nil {
+			return err
 		}
 		batch := merge(lists)
 		if first && tail >= 0 && len(batch) > tail {
@@ -129,6 +112,169 @@ func (j *journalCmd) Run(e *env) error {
 			}
 		}
 	}
+}
+
+// source is where the journal's lines come from: each being's files as
+// one process wrote them (onDisk), or a family across processes as its
+// commit records say (committed).
+type source interface {
+	// family lists the family's beings, parents first.
+	family() ([]journalview.Being, error)
+	// lines returns, for every wanted being in family order, its lines
+	// not returned before: on the first call its newest tail (all with
+	// tail < 0).
+	lines(first bool, tail int) ([][]entry, error)
+}
+
+// onDisk follows each being's journal files (journalview.Follower).
+type onDisk struct {
+	j     *journalCmd
+	fam   []journalview.Being
+	seen  map[string]journalview.Being
+	known map[string]*followed
+	order []*followed
+}
+
+func (d *onDisk) family() ([]journalview.Being, error) {
+	fam, err := journalview.FamilySeen(d.j.StateDir, d.seen)
+	if err != nil {
+		return nil, fault.Errorf(fault.ClassState, "cannot read the family at %s: %w", d.j.StateDir, err)
+	}
+	d.fam = fam
+	return fam, nil
+}
+
+func (d *onDisk) lines(first bool, tail int) ([][]entry, error) {
+	if len(d.known) > 0 {
+		// Children spawned since the last look (only their state.json
+		// is read).
+		if _, err := d.family(); err != nil {
+			return nil, err
+		}
+	}
+	for _, b := range d.fam {
+		if _, ok := d.known[b.Dir]; ok || !d.j.wanted(b) {
+			continue
+		}
+		fb := &followed{being: b, order: len(d.order), f: journalview.NewFollower(b.Dir)}
+		d.known[b.Dir] = fb
+		d.order = append(d.order, fb)
+	}
+	lists := make([][]entry, 0, len(d.order))
+	for _, fb := range d.order {
+		var lines []journalview.Line
+		var err error
+		if first && tail >= 0 {
+			lines, err = fb.f.Tail(tail)
+		} else {
+			lines, err = fb.f.Next()
+		}
+		if err != nil {
+			return nil, fault.Errorf(fault.ClassState, "cannot read the journal of %s: %w", fb.being.Name, err)
+		}
+		list := make([]entry, len(lines))
+		for i, l := range lines {
+			list[i] = entry{fb, l}
+		}
+		lists = append(lists, list)
+	}
+	return lists, nil
+}
+
+// committed reads a family across processes (docs/cluster.md#status):
+// each being's events from every holder's files, only those its commit
+// record says were committed (fence.Counted), in seq order. Each look
+// reads the records and the files again; a being's lines are those past
+// the last seq it printed.
+type committed struct {
+	j     *journalCmd
+	e     *env
+	known map[string]*followed // by the being's id
+	order []*followed
+	// read is the last look, not yet handed out by lines.
+	read *committedRead
+}
+
+// committedRead is one look at the family: its beings and each one's
+// committed events, by state directory.
+type committedRead struct {
+	fam   []journalview.Being
+	lives map[string][]state.Event
+}
+
+func (c *committed) look() (*committedRead, error) {
+	load, err := clusterLoader(c.e, c.j.StateDir, c.j.Etcd, c.j.Family)
+	if err != nil {
+		return nil, err
+	}
+	r := &committedRead{lives: map[string][]state.Event{}}
+	var mu sync.Mutex
+	fam, err := accounts.ReadWith(c.j.StateDir, func(dir string) (*state.Being, []state.Event, error) {
+		st, life, err := load(dir)
+		mu.Lock()
+		r.lives[dir] = life
+		mu.Unlock()
+		return st, life, err
+	})
+	if err == nil && len(fam.Unreadable) > 0 {
+		err = fam.Unreadable[0]
+	}
+	if err != nil {
+		return nil, fault.Errorf(fault.ClassState, "cannot read the family at %s: %w", c.j.StateDir, err)
+	}
+	for _, b := range fam.Beings {
+		r.fam = append(r.fam, journalview.Being{Dir: b.StateDir, ID: b.ID, AgentID: b.State.Identity.AgentID,
+			Name: b.Name, Depth: b.Depth, Starting: b.State.Budget.Starting})
+	}
+	return r, nil
+}
+
+func (c *committed) family() ([]journalview.Being, error) {
+	r, err := c.look()
+	if err != nil {
+		return nil, err
+	}
+	c.read = r
+	return r.fam, nil
+}
+
+func (c *committed) lines(first bool, tail int) ([][]entry, error) {
+	r := c.read
+	c.read = nil
+	if r == nil {
+		var err error
+		if r, err = c.look(); err != nil {
+			return nil, err
+		}
+	}
+	for _, b := range r.fam {
+		if _, ok := c.known[b.ID]; ok || !c.j.wanted(b) {
+			continue
+		}
+		fb := &followed{being: b, order: len(c.order)}
+		c.known[b.ID] = fb
+		c.order = append(c.order, fb)
+	}
+	lists := make([][]entry, 0, len(c.order))
+	for _, fb := range c.order {
+		var list []entry
+		for _, ev := range r.lives[fb.being.Dir] {
+			if ev.Seq <= fb.printed {
+				continue
+			}
+			l, err := journalview.LineOf(ev)
+			if err != nil {
+				return nil, fault.Errorf(fault.ClassState, "cannot show the journal of %s: %w", fb.being.Name, err)
+			}
+			list = append(list, entry{fb, l})
+			fb.printed = ev.Seq
+		}
+		if first && tail >= 0 && len(list) > tail {
+			list = list[len(list)-tail:]
+		}
+		lists = append(lists, list)
+	}
+	return lists, nil
 }
 
 // merge interleaves the beings' lines (each list one being's, in family
@@ -176,16 +322,6 @@ func (h *heads) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
-}
-
-func (j *journalCmd) family() ([]journalview.Being, error) { return j.familySeen(nil) }
-
-func (j *journalCmd) familySeen(seen map[string]journalview.Being) ([]journalview.Being, error) {
-	fam, err := journalview.FamilySeen(j.StateDir, seen)
-	if err != nil {
-		return nil, fault.Errorf(fault.ClassState, "cannot read the family at %s: %w", j.StateDir, err)
-	}
-	return fam, nil
 }
 
 // wanted applies --being.

@@ -225,6 +225,8 @@ func startFamily(e *env, rt config.Runtime, mode being.Mode) (*live, error) {
 type held struct {
 	member string
 	token  uint64
+	// life reads a being's committed events for the debug routes.
+	life func(ctx context.Context, dir string) ([]state.Event, error)
 }
 
 // startFamilyWith is startFamily with the root's options already made.
@@ -312,7 +314,7 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options, by held)
 	}
 	l := &live{system: system, family: pid, events: events, debug: dbg, log: e.log, grace: rt.ShutdownGrace, writers: writers}
 	if dbg != nil {
-		h := debug.Handler(debug.HandlerConfig{Root: system.Root, PID: pid, Metrics: reg.Handler(), StateDir: rt.StateDir})
+		h := debug.Handler(debug.HandlerConfig{Root: system.Root, PID: pid, Metrics: reg.Handler(), StateDir: rt.StateDir, Life: by.life})
 		if err := dbg.Serve(h); err != nil {
 			l.stopNow()
 			return nil, err

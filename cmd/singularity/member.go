@@ -230,7 +230,7 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 		return false, err
 	}
 	rootOpts.Holding = hold
-	l, err := startFamilyWith(m.e, m.rt, rootOpts, held{member: m.cl.Member, token: lock.Token()})
+	l, err := startFamilyWith(m.e, m.rt, rootOpts, held{member: m.cl.Member, token: lock.Token(), life: hold.Life})
 	if err != nil {
 		unlock()
 		return false, err

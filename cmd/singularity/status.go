@@ -54,7 +54,15 @@ func (s *statusCmd) Run(e *env) error {
 // loader reads each being of a family across processes as its commit
 // record says (nil for a single process's family).
 func (s *statusCmd) loader(e *env) (accounts.Loader, error) {
-	cl, err := config.LoadCluster(config.ClusterFlags{Etcd: s.Etcd, Family: s.Family, Member: "status", Bind: "127.0.0.1:0", Lease: "3"}, os.Hostname)
+	return clusterLoader(e, s.StateDir, s.Etcd, s.Family)
+}
+
+// clusterLoader is how a reader (status, journal) reads each being of
+// the family in root when etcd names a family across processes: by the
+// commit records as they are now (member.Counter). It is nil without
+// etcd: each state directory is read as a single process wrote it.
+func clusterLoader(e *env, root, etcd, family string) (accounts.Loader, error) {
+	cl, err := config.LoadCluster(config.ClusterFlags{Etcd: etcd, Family: family, Member: "reader", Bind: "127.0.0.1:0", Lease: "3"}, os.Hostname)
 	if err != nil || !cl.Enabled {
 		return nil, err
 	}
@@ -64,7 +72,7 @@ func (s *statusCmd) loader(e *env) (accounts.Loader, error) {
 	if err != nil {
 		return nil, fault.Errorf(fault.ClassCluster, "%w", err)
 	}
-	return member.Counter(s.StateDir, records), nil
+	return member.Counter(root, records), nil
 }
 
 func spent(b accounts.Being) money.Amount {

@@ -2,6 +2,7 @@ package debug
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"html/template"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wisent/singularity/internal/journalview"
+	"github.com/wisent/singularity/internal/store/state"
 )
 
 // Journal tail bounds (docs/debug.md#routes).
@@ -26,6 +28,9 @@ const (
 // sparkline costs only the journal lines written since the last look.
 type beings struct {
 	root string // the root being's state directory; empty: routes are off
+	// life reads a being's committed events, for a family across
+	// processes (HandlerConfig.Life); nil reads its journal files.
+	life func(ctx context.Context, dir string) ([]state.Event, error)
 
 	mu     sync.Mutex
 	walked time.Time // the last walk of the family's directories
@@ -33,8 +38,8 @@ type beings struct {
 	series map[string]*journalview.Series
 }
 
-func newBeings(root string) *beings {
-	return &beings{root: root, dirs: map[string]journalview.Being{}, series: map[string]*journalview.Series{}}
+func newBeings(root string, life func(context.Context, string) ([]state.Event, error)) *beings {
+	return &beings{root: root, life: life, dirs: map[string]journalview.Being{}, series: map[string]*journalview.Series{}}
 }
 
 // find returns the being with agent id id, walking the family again when
@@ -79,10 +84,10 @@ func (s *beings) serveBalance(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	series, ok := s.series[id]
 	if !ok {
-		series = journalview.NewSeries(b, seriesPoints)
+		series = s.newSeries(b)
 		s.series[id] = series
 	}
-	points, err := series.Update()
+	points, err := s.update(r.Context(), b, series)
 	raw, jerr := json.Marshal(map[string]any{"id": b.ID, "points": points})
 	s.mu.Unlock()
 	if err != nil && len(points) <= 1 || jerr != nil {
@@ -118,7 +123,7 @@ func (s *beings) serveJournal(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	lines, err := journalview.Tail(b.Dir, n)
+	lines, err := s.tail(r.Context(), b, n)
 	if err != nil && len(lines) == 0 {
 		http.Error(w, "cannot read the journal", http.StatusInternalServerError)
 		return
@@ -138,6 +143,61 @@ func (s *beings) serveJournal(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	_, _ = w.Write(body.Bytes())
+}
+
+// lifeDeadline bounds reading a being's commit record for a route.
+const lifeDeadline = 5 * time.Second
+
+// newSeries is the balance series of b, read from its journal files or
+// fed from its committed events (update).
+func (s *beings) newSeries(b journalview.Being) *journalview.Series {
+	if s.life != nil {
+		return journalview.NewSeriesOf(b, seriesPoints)
+	}
+	return journalview.NewSeries(b, seriesPoints)
+}
+
+// update brings b's series up to date: from its journal files, or with
+// its committed events past those it has taken (a committed event stays
+// committed, so the series only grows).
+func (s *beings) update(ctx context.Context, b journalview.Being, series *journalview.Series) ([]journalview.Point, error) {
+	if s.life == nil {
+		return series.Update()
+	}
+	lines, err := s.committed(ctx, b, func(e state.Event) bool { return e.Seq > series.Seq() })
+	return series.Add(lines), err
+}
+
+// tail is b's newest n journal lines: from its journal files, or its
+// newest n committed events.
+func (s *beings) tail(ctx context.Context, b journalview.Being, n int) ([]journalview.Line, error) {
+	if s.life == nil {
+		return journalview.Tail(b.Dir, n)
+	}
+	lines, err := s.committed(ctx, b, func(state.Event) bool { return true })
+	return lines[max(0, len(lines)-n):], err
+}
+
+// committed is b's committed events that keep holds of, as lines.
+func (s *beings) committed(ctx context.Context, b journalview.Being, keep func(state.Event) bool) ([]journalview.Line, error) {
+	ctx, cancel := context.WithTimeout(ctx, lifeDeadline)
+	defer cancel()
+	life, err := s.life(ctx, b.Dir)
+	if err != nil {
+		return nil, err
+	}
+	var lines []journalview.Line
+	for _, e := range life {
+		if !keep(e) {
+			continue
+		}
+		l, err := journalview.LineOf(e)
+		if err != nil {
+			return lines, err
+		}
+		lines = append(lines, l)
+	}
+	return lines, nil
 }
 
 // line returns a journal line as it may be served: unchanged when the

@@ -1,11 +1,14 @@
 package debug
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,4 +138,66 @@ func TestBeingRoutes(t *testing.T) {
 		}
 		assert.Equal(t, []string{"1", "0.9", "1.4"}, balances)
 	})
+}
+
+// TestBeingRoutesOfACommittedFamily: with HandlerConfig.Life (a family
+// across processes) the journal and balance routes show only what Life
+// says was committed, however much more the files hold; as more is
+// committed the balance series grows by it.
+func TestBeingRoutesOfACommittedFamily(t *testing.T) {
+	root := familyOnDisk(t)
+	all, err := state.ReadJournal(filepath.Join(root, state.JournalFile))
+	require.NoError(t, err)
+	require.Len(t, all, 5)
+	var mu sync.Mutex
+	committed := 3 // started, cycle_started, cost_debited
+	life := func(_ context.Context, dir string) ([]state.Event, error) {
+		if dir != root {
+			return nil, errors.New("only the root is asked for here")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return all[:committed], nil
+	}
+	system, pid := spawnTree(t, debugtest.Family())
+	srv := httptest.NewServer(Handler(HandlerConfig{Root: system.Root, PID: pid, Deadline: testWait, StateDir: root, Life: life}))
+	t.Cleanup(srv.Close)
+	rootID := testkit.Identity().AgentID
+	types := func() []string {
+		resp, body := do(t, "GET", srv.URL+"/debug/beings/"+rootID+"/journal?tail=10")
+		require.Equal(t, 200, resp.StatusCode)
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(body), "\n") {
+			var e map[string]any
+			require.NoError(t, json.Unmarshal([]byte(l), &e))
+			out = append(out, e["type"].(string))
+		}
+		return out
+	}
+	balances := func() []string {
+		resp, body := do(t, "GET", srv.URL+"/debug/beings/"+rootID+"/balance")
+		require.Equal(t, 200, resp.StatusCode)
+		var got struct {
+			Points []struct {
+				Balance string `json:"balance"`
+			} `json:"points"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &got))
+		var out []string
+		for _, p := range got.Points {
+			out = append(out, p.Balance)
+		}
+		return out
+	}
+
+	assert.Equal(t, []string{"started", "cycle_started", "cost_debited"}, types(), "the uncommitted warning and credit are not shown")
+	assert.Equal(t, []string{"1", "0.9"}, balances())
+	mu.Lock()
+	committed = 5
+	mu.Unlock()
+	assert.Equal(t, []string{"started", "cycle_started", "cost_debited", "warning", "revenue_credited"}, types())
+	assert.Equal(t, []string{"1", "0.9", "1.4"}, balances(), "the series takes what was committed since")
+
+	resp, _ := do(t, "GET", srv.URL+"/debug/beings/c-bo/journal")
+	assert.Equal(t, http.StatusInternalServerError, resp.StatusCode, "a being whose record cannot be read")
 }

@@ -2,6 +2,7 @@ package debug
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/base64"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/wisent/singularity/internal/store/state"
 )
 
 // HandlerConfig says where the tree starts and how long collecting it may
@@ -32,6 +35,11 @@ type HandlerConfig struct {
 	// written) for the per-being journal and balance routes; empty
 	// answers 404 there.
 	StateDir string
+	// Life, for a family across processes, reads a being's committed
+	// events (member.Holding.Life): the journal and balance routes then
+	// show only what its commit record says was committed. Nil reads
+	// each being's journal files as one process wrote them.
+	Life func(ctx context.Context, dir string) ([]state.Event, error)
 }
 
 //go:embed page.html
@@ -64,7 +72,7 @@ func Handler(cfg HandlerConfig) http.Handler {
 	mux.HandleFunc("GET /debug/{$}", func(w http.ResponseWriter, r *http.Request) {
 		servePage(w, r, cfg)
 	})
-	b := newBeings(cfg.StateDir)
+	b := newBeings(cfg.StateDir, cfg.Life)
 	mux.HandleFunc("GET /debug/beings/{id}/journal", b.serveJournal)
 	mux.HandleFunc("GET /debug/beings/{id}/balance", b.serveBalance)
 	if cfg.Metrics != nil {

@@ -448,3 +448,14 @@ func tailFile(path string, n int) ([]Line, bool) {
 	}
 	return out, true
 }
+
+// LineOf is the journal line of e, as the journal writes it, for a
+// reader that has the event rather than its line (a family across
+// processes reads only the committed events).
+func LineOf(e state.Event) (Line, error) {
+	raw, err := e.MarshalJSON()
+	if err != nil {
+		return Line{}, err
+	}
+	return Line{Raw: raw, Head: Head{Type: e.Type, Seq: e.Seq, At: e.At, Cycle: e.Cycle, Amount: e.Amount}}, nil
+}

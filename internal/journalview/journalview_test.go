@@ -251,3 +251,29 @@ func TestFamilySeen(t *testing.T) {
 	_, err = journalview.Family(root)
 	assert.Error(t, err, "a fresh walk reads the root again")
 }
+
+// TestLineOfIsTheJournalsLine: the line LineOf makes of an event read
+// back from a journal is the line the journal holds, byte for byte, with
+// the same head.
+func TestLineOfIsTheJournalsLine(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	j := newBeing(t, dir, "Ada", "1")
+	kid := state.Child{ID: "c-bo", Name: "Bo <&>", Ticker: "BO", StateDir: state.ChildRecordDir("c-bo"), CreatedAt: t0, Status: state.StatusRunning}
+	step(t, j, state.Started(t0), state.CycleStarted(t0, 1, chat.Message{Role: "user", Content: "a <b> & \"c\""}))
+	step(t, j, state.Debited(t0, 1, testkit.USD("0.000123"), testkit.USD("0.0001"), 42),
+		state.RevenueCredited(t0, 1, testkit.USD("0.5"), "skarbiec"),
+		state.EndowmentGranted(kid, testkit.USD("0.25")), state.ChildAdded(kid))
+	step(t, j, state.Warning(t0, 1, "ünïcode ✓ and <html>"), state.Stopped(t0, 1, state.StatusExhausted))
+
+	lines, err := journalview.NewFollower(dir).Next()
+	require.NoError(t, err)
+	events, err := state.ReadJournal(filepath.Join(dir, state.JournalFile))
+	require.NoError(t, err)
+	require.Len(t, events, len(lines))
+	for i, e := range events {
+		got, err := journalview.LineOf(e)
+		require.NoError(t, err)
+		assert.Equal(t, string(lines[i].Raw), string(got.Raw), "event %d (%s)", i, e.Type)
+		assert.Equal(t, lines[i].Head, got.Head, "event %d (%s)", i, e.Type)
+	}
+}

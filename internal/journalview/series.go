@@ -23,7 +23,8 @@ type Point struct {
 // dropped when it grows past it; the first and the newest stay). Not safe
 // for concurrent use.
 type Series struct {
-	f       *Follower
+	f       *Follower // nil for NewSeriesOf
+	seq     uint64    // the last seq taken
 	balance money.Amount
 	points  []Point
 	max     int
@@ -41,8 +42,24 @@ func NewSeries(b Being, max int) *Series {
 // (the caller must not change them).
 func (s *Series) Update() ([]Point, error) {
 	lines, err := s.f.Next()
+	return s.Add(lines), err
+}
+
+// NewSeriesOf is NewSeries for a caller that reads b's lines itself and
+// hands them to Add (a family across processes, whose committed events
+// are not one journal file).
+func NewSeriesOf(b Being, max int) *Series {
+	s := NewSeries(b, max)
+	s.f = nil
+	return s
+}
+
+// Add takes the lines after those already taken, in seq order, and
+// returns the points so far (the caller must not change them).
+func (s *Series) Add(lines []Line) []Point {
 	for _, l := range lines {
 		h := l.Head
+		s.seq = h.Seq
 		switch h.Type {
 		case state.EventCostDebited, EventEndowmentGranted:
 			s.balance = s.balance.Sub(h.Amount)
@@ -59,7 +76,7 @@ func (s *Series) Update() ([]Point, error) {
 			s.thin()
 		}
 	}
-	return s.points, err
+	return s.points
 }
 
 // thin keeps every other point, the first and the last.
@@ -78,3 +95,6 @@ func maxInt(a, b int) int {
 	}
 	return b
 }
+
+// Seq is the seq of the last line taken (0 before any).
+func (s *Series) Seq() uint64 { return s.seq }

@@ -93,6 +93,18 @@ func (h *Holding) Hold(dir string) (durable.Held, durable.Fence, error) {
 	return held, watched{committer: fence.NewCommitter(cover, h.batch), hold: h}, nil
 }
 
+// Life is what the family counts of the being in dir as its commit
+// record says now (fence.Counted): every committed event, in order. It
+// is what the holder's debug endpoint shows of a being's journal.
+func (h *Holding) Life(ctx context.Context, dir string) ([]state.Event, error) {
+	token, seq, err := h.session.Committed(ctx, BeingID(h.root, dir))
+	if err != nil {
+		return nil, err
+	}
+	_, life, err := fence.Counted(dir, fence.Record{Token: token, Seq: seq})
+	return life, err
+}
+
 // Token is the fencing token every being of the hold writes under.
 func (h *Holding) Token() uint64 { return h.lock.Token() }
 

@@ -29,7 +29,7 @@ func TestClusterDemo(t *testing.T) {
 			procs[name].await(t, "standing by for the family's lock", waitLimit)
 		}
 	}
-	require.True(t, w.seen.until(waitLimit, allCycledSince(nil)), "the family grew")
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew")
 	holder := procs[w.holder(t)]
 	t.Logf("three members joined: %s holds the family, the others stand by; the family is %v", holder.name, familyNames)
 	before, _ := w.seen.snapshot()
@@ -46,7 +46,7 @@ func TestClusterDemo(t *testing.T) {
 	holder.wait(t, waitLimit)
 	takeover(t, survivors, holder, took)
 	from, _ := w.seen.snapshot()
-	require.True(t, w.seen.until(waitLimit, allCycledSince(from)))
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)))
 	t.Logf("%s took the family over: every being cycled again %s after the kill", w.holder(t), time.Since(killed).Round(time.Millisecond))
 	for _, b := range w.check(t) {
 		t.Logf("  %s: %s USD remaining, exact over its %d trusted cycles", b.st.Identity.Name, b.st.Budget.Remaining, b.st.Cycle)

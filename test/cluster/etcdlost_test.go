@@ -17,7 +17,7 @@ func TestEtcdLostMidRun(t *testing.T) {
 	w := newWorld(t)
 	first := w.start("m1")
 	first.await(t, holds, waitLimit)
-	require.True(t, w.seen.until(waitLimit, allCycledSince(nil)), "the family grew to %v", familyNames)
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew to %v", familyNames)
 	second := w.start("m2")
 	second.await(t, "standing by for the family's lock", waitLimit)
 
@@ -32,7 +32,7 @@ func TestEtcdLostMidRun(t *testing.T) {
 
 	before, _ := w.seen.snapshot()
 	w.etcd.Restart()
-	require.True(t, w.seen.until(waitLimit, allCycledSince(before)), "the family lives again once etcd is back")
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(before)), "the family lives again once etcd is back")
 	for _, p := range []*proc{first, second} {
 		p.await(t, "etcd answers again", waitLimit)
 	}

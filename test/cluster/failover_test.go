@@ -18,11 +18,11 @@ import (
 // the root, its two children and a grandchild.
 var familyNames = []string{rootName, "Bo", "Cy", "Di"}
 
-// allCycledSince is the condition that every being of the family sent a
-// completion more than it had in before.
-func allCycledSince(before map[string]int) func(map[string]int) bool {
+// allCycledSince is the condition that every being of the family
+// (w.names) sent a completion more than it had in before.
+func (w *world) allCycledSince(before map[string]int) func(map[string]int) bool {
 	return func(now map[string]int) bool {
-		for _, name := range familyNames {
+		for _, name := range w.names {
 			if now[name] <= before[name] {
 				return false
 			}
@@ -89,6 +89,9 @@ func failovers(t *testing.T) int {
 // its beings' round boundary, and the last member stops it.
 func TestFailoverAfterSIGKILL(t *testing.T) {
 	w := newWorld(t)
+	if n := beingsWanted(t); n > 0 {
+		w.seed(n)
+	}
 	procs := map[string]*proc{}
 	next := 0
 	startMember := func() *proc {
@@ -99,7 +102,7 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 	}
 	first := startMember()
 	first.await(t, "this member holds the family", waitLimit)
-	require.True(t, w.seen.until(waitLimit, allCycledSince(nil)), "the family grew to %v", familyNames)
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew to %d beings", len(w.names))
 	for range 2 {
 		startMember().await(t, "standing by for the family's lock", waitLimit)
 	}
@@ -114,10 +117,11 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 		holder.wait(t, waitLimit)
 		delete(procs, holder.name)
 		next := takeover(t, survivors, holder, took)
+		tookOver := time.Since(killed)
 		// Counted from the takeover on, so that no answer to the dead
 		// holder's last requests counts.
 		from, _ := w.seen.snapshot()
-		require.True(t, w.seen.until(waitLimit, allCycledSince(from)), "kill %d: every being cycles again on a survivor", kill+1)
+		require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)), "kill %d: every being cycles again on a survivor", kill+1)
 		back := time.Since(killed)
 		times = append(times, back)
 		for _, p := range survivors {
@@ -125,9 +129,10 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 				require.Equal(t, took[p], p.lines.Count(holds), "only %s took the family over", next.name)
 			}
 		}
-		t.Logf("kill %d of %s: %s took the family over; every being cycled again %s after the kill", kill+1, holder.name, next.name, back.Round(time.Millisecond))
+		t.Logf("kill %d of %s: %s took the family over %s after the kill; every being cycled again %s after it",
+			kill+1, holder.name, next.name, tookOver.Round(time.Millisecond), back.Round(time.Millisecond))
 		beings := w.check(t)
-		require.Subset(t, keysOf(beings), familyNames)
+		require.Subset(t, keysOf(beings), w.names)
 		// The holder's debug endpoint names it, and so do its metrics.
 		base := next.debugURL(t)
 		var tree struct {
@@ -140,13 +145,14 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 		require.Equal(t, next.name, tree.Member, "the family node names its member")
 		require.Equal(t, tokens(t, w.stateDir)[kill+2], tree.Fence, "and the token it holds the family under")
 		require.Contains(t, string(get(t, base+"/metrics")), `member="`+next.name+`"`)
+		w.requireDebugJournal(t, base)
 		require.Len(t, tokens(t, w.stateDir), kill+3, "the root's first state, then one directory per holder")
 		holder = next
 		startMember().await(t, "standing by for the family's lock", waitLimit)
 	}
 	slices.Sort(times)
-	t.Logf("failover after %d SIGKILLs (lease %s): p50 %s, max %s; %d distinct tool calls delivered once each",
-		len(times), lease, times[len(times)/2].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond), w.deliveries(t))
+	t.Logf("failover of a family of %d after %d SIGKILLs (lease %s): p50 %s, max %s; %d distinct tool calls delivered once each",
+		len(w.names), len(times), lease, times[len(times)/2].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond), w.deliveries(t))
 	require.Less(t, times[len(times)-1], 10*time.Second, "the family is back within 10 s of a kill")
 
 	// A graceful stop of the holder hands the family over.
@@ -157,7 +163,7 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 	delete(procs, holder.name)
 	takeover(t, survivors, holder, took)
 	from, _ := w.seen.snapshot()
-	require.True(t, w.seen.until(waitLimit, allCycledSince(from)), "the family goes on after a graceful handover")
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)), "the family goes on after a graceful handover")
 	w.check(t)
 	for _, p := range procs {
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
@@ -173,6 +179,7 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 	for name, b := range beings {
 		require.Equal(t, b.st.Budget.Remaining.String(), remaining[name], "status of %s", name)
 	}
+	w.requireJournal(t, beings)
 }
 
 func keysOf[V any](m map[string]V) []string {

@@ -52,7 +52,7 @@ func TestStorm(t *testing.T) {
 	}
 	first := startMember()
 	first.await(t, holds, waitLimit)
-	require.True(t, w.seen.until(waitLimit, allCycledSince(nil)), "the family grew to %v", familyNames)
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew to %v", familyNames)
 	for range 2 {
 		startMember().await(t, "standing by for the family's lock", waitLimit)
 	}
@@ -81,7 +81,7 @@ func TestStorm(t *testing.T) {
 			if holder {
 				takeover(t, members, p, took)
 				from, _ := w.seen.snapshot()
-				require.True(t, w.seen.until(waitLimit, allCycledSince(from)), "blow %d: the family goes on without the frozen holder", blow)
+				require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)), "blow %d: the family goes on without the frozen holder", blow)
 				back = append(back, time.Since(start))
 			}
 			rejoined := p.lines.Count("standing by for the family's lock")
@@ -95,7 +95,7 @@ func TestStorm(t *testing.T) {
 			if holder {
 				takeover(t, members, p, took)
 				from, _ := w.seen.snapshot()
-				require.True(t, w.seen.until(waitLimit, allCycledSince(from)), "blow %d: a survivor takes the family over", blow)
+				require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)), "blow %d: a survivor takes the family over", blow)
 				back = append(back, time.Since(start))
 			}
 			members = slices.DeleteFunc(members, func(m *proc) bool { return m == p })
@@ -112,7 +112,7 @@ func TestStorm(t *testing.T) {
 			require.Equal(t, 1, newHolders, "blow %d: exactly one member took the family over", blow)
 		}
 		after, _ := w.seen.snapshot()
-		require.True(t, w.seen.until(waitLimit, allCycledSince(after)), "blow %d: the family cycles", blow)
+		require.True(t, w.seen.until(waitLimit, w.allCycledSince(after)), "blow %d: the family cycles", blow)
 		w.check(t)
 		t.Logf("blow %d: %s of %s (holder: %v) in %s", blow, what, p.name, holder, time.Since(start).Round(time.Millisecond))
 	}

@@ -31,6 +31,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/journalview"
 	"github.com/wisent/singularity/internal/member"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/test/etcdtest"
@@ -63,6 +64,9 @@ type world struct {
 	stateDir string
 	records  string
 	seen     *observer
+	// names are the family's beings once it grew: the demo world's,
+	// then any seeded (seed).
+	names []string
 }
 
 func newWorld(t *testing.T) *world {
@@ -70,7 +74,7 @@ func newWorld(t *testing.T) *world {
 	if _, err := exec.LookPath("etcd"); err != nil {
 		t.Skip("etcd is not installed (apt-get install etcd-server)")
 	}
-	w := &world{t: t, bin: testkit.Singularity(t), etcd: etcdtest.Start(t), seen: newObserver()}
+	w := &world{t: t, bin: testkit.Singularity(t), etcd: etcdtest.Start(t), seen: newObserver(), names: slices.Clone(familyNames)}
 	las := testkit.Build(t, "./test/crash/recordlas")
 	dir := t.TempDir()
 	w.env = testkit.ValidEnv(t, dir, secret)
@@ -369,21 +373,12 @@ func (l *lineWatch) Tail() string {
 // returns the beings checked, by name.
 func (w *world) check(t *testing.T) map[string]checked {
 	t.Helper()
-	client := w.etcd.Client(t)
 	beings := map[string]checked{}
 	queue := []string{w.stateDir}
 	for len(queue) > 0 {
 		dir := queue[0]
 		queue = queue[1:]
-		id := member.BeingID(w.stateDir, dir)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		resp, err := client.Get(ctx, fence.Root+familyName+"/commit/"+id)
-		cancel()
-		require.NoError(t, err)
-		var rec fence.Record
-		if len(resp.Kvs) > 0 {
-			require.NoError(t, json.Unmarshal(resp.Kvs[0].Value, &rec))
-		}
+		rec := w.record(t, member.BeingID(w.stateDir, dir))
 		// Counted trusts the journals by the record: no gap and no
 		// repeat, one writer at a time.
 		b, life, err := fence.Counted(dir, rec)
@@ -566,7 +561,101 @@ func (w *world) holder(t *testing.T) string {
 // commit records count it and returns what it printed.
 func (w *world) runStatus(t *testing.T, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command(w.bin, append([]string{"status"}, args...)...)
+	return w.runReader(t, "status", args...)
+}
+
+// requireJournal runs `singularity journal --format json` on the family
+// as its commit records count it, and requires that it printed each
+// being of beings (as check judged them) exactly its trusted life: every
+// committed event, in seq order, byte for byte, and nothing else.
+func (w *world) requireJournal(t *testing.T, beings map[string]checked) {
+	t.Helper()
+	printed := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(w.runReader(t, "journal", "--format", "json"))), "\n") {
+		var head struct {
+			ID string `json:"being_id"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &head), "journal line %q", line)
+		printed[head.ID] = append(printed[head.ID], line)
+	}
+	total := 0
+	for name, b := range beings {
+		id := filepath.Base(b.dir)
+		if b.dir == w.stateDir {
+			id = b.st.Identity.AgentID
+		}
+		_, life, err := fence.Counted(b.dir, b.rec)
+		require.NoError(t, err)
+		var want []string
+		for _, e := range life {
+			l, err := journalview.LineOf(e)
+			require.NoError(t, err)
+			want = append(want, string(journalview.JSON(name, id, l)))
+		}
+		require.Equal(t, want, printed[id], "journal of %s", name)
+		delete(printed, id)
+		total += len(want)
+	}
+	require.Empty(t, printed, "journal printed beings the family does not have")
+	t.Logf("singularity journal printed the %d committed events of %d beings, and nothing else", total, len(beings))
+}
+
+// requireDebugJournal asks the holder's debug endpoint at base for the
+// root being's journal and requires that it served the committed events
+// only, the newest of them included: every line served is the trusted
+// event of its seq, and none is older than the last event committed
+// before the request.
+func (w *world) requireDebugJournal(t *testing.T, base string) {
+	t.Helper()
+	life := func() []state.Event {
+		rec := w.record(t, member.RootBeing)
+		_, life, err := fence.Counted(w.stateDir, rec)
+		require.NoError(t, err)
+		return life
+	}
+	before := life()
+	require.NotEmpty(t, before)
+	served := strings.Split(strings.TrimSpace(string(get(t, base+"/debug/beings/"+testkit.Identity().AgentID+"/journal?tail=1000"))), "\n")
+	after := map[uint64]state.Event{}
+	for _, e := range life() {
+		after[e.Seq] = e
+	}
+	var last uint64
+	for _, line := range served {
+		var got struct {
+			Type string     `json:"type"`
+			Seq  uint64     `json:"seq"`
+			At   state.Time `json:"at"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &got), "debug journal line %q", line)
+		e, ok := after[got.Seq]
+		require.True(t, ok, "the debug endpoint served event %d, which is not committed", got.Seq)
+		require.Equal(t, e.Type, got.Type, "event %d", got.Seq)
+		require.True(t, e.At.Equal(got.At.Time), "event %d", got.Seq)
+		last = max(last, got.Seq)
+	}
+	require.GreaterOrEqual(t, last, before[len(before)-1].Seq, "the debug endpoint serves the newest committed events")
+}
+
+// record is the commit record of being id as etcd holds it now.
+func (w *world) record(t *testing.T, id string) fence.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := w.etcd.Client(t).Get(ctx, fence.Root+familyName+"/commit/"+id)
+	require.NoError(t, err)
+	var rec fence.Record
+	if len(resp.Kvs) > 0 {
+		require.NoError(t, json.Unmarshal(resp.Kvs[0].Value, &rec))
+	}
+	return rec
+}
+
+// runReader runs the reading command (status, journal) with args on the
+// family as its commit records count it and returns what it printed.
+func (w *world) runReader(t *testing.T, command string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(w.bin, append([]string{command}, args...)...)
 	cmd.Env = testkit.Environ(map[string]string{
 		"PATH":                       os.Getenv("PATH"),
 		"SINGULARITY_STATE_DIR":      w.stateDir,

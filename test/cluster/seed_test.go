@@ -1,0 +1,82 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/test/testkit"
+)
+
+// seedEndowment is what the root granted each seeded child.
+const seedEndowment = "2"
+
+// beingsWanted is CLUSTER_BEINGS, the size of the family the failover
+// test runs (default 0: the demo world's family of 4 alone).
+func beingsWanted(t *testing.T) int {
+	v := os.Getenv("CLUSTER_BEINGS")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err)
+	require.Greater(t, n, len(familyNames), "CLUSTER_BEINGS counts the demo family's %d beings", len(familyNames))
+	return n
+}
+
+// seed writes the family's root before any member starts, with as many
+// funded children as make the family n beings once the demo world's
+// own three have been spawned. The root's journal holds each child's
+// grant of seedEndowment and its record, past the root's checkpoint;
+// each child has its own state and an empty journal, and is a being the
+// simulated Brama drives like any other: living, calling tools and
+// earning. The first holder finds the root written and loads the family
+// from it, as a member that joins a family does.
+func (w *world) seed(n int) {
+	t := w.t
+	t.Helper()
+	at := state.Now()
+	grant := testkit.USD(seedEndowment)
+	root := testkit.Identity()
+	var steps []state.Event
+	granted := money.Zero
+	for i := range n - len(familyNames) {
+		c := state.Child{ID: uuid.NewString(), Name: fmt.Sprintf("S%03d", i), Ticker: fmt.Sprintf("S%03d", i),
+			Specialty: root.Specialty, CreatedAt: at, Status: state.StatusRunning, Endowment: &grant}
+		c.StateDir = state.ChildRecordDir(c.ID)
+		id := root
+		id.Name, id.Ticker = c.Name, c.Ticker
+		create(t, filepath.Join(w.stateDir, c.StateDir), being.NewState(id, grant, "any", at), nil)
+		steps = append(steps, state.EndowmentGranted(c, grant), state.ChildAdded(c))
+		w.names = append(w.names, c.Name)
+		granted = granted.Add(grant)
+	}
+	// The root was given what it granted on top of the demo world's
+	// starting balance.
+	create(t, w.stateDir, being.NewState(root, testkit.USD("1").Add(granted), "any", at), steps)
+}
+
+// create writes a being's first state and its journal in dir: the
+// events of steps, one step each, past the state.
+func create(t *testing.T, dir string, st *state.Being, steps []state.Event) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	store, err := state.Open(dir)
+	require.NoError(t, err)
+	require.NoError(t, store.Create(st))
+	j, err := store.OpenJournal(st.StartedAt, 0)
+	require.NoError(t, err)
+	for _, e := range steps {
+		_, err := j.AppendStep([]state.Event{e})
+		require.NoError(t, err)
+	}
+	require.NoError(t, j.Close())
+}
