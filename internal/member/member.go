@@ -102,31 +102,45 @@ func Join(ctx context.Context, session *fence.Session, family string, cfg Config
 	if err != nil {
 		return nil, err
 	}
-	live, err := list(ctx, client, prefix)
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range live {
-		if m.Protocol != cfg.Protocol && m.Name != cfg.Name {
-			return nil, fmt.Errorf("member %s speaks protocol %d and this build %d: %w", m.Name, m.Protocol, cfg.Protocol, ErrProtocol)
-		}
-	}
-	info := Info{Name: cfg.Name, Address: cfg.Address, Protocol: cfg.Protocol, RootID: rootID, Lease: fmt.Sprintf("%x", session.Lease())}
+	info := Info{Name: cfg.Name, Address: cfg.Address, RootID: rootID, Protocol: cfg.Protocol, Lease: fmt.Sprintf("%x", session.Lease())}
 	data, _ := json.Marshal(info) // strings and a number: cannot fail
 	key := prefix + "member/" + cfg.Name
-	resp, err := client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(data), clientv3.WithLease(clientv3.LeaseID(session.Lease())))).
-		Else(clientv3.OpGet(key)).
-		Commit()
-	if err != nil {
-		return nil, fmt.Errorf("cannot write the member record %s: %w", key, err)
+	for range maxJoinTries {
+		live, rev, err := listAt(ctx, client, prefix)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range live {
+			if m.Protocol != cfg.Protocol && m.Name != cfg.Name {
+				return nil, fmt.Errorf("member %s speaks protocol %d and this build %d: %w", m.Name, m.Protocol, cfg.Protocol, ErrProtocol)
+			}
+		}
+		// The record is written only if no member record was written
+		// since the list was read: two members of different protocols
+		// joining at once cannot both get in, as the second one lists
+		// again and finds the first.
+		resp, err := client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
+				clientv3.Compare(clientv3.ModRevision(prefix+"member/"), "<", rev+1).WithPrefix()).
+			Then(clientv3.OpPut(key, string(data), clientv3.WithLease(clientv3.LeaseID(session.Lease())))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if err != nil {
+			return nil, fmt.Errorf("cannot write the member record %s: %w", key, err)
+		}
+		if resp.Succeeded {
+			return &Member{session: session, info: info}, nil
+		}
+		if len(resp.Responses) > 0 && len(resp.Responses[0].GetResponseRange().Kvs) > 0 {
+			return nil, fmt.Errorf("member %s: %w", cfg.Name, ErrNameTaken)
+		}
 	}
-	if !resp.Succeeded {
-		return nil, fmt.Errorf("member %s: %w", cfg.Name, ErrNameTaken)
-	}
-	return &Member{session: session, info: info}, nil
+	return nil, fmt.Errorf("cannot write the member record %s: the family's members kept changing (%d tries)", key, maxJoinTries)
 }
+
+// maxJoinTries bounds how often Join lists the members again because
+// another member joined while it judged them.
+const maxJoinTries = 16
 
 // familyRoot checks the root against the family and returns the root's
 // id, creating the marker and the family record for the first member.
@@ -260,15 +274,21 @@ func (m *Member) Members(ctx context.Context) ([]Info, error) {
 }
 
 func list(ctx context.Context, client *clientv3.Client, prefix string) ([]Info, error) {
+	out, _, err := listAt(ctx, client, prefix)
+	return out, err
+}
+
+// listAt is list and the etcd revision it was read at.
+func listAt(ctx context.Context, client *clientv3.Client, prefix string) ([]Info, int64, error) {
 	resp, err := client.Get(ctx, prefix+"member/", clientv3.WithPrefix())
 	if err != nil {
-		return nil, fmt.Errorf("cannot list the family's members: %w", err)
+		return nil, 0, fmt.Errorf("cannot list the family's members: %w", err)
 	}
 	out := make([]Info, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
 		var info Info
 		if err := json.Unmarshal(kv.Value, &info); err != nil {
-			return nil, fmt.Errorf("the member record %s is not a member: %q", kv.Key, kv.Value)
+			return nil, 0, fmt.Errorf("the member record %s is not a member: %q", kv.Key, kv.Value)
 		}
 		out = append(out, info)
 	}
@@ -281,5 +301,5 @@ func list(ctx context.Context, client *clientv3.Client, prefix string) ([]Info, 
 		}
 		return 0
 	})
-	return out, nil
+	return out, resp.Header.Revision, nil
 }

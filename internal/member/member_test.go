@@ -145,3 +145,60 @@ func TestFirstMembersRace(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, matches, "no temporary file is left")
 }
+
+// TestJoinRaceOfProtocols: members of two protocol versions join one
+// family at the same instant, round after round. However the joins
+// interleave, the members that got in all speak one protocol, every
+// other member was refused with ErrProtocol, and a refused member left
+// no record behind.
+func TestJoinRaceOfProtocols(t *testing.T) {
+	srv := etcdtest.Start(t)
+	etcd := srv.Client(t)
+	const rounds, each = 12, 3
+	for round := range rounds {
+		family := fmt.Sprintf("race%d", round)
+		root := t.TempDir()
+		// The family exists before the race, as it does once its first
+		// member joined; the racers then all judge the same root.
+		_, err := Join(ctxFor(t), session(t, srv, family), family, Config{Name: "first", Root: root, Protocol: 7})
+		require.NoError(t, err)
+		require.NoError(t, memberLeave(t, etcd, family, "first"))
+
+		start := make(chan struct{})
+		type result struct {
+			protocol uint32
+			err      error
+		}
+		results := make(chan result, 2*each)
+		for i := range 2 * each {
+			protocol := uint32(7 + i%2)
+			s := session(t, srv, family)
+			go func() {
+				<-start
+				_, err := Join(context.Background(), s, family, Config{Name: fmt.Sprintf("m%d", i), Root: root, Protocol: protocol})
+				results <- result{protocol, err}
+			}()
+		}
+		close(start)
+		in := map[uint32]int{}
+		for range 2 * each {
+			r := <-results
+			if r.err != nil {
+				require.ErrorIs(t, r.err, ErrProtocol, "round %d", round)
+				continue
+			}
+			in[r.protocol]++
+		}
+		require.Len(t, in, 1, "round %d: the members that got in speak one protocol: %v", round, in)
+		for _, n := range in {
+			require.Len(t, memberKeys(t, etcd, family), n, "round %d: only they have records", round)
+		}
+	}
+}
+
+// memberLeave deletes a member's record, as its Leave does.
+func memberLeave(t *testing.T, c *clientv3.Client, family, name string) error {
+	t.Helper()
+	_, err := c.Delete(ctxFor(t), fence.Root+family+"/member/"+name)
+	return err
+}
