@@ -20,10 +20,10 @@ import (
 // take.
 type HandlerConfig struct {
 	// Root asks the actors; normally the actor system's root context
-	// (system.Root). Required.
+	// (system.Root). Required unless Elsewhere is set.
 	Root Requester
 	// PID is the root of the tree served, normally the family actor.
-	// Required.
+	// Required unless Elsewhere is set.
 	PID *actor.PID
 	// Deadline bounds one collection of the whole tree. Zero means
 	// DefaultDeadline.
@@ -40,6 +40,14 @@ type HandlerConfig struct {
 	// show only what its commit record says was committed. Nil reads
 	// each being's journal files as one process wrote them.
 	Life func(ctx context.Context, dir string) ([]state.Event, error)
+	// Member names the member of a family across processes this
+	// process is: every being of the collected tree is labelled with it
+	// (the figure "member"). Empty for a single process.
+	Member string
+	// Elsewhere, when set, is where the tree comes from instead of Root
+	// and PID: a member that does not hold its family asks the member
+	// that does. Its error is served as 503 with the error's sentence.
+	Elsewhere func(ctx context.Context) (Node, error)
 }
 
 //go:embed page.html
@@ -96,8 +104,11 @@ func serveActors(w http.ResponseWriter, r *http.Request, cfg HandlerConfig) {
 		http.Error(w, "format must be json or text", http.StatusBadRequest)
 		return
 	}
-	tree := Collect(r.Context(), cfg.Root, cfg.PID, cfg.Deadline)
-	AddFamilyLedger(&tree)
+	tree, err := TreeOf(r.Context(), cfg)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
 	var body bytes.Buffer
 	if format == "text" {
 		_ = tree.WriteText(&body)
@@ -129,8 +140,11 @@ func servePage(w http.ResponseWriter, r *http.Request, cfg HandlerConfig) {
 		}
 		pageNo = n - 1
 	}
-	tree := Collect(r.Context(), cfg.Root, cfg.PID, cfg.Deadline)
-	AddFamilyLedger(&tree)
+	tree, err := TreeOf(r.Context(), cfg)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
 	body := renderPage(tree, pageNo, time.Now())
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")

@@ -440,6 +440,135 @@ func (x *BeingDescription) GetChildIds() []string {
 	return nil
 }
 
+// FamilyTreeRequest asks a member for the family's actor tree, as the
+// debug endpoint of the member that holds the family shows it. A member
+// that does not hold the family answers holding = false.
+type FamilyTreeRequest struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// asker is the asking member's name, for the answerer's log.
+	Asker string `protobuf:"bytes,1,opt,name=asker,proto3" json:"asker,omitempty"`
+}
+
+func (x *FamilyTreeRequest) Reset() {
+	*x = FamilyTreeRequest{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_singularity_cluster_proto_msgTypes[6]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *FamilyTreeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FamilyTreeRequest) ProtoMessage() {}
+
+func (x *FamilyTreeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_singularity_cluster_proto_msgTypes[6]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FamilyTreeRequest.ProtoReflect.Descriptor instead.
+func (*FamilyTreeRequest) Descriptor() ([]byte, []int) {
+	return file_singularity_cluster_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *FamilyTreeRequest) GetAsker() string {
+	if x != nil {
+		return x.Asker
+	}
+	return ""
+}
+
+// FamilyTree is the answer to a FamilyTreeRequest.
+type FamilyTree struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// member is the answering member's name.
+	Member string `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	// holding says whether the answering member holds the family now.
+	Holding bool `protobuf:"varint,2,opt,name=holding,proto3" json:"holding,omitempty"`
+	// token is the fencing token it holds the family under.
+	Token uint64 `protobuf:"varint,3,opt,name=token,proto3" json:"token,omitempty"`
+	// tree_json is the tree as GET /debug/actors serves it (docs/debug.md),
+	// already screened by the answerer's redaction guard; the asker
+	// screens it again before it serves it.
+	TreeJson []byte `protobuf:"bytes,4,opt,name=tree_json,json=treeJson,proto3" json:"tree_json,omitempty"`
+}
+
+func (x *FamilyTree) Reset() {
+	*x = FamilyTree{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_singularity_cluster_proto_msgTypes[7]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *FamilyTree) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FamilyTree) ProtoMessage() {}
+
+func (x *FamilyTree) ProtoReflect() protoreflect.Message {
+	mi := &file_singularity_cluster_proto_msgTypes[7]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FamilyTree.ProtoReflect.Descriptor instead.
+func (*FamilyTree) Descriptor() ([]byte, []int) {
+	return file_singularity_cluster_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *FamilyTree) GetMember() string {
+	if x != nil {
+		return x.Member
+	}
+	return ""
+}
+
+func (x *FamilyTree) GetHolding() bool {
+	if x != nil {
+		return x.Holding
+	}
+	return false
+}
+
+func (x *FamilyTree) GetToken() uint64 {
+	if x != nil {
+		return x.Token
+	}
+	return 0
+}
+
+func (x *FamilyTree) GetTreeJson() []byte {
+	if x != nil {
+		return x.TreeJson
+	}
+	return nil
+}
+
 var File_singularity_cluster_proto protoreflect.FileDescriptor
 
 var file_singularity_cluster_proto_rawDesc = []byte{
@@ -485,11 +614,21 @@ var file_singularity_cluster_proto_rawDesc = []byte{
 	0x65, 0x12, 0x1b, 0x0a, 0x09, 0x70, 0x61, 0x72, 0x65, 0x6e, 0x74, 0x5f, 0x69, 0x64, 0x18, 0x07,
 	0x20, 0x01, 0x28, 0x09, 0x52, 0x08, 0x70, 0x61, 0x72, 0x65, 0x6e, 0x74, 0x49, 0x64, 0x12, 0x1b,
 	0x0a, 0x09, 0x63, 0x68, 0x69, 0x6c, 0x64, 0x5f, 0x69, 0x64, 0x73, 0x18, 0x08, 0x20, 0x03, 0x28,
-	0x09, 0x52, 0x08, 0x63, 0x68, 0x69, 0x6c, 0x64, 0x49, 0x64, 0x73, 0x42, 0x37, 0x5a, 0x35, 0x67,
-	0x69, 0x74, 0x68, 0x75, 0x62, 0x2e, 0x63, 0x6f, 0x6d, 0x2f, 0x77, 0x69, 0x73, 0x65, 0x6e, 0x74,
-	0x2f, 0x73, 0x69, 0x6e, 0x67, 0x75, 0x6c, 0x61, 0x72, 0x69, 0x74, 0x79, 0x2f, 0x69, 0x6e, 0x74,
-	0x65, 0x72, 0x6e, 0x61, 0x6c, 0x2f, 0x77, 0x69, 0x72, 0x65, 0x2f, 0x63, 0x6c, 0x75, 0x73, 0x74,
-	0x65, 0x72, 0x70, 0x62, 0x62, 0x06, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x33,
+	0x09, 0x52, 0x08, 0x63, 0x68, 0x69, 0x6c, 0x64, 0x49, 0x64, 0x73, 0x22, 0x29, 0x0a, 0x11, 0x46,
+	0x61, 0x6d, 0x69, 0x6c, 0x79, 0x54, 0x72, 0x65, 0x65, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74,
+	0x12, 0x14, 0x0a, 0x05, 0x61, 0x73, 0x6b, 0x65, 0x72, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52,
+	0x05, 0x61, 0x73, 0x6b, 0x65, 0x72, 0x22, 0x71, 0x0a, 0x0a, 0x46, 0x61, 0x6d, 0x69, 0x6c, 0x79,
+	0x54, 0x72, 0x65, 0x65, 0x12, 0x16, 0x0a, 0x06, 0x6d, 0x65, 0x6d, 0x62, 0x65, 0x72, 0x18, 0x01,
+	0x20, 0x01, 0x28, 0x09, 0x52, 0x06, 0x6d, 0x65, 0x6d, 0x62, 0x65, 0x72, 0x12, 0x18, 0x0a, 0x07,
+	0x68, 0x6f, 0x6c, 0x64, 0x69, 0x6e, 0x67, 0x18, 0x02, 0x20, 0x01, 0x28, 0x08, 0x52, 0x07, 0x68,
+	0x6f, 0x6c, 0x64, 0x69, 0x6e, 0x67, 0x12, 0x14, 0x0a, 0x05, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x18,
+	0x03, 0x20, 0x01, 0x28, 0x04, 0x52, 0x05, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x12, 0x1b, 0x0a, 0x09,
+	0x74, 0x72, 0x65, 0x65, 0x5f, 0x6a, 0x73, 0x6f, 0x6e, 0x18, 0x04, 0x20, 0x01, 0x28, 0x0c, 0x52,
+	0x08, 0x74, 0x72, 0x65, 0x65, 0x4a, 0x73, 0x6f, 0x6e, 0x42, 0x37, 0x5a, 0x35, 0x67, 0x69, 0x74,
+	0x68, 0x75, 0x62, 0x2e, 0x63, 0x6f, 0x6d, 0x2f, 0x77, 0x69, 0x73, 0x65, 0x6e, 0x74, 0x2f, 0x73,
+	0x69, 0x6e, 0x67, 0x75, 0x6c, 0x61, 0x72, 0x69, 0x74, 0x79, 0x2f, 0x69, 0x6e, 0x74, 0x65, 0x72,
+	0x6e, 0x61, 0x6c, 0x2f, 0x77, 0x69, 0x72, 0x65, 0x2f, 0x63, 0x6c, 0x75, 0x73, 0x74, 0x65, 0x72,
+	0x70, 0x62, 0x62, 0x06, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x33,
 }
 
 var (
@@ -504,7 +643,7 @@ func file_singularity_cluster_proto_rawDescGZIP() []byte {
 	return file_singularity_cluster_proto_rawDescData
 }
 
-var file_singularity_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_singularity_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_singularity_cluster_proto_goTypes = []interface{}{
 	(*Hello)(nil),                // 0: singularity.cluster.v1.Hello
 	(*HelloReply)(nil),           // 1: singularity.cluster.v1.HelloReply
@@ -512,6 +651,8 @@ var file_singularity_cluster_proto_goTypes = []interface{}{
 	(*StopBeingResponse)(nil),    // 3: singularity.cluster.v1.StopBeingResponse
 	(*DescribeBeingRequest)(nil), // 4: singularity.cluster.v1.DescribeBeingRequest
 	(*BeingDescription)(nil),     // 5: singularity.cluster.v1.BeingDescription
+	(*FamilyTreeRequest)(nil),    // 6: singularity.cluster.v1.FamilyTreeRequest
+	(*FamilyTree)(nil),           // 7: singularity.cluster.v1.FamilyTree
 }
 var file_singularity_cluster_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
@@ -599,6 +740,30 @@ func file_singularity_cluster_proto_init() {
 				return nil
 			}
 		}
+		file_singularity_cluster_proto_msgTypes[6].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*FamilyTreeRequest); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_singularity_cluster_proto_msgTypes[7].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*FamilyTree); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -606,7 +771,7 @@ func file_singularity_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: file_singularity_cluster_proto_rawDesc,
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
