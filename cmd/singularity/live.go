@@ -227,6 +227,10 @@ type held struct {
 	token  uint64
 	// life reads a being's committed events for the debug routes.
 	life func(ctx context.Context, dir string) ([]state.Event, error)
+	// show, set on a member, takes the family's debug routes for the
+	// member's own endpoint and link (showcase.hold), which outlive the
+	// hold; the family then opens no endpoint of its own.
+	show func(cfg debug.HandlerConfig, token uint64)
 }
 
 // startFamilyWith is startFamily with the root's options already made.
@@ -239,7 +243,7 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options, by held)
 		return nil, err
 	}
 	var dbg *debug.Server
-	if rt.DebugAddr != "" {
+	if rt.DebugAddr != "" && by.show == nil {
 		// Bind now, serve once the family exists (the handler needs
 		// its PID).
 		dbg = debug.NewServer(debug.ServerConfig{Addr: rt.DebugAddr, AllowRemote: rt.DebugAllowRemote})
@@ -275,7 +279,7 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options, by held)
 	// serves them, the narrative log always, and whatever the command
 	// added (the demo's event lines).
 	var reg *metrics.Metrics
-	if dbg != nil {
+	if rt.DebugAddr != "" {
 		reg = metrics.New(metrics.Options{PerBeing: rt.MetricsPerBeing, Process: true, Models: rt.Brama.Models(), Member: by.member})
 		reg.SetBuild(buildInfo().metrics())
 		rootOpts.Observer = observe.Tee(reg, rootOpts.Observer)
@@ -313,9 +317,15 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options, by held)
 		return nil, fault.Errorf(fault.ClassRuntime, "spawn family: %w", err)
 	}
 	l := &live{system: system, family: pid, events: events, debug: dbg, log: e.log, grace: rt.ShutdownGrace, writers: writers}
+	cfg := debug.HandlerConfig{Root: system.Root, PID: pid, StateDir: rt.StateDir, Life: by.life, Member: by.member}
+	if reg != nil {
+		cfg.Metrics = reg.Handler()
+	}
+	if by.show != nil {
+		by.show(cfg, by.token)
+	}
 	if dbg != nil {
-		h := debug.Handler(debug.HandlerConfig{Root: system.Root, PID: pid, Metrics: reg.Handler(), StateDir: rt.StateDir, Life: by.life})
-		if err := dbg.Serve(h); err != nil {
+		if err := dbg.Serve(debug.Handler(cfg)); err != nil {
 			l.stopNow()
 			return nil, err
 		}

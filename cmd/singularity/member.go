@@ -8,9 +8,14 @@ import (
 	"os"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/actors/memberlink"
 	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/debug"
 	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/logging"
 	"github.com/wisent/singularity/internal/member"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
@@ -35,8 +40,15 @@ func runMember(e *env, rt config.Runtime, cl config.Cluster) error {
 		return fault.Errorf(fault.ClassCluster, "etcd is unreachable at boot: %w", err)
 	}
 	log := e.log.With("member", cl.Member)
+	show, address, closeShow, err := openShowcase(e, rt, cl)
+	if err != nil {
+		_ = session.Close()
+		return err
+	}
+	defer closeShow()
+	cl.Bind = address
 	for {
-		m := &memberRun{e: e, rt: rt, cl: cl, log: log, session: session, sigs: sigs}
+		m := &memberRun{e: e, rt: rt, cl: cl, log: log, session: session, sigs: sigs, show: show}
 		rejoin, err := m.live()
 		if !rejoin {
 			return err
@@ -45,6 +57,42 @@ func runMember(e *env, rt config.Runtime, cl config.Cluster) error {
 			return nil // a signal while etcd was away
 		}
 	}
+}
+
+// openShowcase starts what the member shows for its whole life: its own
+// actor system, served by protoactor-go's remote at --cluster-bind with
+// the member's link on it, and its debug endpoint when one is
+// configured. It returns the address the link listens on (the bound
+// port, if --cluster-bind asked for port 0), which the member record
+// carries.
+func openShowcase(e *env, rt config.Runtime, cl config.Cluster) (*showcase, string, func(), error) {
+	quiet := logging.AtLeast(e.log.With("lib", "protoactor"), slog.LevelWarn)
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+	show := newShowcase(cl.Member, cl.Family, rt.StateDir, system)
+	address, stopRemote, err := memberlink.Serve(system, cl.Bind, show.answer)
+	if err != nil {
+		system.Shutdown()
+		return nil, "", nil, fault.Errorf(fault.ClassCluster, "%w", err)
+	}
+	closeAll := func() {
+		stopRemote()
+		system.Shutdown()
+	}
+	if rt.DebugAddr == "" {
+		return show, address, closeAll, nil
+	}
+	dbg := debug.NewServer(debug.ServerConfig{Addr: rt.DebugAddr, AllowRemote: rt.DebugAllowRemote})
+	if err := dbg.Serve(show); err != nil {
+		closeAll()
+		return nil, "", nil, err
+	}
+	e.log.Info("debug endpoint listening", "url", "http://"+dbg.Addr().String()+"/debug/")
+	return show, address, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = dbg.Shutdown(ctx)
+		cancel()
+		closeAll()
+	}, nil
 }
 
 func openSession(cl config.Cluster) (*fence.Session, error) {
@@ -80,6 +128,7 @@ type memberRun struct {
 	session *fence.Session
 	sigs    <-chan os.Signal
 	member  *member.Member
+	show    *showcase
 }
 
 // live joins, stands by, and holds the family if its lock comes. It
@@ -94,6 +143,8 @@ func (m *memberRun) live() (rejoin bool, err error) {
 		return false, err
 	}
 	defer m.leave()
+	m.show.standBy(m.session)
+	defer m.show.standBy(nil)
 	lock, rejoin, err := m.standBy()
 	if lock == nil {
 		return rejoin, err
@@ -198,6 +249,7 @@ func (m *memberRun) standBy() (*fence.Lock, bool, error) {
 // family's own end, or the loss of the hold.
 func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 	log := m.log.With("token", lock.Token())
+	defer m.show.standBy(m.session)
 	unlock := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
 		defer cancel()
@@ -230,7 +282,7 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 		return false, err
 	}
 	rootOpts.Holding = hold
-	l, err := startFamilyWith(m.e, m.rt, rootOpts, held{member: m.cl.Member, token: lock.Token(), life: hold.Life})
+	l, err := startFamilyWith(m.e, m.rt, rootOpts, held{member: m.cl.Member, token: lock.Token(), life: hold.Life, show: m.show.hold})
 	if err != nil {
 		unlock()
 		return false, err

@@ -26,12 +26,27 @@ var ErrNoCheckpoint = errors.New("no trusted checkpoint")
 // applies only accepted steps, so every checkpoint a holder wrote is
 // within what it committed; the check is kept all the same, so that a
 // checkpoint past what the journal trusts is skipped rather than loaded.
+//
+// Only what is replayed is decoded whole: the files are read first by
+// each event's head (its seq is all the trust rule needs), and once the
+// checkpoint is chosen the events past it are read again, whole. A
+// takeover reads every being's whole life, so this keeps its cost near
+// that of reading heads.
 func Recover(dir string, token uint64, rec Record) (durable.Held, error) {
-	f, err := readFiles(dir, token)
+	heads, err := readFiles(dir, token, math.MaxUint64, true)
 	if err != nil {
 		return durable.Held{}, err
 	}
-	held, _, err := f.recover(token, rec)
+	held, _, err := heads.recover(token, rec)
+	if err != nil {
+		return durable.Held{}, err
+	}
+	f, err := readFiles(dir, token, held.Checkpoint.Seq(), false)
+	if err != nil {
+		return durable.Held{}, err
+	}
+	f.checkpoints = heads.checkpoints
+	held, _, err = f.recover(token, rec)
 	return held, err
 }
 
@@ -51,8 +66,10 @@ type checkpoint struct {
 
 // readFiles reads the files of every holder of the being in dir older
 // than token (state.Holdings), leaving out a torn last line; a holder's
-// directory newer than token is an error.
-func readFiles(dir string, token uint64) (files, error) {
+// directory newer than token is an error. The events with a seq up to
+// past are decoded by their head only (state.ReadHoldingPast); the
+// holders' checkpoints are loaded when checkpoints is set.
+func readFiles(dir string, token, past uint64, checkpoints bool) (files, error) {
 	holdings, err := state.Holdings(dir)
 	if err != nil {
 		return files{}, err
@@ -65,7 +82,7 @@ func readFiles(dir string, token uint64) (files, error) {
 			}
 			continue // this holder's own directory, from an attempt that wrote nothing
 		}
-		evs, err := state.ReadHolding(h)
+		evs, err := state.ReadHoldingPast(h, past)
 		if err != nil {
 			return files{}, err
 		}
@@ -73,6 +90,9 @@ func readFiles(dir string, token uint64) (files, error) {
 			f.written = append(f.written, Written{Token: h.Token, Seq: e.Seq})
 		}
 		f.events = append(f.events, evs...)
+		if !checkpoints {
+			continue
+		}
 		b, ok, err := state.LoadHolding(h)
 		if err != nil {
 			return files{}, err
@@ -134,7 +154,7 @@ func (f files) recover(token uint64, rec Record) (durable.Held, []state.Event, e
 // torn last line: the events, each tagged with its holder's token for
 // TrustJournal. It writes nothing.
 func ReadHoldings(dir string) ([]state.Event, []Written, error) {
-	f, err := readFiles(dir, math.MaxUint64)
+	f, err := readFiles(dir, math.MaxUint64, 0, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -149,7 +169,7 @@ func ReadHoldings(dir string) ([]state.Event, []Written, error) {
 // neither.
 func Counted(dir string, rec Record) (*state.Being, []state.Event, error) {
 	// No holder's directory is newer than the largest token.
-	f, err := readFiles(dir, math.MaxUint64)
+	f, err := readFiles(dir, math.MaxUint64, 0, true)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -137,6 +137,9 @@ func TestRecoverTrustsOnlyWhatWasCommitted(t *testing.T) {
 			var seqs []uint64
 			for _, e := range held.Events {
 				seqs = append(seqs, e.Seq)
+				// Replayed events are read whole, not by their head.
+				assert.Equal(t, fmt.Sprintf("event %d", e.Seq), e.Message, "event %d", e.Seq)
+				assert.False(t, e.At.IsZero(), "event %d", e.Seq)
 			}
 			assert.Equal(t, c.events, seqs)
 			assert.Equal(t, c.next, held.Next)

@@ -35,7 +35,12 @@ type Config struct {
 	// DefaultDialTimeout.
 	DialTimeout time.Duration
 	// CommitTimeout bounds one commit transaction, after which its
-	// outcome is unknown; zero means the TTL.
+	// outcome is unknown; zero means three times the TTL. It does not
+	// bound how long an unreachable etcd goes unnoticed: the session
+	// ends when its lease does, and the member stops its beings then.
+	// It only tells a slow etcd from a lost one: one whose WAL fsync
+	// waits behind a disk busy with a takeover's hundreds of beings
+	// answered later than one TTL in the failover test.
 	CommitTimeout time.Duration
 }
 
@@ -56,10 +61,13 @@ func (c *Config) defaults() error {
 		c.DialTimeout = DefaultDialTimeout
 	}
 	if c.CommitTimeout <= 0 {
-		c.CommitTimeout = c.TTL
+		c.CommitTimeout = commitTimeouts * c.TTL
 	}
 	return nil
 }
+
+// commitTimeouts is the default commit timeout in TTLs.
+const commitTimeouts = 3
 
 // Session is a member's one connection to etcd: a client and a lease
 // kept alive, under which the member holds its beings' locks. Its

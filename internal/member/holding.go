@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -39,13 +40,17 @@ type Holding struct {
 	// loaded are the directories loaded under this hold: a second load
 	// is a restart.
 	loaded map[string]bool
+	// recovering bounds how many beings read their holders' files at
+	// once (see Hold).
+	recovering chan struct{}
 }
 
 // NewHolding returns the hold of the family whose root being lives in
 // root, held by lock (the root's) on session; commits go through batch
 // (nil: a transaction each).
 func NewHolding(session *fence.Session, lock *fence.Lock, batch *fence.Batcher, root string, timeout time.Duration) *Holding {
-	return &Holding{root: filepath.Clean(root), lock: lock, session: session, batch: batch, timeout: timeout, lost: make(chan struct{}), loaded: map[string]bool{}}
+	return &Holding{root: filepath.Clean(root), lock: lock, session: session, batch: batch, timeout: timeout, lost: make(chan struct{}), loaded: map[string]bool{},
+		recovering: make(chan struct{}, runtime.GOMAXPROCS(0))}
 }
 
 // BeingID is the id in etcd of the being whose directory is dir, in the
@@ -86,7 +91,15 @@ func (h *Holding) Hold(dir string) (durable.Held, durable.Fence, error) {
 	if err != nil {
 		return durable.Held{}, nil, fmt.Errorf("hold %s: %w", dir, err)
 	}
+	// A takeover loads every being of the family at once, and reading
+	// a being's whole life is work for a CPU: as many at a time as the
+	// process has CPUs, the others blocked, so that the scheduler's run
+	// queue stays short and the session's lease keepalives are answered
+	// in time (with every being reading at once, a new holder of 300
+	// beings lost its 3 s lease before it had loaded them).
+	h.recovering <- struct{}{}
 	held, err := fence.Recover(dir, h.lock.Token(), fence.Record{Token: token, Seq: seq})
+	<-h.recovering
 	if err != nil {
 		return durable.Held{}, nil, err
 	}
@@ -97,12 +110,21 @@ func (h *Holding) Hold(dir string) (durable.Held, durable.Fence, error) {
 // record says now (fence.Counted): every committed event, in order. It
 // is what the holder's debug endpoint shows of a being's journal.
 func (h *Holding) Life(ctx context.Context, dir string) ([]state.Event, error) {
-	token, seq, err := h.session.Committed(ctx, BeingID(h.root, dir))
-	if err != nil {
-		return nil, err
+	return LifeOf(h.session, h.root)(ctx, dir)
+}
+
+// LifeOf is Holding.Life for any member of the family on the shared
+// root, holding it or standing by: what a standby's debug endpoint shows
+// of a being's journal.
+func LifeOf(session *fence.Session, root string) func(ctx context.Context, dir string) ([]state.Event, error) {
+	return func(ctx context.Context, dir string) ([]state.Event, error) {
+		token, seq, err := session.Committed(ctx, BeingID(root, dir))
+		if err != nil {
+			return nil, err
+		}
+		_, life, err := fence.Counted(dir, fence.Record{Token: token, Seq: seq})
+		return life, err
 	}
-	_, life, err := fence.Counted(dir, fence.Record{Token: token, Seq: seq})
-	return life, err
 }
 
 // Token is the fencing token every being of the hold writes under.

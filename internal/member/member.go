@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -302,4 +303,33 @@ func listAt(ctx context.Context, client *clientv3.Client, prefix string) ([]Info
 		return 0
 	})
 	return out, resp.Header.Revision, nil
+}
+
+// Holder is the live member that holds being's lock in family: the
+// member whose lease wrote the oldest key under lock/<being>/ (an etcd
+// mutex is held by its oldest waiter). ok is false when nobody holds or
+// waits for the lock, or when the holder's record is gone (it left, or
+// its lease ended and the lock key goes with it).
+func Holder(ctx context.Context, client *clientv3.Client, family, being string) (info Info, ok bool, err error) {
+	prefix := fence.Root + family + "/"
+	lockPrefix := prefix + "lock/" + being + "/"
+	locks, err := client.Get(ctx, lockPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
+	if err != nil {
+		return Info{}, false, fmt.Errorf("cannot read the lock of %s: %w", being, err)
+	}
+	if len(locks.Kvs) == 0 {
+		return Info{}, false, nil
+	}
+	lease := strings.TrimPrefix(string(locks.Kvs[0].Key), lockPrefix)
+	live, err := list(ctx, client, prefix)
+	if err != nil {
+		return Info{}, false, err
+	}
+	for _, m := range live {
+		if m.Lease == lease {
+			return m, true, nil
+		}
+	}
+	return Info{}, false, nil
 }

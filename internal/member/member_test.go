@@ -202,3 +202,56 @@ func memberLeave(t *testing.T, c *clientv3.Client, family, name string) error {
 	_, err := c.Delete(ctxFor(t), fence.Root+family+"/member/"+name)
 	return err
 }
+
+// The holder is the member whose lock key is oldest; a waiting member
+// is not the holder until the lock passes to it.
+func TestHolder(t *testing.T) {
+	srv := etcdtest.Start(t)
+	etcd := srv.Client(t)
+	root := t.TempDir()
+
+	_, ok, err := Holder(ctxFor(t), etcd, "fam", RootBeing)
+	require.NoError(t, err)
+	require.False(t, ok, "nobody holds a lock no member took")
+
+	s1, s2 := session(t, srv, "fam"), session(t, srv, "fam")
+	_, err = Join(ctxFor(t), s1, "fam", Config{Name: "m1", Address: "127.0.0.1:1", Root: root})
+	require.NoError(t, err)
+	_, err = Join(ctxFor(t), s2, "fam", Config{Name: "m2", Address: "127.0.0.1:2", Root: root})
+	require.NoError(t, err)
+
+	first, err := s1.Lock(ctxFor(t), RootBeing)
+	require.NoError(t, err)
+	second := make(chan *fence.Lock, 1)
+	go func() {
+		l, err := s2.Lock(context.Background(), RootBeing)
+		if err != nil {
+			l = nil
+		}
+		second <- l
+	}()
+	waiting := func() bool {
+		resp, err := etcd.Get(ctxFor(t), fence.Root+"fam/lock/"+RootBeing+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		require.NoError(t, err)
+		return resp.Count == 2
+	}
+	require.Eventually(t, waiting, 10*time.Second, 10*time.Millisecond, "m2 waits for the lock")
+
+	info, ok, err := Holder(ctxFor(t), etcd, "fam", RootBeing)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "m1", info.Name)
+	require.Equal(t, "127.0.0.1:1", info.Address)
+
+	require.NoError(t, first.Unlock(ctxFor(t)))
+	select {
+	case l := <-second:
+		require.NotNil(t, l, "m2's wait for the lock failed")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lock did not pass to m2")
+	}
+	info, ok, err = Holder(ctxFor(t), etcd, "fam", RootBeing)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "m2", info.Name)
+}

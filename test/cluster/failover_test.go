@@ -31,6 +31,27 @@ func (w *world) allCycledSince(before map[string]int) func(map[string]int) bool 
 	}
 }
 
+// stalled fails the test for the beings that did not cycle again since
+// before, naming each with its status as committed, and keeps the
+// holder's stderr and goroutines.
+func (w *world) stalled(t *testing.T, before map[string]int, holder *proc, when string) {
+	t.Helper()
+	now, _ := w.seen.snapshot()
+	beings := w.check(t)
+	var missing []string
+	for _, name := range w.names {
+		if now[name] <= before[name] {
+			status := "unknown"
+			if b, ok := beings[name]; ok {
+				status = fmt.Sprintf("%s, %s left", b.st.Status, b.st.Budget.Remaining)
+			}
+			missing = append(missing, fmt.Sprintf("%s (%s)", name, status))
+		}
+	}
+	t.Fatalf("%s: %d of %d beings did not cycle again on %s within %s: %v; %s",
+		when, len(missing), len(w.names), holder.name, waitLimit, missing, holder.dump(t))
+}
+
 // takeover waits for a member of candidates other than gone to log that
 // it holds the family once more than it had in took, and returns it. The
 // family's completions alone cannot tell: the simulated Brama may still
@@ -121,12 +142,17 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 		// Counted from the takeover on, so that no answer to the dead
 		// holder's last requests counts.
 		from, _ := w.seen.snapshot()
-		require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)), "kill %d: every being cycles again on a survivor", kill+1)
+		if !w.seen.until(waitLimit, w.allCycledSince(from)) {
+			w.stalled(t, from, next, fmt.Sprintf("kill %d", kill+1))
+		}
 		back := time.Since(killed)
 		times = append(times, back)
 		for _, p := range survivors {
 			if p != next {
-				require.Equal(t, took[p], p.lines.Count(holds), "only %s took the family over", next.name)
+				if took[p] != p.lines.Count(holds) {
+					t.Fatalf("only %s took the family over, but %s did too; %s: %s\n%s: %s",
+						next.name, p.name, p.name, p.dump(t), next.name, next.dump(t))
+				}
 			}
 		}
 		t.Logf("kill %d of %s: %s took the family over %s after the kill; every being cycled again %s after it",
@@ -146,6 +172,11 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 		require.Equal(t, tokens(t, w.stateDir)[kill+2], tree.Fence, "and the token it holds the family under")
 		require.Contains(t, string(get(t, base+"/metrics")), `member="`+next.name+`"`)
 		w.requireDebugJournal(t, base)
+		for _, p := range survivors {
+			if p != next && p != holder {
+				w.requireStandbyTree(t, p, next)
+			}
+		}
 		require.Len(t, tokens(t, w.stateDir), kill+3, "the root's first state, then one directory per holder")
 		holder = next
 		startMember().await(t, "standing by for the family's lock", waitLimit)

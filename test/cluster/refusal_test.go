@@ -25,6 +25,10 @@ func TestRefusals(t *testing.T) {
 	deadEtcd := "http://" + closed.Addr().String()
 	require.NoError(t, closed.Close())
 	otherRoot := filepath.Join(t.TempDir(), "state")
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	takenAddr := taken.Addr().String()
 
 	cases := []struct {
 		name string
@@ -40,6 +44,8 @@ func TestRefusals(t *testing.T) {
 			2, "singularity: configuration: " + otherRoot + " is not the root family fam lives on"},
 		{"another family on the root", map[string]string{"SINGULARITY_CLUSTER_MEMBER": "m2", "SINGULARITY_CLUSTER_FAMILY": "other"},
 			2, "singularity: configuration: " + filepath.Join(w.stateDir, "cluster.json") + " names family fam, not other: the state root holds another family"},
+		{"a link address already taken", map[string]string{"SINGULARITY_CLUSTER_MEMBER": "m2", "SINGULARITY_CLUSTER_BIND": takenAddr},
+			3, "singularity: cluster: cannot listen on " + takenAddr + ": "},
 		{"a lease of no seconds", map[string]string{"SINGULARITY_CLUSTER_MEMBER": "m2", "SINGULARITY_CLUSTER_LEASE_SECS": "0"},
 			2, `singularity: configuration: SINGULARITY_CLUSTER_LEASE_SECS "0" is not a whole number of seconds from 1 to 3600`},
 		{"a member name with a slash", map[string]string{"SINGULARITY_CLUSTER_MEMBER": "a/b"},

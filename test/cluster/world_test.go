@@ -681,3 +681,35 @@ func (w *world) members(t *testing.T) []string {
 	}
 	return names
 }
+
+// requireStandbyTree asks the debug endpoint of standby, a member that
+// does not hold the family, for the actor tree, and requires that it
+// shows the whole family as holder runs it: the family node names the
+// holder, and so does every being of it.
+func (w *world) requireStandbyTree(t *testing.T, standby, holder *proc) {
+	t.Helper()
+	type node struct {
+		Kind     string `json:"kind"`
+		Name     string `json:"name"`
+		Member   string `json:"member"`
+		Children []node `json:"children"`
+	}
+	var tree node
+	raw := get(t, standby.debugURL(t)+"/debug/actors")
+	require.NoError(t, json.Unmarshal(raw, &tree), "standby %s served %.200q", standby.name, raw)
+	require.Equal(t, "family", tree.Kind)
+	require.Equal(t, holder.name, tree.Member, "standby %s shows the family node of its holder", standby.name)
+	beings := 0
+	var walk func(n node)
+	walk = func(n node) {
+		if n.Kind == "being" {
+			beings++
+			require.Equal(t, holder.name, n.Member, "standby %s: being %s runs on the holder", standby.name, n.Name)
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(tree)
+	require.GreaterOrEqual(t, beings, len(w.names), "standby %s shows every being", standby.name)
+}

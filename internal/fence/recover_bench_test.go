@@ -1,0 +1,101 @@
+package fence
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/test/testkit"
+)
+
+// lifeOfHolders writes a being that holders took over in turn, each
+// living cycles cycles of a prompt, an answer and a debit (about 2 KB of
+// journal a cycle, as the demo world's beings write) and leaving a
+// checkpoint at its last step, but the last holder, which died before
+// its next checkpoint. It returns the directory and the record
+// of the last holder's last commit.
+func lifeOfHolders(tb testing.TB, holders int, cycles uint64) (string, Record) {
+	tb.Helper()
+	dir := testkit.BootedDir(tb)
+	base, err := state.Load(dir)
+	require.NoError(tb, err)
+	prompt := chat.Message{Role: "user", Content: strings.Repeat("Begin autonomous cycle. Balance: 2.390786258602 USD. ", 20)}
+	answer := chat.Message{Role: "assistant", Content: strings.Repeat("I will sell a report and remember it. ", 25)}
+	cost := testkit.USD("0.000886613527")
+	seq := uint64(1)
+	var rec Record
+	for h := 1; h <= holders; h++ {
+		token := uint64(h) * 10
+		store, err := state.Open(state.HolderDir(dir, token))
+		require.NoError(tb, err)
+		j, err := store.OpenJournal(state.Now(), 0)
+		require.NoError(tb, err)
+		require.NoError(tb, j.StartAt(seq))
+		for c := range cycles {
+			at := state.Now()
+			step, err := j.AppendStep([]state.Event{
+				state.CycleStarted(at, c, prompt),
+				state.ModelCompleted(at, c, chat.Usage{PromptTokens: 5812, CompletionTokens: 12, TotalTokens: 5824}, answer),
+				state.Debited(at, c, cost, cost.Sub(cost), 5824),
+			})
+			require.NoError(tb, err)
+			seq = step[len(step)-1].Seq + 1
+		}
+		require.NoError(tb, j.Close())
+		last := seq - 1
+		rec = Record{Token: token, Seq: last}
+		if h == holders {
+			break // it died before its next checkpoint
+		}
+		b := *base
+		b.JournalSeq = &last
+		require.NoError(tb, store.Save(&b))
+	}
+	return dir, rec
+}
+
+// BenchmarkRecover is what a new holder reads of one being that eight
+// holders held before it, 100 cycles each (about 1.6 MB of journal):
+// "heads" is Recover, which decodes whole only the events it replays;
+// "whole" decodes every event, as Recover did before.
+func BenchmarkRecover(b *testing.B) {
+	dir, rec := lifeOfHolders(b, 8, 100)
+	b.Run("heads", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Recover(dir, math.MaxUint32, rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("whole", func(b *testing.B) {
+		for b.Loop() {
+			f, err := readFiles(dir, math.MaxUint32, 0, true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := f.recover(math.MaxUint32, rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// The life the benchmark reads recovers as the whole read does.
+func TestRecoverOfALongLifeReadsHeadsAlike(t *testing.T) {
+	dir, rec := lifeOfHolders(t, 3, 10)
+	got, err := Recover(dir, 99, rec)
+	require.NoError(t, err)
+	f, err := readFiles(dir, 99, 0, true)
+	require.NoError(t, err)
+	want, _, err := f.recover(99, rec)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.Equal(t, rec.Seq+1, got.Next)
+	require.Len(t, got.Events, 30, "the last holder's 10 cycles are replayed")
+	require.Equal(t, state.EventModelCompleted, got.Events[1].Type)
+	require.NotNil(t, got.Events[1].Chat, "and read whole")
+}
