@@ -38,9 +38,9 @@ type Config struct {
 	// outcome is unknown; zero means three times the TTL. It does not
 	// bound how long an unreachable etcd goes unnoticed: the session
 	// ends when its lease does, and the member stops its beings then.
-	// It only tells a slow etcd from a lost one: one whose WAL fsync
-	// waits behind a disk busy with a takeover's hundreds of beings
-	// answered later than one TTL in the failover test.
+	// It only tells a slow answer from a lost etcd: while a new holder
+	// recovered 300 beings, a commit's answer came later than one TTL
+	// in the failover test.
 	CommitTimeout time.Duration
 }
 
