@@ -19,7 +19,7 @@ type ClusterFlags struct {
 	Etcd   string `name:"cluster-etcd" env:"SINGULARITY_CLUSTER_ETCD" help:"Comma list of etcd client URLs; set, run joins a family across processes (docs/cluster.md)."`
 	Family string `name:"cluster-family" env:"SINGULARITY_CLUSTER_FAMILY" default:"family" help:"The family's name in etcd: one family a name per etcd."`
 	Member string `name:"cluster-member" env:"SINGULARITY_CLUSTER_MEMBER" help:"This member's name, unique among the family's live members (default: the host name)."`
-	Bind   string `name:"cluster-bind" env:"SINGULARITY_CLUSTER_BIND" default:"127.0.0.1:0" help:"Address other members reach this one at (host:port)."`
+	Bind   string `name:"cluster-bind" env:"SINGULARITY_CLUSTER_BIND" default:"127.0.0.1:0" help:"Address this member listens on for the other members (host:port; port 0 picks a free one)."`
 	Lease  string `name:"cluster-lease-secs" env:"SINGULARITY_CLUSTER_LEASE_SECS" default:"3" help:"The member's etcd lease, whole seconds: a member silent this long loses its beings."`
 }
 

@@ -115,19 +115,16 @@ func (s *showcase) fromHolder(ctx context.Context, session *fence.Session) (debu
 	return node, nil
 }
 
-// answer is the link's answer to another member (memberlink.Shown).
+// answer is the link's answer to another member (memberlink.Shown):
+// the tree it holds, else (standing by, or a tree it cannot encode) that
+// it does not hold the family.
 func (s *showcase) answer(ctx context.Context, _ string) *clusterpb.FamilyTree {
-	view := s.holding.Load()
-	if view == nil {
-		return &clusterpb.FamilyTree{Member: s.name}
+	if view := s.holding.Load(); view != nil {
+		if tree, err := debug.TreeOf(ctx, view.cfg); err == nil {
+			if raw, err := tree.MarshalJSON(); err == nil {
+				return &clusterpb.FamilyTree{Member: s.name, Holding: true, Token: view.token, TreeJson: raw}
+			}
+		}
 	}
-	tree, err := debug.TreeOf(ctx, view.cfg)
-	if err != nil {
-		return &clusterpb.FamilyTree{Member: s.name}
-	}
-	raw, err := tree.MarshalJSON()
-	if err != nil {
-		return &clusterpb.FamilyTree{Member: s.name}
-	}
-	return &clusterpb.FamilyTree{Member: s.name, Holding: true, Token: view.token, TreeJson: raw}
+	return &clusterpb.FamilyTree{Member: s.name}
 }

@@ -29,9 +29,9 @@ var ErrNoCheckpoint = errors.New("no trusted checkpoint")
 //
 // Only what is replayed is decoded whole: the files are read first by
 // each event's head (its seq is all the trust rule needs), and once the
-// checkpoint is chosen the events past it are read again, whole. A
-// takeover reads every being's whole life, so this keeps its cost near
-// that of reading heads.
+// checkpoint is chosen the holders' files with events past it are read
+// again, those events whole. A takeover reads every being's whole life,
+// so this keeps its cost near that of reading heads.
 func Recover(dir string, token uint64, rec Record) (durable.Held, error) {
 	heads, err := readFiles(dir, token, math.MaxUint64, true)
 	if err != nil {
@@ -41,11 +41,10 @@ func Recover(dir string, token uint64, rec Record) (durable.Held, error) {
 	if err != nil {
 		return durable.Held{}, err
 	}
-	f, err := readFiles(dir, token, held.Checkpoint.Seq(), false)
+	f, err := heads.wholePast(held.Checkpoint.Seq())
 	if err != nil {
 		return durable.Held{}, err
 	}
-	f.checkpoints = heads.checkpoints
 	held, _, err = f.recover(token, rec)
 	return held, err
 }
@@ -54,9 +53,43 @@ func Recover(dir string, token uint64, rec Record) (durable.Held, error) {
 // event in order, tagged with its holder's token, and every checkpoint.
 type files struct {
 	dir         string
+	read        []holdingRead
 	events      []state.Event
 	written     []Written
 	checkpoints []checkpoint
+}
+
+// holdingRead is one holder's events as read.
+type holdingRead struct {
+	holding state.Holding
+	events  []state.Event
+}
+
+// add appends the events read of holding h.
+func (f *files) add(h state.Holding, evs []state.Event) {
+	f.read = append(f.read, holdingRead{holding: h, events: evs})
+	for _, e := range evs {
+		f.written = append(f.written, Written{Token: h.Token, Seq: e.Seq})
+	}
+	f.events = append(f.events, evs...)
+}
+
+// wholePast is f with the events past seq past decoded whole: the
+// holders' files that hold such an event are read again
+// (state.ReadHoldingPast), the others kept as read.
+func (f files) wholePast(past uint64) (files, error) {
+	out := files{dir: f.dir, checkpoints: f.checkpoints}
+	for _, r := range f.read {
+		evs := r.events
+		if slices.ContainsFunc(evs, func(e state.Event) bool { return e.Seq > past }) {
+			var err error
+			if evs, err = state.ReadHoldingPast(r.holding, past); err != nil {
+				return files{}, err
+			}
+		}
+		out.add(r.holding, evs)
+	}
+	return out, nil
 }
 
 type checkpoint struct {
@@ -86,10 +119,7 @@ func readFiles(dir string, token, past uint64, checkpoints bool) (files, error) 
 		if err != nil {
 			return files{}, err
 		}
-		for _, e := range evs {
-			f.written = append(f.written, Written{Token: h.Token, Seq: e.Seq})
-		}
-		f.events = append(f.events, evs...)
+		f.add(h, evs)
 		if !checkpoints {
 			continue
 		}
