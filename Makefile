@@ -126,7 +126,8 @@ crash:
 # seeded on the root, each with its own Las process), each followed by
 # the checks of docs/cluster.md#failure and the failover time; the
 # normal suite kills 3 holders of the four. Needs etcd (Debian's
-# etcd-server).
+# etcd-server). CLUSTER_LOG_DIR=<dir> (any cluster test) keeps each
+# member's whole stderr in <dir>/<member>.log.
 CLUSTER_KILLS ?= 20
 CLUSTER_BEINGS ?=
 

@@ -18,21 +18,34 @@ var ErrNoCheckpoint = errors.New("no trusted checkpoint")
 // Recover is what the new holder of the being in dir, under token, loads
 // (docs/cluster.md#the-next-holder), given the commit record rec it read
 // after taking the lock. It reads the files of every earlier holder
-// (state.Holdings), trusts their events by TrustJournal, and takes the
-// newest checkpoint that includes no untrusted event; the events past it
-// follow, in order. It writes nothing.
+// (state.Holdings), trusts their events by the trust rule (TrustSpans,
+// which is TrustJournal), and takes the newest checkpoint that includes
+// no untrusted event; the events past it follow, in order. It writes
+// nothing.
 //
 // A checkpoint includes only steps its holder applied, and a holder
 // applies only accepted steps, so every checkpoint a holder wrote is
 // within what it committed; the check is kept all the same, so that a
 // checkpoint past what the journal trusts is skipped rather than loaded.
 //
-// Only what is replayed is decoded whole: the files are read first by
-// each event's head (its seq is all the trust rule needs), and once the
-// checkpoint is chosen the holders' files with events past it are read
-// again, those events whole. A takeover reads every being's whole life,
-// so this keeps its cost near that of reading heads.
+// Its cost is that of what it replays, not of the being's whole life:
+// each holder's journal is known by the first and last line of its
+// segments (state.IndexHolding), checkpoints are loaded newest holder
+// first until no older one can be newer, and only the segments with
+// events past the chosen checkpoint are read. A journal whose events
+// carry no seq (the reference's) is read whole instead.
 func Recover(dir string, token uint64, rec Record) (durable.Held, error) {
+	held, err := recoverByIndex(dir, token, rec)
+	if errors.Is(err, state.ErrUnnumbered) {
+		return recoverWhole(dir, token, rec)
+	}
+	return held, err
+}
+
+// recoverWhole is Recover by reading every event of every holder: by
+// its head first, and whole once the checkpoint is chosen and only for
+// the holders' files with events past it.
+func recoverWhole(dir string, token uint64, rec Record) (durable.Held, error) {
 	heads, err := readFiles(dir, token, math.MaxUint64, true)
 	if err != nil {
 		return durable.Held{}, err
@@ -47,6 +60,111 @@ func Recover(dir string, token uint64, rec Record) (durable.Held, error) {
 	}
 	held, _, err = f.recover(token, rec)
 	return held, err
+}
+
+// recoverByIndex is Recover by the holders' indexes.
+func recoverByIndex(dir string, token uint64, rec Record) (durable.Held, error) {
+	holdings, err := earlierHoldings(dir, token)
+	if err != nil {
+		return durable.Held{}, err
+	}
+	index := make([]state.HoldingIndex, len(holdings))
+	spans := make([]Span, len(holdings))
+	for i, h := range holdings {
+		if index[i], err = state.IndexHolding(h); err != nil {
+			return durable.Held{}, err
+		}
+		spans[i] = Span{Token: h.Token, First: index[i].First, Last: index[i].Last}
+	}
+	trust, err := TrustSpans(spans, rec)
+	if err != nil {
+		return durable.Held{}, fmt.Errorf("state: the journal of %s: %w", dir, err)
+	}
+
+	// A holder's checkpoint includes no event past the last one written
+	// under its token or an older one: newest holder first, the search
+	// ends once the best found is at least that.
+	reach := make([]uint64, len(index))
+	for i, x := range index {
+		reach[i] = x.Last
+		if i > 0 {
+			reach[i] = max(reach[i], reach[i-1])
+		}
+	}
+	var best *checkpoint
+	for i := len(index) - 1; i >= 0; i-- {
+		if best != nil && best.seq >= reach[i] {
+			break
+		}
+		c, ok, err := loadCheckpoint(index[i])
+		if err != nil {
+			return durable.Held{}, err
+		}
+		if ok && c.within(trust) && (best == nil || c.seq > best.seq) {
+			best = &c
+		}
+	}
+	if best == nil {
+		return durable.Held{}, fmt.Errorf("state: %s: %w", dir, ErrNoCheckpoint)
+	}
+
+	held := durable.Held{Token: token, Checkpoint: best.being, Untrusted: trust.Untrusted}
+	for _, x := range index {
+		if !x.Wrote() || x.Last <= best.seq || trust.Bound[x.Token] <= best.seq {
+			continue
+		}
+		events, err := x.ReadPast(best.seq)
+		if err != nil {
+			return durable.Held{}, err
+		}
+		for _, e := range events {
+			if trust.Trusted(Written{Token: x.Token, Seq: e.Seq}) {
+				held.Events = append(held.Events, e)
+			}
+		}
+	}
+	slices.SortFunc(held.Events, func(a, b state.Event) int { return cmp.Compare(a.Seq, b.Seq) })
+	held.Next = max(trust.Through, best.seq) + 1
+	return held, nil
+}
+
+// earlierHoldings lists the holdings of the being in dir older than
+// token; a holder's directory newer than token is an error, and token's
+// own (from an attempt that wrote nothing) is left out.
+func earlierHoldings(dir string, token uint64) ([]state.Holding, error) {
+	holdings, err := state.Holdings(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []state.Holding
+	for _, h := range holdings {
+		if h.Token > token {
+			return nil, fmt.Errorf("state: %s was written under token %d, newer than this holder's %d", h.Dir, h.Token, token)
+		}
+		if h.Token < token {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// loadCheckpoint loads the state.json the holder of x wrote; ok is false
+// when it wrote none.
+func loadCheckpoint(x state.HoldingIndex) (checkpoint, bool, error) {
+	b, ok, err := state.LoadHolding(x.Holding)
+	if err != nil || !ok {
+		return checkpoint{}, false, err
+	}
+	if b.JournalSeq == nil && x.Wrote() {
+		return checkpoint{}, false, errNoJournalSeq(x.Dir)
+	}
+	return checkpoint{token: x.Token, seq: b.Seq(), being: b}, true, nil
+}
+
+// errNoJournalSeq refuses a holder's checkpoint that does not say how
+// far its journal it includes.
+func errNoJournalSeq(dir string) error {
+	return fmt.Errorf("state: %s has no journal_seq: resume it once in a single process before clustering it", dir)
 }
 
 // files are what the holders of a being wrote, as read once: every
@@ -97,24 +215,27 @@ type checkpoint struct {
 	being      *state.Being
 }
 
+// within reports whether c includes only trusted events: it is at most
+// Through, and at most its own token's bound when that token wrote
+// events. A holder that wrote no event has no bound: its checkpoint is
+// judged by what the others' journals trust.
+func (c checkpoint) within(trust Trust) bool {
+	bound, wrote := trust.Bound[c.token]
+	return c.seq <= trust.Through && (!wrote || c.seq <= bound)
+}
+
 // readFiles reads the files of every holder of the being in dir older
 // than token (state.Holdings), leaving out a torn last line; a holder's
 // directory newer than token is an error. The events with a seq up to
 // past are decoded by their head only (state.ReadHoldingPast); the
 // holders' checkpoints are loaded when checkpoints is set.
 func readFiles(dir string, token, past uint64, checkpoints bool) (files, error) {
-	holdings, err := state.Holdings(dir)
+	holdings, err := earlierHoldings(dir, token)
 	if err != nil {
 		return files{}, err
 	}
 	f := files{dir: dir}
 	for _, h := range holdings {
-		if h.Token >= token {
-			if h.Token > token {
-				return files{}, fmt.Errorf("state: %s was written under token %d, newer than this holder's %d", h.Dir, h.Token, token)
-			}
-			continue // this holder's own directory, from an attempt that wrote nothing
-		}
 		evs, err := state.ReadHoldingPast(h, past)
 		if err != nil {
 			return files{}, err
@@ -129,7 +250,7 @@ func readFiles(dir string, token, past uint64, checkpoints bool) (files, error) 
 		}
 		if ok {
 			if b.JournalSeq == nil && len(evs) > 0 {
-				return files{}, fmt.Errorf("state: %s has no journal_seq: resume it once in a single process before clustering it", h.Dir)
+				return files{}, errNoJournalSeq(h.Dir)
 			}
 			f.checkpoints = append(f.checkpoints, checkpoint{token: h.Token, seq: b.Seq(), being: b})
 		}
@@ -150,9 +271,7 @@ func (f files) recover(token uint64, rec Record) (durable.Held, []state.Event, e
 	var best *checkpoint
 	for i := range f.checkpoints {
 		c := &f.checkpoints[i]
-		// A holder that wrote no event has no bound: its checkpoint is
-		// judged by what the others' journals trust.
-		if bound, wrote := trust.Bound[c.token]; c.seq > trust.Through || wrote && c.seq > bound {
+		if !c.within(trust) {
 			continue
 		}
 		if best == nil || c.seq > best.seq || c.seq == best.seq && c.token > best.token {

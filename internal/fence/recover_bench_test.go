@@ -60,13 +60,22 @@ func lifeOfHolders(tb testing.TB, holders int, cycles uint64) (string, Record) {
 
 // BenchmarkRecover is what a new holder reads of one being that eight
 // holders held before it, 100 cycles each (about 1.6 MB of journal):
-// "heads" is Recover, which decodes whole only the events it replays;
-// "whole" decodes every event, as Recover did before.
+// "index" is Recover, which reads each holder's journal by its ends and
+// only the last holder's events (the ones past the newest checkpoint);
+// "heads" reads every event by its head and decodes whole only those
+// it replays; "whole" decodes every event.
 func BenchmarkRecover(b *testing.B) {
 	dir, rec := lifeOfHolders(b, 8, 100)
-	b.Run("heads", func(b *testing.B) {
+	b.Run("index", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := Recover(dir, math.MaxUint32, rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("heads", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := recoverWhole(dir, math.MaxUint32, rec); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -89,6 +98,9 @@ func TestRecoverOfALongLifeReadsHeadsAlike(t *testing.T) {
 	dir, rec := lifeOfHolders(t, 3, 10)
 	got, err := Recover(dir, 99, rec)
 	require.NoError(t, err)
+	heads, err := recoverWhole(dir, 99, rec)
+	require.NoError(t, err)
+	require.Equal(t, heads, got)
 	f, err := readFiles(dir, 99, 0, true)
 	require.NoError(t, err)
 	want, _, err := f.recover(99, rec)

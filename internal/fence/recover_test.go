@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,7 +21,8 @@ type holder struct {
 	token       uint64
 	from, to    uint64
 	checkpoints []uint64
-	torn        bool // a torn last line after the events
+	rotate      []uint64 // seqs after which the journal starts a new segment
+	torn        bool     // a torn last line after the events
 }
 
 func (h holder) write(t *testing.T, dir string) {
@@ -40,6 +42,9 @@ func (h holder) write(t *testing.T, dir string) {
 		step, err := j.AppendStep([]state.Event{state.Warning(state.Now(), 0, fmt.Sprintf("event %d", seq))})
 		require.NoError(t, err)
 		require.Equal(t, seq, step[0].Seq)
+		if slices.Contains(h.rotate, seq) {
+			require.NoError(t, j.Rotate())
+		}
 	}
 	require.NoError(t, j.Close())
 	for _, seq := range h.checkpoints {

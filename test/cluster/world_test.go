@@ -191,6 +191,13 @@ func (w *world) startWith(change map[string]string) *proc {
 	cmd.Env = testkit.Environ(env)
 	p := &proc{name: name, cmd: cmd, lines: newLineWatch(), exited: make(chan struct{})}
 	cmd.Stderr = p.lines
+	if dir := os.Getenv("CLUSTER_LOG_DIR"); dir != "" {
+		// Each member's whole stderr kept for reading after the run.
+		f, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		require.NoError(w.t, err)
+		w.t.Cleanup(func() { _ = f.Close() })
+		cmd.Stderr = io.MultiWriter(p.lines, f)
+	}
 	require.NoError(w.t, cmd.Start())
 	go func() {
 		p.err = cmd.Wait()

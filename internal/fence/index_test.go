@@ -1,0 +1,179 @@
+package fence
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/test/testkit"
+)
+
+// randomHolders is a life of holders as the cluster leaves it: each
+// holder starts right after the last commit, writes some events,
+// commits a prefix of them (perhaps none), may leave a checkpoint within
+// what it applied, a torn line, and new segments, and is then taken
+// over. It returns the holders and the commit record.
+func randomHolders(r *rand.Rand) ([]holder, Record) {
+	holders := []holder{{token: 0, from: 1, to: 0}} // the booted directory: a checkpoint at seq 0
+	var rec Record
+	token := uint64(0)
+	for range 1 + r.IntN(6) {
+		token += 1 + uint64(r.IntN(4))
+		h := holder{token: token, from: rec.Seq + 1}
+		h.to = h.from + uint64(r.IntN(9)) - 1 // none when to < from
+		committed := rec.Seq
+		if h.to >= h.from {
+			committed = h.from - 1 + uint64(r.IntN(int(h.to-h.from)+2))
+			for seq := h.from; seq < h.to; seq++ {
+				if r.IntN(5) == 0 {
+					h.rotate = append(h.rotate, seq)
+				}
+			}
+		}
+		if r.IntN(3) > 0 {
+			// A checkpoint of what it applied: what it recovered at
+			// the least, its own committed steps at the most.
+			applied := max(committed, rec.Seq)
+			if r.IntN(6) == 0 {
+				applied = max(h.to, rec.Seq) // past its commit, as the trust rule must skip
+			}
+			low := rec.Seq
+			if r.IntN(6) == 0 {
+				low = 0 // older than what it recovered, which the search must look past
+			}
+			h.checkpoints = []uint64{low + uint64(r.IntN(int(applied-low)+1))}
+		}
+		h.torn = r.IntN(4) == 0
+		if committed > rec.Seq {
+			rec = Record{Token: token, Seq: committed}
+		}
+		holders = append(holders, h)
+	}
+	return holders, rec
+}
+
+// TestRecoverByIndexIsTheWholeRead: for random lives of holders,
+// zombies, torn lines and segments, Recover (by the holders' indexes)
+// loads exactly what reading every event whole gives.
+func TestRecoverByIndexIsTheWholeRead(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 3))
+	for i := range 200 {
+		holders, rec := randomHolders(r)
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			dir := testkit.BootedDir(t)
+			for _, h := range holders {
+				h.write(t, dir)
+			}
+			const token = math.MaxUint32
+			got, err := Recover(dir, token, rec)
+			f, werr := readFiles(dir, token, 0, true)
+			require.NoError(t, werr)
+			want, _, werr := f.recover(token, rec)
+			if werr != nil {
+				require.Error(t, err, "holders %+v, record %+v", holders, rec)
+				return
+			}
+			require.NoError(t, err, "holders %+v, record %+v", holders, rec)
+			require.Equal(t, want, got, "holders %+v, record %+v", holders, rec)
+		})
+	}
+}
+
+// TestTrustSpansIsTrustJournal: over random journals of one run of
+// seqs per token, the trust rule by spans says what the rule by events
+// says, refusals included.
+func TestTrustSpansIsTrustJournal(t *testing.T) {
+	r := rand.New(rand.NewPCG(27, 4))
+	for range 2000 {
+		var spans []Span
+		var journal []Written
+		token := uint64(0)
+		for range 1 + r.IntN(5) {
+			s := Span{Token: token}
+			if r.IntN(4) > 0 {
+				s.First = 1 + uint64(r.IntN(12))
+				s.Last = s.First + uint64(r.IntN(6))
+				for seq := s.First; seq <= s.Last; seq++ {
+					journal = append(journal, Written{Token: token, Seq: seq})
+				}
+			}
+			spans = append(spans, s)
+			token += 1 + uint64(r.IntN(3))
+		}
+		rec := Record{}
+		if r.IntN(5) > 0 {
+			rec = Record{Token: uint64(r.IntN(int(token) + 1)), Seq: uint64(r.IntN(16))}
+		}
+		want, werr := TrustJournal(journal, rec)
+		got, err := TrustSpans(spans, rec)
+		for _, sentinel := range []error{ErrJournalGap, ErrJournalBehind} {
+			require.Equal(t, errors.Is(werr, sentinel), errors.Is(err, sentinel), "spans %+v, record %+v: %v / %v", spans, rec, werr, err)
+		}
+		if werr == nil {
+			require.NoError(t, err)
+			require.Equal(t, want, got, "spans %+v, record %+v", spans, rec)
+		}
+	}
+}
+
+// TestIndexHoldingRefuses: a holder's journal that its ends cannot
+// vouch for is refused, or found out when its events are read.
+func TestIndexHoldingRefuses(t *testing.T) {
+	write := func(t *testing.T, h holder) (string, state.Holding) {
+		dir := testkit.BootedDir(t)
+		h.write(t, dir)
+		return dir, state.Holding{Token: h.token, Dir: state.HolderDir(dir, h.token)}
+	}
+	t.Run("a torn line in an older segment", func(t *testing.T) {
+		_, h := write(t, holder{token: 5, from: 1, to: 4, rotate: []uint64{2}})
+		f, err := os.OpenFile(filepath.Join(h.Dir, "activity-1.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, err = f.WriteString(`{"type":"warning","seq":`)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		_, err = state.IndexHolding(h)
+		assert.ErrorIs(t, err, state.ErrTornLine)
+	})
+	t.Run("a segment that does not follow the one before", func(t *testing.T) {
+		_, h := write(t, holder{token: 5, from: 1, to: 6, rotate: []uint64{2, 4}})
+		require.NoError(t, os.Remove(filepath.Join(h.Dir, "activity-3.jsonl")))
+		_, err := state.IndexHolding(h)
+		assert.ErrorContains(t, err, "begins at seq 5 after seq 2")
+	})
+	t.Run("a line missing between the ends", func(t *testing.T) {
+		dir, h := write(t, holder{token: 5, from: 1, to: 4})
+		path := filepath.Join(h.Dir, state.JournalFile)
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		require.Len(t, lines, 4)
+		require.NoError(t, os.WriteFile(path, []byte(lines[0]+"\n"+lines[1]+"\n"+lines[3]+"\n"), 0o600))
+		x, err := state.IndexHolding(h)
+		require.NoError(t, err, "the ends still say 1 through 4")
+		_, err = x.ReadPast(0)
+		assert.ErrorContains(t, err, "seq 4 where seq 3 was due")
+		_, err = Recover(dir, 9, Record{Token: 5, Seq: 4})
+		assert.ErrorContains(t, err, "seq 4 where seq 3 was due", "a takeover that replays it refuses")
+	})
+	t.Run("events without a seq are read whole", func(t *testing.T) {
+		dir := testkit.BootedDir(t)
+		path := filepath.Join(dir, state.JournalFile)
+		require.NoError(t, os.WriteFile(path, []byte(`{"type":"warning","message":"event 1"}`+"\n"+`{"type":"warning","message":"event 2"}`+"\n"), 0o600))
+		_, err := state.IndexHolding(state.Holding{Dir: dir})
+		require.ErrorIs(t, err, state.ErrUnnumbered)
+		held, err := Recover(dir, 9, Record{})
+		require.NoError(t, err)
+		require.Len(t, held.Events, 2)
+		assert.Equal(t, "event 2", held.Events[1].Message)
+		assert.Equal(t, uint64(3), held.Next)
+	})
+}
