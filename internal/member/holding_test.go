@@ -75,3 +75,27 @@ func TestHolding(t *testing.T) {
 		require.NoError(t, f.Fence(held.Next-1), "the new holder commits")
 	})
 }
+
+// TestHoldWaitsForASlowEtcd: a commit record that does not come within
+// the holding's timeout is asked for again, with more time, so a slow
+// etcd leaves no being out; once the hold is lost, the wait ends with an
+// error.
+func TestHoldWaitsForASlowEtcd(t *testing.T) {
+	srv := etcdtest.Start(t)
+	root := testkit.BootedDir(t)
+	s := session(t, srv, "fam")
+	lock, err := s.Lock(ctxFor(t), RootBeing)
+	require.NoError(t, err)
+
+	// No answer from etcd comes within a microsecond.
+	hold := NewHolding(s, lock, nil, root, time.Microsecond)
+	held, _, err := hold.Hold(root)
+	require.NoError(t, err)
+	require.Equal(t, lock.Token(), held.Token)
+
+	lost := NewHolding(s, lock, nil, root, time.Microsecond)
+	lost.lose(errors.New("a step was refused"))
+	_, _, err = lost.Hold(root)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "the hold is lost: a step was refused")
+}
