@@ -127,7 +127,8 @@ crash:
 # the checks of docs/cluster.md#failure and the failover time; the
 # normal suite kills 3 holders of the four. Needs etcd (Debian's
 # etcd-server). CLUSTER_LOG_DIR=<dir> (any cluster test) keeps each
-# member's whole stderr in <dir>/<member>.log.
+# member's whole stderr in <dir>/<member>.log, and etcd's log in
+# <dir>/etcd.log.
 CLUSTER_KILLS ?= 20
 CLUSTER_BEINGS ?=
 

@@ -75,6 +75,15 @@ func newWorld(t *testing.T) *world {
 		t.Skip("etcd is not installed (apt-get install etcd-server)")
 	}
 	w := &world{t: t, bin: testkit.Singularity(t), etcd: etcdtest.Start(t), seen: newObserver(), names: slices.Clone(familyNames)}
+	if dir := os.Getenv("CLUSTER_LOG_DIR"); dir != "" {
+		// etcd's whole log kept beside the members' (its temporary
+		// directory goes with the test).
+		t.Cleanup(func() {
+			if data, err := os.ReadFile(w.etcd.LogPath()); err == nil {
+				_ = os.WriteFile(filepath.Join(dir, "etcd.log"), data, 0o600)
+			}
+		})
+	}
 	las := testkit.Build(t, "./test/crash/recordlas")
 	dir := t.TempDir()
 	w.env = testkit.ValidEnv(t, dir, secret)

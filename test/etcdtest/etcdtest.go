@@ -85,6 +85,9 @@ func Start(t testing.TB) *Server {
 	return nil
 }
 
+// LogPath is the file etcd logs to, in the test's temporary directory.
+func (s *Server) LogPath() string { return s.logPath }
+
 // Endpoints is what a client dials.
 func (s *Server) Endpoints() []string { return []string{s.client} }
 
