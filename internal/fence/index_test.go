@@ -75,7 +75,7 @@ func TestRecoverByIndexIsTheWholeRead(t *testing.T) {
 			}
 			const token = math.MaxUint32
 			got, err := Recover(dir, token, rec)
-			f, werr := readFiles(dir, token, 0, true)
+			f, werr := readFiles(dir, token, true)
 			require.NoError(t, werr)
 			want, _, werr := f.recover(token, rec)
 			if werr != nil {

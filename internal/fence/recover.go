@@ -42,23 +42,14 @@ func Recover(dir string, token uint64, rec Record) (durable.Held, error) {
 	return held, err
 }
 
-// recoverWhole is Recover by reading every event of every holder: by
-// its head first, and whole once the checkpoint is chosen and only for
-// the holders' files with events past it.
+// recoverWhole is Recover by reading every event of every holder whole:
+// for a journal that cannot be indexed.
 func recoverWhole(dir string, token uint64, rec Record) (durable.Held, error) {
-	heads, err := readFiles(dir, token, math.MaxUint64, true)
+	f, err := readFiles(dir, token, true)
 	if err != nil {
 		return durable.Held{}, err
 	}
-	held, _, err := heads.recover(token, rec)
-	if err != nil {
-		return durable.Held{}, err
-	}
-	f, err := heads.wholePast(held.Checkpoint.Seq())
-	if err != nil {
-		return durable.Held{}, err
-	}
-	held, _, err = f.recover(token, rec)
+	held, _, err := f.recover(token, rec)
 	return held, err
 }
 
@@ -171,43 +162,17 @@ func errNoJournalSeq(dir string) error {
 // event in order, tagged with its holder's token, and every checkpoint.
 type files struct {
 	dir         string
-	read        []holdingRead
 	events      []state.Event
 	written     []Written
 	checkpoints []checkpoint
 }
 
-// holdingRead is one holder's events as read.
-type holdingRead struct {
-	holding state.Holding
-	events  []state.Event
-}
-
 // add appends the events read of holding h.
 func (f *files) add(h state.Holding, evs []state.Event) {
-	f.read = append(f.read, holdingRead{holding: h, events: evs})
 	for _, e := range evs {
 		f.written = append(f.written, Written{Token: h.Token, Seq: e.Seq})
 	}
 	f.events = append(f.events, evs...)
-}
-
-// wholePast is f with the events past seq past decoded whole: the
-// holders' files that hold such an event are read again
-// (state.ReadHoldingPast), the others kept as read.
-func (f files) wholePast(past uint64) (files, error) {
-	out := files{dir: f.dir, checkpoints: f.checkpoints}
-	for _, r := range f.read {
-		evs := r.events
-		if slices.ContainsFunc(evs, func(e state.Event) bool { return e.Seq > past }) {
-			var err error
-			if evs, err = state.ReadHoldingPast(r.holding, past); err != nil {
-				return files{}, err
-			}
-		}
-		out.add(r.holding, evs)
-	}
-	return out, nil
 }
 
 type checkpoint struct {
@@ -225,18 +190,17 @@ func (c checkpoint) within(trust Trust) bool {
 }
 
 // readFiles reads the files of every holder of the being in dir older
-// than token (state.Holdings), leaving out a torn last line; a holder's
-// directory newer than token is an error. The events with a seq up to
-// past are decoded by their head only (state.ReadHoldingPast); the
+// than token (state.Holdings), every event whole and leaving out a torn
+// last line; a holder's directory newer than token is an error. The
 // holders' checkpoints are loaded when checkpoints is set.
-func readFiles(dir string, token, past uint64, checkpoints bool) (files, error) {
+func readFiles(dir string, token uint64, checkpoints bool) (files, error) {
 	holdings, err := earlierHoldings(dir, token)
 	if err != nil {
 		return files{}, err
 	}
 	f := files{dir: dir}
 	for _, h := range holdings {
-		evs, err := state.ReadHoldingPast(h, past)
+		evs, err := state.ReadHolding(h)
 		if err != nil {
 			return files{}, err
 		}
@@ -303,7 +267,7 @@ func (f files) recover(token uint64, rec Record) (durable.Held, []state.Event, e
 // torn last line: the events, each tagged with its holder's token for
 // TrustJournal. It writes nothing.
 func ReadHoldings(dir string) ([]state.Event, []Written, error) {
-	f, err := readFiles(dir, math.MaxUint64, 0, false)
+	f, err := readFiles(dir, math.MaxUint64, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -318,7 +282,7 @@ func ReadHoldings(dir string) ([]state.Event, []Written, error) {
 // neither.
 func Counted(dir string, rec Record) (*state.Being, []state.Event, error) {
 	// No holder's directory is newer than the largest token.
-	f, err := readFiles(dir, math.MaxUint64, 0, true)
+	f, err := readFiles(dir, math.MaxUint64, true)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -90,11 +90,12 @@ func (h *Holding) Hold(dir string) (durable.Held, durable.Fence, error) {
 		return durable.Held{}, nil, fmt.Errorf("hold %s: %w", dir, err)
 	}
 	// A takeover loads every being of the family at once, and reading
-	// a being's whole life is work for a CPU: as many at a time as the
-	// process has CPUs, the others blocked, so that the scheduler's run
-	// queue stays short and the session's lease keepalives are answered
-	// in time (with every being reading at once, a new holder of 300
-	// beings lost its 3 s lease before it had loaded them).
+	// a being's holders' files is work for a CPU: as many at a time as
+	// the process has CPUs, the others blocked, so that the scheduler's
+	// run queue stays short and the session's lease keepalives are
+	// answered in time (with every being reading its whole life at once,
+	// a new holder of 300 beings lost its 3 s lease before it had loaded
+	// them).
 	h.recovering <- struct{}{}
 	held, err := fence.Recover(dir, h.lock.Token(), fence.Record{Token: token, Seq: seq})
 	<-h.recovering

@@ -70,20 +70,14 @@ func Holdings(dir string) ([]Holding, error) {
 // order. A torn last line of its newest segment is left out, not
 // refused: the holder died during that append, and a line that was never
 // whole was never committed. Any other defect is an error.
-func ReadHolding(h Holding) ([]Event, error) { return ReadHoldingPast(h, 0) }
-
-// ReadHoldingPast is ReadHolding that decodes the events with a seq up
-// to past by their head only (type, seq, cycle and amount, as a resume
-// reads the events its checkpoint covers): what a reader that needs only
-// their seqs, or replays only what lies past, asks of them.
-func ReadHoldingPast(h Holding, past uint64) ([]Event, error) {
+func ReadHolding(h Holding) ([]Event, error) {
 	segs, err := Segments(h.Dir)
 	if err != nil {
 		return nil, err
 	}
 	var all []Event
 	for i, path := range segs {
-		events, err := readJournal(path, past)
+		events, err := readJournal(path, 0)
 		if err != nil && !(i == len(segs)-1 && errors.Is(err, ErrTornLine)) {
 			return nil, err
 		}
