@@ -28,10 +28,11 @@ var ErrNoCheckpoint = errors.New("no trusted checkpoint")
 // within what it committed; the check is kept all the same, so that a
 // checkpoint past what the journal trusts is skipped rather than loaded.
 //
-// Its cost is that of what it replays, not of the being's whole life:
-// each holder's journal is known by the first and last line of its
-// segments (state.IndexHolding), checkpoints are loaded newest holder
-// first until no older one can be newer, and only the segments with
+// Its cost is that of what it replays, not of the being's whole life
+// nor of how many holders it had: each holder's journal is known by the
+// first and last line of its segments (state.IndexHolding), holders
+// are read newest first only until those read decide the load (in a
+// takeover, usually the last holder alone), and only the segments with
 // events past the chosen checkpoint are read. A journal whose events
 // carry no seq (the reference's) is read whole instead.
 func Recover(dir string, token uint64, rec Record) (durable.Held, error) {
@@ -53,54 +54,109 @@ func recoverWhole(dir string, token uint64, rec Record) (durable.Held, error) {
 	return held, err
 }
 
-// recoverByIndex is Recover by the holders' indexes.
+// recoverByIndex is Recover by the holders' indexes. It reads holders
+// newest first and stops as soon as those read decide the load alone
+// (enough), so that a being taken over many times costs about as much
+// as one taken over once.
 func recoverByIndex(dir string, token uint64, rec Record) (durable.Held, error) {
 	holdings, err := earlierHoldings(dir, token)
 	if err != nil {
 		return durable.Held{}, err
 	}
-	index := make([]state.HoldingIndex, len(holdings))
-	spans := make([]Span, len(holdings))
-	for i, h := range holdings {
-		if index[i], err = state.IndexHolding(h); err != nil {
+	var read []state.HoldingIndex // newest first
+	var spans []Span
+	var found []checkpoint
+	for i := len(holdings) - 1; i >= 0; i-- {
+		x, err := state.IndexHolding(holdings[i])
+		if err != nil {
 			return durable.Held{}, err
 		}
-		spans[i] = Span{Token: h.Token, First: index[i].First, Last: index[i].Last}
+		read = append(read, x)
+		spans = append(spans, Span{Token: x.Token, First: x.First, Last: x.Last})
+		c, ok, err := loadCheckpoint(x)
+		if err != nil {
+			return durable.Held{}, err
+		}
+		if ok {
+			found = append(found, c)
+		}
+		if i == 0 {
+			break
+		}
+		if trust, best, ok := enough(spans, found, rec); ok {
+			return replay(token, read, trust, best)
+		}
 	}
 	trust, err := TrustSpans(spans, rec)
 	if err != nil {
 		return durable.Held{}, fmt.Errorf("state: the journal of %s: %w", dir, err)
 	}
+	best, ok := newest(found, trust)
+	if !ok {
+		return durable.Held{}, fmt.Errorf("state: %s: %w", dir, ErrNoCheckpoint)
+	}
+	return replay(token, read, trust, best)
+}
 
-	// A holder's checkpoint includes no event past the last one written
-	// under its token or an older one: newest holder first, the search
-	// ends once the best found is at least that.
-	reach := make([]uint64, len(index))
-	for i, x := range index {
-		reach[i] = x.Last
-		if i > 0 {
-			reach[i] = max(reach[i], reach[i-1])
+// enough reports whether the holders read so far (spans, newest first,
+// and the checkpoints found in them) decide what the being loads
+// without the older ones. Each of their tokens' bounds is what the
+// whole journal gives it, since a bound depends only on the tokens
+// after it. They decide when:
+//
+//   - some of them wrote events, the smallest seq of which is first, so
+//     that every older token is trusted at most through first-1;
+//   - one of their events is trusted (which needs the record's token
+//     among them, or older than none of them), so that the last trusted
+//     seq is theirs;
+//   - a trusted checkpoint among them reaches first-1, so that every
+//     event older holders are trusted for is in it, and no checkpoint
+//     of theirs within their own token's bound is newer.
+//
+// Then the older holders are not read: whatever is wrong in them lies
+// under the checkpoint loaded, and their untrusted events (a frozen
+// holder's late lines) are not counted.
+func enough(spans []Span, found []checkpoint, rec Record) (Trust, checkpoint, bool) {
+	first := uint64(0)
+	for _, s := range spans {
+		if s.First > 0 && (first == 0 || s.First < first) {
+			first = s.First
 		}
 	}
+	if first == 0 {
+		return Trust{}, checkpoint{}, false
+	}
+	trust, err := TrustSpans(spans, rec)
+	if err != nil || trust.Through < first {
+		return Trust{}, checkpoint{}, false
+	}
+	best, ok := newest(found, trust)
+	if !ok || best.seq < first-1 {
+		return Trust{}, checkpoint{}, false
+	}
+	return trust, best, true
+}
+
+// newest is the checkpoint of found (newest holder first) with the
+// largest seq within trust, the newer holder's on a tie.
+func newest(found []checkpoint, trust Trust) (checkpoint, bool) {
 	var best *checkpoint
-	for i := len(index) - 1; i >= 0; i-- {
-		if best != nil && best.seq >= reach[i] {
-			break
-		}
-		c, ok, err := loadCheckpoint(index[i])
-		if err != nil {
-			return durable.Held{}, err
-		}
-		if ok && c.within(trust) && (best == nil || c.seq > best.seq) {
-			best = &c
+	for i := range found {
+		if c := &found[i]; c.within(trust) && (best == nil || c.seq > best.seq) {
+			best = c
 		}
 	}
 	if best == nil {
-		return durable.Held{}, fmt.Errorf("state: %s: %w", dir, ErrNoCheckpoint)
+		return checkpoint{}, false
 	}
+	return *best, true
+}
 
+// replay is what the holder of token loads: best, then the trusted
+// events past it from the holders read.
+func replay(token uint64, read []state.HoldingIndex, trust Trust, best checkpoint) (durable.Held, error) {
 	held := durable.Held{Token: token, Checkpoint: best.being, Untrusted: trust.Untrusted}
-	for _, x := range index {
+	for _, x := range read {
 		if !x.Wrote() || x.Last <= best.seq || trust.Bound[x.Token] <= best.seq {
 			continue
 		}

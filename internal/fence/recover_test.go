@@ -94,10 +94,22 @@ func TestRecoverTrustsOnlyWhatWasCommitted(t *testing.T) {
 			holders: []holder{
 				{token: 0, from: 1, to: 0},
 				{token: 5, from: 1, to: 12, checkpoints: []uint64{4}},
+				{token: 9, from: 9, to: 11},
+			},
+			rec:        Record{Token: 9, Seq: 11},
+			checkpoint: 4, events: []uint64{5, 6, 7, 8, 9, 10, 11}, next: 12, untrusted: 4,
+		},
+		{
+			// Token 9's checkpoint covers all token 5 is trusted for:
+			// token 5 is not read, and its late lines are not counted.
+			name: "a zombie's late lines under a newer holder's checkpoint",
+			holders: []holder{
+				{token: 0, from: 1, to: 0},
+				{token: 5, from: 1, to: 12, checkpoints: []uint64{4}},
 				{token: 9, from: 9, to: 11, checkpoints: []uint64{9}},
 			},
 			rec:        Record{Token: 9, Seq: 11},
-			checkpoint: 9, events: []uint64{10, 11}, next: 12, untrusted: 4,
+			checkpoint: 9, events: []uint64{10, 11}, next: 12,
 		},
 		{
 			name: "a checkpoint past what its holder committed is skipped for an older one",

@@ -55,12 +55,58 @@ func untrackGroup(pgid int) {
 	delete(liveGroups.pgids, pgid)
 }
 
-// reapLeftovers kills and reaps the leftovers of stopped servers:
+// reapLeftovers kills and reaps the leftovers of stopped servers (see
+// sweepLeftovers). One sweep reads every process in /proc, so calls
+// made while a sweep runs share the next one: each call returns after a
+// whole sweep that began after it was made, and a family stopping
+// hundreds of servers at once sweeps a few times instead of once each.
+func reapLeftovers() {
+	sweeps.Lock()
+	defer sweeps.Unlock()
+	due := sweeps.begun + 1 // the first sweep to begin after this call
+	for sweeps.ended < due {
+		if sweeps.running {
+			if sweeps.waiting != nil {
+				sweeps.waiting()
+			}
+			sweeps.changed.Wait()
+			continue
+		}
+		sweeps.running = true
+		sweeps.begun++
+		n := sweeps.begun
+		sweeps.Unlock()
+		sweeps.sweep()
+		sweeps.Lock()
+		sweeps.running = false
+		sweeps.ended = n
+		sweeps.changed.Broadcast()
+	}
+}
+
+// sweeps is the state of reapLeftovers: sweeps are numbered in the
+// order they begin, and ended is the number of the last one that ended.
+var sweeps = func() *sweepState {
+	s := &sweepState{sweep: sweepLeftovers}
+	s.changed = sync.NewCond(&s.Mutex)
+	return s
+}()
+
+type sweepState struct {
+	sync.Mutex
+	changed      *sync.Cond
+	running      bool
+	begun, ended uint64
+	sweep        func() int
+	waiting      func() // a test's hook: a call waits for the next sweep
+}
+
+// sweepLeftovers kills and reaps the leftovers of stopped servers:
 // children of this process (a subreaper) that lead no live server group and
 // are not in this process's own group (the runtime's own helpers stay
 // there). It returns how many it ended. Without BecomeSubreaper no
 // descendant is ever reparented here and it does nothing.
-func reapLeftovers() int {
+func sweepLeftovers() int {
 	subreaper.Lock()
 	on := subreaper.on
 	subreaper.Unlock()
