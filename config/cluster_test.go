@@ -13,7 +13,7 @@ import (
 
 func TestLoadCluster(t *testing.T) {
 	host := func() (string, error) { return "box-1", nil }
-	valid := ClusterFlags{Etcd: "http://127.0.0.1:2379, https://etcd.example:2379", Family: "family", Bind: "127.0.0.1:0", Lease: "3"}
+	valid := ClusterFlags{Etcd: "http://127.0.0.1:2379, https://etcd.example:2379", Family: "family", Bind: "127.0.0.1:0", Lease: "3", Compact: "300"}
 
 	off, err := LoadCluster(ClusterFlags{Etcd: " ", Lease: "nonsense"}, host)
 	require.NoError(t, err, "without endpoints nothing else is read")
@@ -22,7 +22,7 @@ func TestLoadCluster(t *testing.T) {
 	c, err := LoadCluster(valid, host)
 	require.NoError(t, err)
 	assert.Equal(t, Cluster{Enabled: true, Endpoints: []string{"http://127.0.0.1:2379", "https://etcd.example:2379"},
-		Family: "family", Member: "box-1", Bind: "127.0.0.1:0", Lease: 3 * time.Second}, c)
+		Family: "family", Member: "box-1", Bind: "127.0.0.1:0", Lease: 3 * time.Second, Compact: 5 * time.Minute}, c)
 
 	refused := []struct {
 		name   string
@@ -38,6 +38,8 @@ func TestLoadCluster(t *testing.T) {
 		{"bind without port", func(f *ClusterFlags) { f.Bind = "127.0.0.1" }, host, `configuration: SINGULARITY_CLUSTER_BIND "127.0.0.1" is not host:port`},
 		{"lease of zero", func(f *ClusterFlags) { f.Lease = "0" }, host, `configuration: SINGULARITY_CLUSTER_LEASE_SECS "0" is not a whole number of seconds from 1 to 3600`},
 		{"fractional lease", func(f *ClusterFlags) { f.Lease = "1.5" }, host, `configuration: SINGULARITY_CLUSTER_LEASE_SECS "1.5" is not a whole number of seconds from 1 to 3600`},
+		{"negative compaction period", func(f *ClusterFlags) { f.Compact = "-1" }, host, `configuration: SINGULARITY_CLUSTER_COMPACT_SECS "-1" is not a whole number of seconds from 0 to 86400`},
+		{"compaction period of words", func(f *ClusterFlags) { f.Compact = "5m" }, host, `configuration: SINGULARITY_CLUSTER_COMPACT_SECS "5m" is not a whole number of seconds from 0 to 86400`},
 	}
 	for _, r := range refused {
 		t.Run(r.name, func(t *testing.T) {

@@ -288,6 +288,7 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 		return false, err
 	}
 	log.Info("this member holds the family")
+	defer keepHistoryShort(m.session, m.cl.Compact, log)()
 	for {
 		select {
 		case ev := <-l.events:
@@ -335,6 +336,47 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 			l.stopNow()
 			return true, nil
 		}
+	}
+}
+
+// keepHistoryShort compacts etcd's history every period while this
+// member holds the family (docs/cluster.md#etcds-history), each time up
+// to what it saw a period before; it returns the function that stops
+// it. A period of 0 never compacts. A compaction that fails is logged
+// and tried again at the next period.
+func keepHistoryShort(session *fence.Session, every time.Duration, log *slog.Logger) (stop func()) {
+	if every <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		history := fence.NewHistory(session)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			tctx, tcancel := context.WithTimeout(ctx, min(every, time.Minute))
+			rev, err := history.Tick(tctx)
+			tcancel()
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				log.Warn("etcd's history was not compacted", "err", err)
+			case rev > 0:
+				log.Debug("etcd's history compacted", "revision", rev)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
 	}
 }
 

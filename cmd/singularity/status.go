@@ -62,7 +62,7 @@ func (s *statusCmd) loader(e *env) (accounts.Loader, error) {
 // commit records as they are now (member.Counter). It is nil without
 // etcd: each state directory is read as a single process wrote it.
 func clusterLoader(e *env, root, etcd, family string) (accounts.Loader, error) {
-	cl, err := config.LoadCluster(config.ClusterFlags{Etcd: etcd, Family: family, Member: "reader", Bind: "127.0.0.1:0", Lease: "3"}, os.Hostname)
+	cl, err := config.LoadCluster(config.ClusterFlags{Etcd: etcd, Family: family, Member: "reader", Bind: "127.0.0.1:0", Lease: "3", Compact: "0"}, os.Hostname)
 	if err != nil || !cl.Enabled {
 		return nil, err
 	}

@@ -1,12 +1,15 @@
 package mcpstdio
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -128,29 +131,79 @@ func exitCode(cmd *exec.Cmd, err error) int {
 
 // endTree SIGKILLs and reaps every child of the keeper (its subreaper
 // role makes that the whole tree left behind) until none is left.
+//
+// The children are read from the kernel's lists of each of the
+// keeper's threads (/proc/self/task/<tid>/children), not by reading
+// every process in /proc: when a runtime with hundreds of Las dies, all
+// their keepers end their trees at once, and a whole scan each took
+// seconds of CPU from the member taking the family over. The lists can
+// miss a child that is being forked; the keeper is done only when the
+// kernel says it has no child at all (wait4 is ECHILD), and a round
+// whose lists are empty while a child remains scans /proc instead.
 func endTree() {
 	self := os.Getpid()
 	for range 100 { // a tree that keeps forking while it is killed ends too
-		entries, err := os.ReadDir("/proc")
-		if err != nil {
-			return
-		}
-		var found []int
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil || pid == self {
-				continue
+		found, ok := listedChildren()
+		if !ok || len(found) == 0 {
+			var ws syscall.WaitStatus
+			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			switch {
+			case errors.Is(err, syscall.ECHILD):
+				return // no child left
+			case err == nil && pid > 0:
+				continue // one had exited: reaped, look again
 			}
-			if ppid, _, ok := procParent(pid); ok && ppid == self {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				found = append(found, pid)
-			}
+			found = scannedChildren(self)
 		}
-		if len(found) == 0 {
-			return
+		for _, pid := range found {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		for _, pid := range found {
 			_, _ = syscall.Wait4(pid, nil, 0, nil) // ECHILD: the Las's own waiter had it
 		}
 	}
+}
+
+// listedChildren reads the keeper's children from the lists of its
+// threads; ok is false where the kernel keeps none.
+func listedChildren() (pids []int, ok bool) {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil, false
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && len(pids) == 0 {
+				return nil, false // no CONFIG_PROC_CHILDREN
+			}
+			continue // a thread that ended
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids, true
+}
+
+// scannedChildren finds the children of self by reading every process
+// in /proc.
+func scannedChildren(self int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var found []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		if ppid, _, ok := procParent(pid); ok && ppid == self {
+			found = append(found, pid)
+		}
+	}
+	return found
 }

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/wisent/singularity/internal/fence"
@@ -118,6 +119,9 @@ func newWorld(t *testing.T) *world {
 		"SINGULARITY_CLUSTER_ETCD":           strings.Join(w.etcd.Endpoints(), ","),
 		"SINGULARITY_CLUSTER_FAMILY":         familyName,
 		"SINGULARITY_CLUSTER_LEASE_SECS":     fmt.Sprint(int(lease / time.Second)),
+		// The holder compacts etcd's history every few seconds, so that
+		// every cluster test runs with a history being compacted.
+		"SINGULARITY_CLUSTER_COMPACT_SECS": fmt.Sprint(int(compactEvery / time.Second)),
 	})
 	return w
 }
@@ -681,6 +685,24 @@ func (w *world) runReader(t *testing.T, command string, args ...string) []byte {
 	out, err := cmd.Output()
 	require.NoError(t, err)
 	return out
+}
+
+// compactEvery is how often the holders compact etcd's history in the
+// cluster tests (SINGULARITY_CLUSTER_COMPACT_SECS).
+const compactEvery = 5 * time.Second
+
+// requireCompacted requires that, while a member holds the family,
+// etcd's history is compacted past its first revision within a few
+// periods, as a holder does (docs/cluster.md#etcds-history).
+func (w *world) requireCompacted(t *testing.T) {
+	t.Helper()
+	client := w.etcd.Client(t)
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), compactEvery)
+		defer cancel()
+		_, err := client.Get(ctx, fence.Root, clientv3.WithRev(1))
+		return errors.Is(err, rpctypes.ErrCompacted)
+	}, 4*compactEvery, 100*time.Millisecond, "the holder compacts etcd's history")
 }
 
 // members are the names of the family's member records in etcd.
