@@ -106,9 +106,9 @@ func recoverByIndex(dir string, token uint64, rec Record) (durable.Held, error) 
 //
 //   - some of them wrote events, the smallest seq of which is first, so
 //     that every older token is trusted at most through first-1;
-//   - one of their events is trusted (which needs the record's token
-//     among them, or older than none of them), so that the last trusted
-//     seq is theirs;
+//   - one of their events is trusted (only the record's token and
+//     older ones have trusted events), so that the last trusted seq is
+//     theirs;
 //   - a trusted checkpoint among them reaches first-1, so that every
 //     event older holders are trusted for is in it, and no checkpoint
 //     of theirs within their own token's bound is newer.
