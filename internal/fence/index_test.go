@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,90 +93,98 @@ func TestRecoverByIndexIsTheWholeRead(t *testing.T) {
 	}
 }
 
+// damage makes token 3's first segment in dir lose its last line: its
+// ends no longer follow one another, so indexing it is refused.
+func damage(t *testing.T, dir string) {
+	t.Helper()
+	path := filepath.Join(state.HolderDir(dir, 3), "activity-1.jsonl")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.SplitAfter(string(data), "\n")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines[:len(lines)-2], "")), 0o600))
+}
+
 // TestRecoverReadsTheNewerHolders: a takeover reads holders newest
 // first, only until those read decide what it loads; an older holder's
 // journal, damaged here so that reading it fails, is not read while a
 // newer trusted checkpoint covers everything it is trusted for, and is
 // when none does.
 func TestRecoverReadsTheNewerHolders(t *testing.T) {
-	life := func(t *testing.T, newest holder) string {
-		dir := testkit.BootedDir(t)
-		for _, h := range []holder{
-			{token: 3, from: 1, to: 6, rotate: []uint64{3}, checkpoints: []uint64{4}},
-			{token: 5, from: 7, to: 9, checkpoints: []uint64{8}, torn: true},
-			{token: 8, from: 10, to: 14, checkpoints: []uint64{12}},
-			newest,
-		} {
-			h.write(t, dir)
-		}
-		// Token 3's first segment loses its last line: its ends no
-		// longer follow one another, so indexing it is refused.
-		path := filepath.Join(state.HolderDir(dir, 3), "activity-1.jsonl")
-		data, err := os.ReadFile(path)
-		require.NoError(t, err)
-		lines := strings.SplitAfter(string(data), "\n")
-		require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines[:len(lines)-2], "")), 0o600))
-		return dir
+	older := []holder{
+		{token: 3, from: 1, to: 6, rotate: []uint64{3}, checkpoints: []uint64{4}},
+		{token: 5, from: 7, to: 9, checkpoints: []uint64{8}, torn: true},
+		{token: 8, from: 10, to: 14, checkpoints: []uint64{12}},
 	}
-	damaged := "begins at seq 4 after seq 2"
+	cases := []struct {
+		name   string
+		newest holder
+		rec    Record
+		// want: the checkpoint's seq (its Cycle), the seqs loaded after
+		// it, the next seq, the untrusted count.
+		checkpoint uint64
+		events     []uint64
+		next       uint64
+		untrusted  int
+	}{
+		{
+			// Token 5's torn line is not read either.
+			name:       "a newer checkpoint covers the damaged holder",
+			newest:     holder{token: 9, from: 15, to: 18, checkpoints: []uint64{16}},
+			rec:        Record{Token: 9, Seq: 17},
+			checkpoint: 16, events: []uint64{17}, next: 18, untrusted: 1,
+		},
+		{
+			// Token 8's checkpoint reaches token 9's first seq less one.
+			name:       "the newest holder left no checkpoint",
+			newest:     holder{token: 9, from: 15, to: 18},
+			rec:        Record{Token: 9, Seq: 18},
+			checkpoint: 12, events: []uint64{13, 14, 15, 16, 17, 18}, next: 19,
+		},
+		{
+			// Token 9 checkpointed seq 10 only, under its first seq less
+			// one: token 8, trusted through 14, must be read.
+			name:       "the newest checkpoint is older than the newest holder's start",
+			newest:     holder{token: 9, from: 15, to: 18, checkpoints: []uint64{10}},
+			rec:        Record{Token: 9, Seq: 18},
+			checkpoint: 12, events: []uint64{13, 14, 15, 16, 17, 18}, next: 19,
+		},
+		{
+			// Token 9 committed nothing: its events and its checkpoint
+			// are untrusted, and token 8 must be read.
+			name:       "the record is older than the holders read",
+			newest:     holder{token: 9, from: 15, to: 16, checkpoints: []uint64{14}},
+			rec:        Record{Token: 8, Seq: 14},
+			checkpoint: 12, events: []uint64{13, 14}, next: 15, untrusted: 2,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := testkit.BootedDir(t)
+			for _, h := range append(slices.Clone(older), c.newest) {
+				h.write(t, dir)
+			}
+			damage(t, dir)
+			held, err := Recover(dir, 20, c.rec)
+			require.NoError(t, err)
+			assert.Equal(t, c.checkpoint, held.Checkpoint.Cycle)
+			var seqs []uint64
+			for _, e := range held.Events {
+				seqs = append(seqs, e.Seq)
+			}
+			assert.Equal(t, c.events, seqs)
+			assert.Equal(t, c.next, held.Next)
+			assert.Equal(t, c.untrusted, held.Untrusted)
+		})
+	}
 
-	t.Run("a newer checkpoint covers the damaged holder", func(t *testing.T) {
-		dir := life(t, holder{token: 9, from: 15, to: 18, checkpoints: []uint64{16}})
-		held, err := Recover(dir, 20, Record{Token: 9, Seq: 17})
-		require.NoError(t, err)
-		assert.Equal(t, uint64(16), held.Checkpoint.Cycle)
-		require.Len(t, held.Events, 1)
-		assert.Equal(t, uint64(17), held.Events[0].Seq)
-		assert.Equal(t, uint64(18), held.Next)
-		assert.Equal(t, 1, held.Untrusted, "seq 18 of token 9; token 5's torn line is not read")
-	})
-	t.Run("the newest holder left no checkpoint", func(t *testing.T) {
-		dir := life(t, holder{token: 9, from: 15, to: 18})
-		held, err := Recover(dir, 20, Record{Token: 9, Seq: 18})
-		require.NoError(t, err)
-		assert.Equal(t, uint64(12), held.Checkpoint.Cycle, "token 8's, which reaches token 9's first seq less one")
-		require.Len(t, held.Events, 6)
-		assert.Equal(t, uint64(13), held.Events[0].Seq)
-		assert.Equal(t, uint64(19), held.Next)
-	})
-	t.Run("the newest checkpoint is older than the newest holder's start", func(t *testing.T) {
-		// Token 9 checkpointed seq 10 only, under its first seq less
-		// one (14): token 8, trusted through 14, must be read, and its
-		// checkpoint at 12 is the newest.
-		dir := life(t, holder{token: 9, from: 15, to: 18, checkpoints: []uint64{10}})
-		held, err := Recover(dir, 20, Record{Token: 9, Seq: 18})
-		require.NoError(t, err)
-		assert.Equal(t, uint64(12), held.Checkpoint.Cycle)
-		assert.Len(t, held.Events, 6)
-	})
-	t.Run("the record is older than the holders read", func(t *testing.T) {
-		// Token 9 committed nothing: the record is token 8's, every
-		// event of token 9 is untrusted and so is its checkpoint, and
-		// token 8 must be read.
-		dir := life(t, holder{token: 9, from: 15, to: 16, checkpoints: []uint64{14}})
-		held, err := Recover(dir, 20, Record{Token: 8, Seq: 14})
-		require.NoError(t, err)
-		assert.Equal(t, uint64(12), held.Checkpoint.Cycle)
-		require.Len(t, held.Events, 2)
-		assert.Equal(t, uint64(13), held.Events[0].Seq)
-		assert.Equal(t, uint64(15), held.Next)
-		assert.Equal(t, 2, held.Untrusted)
-	})
 	t.Run("no newer checkpoint covers it", func(t *testing.T) {
 		dir := testkit.BootedDir(t)
-		for _, h := range []holder{
-			{token: 3, from: 1, to: 6, rotate: []uint64{3}, checkpoints: []uint64{4}},
-			{token: 5, from: 7, to: 9},
-		} {
+		for _, h := range []holder{older[0], {token: 5, from: 7, to: 9}} {
 			h.write(t, dir)
 		}
-		path := filepath.Join(state.HolderDir(dir, 3), "activity-1.jsonl")
-		data, err := os.ReadFile(path)
-		require.NoError(t, err)
-		lines := strings.SplitAfter(string(data), "\n")
-		require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines[:len(lines)-2], "")), 0o600))
-		_, err = Recover(dir, 20, Record{Token: 5, Seq: 9})
-		assert.ErrorContains(t, err, damaged)
+		damage(t, dir)
+		_, err := Recover(dir, 20, Record{Token: 5, Seq: 9})
+		assert.ErrorContains(t, err, "begins at seq 4 after seq 2")
 	})
 }
 
