@@ -128,7 +128,8 @@ crash:
 # normal suite kills 3 holders of the four. Needs etcd (Debian's
 # etcd-server). CLUSTER_LOG_DIR=<dir> (any cluster test) keeps each
 # member's whole stderr in <dir>/<member>.log, and etcd's log in
-# <dir>/etcd.log.
+# <dir>/etcd.log. CLUSTER_CYCLE_SECS (any cluster test) is the beings'
+# pause between cycles, 0.05 s by default.
 CLUSTER_KILLS ?= 20
 CLUSTER_BEINGS ?=
 

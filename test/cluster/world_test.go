@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -104,7 +105,7 @@ func newWorld(t *testing.T) *world {
 		"SINGULARITY_INSTANCE_USD_PER_HOUR":  "0.36",
 		"BRAMA_INPUT_PRICE_USD_PER_MILLION":  "0.15",
 		"BRAMA_OUTPUT_PRICE_USD_PER_MILLION": "0.6",
-		"SINGULARITY_CYCLE_INTERVAL_SECS":    "0.05",
+		"SINGULARITY_CYCLE_INTERVAL_SECS":    cycleInterval(t),
 		"SINGULARITY_CONTEXT_MESSAGES":       "60",
 		"SINGULARITY_SHUTDOWN_GRACE_SECS":    "2",
 		"SINGULARITY_HTTP_TIMEOUT_SECS":      "20",
@@ -685,6 +686,20 @@ func (w *world) runReader(t *testing.T, command string, args ...string) []byte {
 	out, err := cmd.Output()
 	require.NoError(t, err)
 	return out
+}
+
+// cycleInterval is CLUSTER_CYCLE_SECS, the beings' pause between
+// cycles in the cluster tests (SINGULARITY_CYCLE_INTERVAL_SECS;
+// default 0.05, twenty rounds a second at most).
+func cycleInterval(t *testing.T) string {
+	v := os.Getenv("CLUSTER_CYCLE_SECS")
+	if v == "" {
+		return "0.05"
+	}
+	secs, err := strconv.ParseFloat(v, 64)
+	require.NoError(t, err, "CLUSTER_CYCLE_SECS")
+	require.True(t, secs >= 0 && secs < 60, "CLUSTER_CYCLE_SECS is seconds from 0 to 60")
+	return v
 }
 
 // compactEvery is how often the holders compact etcd's history in the
