@@ -17,10 +17,11 @@ var ErrNoCheckpoint = errors.New("no trusted checkpoint")
 
 // Recover is what the new holder of the being in dir, under token, loads
 // (docs/cluster.md#the-next-holder), given the commit record rec it read
-// after taking the lock. It reads the files of every earlier holder
-// (state.Holdings), trusts their events by the trust rule (TrustSpans,
-// which is TrustJournal), and takes the newest checkpoint that includes
-// no untrusted event; the events past it follow, in order. It writes
+// after taking the lock. It reads the files of the earlier holders
+// (state.Holdings), newest first and only as far back as they decide
+// the load, trusts their events by the trust rule (TrustSpans, which is
+// TrustJournal), and takes the newest checkpoint that includes no
+// untrusted event; the events past it follow, in order. It writes
 // nothing.
 //
 // A checkpoint includes only steps its holder applied, and a holder
