@@ -121,8 +121,9 @@ type Options struct {
 	// ones; zero means twice CallTimeout.
 	BootTimeout time.Duration
 
-	// Keeper, when set, is an executable that runs RunKeeper when given
-	// KeeperCommand (the runtime's own binary): Las is started under it,
+	// Keeper, when set, is an executable that runs the Las keeper when
+	// given KeeperCommand (the dedicated singularity-keeper, or the
+	// runtime's own binary; keeper.Path): Las is started under it,
 	// so that no descendant of Las outlives the runtime even when the
 	// runtime is SIGKILLed (docs/las.md#leftovers). "" starts Las directly,
 	// with SIGKILL as its parent-death signal.

@@ -20,6 +20,7 @@ import (
 	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/debug"
+	"github.com/wisent/singularity/internal/keeper"
 	"github.com/wisent/singularity/internal/logging"
 	"github.com/wisent/singularity/internal/metrics"
 	"github.com/wisent/singularity/internal/observe"
@@ -49,7 +50,7 @@ func lasOptions(rt config.Runtime, log *slog.Logger) *las.Options {
 		skip = &s
 	}
 	return &las.Options{
-		Keeper:                   keeper(),
+		Keeper:                   lasKeeper(),
 		Servers:                  lasServers(rt.Las.Servers),
 		Workspace:                rt.Workspace,
 		Secrets:                  secrets(rt),
@@ -69,15 +70,16 @@ func lasOptions(rt config.Runtime, log *slog.Logger) *las.Options {
 	}
 }
 
-// keeper is this binary, which runs as the Las keeper when asked
-// (las.KeeperCommand); "" when it cannot be found, and Las is started
-// directly.
-func keeper() string {
+// lasKeeper is the Las keeper: the dedicated singularity-keeper beside
+// this binary, else this binary, which runs as the keeper when asked
+// (las.KeeperCommand; keeper.Path); "" when this binary cannot be found,
+// and Las is started directly.
+func lasKeeper() string {
 	self, err := os.Executable()
 	if err != nil {
 		return ""
 	}
-	return self
+	return keeper.Path(self)
 }
 
 // lasServers maps the servers file's entries onto the Las servers; the

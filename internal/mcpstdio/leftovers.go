@@ -1,15 +1,13 @@
 package mcpstdio
 
 import (
-	"bytes"
 	"os"
 	"strconv"
 	"sync"
 	"syscall"
-)
 
-// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (Linux).
-const prSetChildSubreaper = 36
+	"github.com/wisent/singularity/internal/keeper"
+)
 
 // subreaper is set once this process is a child subreaper.
 var subreaper struct {
@@ -29,8 +27,8 @@ func BecomeSubreaper() error {
 	if subreaper.on {
 		return nil
 	}
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
-		return errno
+	if err := keeper.Subreaper(); err != nil {
+		return err
 	}
 	subreaper.on = true
 	return nil
@@ -124,7 +122,7 @@ func sweepLeftovers() int {
 		if err != nil {
 			continue
 		}
-		ppid, pgid, ok := procParent(pid)
+		ppid, pgid, ok := keeper.ProcParent(pid)
 		if !ok || ppid != self || pgid == own {
 			continue
 		}
@@ -140,26 +138,4 @@ func sweepLeftovers() int {
 		n++
 	}
 	return n
-}
-
-// procParent reads the parent pid and process group of pid from
-// /proc/<pid>/stat.
-func procParent(pid int) (ppid, pgid int, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	// The command name is in parentheses and may hold anything; the
-	// fields after the last ')' are: state ppid pgrp …
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 3 {
-		return 0, 0, false
-	}
-	ppid, err1 := strconv.Atoi(string(f[1]))
-	pgid, err2 := strconv.Atoi(string(f[2]))
-	return ppid, pgid, err1 == nil && err2 == nil
 }

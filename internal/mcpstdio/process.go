@@ -90,7 +90,7 @@ func (s *Session) spawn() error {
 			closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
 			return err
 		}
-		cmd.ExtraFiles = []*os.File{reportW} // the keeper's keeperReportFD
+		cmd.ExtraFiles = []*os.File{reportW} // the keeper's keeper.ReportFD
 	}
 	if err := cmd.Start(); err != nil {
 		closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // pidsRecorded reads the "<what> <pid>" lines of the example Las's
@@ -66,31 +68,64 @@ func TestSetsidGrandchildEndsWithRun(t *testing.T) {
 // TestSIGKILLOfRunLeavesNoSurvivor: after SIGKILL of run, a Las that
 // ignores the end of its stdin, and its child, are gone too: every Las is
 // started with a parent-death signal, and the Las keeper ends the rest of
-// its tree (docs/las.md#leftovers).
+// its tree (docs/las.md#leftovers). Both keepers: the dedicated
+// singularity-keeper installed beside the runtime, and the runtime's own
+// binary where it is not.
 func TestSIGKILLOfRunLeavesNoSurvivor(t *testing.T) {
 	t.Parallel()
-	deliveries := filepath.Join(t.TempDir(), "deliveries")
-	w := newWorld(t, fmt.Sprintf(`{"grandchild":true,"ignore_stdin_close":true,"record_pid":true,"deliveries_file":%q}`, deliveries))
-	w.brama.SetHandler(textReplies(100, 10))
-	p := w.start("run")
-	w.waitJournal(waitLimit, "a cycle", cyclesStarted(1))
-	pids := append(pidsRecorded(t, deliveries, "las"), pidsRecorded(t, deliveries, "grandchild")...)
-	require.Len(t, pids, 2)
-	for _, pid := range pids {
-		require.True(t, alive(pid))
-	}
+	for _, tc := range []struct {
+		name   string
+		bin    func(testing.TB) string
+		keeper string // the file name of the Las's parent
+	}{
+		{"dedicated keeper", testkit.Singularity, "singularity-keeper"},
+		{"the runtime as keeper", testkit.LoneSingularity, "singularity"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			deliveries := filepath.Join(t.TempDir(), "deliveries")
+			w := newWorld(t, fmt.Sprintf(`{"grandchild":true,"ignore_stdin_close":true,"record_pid":true,"deliveries_file":%q}`, deliveries))
+			w.bin = tc.bin(t)
+			w.brama.SetHandler(textReplies(100, 10))
+			p := w.start("run")
+			w.waitJournal(waitLimit, "a cycle", cyclesStarted(1))
+			las := pidsRecorded(t, deliveries, "las")
+			pids := append(las, pidsRecorded(t, deliveries, "grandchild")...)
+			require.Len(t, pids, 2)
+			for _, pid := range pids {
+				require.True(t, alive(pid))
+			}
+			keeper := parentOf(t, las[0])
+			require.NotEqual(t, p.cmd.Process.Pid, keeper, "the Las runs under a keeper")
+			exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", keeper))
+			require.NoError(t, err)
+			require.Equal(t, tc.keeper, filepath.Base(exe), "the Las's keeper")
+			pids = append(pids, keeper)
 
-	p.signal(syscall.SIGKILL)
-	p.wait(waitLimit)
-	// The kernel delivers the parent-death signal as the runtime dies;
-	// the processes end a moment later.
-	deadline := time.Now().Add(10 * time.Second)
-	for _, pid := range pids {
-		for alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		require.False(t, alive(pid), "process %d outlived SIGKILL of run", pid)
+			p.signal(syscall.SIGKILL)
+			p.wait(waitLimit)
+			// The kernel delivers the parent-death signal as the runtime
+			// dies; the processes end a moment later.
+			deadline := time.Now().Add(10 * time.Second)
+			for _, pid := range pids {
+				for alive(pid) && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				require.False(t, alive(pid), "process %d outlived SIGKILL of run", pid)
+			}
+		})
 	}
+}
+
+// parentOf reads the parent pid of pid from /proc.
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	require.NoError(t, err)
+	f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
+	ppid, err := strconv.Atoi(string(f[1])) // state ppid
+	require.NoError(t, err)
+	return ppid
 }
 
 // sessionOf reads the session id of pid from /proc.

@@ -43,6 +43,9 @@ type world struct {
 	lasBin   string
 	lasCfg   string
 	env      map[string]string
+	// bin, when set, is the runtime binary to run instead of
+	// testkit.Singularity's.
+	bin string
 }
 
 // newWorld prepares a world whose example Las is configured by lasConfig
@@ -97,7 +100,11 @@ func (r result) errorLine() string {
 
 // command returns the binary ready to run with the world's environment.
 func (w *world) command(args ...string) *exec.Cmd {
-	cmd := exec.Command(testkit.Singularity(w.t), args...)
+	bin := w.bin
+	if bin == "" {
+		bin = testkit.Singularity(w.t)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Env = testkit.Environ(w.env)
 	return cmd
 }

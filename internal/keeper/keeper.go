@@ -1,6 +1,14 @@
-package mcpstdio
+// Package keeper is the Las keeper (docs/las.md#leftovers): the small
+// process between the runtime and one Las that makes sure no descendant
+// of that Las outlives the runtime, however the runtime dies. It imports
+// nothing but the standard library, so that the dedicated keeper binary
+// (cmd/singularity-keeper) starts in about a millisecond of CPU; the
+// runtime's own binary runs it too, as its las-keeper command, where
+// that binary is not installed.
+package keeper
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -8,22 +16,23 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 )
 
-// KeeperCommand is the argument that makes the runtime's binary run as a
-// Las keeper (docs/las.md#leftovers).
-const KeeperCommand = "las-keeper"
+// Command is the first argument of a keeper's command line: `<keeper>
+// las-keeper <runtime pid> <command> <args…>`, whichever binary runs it.
+const Command = "las-keeper"
 
-// KeeperDeathSignal is the keeper's parent-death signal (the
+// DeathSignal is the keeper's parent-death signal (the
 // Config.DeathSignal of a server started under a keeper): catchable, so
 // the keeper can end its whole tree before it goes.
-const KeeperDeathSignal = syscall.SIGUSR1
+const DeathSignal = syscall.SIGUSR1
 
-// RunKeeper is the Las keeper: `<binary> las-keeper <runtime pid> <command>
-// <args…>`. It sits between the runtime and one Las process so that no
+// Run is the Las keeper, given the arguments after Command: `<runtime
+// pid> <command> <args…>`. It sits between the runtime and one Las process so that no
 // descendant of that Las outlives the runtime, however the runtime dies
 // (docs/las.md#leftovers):
 //
@@ -39,12 +48,12 @@ const KeeperDeathSignal = syscall.SIGUSR1
 // When its file descriptor 3 is a pipe (Config.Keeper), the keeper
 // reports on it whether the Las started: it closes it once the Las runs,
 // or writes why the Las could not be executed and exits with
-// KeeperCannotStart, so that its parent tells a command that cannot run
+// CannotStart, so that its parent tells a command that cannot run
 // from a Las that exited.
 //
 // SIGTERM and SIGINT, which the shutdown ladder sends to the whole group,
 // reach the Las directly; the keeper waits for it to act on them.
-func RunKeeper(args []string) int {
+func Run(args []string) int {
 	if len(args) < 2 {
 		fmt.Fprintln(os.Stderr, "las-keeper: usage: las-keeper <runtime pid> <command> [args...]")
 		return 2
@@ -55,13 +64,13 @@ func RunKeeper(args []string) int {
 		return 2
 	}
 	died := make(chan os.Signal, 1)
-	signal.Notify(died, KeeperDeathSignal)
+	signal.Notify(died, DeathSignal)
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	if os.Getppid() != runtime {
 		return 137 // the runtime died before the keeper was ready
 	}
 	report := startReport()
-	_ = BecomeSubreaper()
+	_ = Subreaper()
 	cmd := exec.Command(args[1], args[2:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = os.Environ()
@@ -77,7 +86,7 @@ func RunKeeper(args []string) int {
 			_, _ = io.WriteString(report, startErr.Error())
 			_ = report.Close()
 		}
-		return KeeperCannotStart
+		return CannotStart
 	}
 	if report != nil {
 		_ = report.Close() // the Las runs
@@ -97,22 +106,23 @@ func RunKeeper(args []string) int {
 	return code
 }
 
-// KeeperCannotStart is the keeper's exit status when it cannot execute
-// the Las (the shell's "command not found").
-const KeeperCannotStart = 127
+// CannotStart is the keeper's exit status when it cannot execute the
+// Las (the shell's "command not found").
+const CannotStart = 127
 
-// keeperReportFD is the keeper's start-report pipe (Config.Keeper).
-const keeperReportFD = 3
+// ReportFD is the keeper's start-report pipe (mcpstdio's Config.Keeper):
+// the keeper's parent passes it as the first of its extra files.
+const ReportFD = 3
 
 // startReport returns the start-report pipe, close-on-exec so that the
 // Las does not hold it, or nil when file descriptor 3 is not a pipe.
 func startReport() *os.File {
 	var st syscall.Stat_t
-	if err := syscall.Fstat(keeperReportFD, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+	if err := syscall.Fstat(ReportFD, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
 		return nil
 	}
-	syscall.CloseOnExec(keeperReportFD)
-	return os.NewFile(keeperReportFD, "las-keeper start report")
+	syscall.CloseOnExec(ReportFD)
+	return os.NewFile(ReportFD, "las-keeper start report")
 }
 
 // exitCode mirrors the Las's exit: its status, or 128+signal.
@@ -201,9 +211,63 @@ func scannedChildren(self int) []int {
 		if err != nil || pid == self {
 			continue
 		}
-		if ppid, _, ok := procParent(pid); ok && ppid == self {
+		if ppid, _, ok := ProcParent(pid); ok && ppid == self {
 			found = append(found, pid)
 		}
 	}
 	return found
+}
+
+// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (Linux).
+const prSetChildSubreaper = 36
+
+// Subreaper makes this process the child subreaper of everything it
+// starts: a descendant that outlives its parent is reparented here
+// instead of to init. It returns prctl's error where prctl refuses.
+func Subreaper() error {
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// ProcParent reads the parent pid and process group of pid from
+// /proc/<pid>/stat.
+func ProcParent(pid int) (ppid, pgid int, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// The command name is in parentheses and may hold anything; the
+	// fields after the last ')' are: state ppid pgrp …
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 3 {
+		return 0, 0, false
+	}
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	pgid, err2 := strconv.Atoi(string(f[2]))
+	return ppid, pgid, err1 == nil && err2 == nil
+}
+
+// Binary is the file name of the dedicated keeper (cmd/singularity-keeper).
+const Binary = "singularity-keeper"
+
+// Path is the keeper the runtime whose executable is self starts each
+// Las under: the dedicated keeper when it is installed beside self (an
+// executable regular file named Binary in the same directory), else
+// self, whose las-keeper command runs the same keeper. The runtime's
+// binary holds the whole runtime, and starting it costs several times
+// the CPU of the dedicated keeper, once per Las: at a family's takeover
+// hundreds of Las start at once (docs/cluster.md#measured).
+func Path(self string) string {
+	beside := filepath.Join(filepath.Dir(self), Binary)
+	info, err := os.Stat(beside)
+	if err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+		return beside
+	}
+	return self
 }
