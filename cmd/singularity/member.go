@@ -207,6 +207,13 @@ func (m *memberRun) standBy() (*fence.Lock, bool, error) {
 		l, err := m.session.Lock(ctx, member.RootBeing)
 		got <- taken{l, err}
 	}()
+	// The holder's process watched meanwhile: when it dies, its lease
+	// is ended at once instead of at the lease's end.
+	watched := make(chan struct{})
+	lifeline := member.Lifeline{Session: m.session, Family: m.cl.Family, Being: member.RootBeing,
+		Self: m.member.Info().Lease, Every: m.cl.Lease / 3, Log: m.log}
+	go func() { defer close(watched); lifeline.Run(ctx) }()
+	defer func() { cancel(); <-watched }()
 	m.log.Info("standing by for the family's lock")
 	// giveUp ends the wait and lets go of a lock taken meanwhile. A
 	// wait that does not end (etcd's mutex undoes a failed wait with no

@@ -206,8 +206,10 @@ func (w *world) startWith(change map[string]string) *proc {
 	p := &proc{name: name, cmd: cmd, lines: newLineWatch(), exited: make(chan struct{})}
 	cmd.Stderr = p.lines
 	if dir := os.Getenv("CLUSTER_LOG_DIR"); dir != "" {
-		// Each member's whole stderr kept for reading after the run.
-		f, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		// Each member's whole stderr kept for reading after the run
+		// (a name with a slash, which the refusal test tries, kept
+		// with an underscore).
+		f, err := os.OpenFile(filepath.Join(dir, strings.ReplaceAll(name, "/", "_")+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		require.NoError(w.t, err)
 		w.t.Cleanup(func() { _ = f.Close() })
 		cmd.Stderr = io.MultiWriter(p.lines, f)
