@@ -143,6 +143,7 @@ func (m *memberRun) live() (rejoin bool, err error) {
 		return false, err
 	}
 	defer m.leave()
+	defer m.watchMembers()()
 	m.show.standBy(m.session)
 	defer m.show.standBy(nil)
 	lock, rejoin, err := m.standBy()
@@ -150,6 +151,18 @@ func (m *memberRun) live() (rejoin bool, err error) {
 		return rejoin, err
 	}
 	return m.hold(lock)
+}
+
+// watchMembers runs the member's lifeline for the rest of its
+// membership (docs/cluster.md#a-dead-members-lease): the lease of a
+// member whose process is gone is ended at once, not at the lease's
+// end. It returns the lifeline's stop.
+func (m *memberRun) watchMembers() func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	lifeline := member.Lifeline{Session: m.session, Self: m.member.Info().Lease, Every: m.cl.Lease / 3, Log: m.log}
+	done := make(chan struct{})
+	go func() { defer close(done); lifeline.Run(ctx) }()
+	return func() { cancel(); <-done }
 }
 
 // join enters the family; a name still taken by this member's previous
@@ -207,13 +220,6 @@ func (m *memberRun) standBy() (*fence.Lock, bool, error) {
 		l, err := m.session.Lock(ctx, member.RootBeing)
 		got <- taken{l, err}
 	}()
-	// The holder's process watched meanwhile: when it dies, its lease
-	// is ended at once instead of at the lease's end.
-	watched := make(chan struct{})
-	lifeline := member.Lifeline{Session: m.session, Family: m.cl.Family, Being: member.RootBeing,
-		Self: m.member.Info().Lease, Every: m.cl.Lease / 3, Log: m.log}
-	go func() { defer close(watched); lifeline.Run(ctx) }()
-	defer func() { cancel(); <-watched }()
 	m.log.Info("standing by for the family's lock")
 	// giveUp ends the wait and lets go of a lock taken meanwhile. A
 	// wait that does not end (etcd's mutex undoes a failed wait with no

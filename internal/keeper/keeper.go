@@ -32,9 +32,9 @@ const Command = "las-keeper"
 const DeathSignal = syscall.SIGUSR1
 
 // Run is the Las keeper, given the arguments after Command: `<runtime
-// pid> <command> <args…>`. It sits between the runtime and one Las process so that no
-// descendant of that Las outlives the runtime, however the runtime dies
-// (docs/las.md#leftovers):
+// pid> <command> <args…>`. It sits between the runtime and one Las
+// process so that no descendant of that Las outlives the runtime,
+// however the runtime dies (docs/las.md#leftovers):
 //
 //   - it is a child subreaper, so whatever the Las starts, setsid or not,
 //     stays in its tree;

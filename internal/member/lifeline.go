@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -15,130 +16,175 @@ import (
 	"github.com/wisent/singularity/internal/fence"
 )
 
-// Lifeline is a standby's watch on the process of the member holding a
-// being's lock (docs/cluster.md#failure). A member whose process dies
-// keeps its lock until etcd ends its lease, up to the whole lease after
-// the death; but when the process dies and its machine lives on, the
-// kernel closes the process's connections and its listening address
-// refuses new ones at once. A standby that holds a connection to the
-// holder's address (the member record's, where protoactor's remote
-// listens) sees it close, dials again, and when that dial is refused
-// ends the holder's lease itself: the lock goes to the standby that has
-// waited longest, well within the lease.
+// Lifeline is a member's watch on the processes of the family's other
+// members (docs/cluster.md#a-dead-members-lease). A member whose process
+// dies keeps its lease, and with it the family's lock or its place in
+// the lock's queue, until etcd ends the lease, up to the whole lease
+// after the death. But when the process dies and its machine lives on,
+// the kernel closes the process's connections and its address refuses
+// new ones at once. So each member holds a connection to every other
+// member's address (its member record's, where protoactor's remote
+// listens); when one closes, it dials again, and when that dial is
+// refused it ends that member's lease itself. A dead holder's lock then
+// goes to the standby that has waited longest, and a dead standby leaves
+// the queue, well within the lease.
 //
-// Ending a lease is always safe: every step of the holder is fenced by
-// its lock, and a holder that was alive after all has its next step
-// refused, stops its family and joins again, as after a lost lease.
-// What the lifeline guards against is needless takeovers, so it ends a
-// lease only on the evidence of a death: a connection to that holder
-// that was open and closed, and a dial to the same address refused.
-// A holder that was never reached (an address blocked from here, a
+// Ending a lease is always safe: every step of a holder is fenced by its
+// lock, and a member that was alive after all has its next step refused
+// (or its wait for the lock ended), stops and joins again, as after a
+// lost lease. What the lifeline guards against is needless takeovers,
+// so it ends a lease only on the evidence of a death: a connection to
+// that member that was open and closed, and a dial to the same address
+// refused. A member never reached (an address blocked from here, a
 // firewall that rejects) is left to its lease, and so is one whose
 // address stops answering without refusing: a frozen process, a machine
 // that died or a network that parted.
 type Lifeline struct {
-	// Session is the standby's own; it reads the lock and the member
-	// records, and ends the holder's lease.
+	// Session is the member's own: it lists the members and ends a dead
+	// member's lease.
 	Session *fence.Session
-	// Family and Being name the lock watched.
-	Family, Being string
-	// Self is the standby's own lease (Info.Lease): it never watches
+	// Self is the member's own lease (Info.Lease): it never watches
 	// itself.
 	Self string
-	// Every is the pause between looks while no holder is reached; it
-	// bounds each dial too.
+	// Every is the pause between two readings of the member records
+	// (and before a member not reached is dialled again); it bounds
+	// each dial too.
 	Every time.Duration
 	Log   *slog.Logger
-	// Seen, when set, is told each thing the lifeline learns, in order
-	// (tests).
+	// Seen, when set, is told each thing the lifeline learns (tests);
+	// it is called from several goroutines.
 	Seen func(Sight)
 }
 
-// Sight is one thing a lifeline learned about the holder Member.
+// Sight is one thing a lifeline learned about member Member.
 type Sight struct {
 	Member string
 	What   Seen
 }
 
-// Seen is what a lifeline learned.
+// Seen is what a lifeline learned about a member.
 type Seen int
 
 const (
-	// Reached: a connection to the holder's address is open.
+	// Reached: a connection to the member's address is open.
 	Reached Seen = iota
 	// Alive: the connection closed, and a new one was accepted.
 	Alive
-	// Unreached: a dial failed before any connection to this holder was
+	// Unreached: a dial failed before any connection to this member was
 	// open, or after one closed without a refusal: nothing is judged.
 	Unreached
 	// LeaseEnded: the connection closed and the address refused: the
-	// holder's lease was ended.
+	// member's lease was ended.
 	LeaseEnded
+	// Left: the member's record is gone (it left, or its lease ended):
+	// it is no longer watched.
+	Left
 )
 
-// Run watches until ctx ends.
+// Run watches until ctx ends, following each member listed that is not
+// followed yet, and leaving those whose record is gone.
 func (l *Lifeline) Run(ctx context.Context) {
-	for ctx.Err() == nil {
-		h, ok, err := Holder(ctx, l.Session.Client(), l.Family, l.Being)
-		if err == nil && ok && h.Lease != l.Self && h.Address != "" {
-			l.follow(ctx, h)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	type follower struct {
+		info Info
+		stop context.CancelFunc
+	}
+	following := map[string]*follower{} // by lease
+	ended := make(chan *follower)        // each follower, once it stops
+	for {
+		if members, err := l.members(ctx); err == nil {
+			listed := map[string]bool{}
+			for _, m := range members {
+				listed[m.Lease] = true
+				if following[m.Lease] != nil || m.Lease == l.Self || m.Address == "" {
+					continue
+				}
+				fctx, stop := context.WithCancel(ctx)
+				f := &follower{info: m, stop: stop}
+				following[m.Lease] = f
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					l.follow(fctx, m)
+					select {
+					case ended <- f:
+					case <-ctx.Done():
+					}
+				}()
+			}
+			for lease, f := range following {
+				if !listed[lease] {
+					f.stop()
+					delete(following, lease)
+					l.see(f.info, Left)
+				}
+			}
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(l.Every):
+		next := time.After(l.Every)
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				for _, f := range following {
+					f.stop()
+				}
+				return
+			case f := <-ended:
+				f.stop()
+				if following[f.info.Lease] == f {
+					delete(following, f.info.Lease)
+				}
+			case <-next:
+				break wait
+			}
 		}
 	}
 }
 
-// follow holds a connection to holder h's address for as long as it is
-// accepted and h holds the lock, and ends h's lease once its address
-// refuses a dial after a connection was open.
-func (l *Lifeline) follow(ctx context.Context, h Info) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go l.untilMoved(ctx, h, cancel)
-	conn, err := l.dial(ctx, h.Address)
+// follow holds a connection to member m's address for as long as it is
+// accepted, and ends m's lease once its address refuses a dial after a
+// connection was open.
+func (l *Lifeline) follow(ctx context.Context, m Info) {
+	conn, err := l.dial(ctx, m.Address)
 	if err != nil {
-		l.see(h, Unreached)
+		if ctx.Err() == nil {
+			l.see(m, Unreached)
+		}
 		return
 	}
-	l.see(h, Reached)
+	l.see(m, Reached)
 	for {
 		closed(ctx, conn)
 		if ctx.Err() != nil {
 			return
 		}
-		conn, err = l.dial(ctx, h.Address)
+		conn, err = l.dial(ctx, m.Address)
 		switch {
 		case err == nil:
-			l.see(h, Alive)
+			l.see(m, Alive)
 		case errors.Is(err, syscall.ECONNREFUSED) && ctx.Err() == nil:
-			l.end(ctx, h)
+			l.end(ctx, m)
 			return
 		default:
-			l.see(h, Unreached)
+			if ctx.Err() == nil {
+				l.see(m, Unreached)
+			}
 			return
 		}
 	}
 }
 
-// untilMoved calls moved once the lock is no longer h's (a handover, or
-// a lease that ended by itself): the lifeline then follows the new
-// holder.
-func (l *Lifeline) untilMoved(ctx context.Context, h Info, moved func()) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(l.Every):
-		}
-		now, ok, err := Holder(ctx, l.Session.Client(), l.Family, l.Being)
-		if err == nil && (!ok || now.Lease != h.Lease) {
-			moved()
-			return
-		}
-	}
+// members lists the live members, within l.wait.
+func (l *Lifeline) members(ctx context.Context) ([]Info, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.wait())
+	defer cancel()
+	return list(ctx, l.Session.Client(), l.Session.Prefix())
 }
+
+// wait bounds each request to etcd: three pauses (the lease, as the
+// member sets Every), and at least a second.
+func (l *Lifeline) wait() time.Duration { return max(3*l.Every, time.Second) }
 
 func (l *Lifeline) dial(ctx context.Context, address string) (net.Conn, error) {
 	d := net.Dialer{Timeout: l.Every}
@@ -154,29 +200,42 @@ func closed(ctx context.Context, conn net.Conn) {
 	_ = conn.Close()
 }
 
-// end ends h's lease, if h still holds the lock: its process is gone.
-func (l *Lifeline) end(ctx context.Context, h Info) {
-	now, ok, err := Holder(ctx, l.Session.Client(), l.Family, l.Being)
-	if err != nil || !ok || now.Lease != h.Lease {
-		l.see(h, Unreached) // the lock moved on meanwhile
+// end ends m's lease, if m's record still names it: its process is gone.
+func (l *Lifeline) end(ctx context.Context, m Info) {
+	members, err := l.members(ctx)
+	if err != nil || !listed(members, m) {
+		// Its record went meanwhile, or etcd did not say: the lease
+		// decides.
+		l.see(m, Unreached)
 		return
 	}
-	id, err := strconv.ParseInt(h.Lease, 16, 64)
+	id, err := strconv.ParseInt(m.Lease, 16, 64)
 	if err != nil {
 		return
 	}
-	_, err = l.Session.Client().Revoke(ctx, clientv3.LeaseID(id))
-	if err != nil {
-		// Another standby ended it first, or etcd did.
-		l.Log.Info("the holder's lease could not be ended", "holder", h.Name, "err", err)
+	ctx, cancel := context.WithTimeout(ctx, l.wait())
+	defer cancel()
+	if _, err := l.Session.Client().Revoke(ctx, clientv3.LeaseID(id)); err != nil {
+		// Another member ended it first, or etcd did.
+		l.Log.Info("a gone member's lease could not be ended", "gone", m.Name, "err", err)
 	} else {
-		l.Log.Warn("the holder's process is gone (its address refuses connections): its lease is ended", "holder", h.Name, "address", h.Address)
+		l.Log.Warn("a member's process is gone (its address refuses connections): its lease is ended", "gone", m.Name, "address", m.Address)
 	}
-	l.see(h, LeaseEnded)
+	l.see(m, LeaseEnded)
 }
 
-func (l *Lifeline) see(h Info, what Seen) {
+// listed says whether members holds m under the same lease.
+func listed(members []Info, m Info) bool {
+	for _, o := range members {
+		if o.Name == m.Name && o.Lease == m.Lease {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *Lifeline) see(m Info, what Seen) {
 	if l.Seen != nil {
-		l.Seen(Sight{Member: h.Name, What: what})
+		l.Seen(Sight{Member: m.Name, What: what})
 	}
 }

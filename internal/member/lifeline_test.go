@@ -73,12 +73,13 @@ func (p *holderProcess) die() {
 }
 
 // lifelineWorld is a family whose holder joined at address and holds the
-// root's lock under a long lease, and a standby's lifeline watching it.
+// root's lock under a long lease, and a standby whose lifeline watches
+// it.
 type lifelineWorld struct {
 	srv             *etcdtest.Server
 	root            string
 	holder, standby *fence.Session
-	lock            *fence.Lock // the holder's
+	member          *Member // the holder's
 	sights          chan Sight
 }
 
@@ -93,13 +94,14 @@ func newLifelineWorld(t *testing.T, address string) *lifelineWorld {
 	}
 	root := t.TempDir()
 	w := &lifelineWorld{srv: srv, root: root, holder: open(), standby: open(), sights: make(chan Sight, 64)}
-	_, err := Join(ctxFor(t), w.holder, "fam", Config{Name: "h", Address: address, Root: root})
+	var err error
+	w.member, err = Join(ctxFor(t), w.holder, "fam", Config{Name: "h", Address: address, Root: root})
 	require.NoError(t, err)
-	w.lock, err = w.holder.Lock(ctxFor(t), RootBeing)
+	_, err = w.holder.Lock(ctxFor(t), RootBeing)
 	require.NoError(t, err)
 	standby, err := Join(ctxFor(t), w.standby, "fam", Config{Name: "s", Address: "127.0.0.1:1", Root: root})
 	require.NoError(t, err)
-	l := &Lifeline{Session: w.standby, Family: "fam", Being: RootBeing, Self: standby.Info().Lease,
+	l := &Lifeline{Session: w.standby, Self: standby.Info().Lease,
 		Every: 50 * time.Millisecond, Log: slog.New(slog.DiscardHandler),
 		Seen: func(s Sight) {
 			select {
@@ -144,9 +146,26 @@ func (w *lifelineWorld) seeOf(t *testing.T, name string, what Seen) {
 // leaseLeft is what is left of the holder's lease; -1 when it ended.
 func (w *lifelineWorld) leaseLeft(t *testing.T) int64 {
 	t.Helper()
-	resp, err := w.holder.Client().TimeToLive(ctxFor(t), clientv3.LeaseID(w.holder.Lease()))
+	return leaseLeft(t, w.holder)
+}
+
+// leaseLeft is what is left of s's lease; -1 when it ended.
+func leaseLeft(t *testing.T, s *fence.Session) int64 {
+	t.Helper()
+	resp, err := s.Client().TimeToLive(ctxFor(t), clientv3.LeaseID(s.Lease()))
 	require.NoError(t, err)
 	return resp.TTL
+}
+
+// join is one more member, name, at address, of w's family.
+func (w *lifelineWorld) join(t *testing.T, name, address string) *fence.Session {
+	t.Helper()
+	s, err := fence.Open(fence.Config{Endpoints: w.srv.Endpoints(), Family: "fam", TTL: longLease})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	_, err = Join(ctxFor(t), s, "fam", Config{Name: name, Address: address, Root: w.root})
+	require.NoError(t, err)
+	return s
 }
 
 // TestLifelineEndsTheLeaseOfAHolderThatDied: the holder's address closes
@@ -166,6 +185,29 @@ func TestLifelineEndsTheLeaseOfAHolderThatDied(t *testing.T) {
 	lock, err := w.standby.Lock(ctx, RootBeing)
 	require.NoError(t, err, "the standby takes the lock")
 	require.NotZero(t, lock.Token())
+}
+
+// TestLifelineEndsTheLeaseOfAStandbyThatDied: a standby waiting for the
+// lock dies; its lease ends, and its place in the lock's queue with it,
+// so that a later standby is next.
+func TestLifelineEndsTheLeaseOfAStandbyThatDied(t *testing.T) {
+	h := listen(t)
+	w := newLifelineWorld(t, h.ln.Addr().String())
+	q := listen(t)
+	queued := w.join(t, "q", q.ln.Addr().String())
+	// The wait itself is not awaited: etcd's mutex does not end a wait
+	// whose lease ended (the member closes its session instead).
+	waitCtx, stopWaiting := context.WithCancel(context.Background())
+	t.Cleanup(stopWaiting)
+	go func() { _, _ = queued.Lock(waitCtx, RootBeing) }()
+	require.Eventually(t, func() bool { return waiters(t, w) == 2 }, 10*time.Second, 10*time.Millisecond, "q waits for the lock")
+	w.seeOf(t, "q", Reached)
+
+	q.die()
+	w.seeOf(t, "q", LeaseEnded)
+	require.Equal(t, int64(-1), leaseLeft(t, queued), "q's lease was ended")
+	require.Equal(t, 1, waiters(t, w), "q left the lock's queue")
+	require.Positive(t, w.leaseLeft(t), "the holder's lease lives on")
 }
 
 // TestLifelineLeavesALiveHolder: a connection the holder closes while
@@ -193,39 +235,24 @@ func TestLifelineLeavesALiveHolder(t *testing.T) {
 	})
 }
 
-// TestLifelineFollowsTheLock: once the lock moves to another member (a
-// handover), the lifeline leaves the old holder, whose death is then no
-// reason to end its lease, and follows the new one.
-func TestLifelineFollowsTheLock(t *testing.T) {
-	old := listen(t)
-	w := newLifelineWorld(t, old.ln.Addr().String())
+// TestLifelineLeavesAMemberThatLeft: a member whose record is gone (it
+// left) is no longer watched, so the death of its address ends nothing;
+// a member still listed is watched on.
+func TestLifelineLeavesAMemberThatLeft(t *testing.T) {
+	h := listen(t)
+	w := newLifelineWorld(t, h.ln.Addr().String())
+	n := listen(t)
+	next := w.join(t, "n", n.ln.Addr().String())
 	w.see(t, Reached)
-
-	// A third member waits for the lock; the holder hands it over.
-	next := listen(t)
-	third, err := fence.Open(fence.Config{Endpoints: w.srv.Endpoints(), Family: "fam", TTL: longLease})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = third.Close() })
-	_, err = Join(ctxFor(t), third, "fam", Config{Name: "n", Address: next.ln.Addr().String(), Root: w.root})
-	require.NoError(t, err)
-	taken := make(chan error, 1)
-	go func() {
-		_, err := third.Lock(ctxFor(t), RootBeing)
-		taken <- err
-	}()
-	require.Eventually(t, func() bool {
-		h, ok, err := Holder(ctxFor(t), w.holder.Client(), "fam", RootBeing)
-		require.NoError(t, err)
-		return ok && h.Name == "h" && waiters(t, w) == 2
-	}, 10*time.Second, 10*time.Millisecond, "the third member waits for the lock")
-	require.NoError(t, w.lock.Unlock(ctxFor(t)))
-	require.NoError(t, <-taken)
 	w.seeOf(t, "n", Reached)
 
-	old.die() // the old holder's process ends: no reason to end its lease
-	next.die()
-	w.seeOf(t, "n", LeaseEnded)
-	require.Positive(t, w.leaseLeft(t), "the old holder's lease lives on")
+	require.NoError(t, w.member.Leave(ctxFor(t)))
+	w.see(t, Left)
+	h.die()
+	n.die()
+	w.seeOf(t, "n", LeaseEnded) // and no end of h's lease before it
+	require.Equal(t, int64(-1), leaseLeft(t, next))
+	require.Positive(t, w.leaseLeft(t), "the lease of the member that left lives on")
 }
 
 // waiters counts the keys under the root's lock: its holder and those
