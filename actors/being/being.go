@@ -308,6 +308,7 @@ func (b *Being) load(ctx actor.Context) error {
 		return err
 	}
 	b.engine, b.st = engine, st
+	b.settleMode()
 	if held := b.opts.Held; held != nil && held.Untrusted > 0 {
 		b.warn(fmt.Sprintf("left out %d journal event(s) an earlier holder wrote but never committed", held.Untrusted))
 	}
@@ -316,6 +317,20 @@ func (b *Being) load(ctx actor.Context) error {
 	}
 	b.closeInterruptedCalls()
 	return nil
+}
+
+// settleMode makes a child of a family across machines dormant when its
+// recovered state says it ended (exhausted or failed). Its parent chose
+// its mode from the child's state.json, as in one process
+// (docs/family.md#resume-of-children), but under a cluster that file is
+// only the child's first: each holder checkpoints into a directory of
+// its own (docs/cluster.md#the-holders-files), and only the newest
+// trusted checkpoint, loaded here, tells how the child's life stands.
+func (b *Being) settleMode() {
+	ended := b.st.Status == state.StatusExhausted || b.st.Status == state.StatusFailed
+	if b.opts.Mode == Run && b.opts.Holding != nil && b.isChild() && ended {
+		b.opts.Mode = Dormant
+	}
 }
 
 // recover brings the checkpoint up to date with the journal. A

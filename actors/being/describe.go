@@ -108,8 +108,14 @@ func (b *Being) entry() accounts.Entry {
 // directory name under its parent's children/ (the id spawn_child gave
 // it), the root's its agent id, which children share.
 func (b *Being) beingID() string {
-	if filepath.Base(filepath.Dir(b.opts.StateDir)) == "children" {
+	if b.isChild() {
 		return b.childID()
 	}
 	return b.st.Identity.AgentID
+}
+
+// isChild says whether the being is a child: its directory is one of
+// its parent's children/<id>.
+func (b *Being) isChild() bool {
+	return filepath.Base(filepath.Dir(b.opts.StateDir)) == "children"
 }

@@ -1,6 +1,7 @@
 package being_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,10 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/member"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/etcdtest"
 	"github.com/wisent/singularity/test/testkit"
 )
 
@@ -76,4 +80,93 @@ func testDormantChild(t *testing.T, status string) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(7), st.Cycle, "it never cycled")
 	assert.Equal(t, status, st.Status, "the shutdown keeps its status")
+}
+
+// TestTakeoverKeepsEndedChildrenDormant: in a family across machines a
+// child's state.json is only its first; each holder checkpoints into a
+// directory of its own (docs/cluster.md#the-holders-files). A child that
+// ran out of money under one holder is loaded dormant by the next one,
+// whose parent read in that first file that it had not: it starts no Las and
+// writes nothing under the new token.
+//
+// The first holder runs the child alone, as a family of its own, under
+// the root's lock: what a holder of the whole family writes of it.
+func TestTakeoverKeepsEndedChildrenDormant(t *testing.T) {
+	srv := newBrama(t)
+	srv.SetHandler(func(*bramatest.Request) bramatest.Reply {
+		return bramatest.TextReply("nothing to do", bramatest.Usage(10, 5))
+	})
+	etcd := etcdtest.Start(t)
+	opts := options(t, being.Run)
+	withExampleLas(t, &opts, `{}`)
+	opts.CycleInterval = time.Hour // one cycle of the root is enough
+
+	// The child's first state: not ended, with nothing left to spend.
+	childID := "5a0c1e2d-3b4f-4a6b-8c7d-9e0f1a2b3c4d"
+	childDir := filepath.Join(opts.StateDir, "children", childID)
+	childIdentity := opts.Identity
+	childIdentity.Name, childIdentity.Ticker = "Bo", "BO"
+	child := being.NewState(childIdentity, testkit.USD("1"), opts.Model, state.Now())
+	child.Budget.Remaining = money.Zero
+	child.Budget.APISpent = testkit.USD("1")
+	_, _, _, err := state.Boot(childDir, false, childIdentity, func() (*state.Being, error) { return child, nil })
+	require.NoError(t, err)
+
+	// A first holder of the family runs the child, which finds itself
+	// exhausted and says so in that holder's own files.
+	first := holderSession(t, etcd)
+	lockA, err := first.Lock(ctxWithin(t), member.RootBeing)
+	require.NoError(t, err)
+	held, hold, err := member.NewHolding(first, lockA, nil, opts.StateDir, waitLimit).Hold(childDir)
+	require.NoError(t, err)
+	childOpts := opts
+	childOpts.StateDir, childOpts.Identity, childOpts.Held, childOpts.Fence = childDir, childIdentity, &held, hold
+	stopped := resume(t, srv, childOpts).stopped()
+	require.Equal(t, state.StatusExhausted, stopped.Status)
+	base, err := state.Load(childDir)
+	require.NoError(t, err)
+	require.NotContains(t, []string{state.StatusExhausted, state.StatusFailed}, base.Status, "the child's first state.json does not say it ended")
+	require.NoError(t, lockA.Unlock(ctxWithin(t)))
+
+	// The next holder runs the whole family.
+	next := holderSession(t, etcd)
+	lockB, err := next.Lock(ctxWithin(t), member.RootBeing)
+	require.NoError(t, err)
+	rootOpts := opts
+	rootOpts.Holding = member.NewHolding(next, lockB, nil, opts.StateDir, waitLimit)
+	root := being.NewState(opts.Identity, opts.StartingBalance, opts.Model, state.Now())
+	root.Mind.Children = []state.Child{{ID: childID, Name: "Bo", Ticker: "BO", StateDir: childDir, CreatedAt: state.Now(), Status: state.StatusRunning}}
+	h := startWith(t, srv, rootOpts, root)
+	h.reportFor(1)
+
+	childPID := h.system.NewLocalPID("family/root/being-Bo-" + childID[:8])
+	res, err := h.system.Root.RequestFuture(childPID, messages.DescribeRequest{}, waitLimit).Result()
+	require.NoError(t, err)
+	d := res.(messages.Description)
+	assert.Equal(t, state.StatusExhausted, d.Status)
+	require.Len(t, d.Children, 1, "a dormant child has its ledger and no Las")
+	assert.Contains(t, d.Children[0].Id, "/ledger")
+	h.shutdown()
+	dirB := state.HolderDir(childDir, lockB.Token())
+	events, err := state.ReadHolding(state.Holding{Token: lockB.Token(), Dir: dirB})
+	require.NoError(t, err)
+	assert.Empty(t, events, "the dormant child journaled nothing under the next holder's token")
+	_, err = os.Stat(filepath.Join(dirB, state.StateFile))
+	assert.ErrorIs(t, err, os.ErrNotExist, "nor checkpointed")
+}
+
+// holderSession is a member's etcd session in the family "fam".
+func holderSession(t *testing.T, srv *etcdtest.Server) *fence.Session {
+	t.Helper()
+	s, err := fence.Open(fence.Config{Endpoints: srv.Endpoints(), Family: "fam", TTL: 10 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// ctxWithin is a context that ends at waitLimit.
+func ctxWithin(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	t.Cleanup(cancel)
+	return ctx
 }
