@@ -91,7 +91,7 @@ func (l *Lifeline) Run(ctx context.Context) {
 		stop context.CancelFunc
 	}
 	following := map[string]*follower{} // by lease
-	ended := make(chan *follower)        // each follower, once it stops
+	ended := make(chan *follower)       // each follower, once it stops
 	for {
 		if members, err := l.members(ctx); err == nil {
 			listed := map[string]bool{}
