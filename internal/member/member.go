@@ -1,7 +1,10 @@
 // Package member is one `singularity run` process's place in a family
 // that spans processes: it joins the family in etcd under the member's
 // lease, refusing a name that is taken, a state root or family that is
-// not the family's, and a protocol another live member does not speak.
+// not the family's, and a protocol another live member does not speak;
+// it holds the family under the root's lock (Holding); and it watches
+// the other members' processes, ending the lease of one that is gone
+// (Lifeline).
 //
 // Keys, under the family's prefix /singularity/<family>/:
 //
