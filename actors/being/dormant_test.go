@@ -33,20 +33,11 @@ func TestResumeKeepsEndedChildrenDormant(t *testing.T) {
 }
 
 func testDormantChild(t *testing.T, status string) {
-	srv := newBrama(t)
-	srv.SetHandler(func(*bramatest.Request) bramatest.Reply {
-		return bramatest.TextReply("nothing to do", bramatest.Usage(10, 5))
-	})
-	opts := options(t, being.Run)
-	withExampleLas(t, &opts, `{}`)
-	opts.CycleInterval = time.Hour // one cycle of the root is enough
+	srv, opts := dormantWorld(t)
 
 	// The child: exhausted, in its own directory under children/<id>.
 	childID := "0d9e8f7a-6b5c-4d3e-8f2a-1b0c9d8e7f6a"
-	childDir := filepath.Join(opts.StateDir, "children", childID)
-	childIdentity := opts.Identity
-	childIdentity.Name, childIdentity.Ticker = "Bo", "BO"
-	child := being.NewState(childIdentity, testkit.USD("1"), opts.Model, state.Now())
+	childDir, childIdentity, child := childBo(opts, childID)
 	child.Status = status
 	child.Cycle = 7
 	if status == state.StatusExhausted {
@@ -58,15 +49,7 @@ func testDormantChild(t *testing.T, status string) {
 	before, err := os.ReadFile(filepath.Join(childDir, "state.json"))
 	require.NoError(t, err)
 
-	root := being.NewState(opts.Identity, opts.StartingBalance, opts.Model, state.Now())
-	root.Mind.Children = []state.Child{{ID: childID, Name: "Bo", Ticker: "BO", StateDir: childDir, CreatedAt: state.Now(), Status: state.StatusRunning}}
-	h := startWith(t, srv, opts, root)
-	h.reportFor(1)
-
-	childPID := h.system.NewLocalPID("family/root/being-Bo-" + childID[:8])
-	res, err := h.system.Root.RequestFuture(childPID, messages.DescribeRequest{}, waitLimit).Result()
-	require.NoError(t, err)
-	d := res.(messages.Description)
+	h, d := startParentOfBo(t, srv, opts, childID)
 	assert.Equal(t, "Bo", d.Name)
 	assert.Equal(t, status, d.Status)
 	require.Len(t, d.Children, 1, "a dormant child has its ledger and no Las")
@@ -92,21 +75,12 @@ func testDormantChild(t *testing.T, status string) {
 // The first holder runs the child alone, as a family of its own, under
 // the root's lock: what a holder of the whole family writes of it.
 func TestTakeoverKeepsEndedChildrenDormant(t *testing.T) {
-	srv := newBrama(t)
-	srv.SetHandler(func(*bramatest.Request) bramatest.Reply {
-		return bramatest.TextReply("nothing to do", bramatest.Usage(10, 5))
-	})
+	srv, opts := dormantWorld(t)
 	etcd := etcdtest.Start(t)
-	opts := options(t, being.Run)
-	withExampleLas(t, &opts, `{}`)
-	opts.CycleInterval = time.Hour // one cycle of the root is enough
 
 	// The child's first state: not ended, with nothing left to spend.
 	childID := "5a0c1e2d-3b4f-4a6b-8c7d-9e0f1a2b3c4d"
-	childDir := filepath.Join(opts.StateDir, "children", childID)
-	childIdentity := opts.Identity
-	childIdentity.Name, childIdentity.Ticker = "Bo", "BO"
-	child := being.NewState(childIdentity, testkit.USD("1"), opts.Model, state.Now())
+	childDir, childIdentity, child := childBo(opts, childID)
 	child.Budget.Remaining = money.Zero
 	child.Budget.APISpent = testkit.USD("1")
 	_, _, _, err := state.Boot(childDir, false, childIdentity, func() (*state.Being, error) { return child, nil })
@@ -134,15 +108,7 @@ func TestTakeoverKeepsEndedChildrenDormant(t *testing.T) {
 	require.NoError(t, err)
 	rootOpts := opts
 	rootOpts.Holding = member.NewHolding(next, lockB, nil, opts.StateDir, waitLimit)
-	root := being.NewState(opts.Identity, opts.StartingBalance, opts.Model, state.Now())
-	root.Mind.Children = []state.Child{{ID: childID, Name: "Bo", Ticker: "BO", StateDir: childDir, CreatedAt: state.Now(), Status: state.StatusRunning}}
-	h := startWith(t, srv, rootOpts, root)
-	h.reportFor(1)
-
-	childPID := h.system.NewLocalPID("family/root/being-Bo-" + childID[:8])
-	res, err := h.system.Root.RequestFuture(childPID, messages.DescribeRequest{}, waitLimit).Result()
-	require.NoError(t, err)
-	d := res.(messages.Description)
+	h, d := startParentOfBo(t, srv, rootOpts, childID)
 	assert.Equal(t, state.StatusExhausted, d.Status)
 	require.Len(t, d.Children, 1, "a dormant child has its ledger and no Las")
 	assert.Contains(t, d.Children[0].Id, "/ledger")
@@ -153,6 +119,44 @@ func TestTakeoverKeepsEndedChildrenDormant(t *testing.T) {
 	assert.Empty(t, events, "the dormant child journaled nothing under the next holder's token")
 	_, err = os.Stat(filepath.Join(dirB, state.StateFile))
 	assert.ErrorIs(t, err, os.ErrNotExist, "nor checkpointed")
+}
+
+// dormantWorld is a gateway that answers every completion with text, and
+// a root that runs one cycle an hour with an example Las.
+func dormantWorld(t *testing.T) (*bramatest.Server, being.Options) {
+	t.Helper()
+	srv := newBrama(t)
+	srv.SetHandler(func(*bramatest.Request) bramatest.Reply {
+		return bramatest.TextReply("nothing to do", bramatest.Usage(10, 5))
+	})
+	opts := options(t, being.Run)
+	withExampleLas(t, &opts, `{}`)
+	opts.CycleInterval = time.Hour // one cycle of the root is enough
+	return srv, opts
+}
+
+// childBo is the root's child Bo with id: its directory, identity and a
+// first state of 1 USD, not written yet.
+func childBo(opts being.Options, id string) (string, state.Identity, *state.Being) {
+	dir := filepath.Join(opts.StateDir, "children", id)
+	identity := opts.Identity
+	identity.Name, identity.Ticker = "Bo", "BO"
+	return dir, identity, being.NewState(identity, testkit.USD("1"), opts.Model, state.Now())
+}
+
+// startParentOfBo starts a fresh root whose mind records the child Bo
+// (id) as running, waits for the root's first cycle, and describes Bo.
+func startParentOfBo(t *testing.T, srv *bramatest.Server, opts being.Options, id string) (*harness, messages.Description) {
+	t.Helper()
+	root := being.NewState(opts.Identity, opts.StartingBalance, opts.Model, state.Now())
+	dir := filepath.Join(opts.StateDir, "children", id)
+	root.Mind.Children = []state.Child{{ID: id, Name: "Bo", Ticker: "BO", StateDir: dir, CreatedAt: state.Now(), Status: state.StatusRunning}}
+	h := startWith(t, srv, opts, root)
+	h.reportFor(1)
+	pid := h.system.NewLocalPID("family/root/being-Bo-" + id[:8])
+	res, err := h.system.Root.RequestFuture(pid, messages.DescribeRequest{}, waitLimit).Result()
+	require.NoError(t, err)
+	return h, res.(messages.Description)
 }
 
 // holderSession is a member's etcd session in the family "fam".
