@@ -20,10 +20,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -295,13 +297,48 @@ func (s *Server) logTail() string {
 	return strings.Join(lines[max(0, len(lines)-20):], "\n")
 }
 
-// freeAddr is a loopback address with a port free a moment ago.
+// freeAddr is a loopback address with a port free a moment ago, below
+// the kernel's range of ephemeral ports: while a restartable etcd is
+// stopped, a connection made by any process (the tests dial a lot) may
+// take a port of that range as its own end, and the restart would find
+// its port in use (seen: "bind: address already in use"). Where the
+// range cannot be read, or no port below it is free, any free port.
 func freeAddr(t testing.TB) string {
 	t.Helper()
+	if low := ephemeralLow(); low > firstPort {
+		for range 100 {
+			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(firstPort+rand.IntN(low-firstPort)))
+			if l, err := net.Listen("tcp", addr); err == nil {
+				_ = l.Close()
+				return addr
+			}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("etcdtest: %v", err)
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// firstPort is the lowest port freeAddr picks below the ephemeral range.
+const firstPort = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range; 0 when
+// it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return low
 }

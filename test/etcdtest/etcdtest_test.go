@@ -2,6 +2,8 @@ package etcdtest
 
 import (
 	"context"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -53,4 +55,22 @@ func TestServerGoesAndComesBack(t *testing.T) {
 	got, err = get(c, "k", 10*time.Second)
 	require.NoError(t, err)
 	assert.Len(t, got.Kvs, 1, "a paused etcd can be killed and started again")
+}
+
+// TestFreeAddrIsBelowTheEphemeralRange: etcd's ports are taken below the
+// kernel's ephemeral range, where no connection's own end can take them
+// while a stopped etcd waits for its restart.
+func TestFreeAddrIsBelowTheEphemeralRange(t *testing.T) {
+	low := ephemeralLow()
+	if low <= firstPort {
+		t.Skip("no ephemeral range to stay below on this system")
+	}
+	for range 20 {
+		_, port, err := net.SplitHostPort(freeAddr(t))
+		require.NoError(t, err)
+		n, err := strconv.Atoi(port)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, n, firstPort)
+		require.Less(t, n, low)
+	}
 }
