@@ -122,7 +122,7 @@ type Options struct {
 	BootTimeout time.Duration
 
 	// Keeper, when set, is an executable that runs the Las keeper when
-	// given KeeperCommand (the dedicated singularity-keeper, or the
+	// given keeper.Command (the dedicated singularity-keeper, or the
 	// runtime's own binary; keeper.Path): Las is started under it,
 	// so that no descendant of Las outlives the runtime even when the
 	// runtime is SIGKILLed (docs/las.md#leftovers). "" starts Las directly,

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"syscall"
 
+	"github.com/wisent/singularity/internal/keeper"
 	"github.com/wisent/singularity/internal/mcpremote"
 	"github.com/wisent/singularity/internal/mcpstdio"
 	"github.com/wisent/singularity/internal/tools/outcome"
@@ -116,8 +117,8 @@ func open(o Options, listChanged func()) (session, error) {
 		// The keeper runs Las with SIGKILL as its parent-death signal
 		// and ends the rest of its tree when this process dies
 		// (docs/las.md#leftovers).
-		cfg.Args = append([]string{KeeperCommand, strconv.Itoa(os.Getpid()), cfg.Path}, cfg.Args...)
-		cfg.Path, cfg.DeathSignal, cfg.Keeper = o.Keeper, keeperDeathSignal, true
+		cfg.Args = append([]string{keeper.Command, strconv.Itoa(os.Getpid()), cfg.Path}, cfg.Args...)
+		cfg.Path, cfg.DeathSignal, cfg.Keeper = o.Keeper, keeper.DeathSignal, true
 	}
 	prefix, log, secrets := o.stderrPrefix(), o.Logger, o.Secrets
 	cfg.Stderr = func(pid int, line string) { log.Info(prefix+secrets.RedactString(line), "pid", pid) }

@@ -72,7 +72,7 @@ func lasOptions(rt config.Runtime, log *slog.Logger) *las.Options {
 
 // lasKeeper is the Las keeper: the dedicated singularity-keeper beside
 // this binary, else this binary, which runs as the keeper when asked
-// (las.KeeperCommand; keeper.Path); "" when this binary cannot be found,
+// (keeper.Command; keeper.Path); "" when this binary cannot be found,
 // and Las is started directly.
 func lasKeeper() string {
 	self, err := os.Executable()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wisent/singularity/actors/las"
 	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/keeper"
 	"github.com/wisent/singularity/internal/logging"
 	"github.com/wisent/singularity/supervision/fault"
 )
@@ -58,8 +59,8 @@ type env struct {
 type exitRequest struct{ code int }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == las.KeeperCommand {
-		os.Exit(las.RunKeeper(os.Args[2:]))
+	if len(os.Args) > 1 && os.Args[1] == keeper.Command {
+		os.Exit(keeper.Run(os.Args[2:]))
 	}
 	if len(os.Args) < 2 || os.Args[1] != "example-las" {
 		// The runtime adopts what its Las processes leave behind, to end

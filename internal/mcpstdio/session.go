@@ -47,7 +47,7 @@ type Config struct {
 	Dir string
 	// DeathSignal is the process's parent-death signal; 0 is none.
 	DeathSignal syscall.Signal
-	// Keeper reports that Path is a Las keeper (RunKeeper) starting the
+	// Keeper reports that Path is a Las keeper (keeper.Run) starting the
 	// server: Start then waits for the keeper's start report, and a
 	// server the keeper cannot execute is Start's error, as it is
 	// without a keeper, rather than an exit of the keeper.
