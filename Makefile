@@ -125,8 +125,11 @@ crash:
 # the figure of docs/cluster.md#measured: the four and funded children
 # seeded on the root, each with its own Las process), each followed by
 # the checks of docs/cluster.md#failure and the failover time; the
-# normal suite kills 3 holders of the four. Needs etcd (Debian's
-# etcd-server). CLUSTER_LOG_DIR=<dir> (any cluster test) keeps each
+# normal suite kills 3 holders of the four. CLUSTER_FREEZE=1 makes each
+# blow a holder whose machine died (SIGSTOP, so its lease decides, then
+# SIGKILL once a survivor holds the family); CLUSTER_SEED_MEMORIES=1000
+# starts every seeded child with a full mind, as a long run ends with.
+# Needs etcd (Debian's etcd-server). CLUSTER_LOG_DIR=<dir> (any cluster test) keeps each
 # member's whole stderr in <dir>/<member>.log, and etcd's log in
 # <dir>/etcd.log. CLUSTER_CYCLE_SECS (any cluster test) is the beings'
 # pause between cycles, 0.05 s by default.

@@ -54,7 +54,9 @@ func (w *world) seed(n int) {
 		c.StateDir = state.ChildRecordDir(c.ID)
 		id := root
 		id.Name, id.Ticker = c.Name, c.Ticker
-		create(t, filepath.Join(w.stateDir, c.StateDir), being.NewState(id, grant, "any", at), nil)
+		dir := filepath.Join(w.stateDir, c.StateDir)
+		create(t, dir, being.NewState(id, grant, "any", at), nil)
+		remember(t, dir, seedMemories(t, c.Name, at))
 		steps = append(steps, state.EndowmentGranted(c, grant), state.ChildAdded(c))
 		w.names = append(w.names, c.Name)
 		granted = granted.Add(grant)
@@ -62,6 +64,49 @@ func (w *world) seed(n int) {
 	// The root was given what it granted on top of the demo world's
 	// starting balance.
 	create(t, w.stateDir, being.NewState(root, testkit.USD("1").Add(granted), "any", at), steps)
+}
+
+// seedMemories is what a seeded child remembers from the start:
+// CLUSTER_SEED_MEMORIES memories (default none) of the kind and length
+// the simulated Brama has a being remember each cycle, so that a short
+// failover run meets minds as full as a long one's (state.MaxMemories
+// fills a mind). They are journalled past the child's first state, as
+// a being's memories are, so that its first holder's checkpoint holds
+// them and its own state.json stays its small first one.
+func seedMemories(t *testing.T, name string, at state.Time) []state.Memory {
+	v := os.Getenv("CLUSTER_SEED_MEMORIES")
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(t, err, "CLUSTER_SEED_MEMORIES")
+	require.True(t, n >= 0 && n <= state.MaxMemories, "CLUSTER_SEED_MEMORIES is 0 to %d", state.MaxMemories)
+	out := make([]state.Memory, n)
+	for i := range out {
+		out[i] = state.Memory{ID: uuid.NewString(), Kind: "observation", CreatedAt: at,
+			Text: fmt.Sprintf("Cycle %d: %s surveyed 7 available tools and planned the next useful action.", i+1, name)}
+	}
+	return out
+}
+
+// remember appends memories to the journal of the being in dir, as one
+// step.
+func remember(t *testing.T, dir string, memories []state.Memory) {
+	t.Helper()
+	if len(memories) == 0 {
+		return
+	}
+	store, err := state.Open(dir)
+	require.NoError(t, err)
+	j, err := store.OpenJournal(state.Now(), 0)
+	require.NoError(t, err)
+	events := make([]state.Event, len(memories))
+	for i, m := range memories {
+		events[i] = state.MemoryAdded(m)
+	}
+	_, err = j.AppendStep(events)
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
 }
 
 // create writes a being's first state and its journal in dir: the

@@ -78,6 +78,7 @@ func newWorld(t *testing.T) *world {
 	}
 	w := &world{t: t, bin: testkit.Singularity(t), etcd: etcdtest.Start(t), seen: newObserver(), names: slices.Clone(familyNames)}
 	if dir := os.Getenv("CLUSTER_LOG_DIR"); dir != "" {
+		require.NoError(t, os.MkdirAll(dir, 0o700), "CLUSTER_LOG_DIR")
 		// etcd's whole log kept beside the members' (its temporary
 		// directory goes with the test).
 		t.Cleanup(func() {
