@@ -98,6 +98,7 @@ FUZZ_TARGETS := \
 	./internal/store/state:FuzzReadJournal \
 	./internal/store/state:FuzzLoad \
 	./internal/store/state:FuzzIndentCompact \
+	./internal/store/state:FuzzMemoryJSON \
 	./internal/store/state:FuzzPack \
 	./internal/tools/boundary:FuzzCheck
 

@@ -49,6 +49,38 @@ func BenchmarkEncodeFullMindCached(b *testing.B) {
 	}
 }
 
+// BenchmarkEncodeFullMindCold is the first checkpoint of a full mind
+// through a new EncodeCache: what every being's boot checkpoint costs
+// after a restart or a takeover, when no memory is cached yet.
+func BenchmarkEncodeFullMindCold(b *testing.B) {
+	st := fullMind()
+	b.ReportAllocs()
+	for b.Loop() {
+		var c EncodeCache
+		data, err := c.Encode(st)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(int64(len(data)))
+	}
+}
+
+// BenchmarkDecodeFullMind is loading the checkpoint of a full mind: what
+// every being's recovery decodes after a restart or a takeover.
+func BenchmarkDecodeFullMind(b *testing.B) {
+	data, err := Encode(fullMind())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Decode("state.json", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func fullMind() *Being {
 	st := &Being{SchemaVersion: SchemaVersion, Budget: Budget{Starting: mustParse("10"), Remaining: mustParse("9.5")}}
 	at := Now()

@@ -369,17 +369,26 @@ func Now() Time { return Time{time.Now().UTC()} }
 
 // MarshalJSON writes the instant in UTC with microseconds.
 func (t Time) MarshalJSON() ([]byte, error) {
+	return t.appendJSON(make([]byte, 0, len(TimeLayout)+2)), nil
+}
+
+// appendJSON appends the instant as MarshalJSON writes it.
+func (t Time) appendJSON(dst []byte) []byte {
 	// The layout holds nothing JSON would escape.
-	out := make([]byte, 0, len(TimeLayout)+2)
-	out = append(out, '"')
-	out = t.UTC().AppendFormat(out, TimeLayout)
-	return append(out, '"'), nil
+	dst = append(dst, '"')
+	dst = t.UTC().AppendFormat(dst, TimeLayout)
+	return append(dst, '"')
 }
 
 // UnmarshalJSON accepts any RFC 3339 instant.
 func (t *Time) UnmarshalJSON(data []byte) error {
 	var s string
-	if err := json.Unmarshal(data, &s); err != nil {
+	if n := len(data); n >= 2 && data[0] == '"' && data[n-1] == '"' && bytes.IndexByte(data, '\\') < 0 {
+		// A string with no escape is its bytes (encoding/json has
+		// already checked the document): a full mind has a thousand
+		// instants to read, and json.Unmarshal is most of their cost.
+		s = string(data[1 : n-1])
+	} else if err := json.Unmarshal(data, &s); err != nil {
 		return err
 	}
 	v, err := time.Parse(time.RFC3339Nano, s)

@@ -293,3 +293,34 @@ func TestDecodeSchemaKeyInAnotherCase(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "schema_version is missing")
 }
+
+// TestTimeUnmarshal: an instant reads the same whether its string
+// carries escapes (read through encoding/json) or not (read as its
+// bytes), in any RFC 3339 offset, and anything else is refused.
+func TestTimeUnmarshal(t *testing.T) {
+	want := time.Date(2026, 12, 7, 3, 4, 5, 500_000_000, time.UTC)
+	for _, tc := range []struct {
+		json string
+		ok   bool
+	}{
+		{`"2026-12-07T03:04:05.5Z"`, true},
+		{`"2026-12-07T03:04:05\u002e5Z"`, true},
+		{`"2026-12-07T04:04:05.5+01:00"`, true},
+		{`"2026-12-07 03:04:05"`, false},
+		{`"2026-12-07T03:04:05\u00e9Z"`, false},
+		{`null`, false},
+		{`12`, false},
+	} {
+		var got struct {
+			At Time `json:"at"`
+		}
+		err := json.Unmarshal([]byte(`{"at":`+tc.json+`}`), &got)
+		if !tc.ok {
+			require.Error(t, err, tc.json)
+			continue
+		}
+		require.NoError(t, err, tc.json)
+		require.True(t, want.Equal(got.At.Time), "%s read as %s", tc.json, got.At.Time)
+		require.Equal(t, time.UTC, got.At.Location(), tc.json)
+	}
+}
