@@ -3,6 +3,7 @@ package member
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -156,13 +157,19 @@ func (h *Holding) Token() uint64 { return h.lock.Token() }
 
 // Fresh writes the root's first state.json as the family's first holder
 // (the directory has none): newBeing's being, written durably. Every later
-// holder loads it through Hold.
+// holder loads it through Hold. The write is exclusive: a first state
+// that another holder wrote after this one looked (this one was frozen
+// in between, and its lock is gone) is left as it is, and this holder
+// goes on to have its first step fenced.
 func Fresh(root string, id state.Identity, newBeing func() (*state.Being, error)) error {
 	exists, err := state.Exists(root)
 	if err != nil || exists {
 		return err
 	}
 	_, _, _, err = state.Boot(root, false, id, newBeing)
+	if errors.Is(err, state.ErrExists) {
+		return nil
+	}
 	return err
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/test/etcdtest"
 	"github.com/wisent/singularity/test/testkit"
 )
@@ -98,4 +99,42 @@ func TestHoldWaitsForASlowEtcd(t *testing.T) {
 	_, _, err = lost.Hold(root)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorContains(t, err, "the hold is lost: a step was refused")
+}
+
+// TestFreshLeavesAnotherHoldersFirstState: a first holder frozen between
+// its look at the root and its write finds, awake, the first state a
+// second holder wrote meanwhile. It leaves that state as it is and says
+// nothing is wrong (its first step will be fenced), where a plain
+// creation would have refused with "state already exists"; on a root
+// that has its first state it writes nothing either.
+func TestFreshLeavesAnotherHoldersFirstState(t *testing.T) {
+	root := t.TempDir()
+	id := testkit.Identity()
+	fresh := func(name string) func() (*state.Being, error) {
+		return func() (*state.Being, error) {
+			b := &state.Being{SchemaVersion: state.SchemaVersion, Identity: id, Status: state.StatusStarting, JournalSeq: new(uint64)}
+			b.Mind.SystemPrompt = name
+			return b, nil
+		}
+	}
+	second := fresh("second")
+	first := func() (*state.Being, error) {
+		// The second holder writes while the first is between its look
+		// and its write.
+		require.NoError(t, Fresh(root, id, second))
+		return fresh("first")()
+	}
+	require.NoError(t, Fresh(root, id, first))
+	got, err := state.Load(root)
+	require.NoError(t, err)
+	require.Equal(t, "second", got.Mind.SystemPrompt, "the second holder's first state is left as it is")
+
+	require.NoError(t, Fresh(root, id, fresh("third")))
+	got, err = state.Load(root)
+	require.NoError(t, err)
+	require.Equal(t, "second", got.Mind.SystemPrompt)
+
+	_, _, _, err = state.Boot(root, false, id, fresh("plain"))
+	require.ErrorIs(t, err, state.ErrExists)
+	require.EqualError(t, err, "state: state already exists at "+filepath.Join(root, state.StateFile)+"; use --resume or a new directory")
 }

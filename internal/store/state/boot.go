@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -77,7 +78,11 @@ func Boot(dir string, resume bool, id Identity, newBeing func() (*Being, error))
 	return store, being, resumed, nil
 }
 
+// ErrExists is the cause of a refusal to create a being's first state
+// where one already is.
+var ErrExists = errors.New("state already exists")
+
 func alreadyExists(dir string) error {
 	return fault.Errorf(fault.ClassState,
-		"state already exists at %s; use --resume or a new directory", filepath.Join(dir, StateFile))
+		"%w at %s; use --resume or a new directory", ErrExists, filepath.Join(dir, StateFile))
 }
