@@ -130,9 +130,9 @@ crash:
 # blow a holder whose machine died (SIGSTOP, so its lease decides, then
 # SIGKILL once a survivor holds the family); CLUSTER_SEED_MEMORIES=1000
 # starts every seeded child with a full mind, as a long run ends with.
-# Needs etcd (Debian's etcd-server). CLUSTER_LOG_DIR=<dir> (any cluster test) keeps each
-# member's whole stderr in <dir>/<member>.log, and etcd's log in
-# <dir>/etcd.log. CLUSTER_CYCLE_SECS (any cluster test) is the beings'
+# Needs etcd (Debian's etcd-server). CLUSTER_LOG_DIR=<dir> (any cluster
+# test) keeps each member's whole stderr in <dir>/<member>.log, and
+# etcd's log in <dir>/etcd.log. CLUSTER_CYCLE_SECS (any cluster test) is the beings'
 # pause between cycles, 0.05 s by default.
 CLUSTER_KILLS ?= 20
 CLUSTER_BEINGS ?=

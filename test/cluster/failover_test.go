@@ -170,8 +170,12 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("kill %d of %s: %s took the family over %s after the kill; every being cycled again %s after it",
-			kill+1, holder.name, next.name, tookOver.Round(time.Millisecond), back.Round(time.Millisecond))
+		blow := "kill"
+		if freeze {
+			blow = "freeze"
+		}
+		t.Logf("%s %d of %s: %s took the family over %s after the %s; every being cycled again %s after it",
+			blow, kill+1, holder.name, next.name, tookOver.Round(time.Millisecond), blow, back.Round(time.Millisecond))
 		beings := w.check(t)
 		require.Subset(t, keysOf(beings), w.names)
 		// The holder's debug endpoint names it, and so do its metrics.
