@@ -6,10 +6,11 @@ import (
 	"io"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
+	"github.com/wisent/singularity/internal/fence"
 	"github.com/wisent/singularity/internal/journalview"
+	"github.com/wisent/singularity/internal/member"
 	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/supervision/fault"
@@ -62,13 +63,13 @@ type entry struct {
 }
 
 func (j *journalCmd) Run(e *env) error {
-	load, err := clusterLoader(e, j.StateDir, j.Etcd, j.Family)
+	records, err := clusterRecords(e, j.Etcd, j.Family)
 	if err != nil {
 		return err
 	}
 	var src source = &onDisk{j: j, known: map[string]*followed{}, seen: map[string]journalview.Being{}}
-	if load != nil {
-		src = &committed{j: j, e: e, known: map[string]*followed{}}
+	if records != nil {
+		src = &committed{j: j, e: e, known: map[string]*followed{}, records: records}
 	}
 	fam, err := src.family()
 	if err != nil {
@@ -183,83 +184,114 @@ func (d *onDisk) lines(first bool, tail int) ([][]entry, error) {
 
 // committed reads a family across processes (docs/cluster.md#status):
 // each being's events from every holder's files, only those its commit
-// record says were committed (fence.Counted), in seq order. Each look
-// reads the records and the files again; a being's lines are those past
-// the last seq it printed.
+// record says were committed, in seq order. Each look reads the records
+// again and, of each being, only the events past the last it saw
+// (fence.TrustedPast, by the holders' indexes), so that following a
+// family that has lived for weeks costs what is new since the last
+// look. The family is read once, each being as its newest trusted
+// checkpoint says (fence.Newest); a child spawned later joins it with
+// the child_added event that records it.
 type committed struct {
-	j     *journalCmd
-	e     *env
-	known map[string]*followed // by the being's id
+	j *journalCmd
+	e *env
+	// known is every being of the family, wanted or not (each one's
+	// events are read for the children it spawns), by its own id.
+	known map[string]*followed
 	order []*followed
-	// read is the last look, not yet handed out by lines.
-	read *committedRead
+	// records are the commit records read at the start: the family is
+	// read by them, and so are its events at the first look, which then
+	// drops them.
+	records map[string]fence.Record
 }
 
-// committedRead is one look at the family: its beings and each one's
-// committed events, by state directory.
-type committedRead struct {
-	fam   []journalview.Being
-	lives map[string][]state.Event
-}
-
-func (c *committed) look() (*committedRead, error) {
-	load, err := clusterLoader(c.e, c.j.StateDir, c.j.Etcd, c.j.Family)
-	if err != nil {
-		return nil, err
-	}
-	r := &committedRead{lives: map[string][]state.Event{}}
-	var mu sync.Mutex
-	fam, err := accounts.ReadWith(c.j.StateDir, func(dir string) (*state.Being, []state.Event, error) {
-		st, life, err := load(dir)
-		mu.Lock()
-		r.lives[dir] = life
-		mu.Unlock()
-		return st, life, err
+func (c *committed) family() ([]journalview.Being, error) {
+	records := c.records
+	root := c.j.StateDir
+	fam, err := accounts.ReadWith(root, func(dir string) (*state.Being, []state.Event, error) {
+		st, err := fence.Newest(dir, records[member.BeingID(root, dir)])
+		return st, nil, err
 	})
 	if err == nil && len(fam.Unreadable) > 0 {
 		err = fam.Unreadable[0]
 	}
 	if err != nil {
-		return nil, fault.Errorf(fault.ClassState, "cannot read the family at %s: %w", c.j.StateDir, err)
+		return nil, fault.Errorf(fault.ClassState, "cannot read the family at %s: %w", root, err)
 	}
+	out := make([]journalview.Being, 0, len(fam.Beings))
 	for _, b := range fam.Beings {
-		r.fam = append(r.fam, journalview.Being{Dir: b.StateDir, ID: b.ID, AgentID: b.State.Identity.AgentID,
-			Name: b.Name, Depth: b.Depth, Starting: b.State.Budget.Starting})
+		jb := journalview.Being{Dir: b.StateDir, ID: b.ID, AgentID: b.State.Identity.AgentID,
+			Name: b.Name, Depth: b.Depth, Starting: b.State.Budget.Starting}
+		c.add(jb)
+		out = append(out, jb)
 	}
-	return r, nil
+	return out, nil
 }
 
-func (c *committed) family() ([]journalview.Being, error) {
-	r, err := c.look()
-	if err != nil {
-		return nil, err
+// add makes b a known being of the family, after those known before.
+func (c *committed) add(b journalview.Being) {
+	if _, ok := c.known[b.ID]; ok {
+		return
 	}
-	c.read = r
-	return r.fam, nil
+	fb := &followed{being: b, order: len(c.order)}
+	c.known[b.ID] = fb
+	c.order = append(c.order, fb)
+}
+
+// spawned adds the child that ev, a child_added event of parent's,
+// records, unless it is known.
+func (c *committed) spawned(parent *followed, ev state.Event) error {
+	if _, ok := c.known[ev.Child.ID]; ok {
+		return nil
+	}
+	dir, err := state.ChildDir(parent.being.Dir, *ev.Child)
+	if err != nil {
+		return err
+	}
+	b, err := journalview.ReadBeing(dir)
+	if err != nil {
+		return err
+	}
+	b.ID, b.Depth = ev.Child.ID, parent.being.Depth+1
+	c.add(b)
+	return nil
 }
 
 func (c *committed) lines(first bool, tail int) ([][]entry, error) {
-	r := c.read
-	c.read = nil
-	if r == nil {
+	records := c.records
+	c.records = nil
+	if records == nil {
 		var err error
-		if r, err = c.look(); err != nil {
+		if records, err = clusterRecords(c.e, c.j.Etcd, c.j.Family); err != nil {
 			return nil, err
 		}
 	}
-	for _, b := range r.fam {
-		if _, ok := c.known[b.ID]; ok || !c.j.wanted(b) {
-			continue
-		}
-		fb := &followed{being: b, order: len(c.order)}
-		c.known[b.ID] = fb
-		c.order = append(c.order, fb)
-	}
+	root := c.j.StateDir
 	lists := make([][]entry, 0, len(c.order))
-	for _, fb := range c.order {
+	// c.order grows as children are found.
+	for i := 0; i < len(c.order); i++ {
+		fb := c.order[i]
+		wanted := c.j.wanted(fb.being)
+		newest := -1
+		switch {
+		case first && !wanted:
+			// The family read at the start holds its children so far.
+			newest = 0
+		case first:
+			newest = tail
+		}
+		events, through, err := fence.TrustedPast(fb.being.Dir, records[member.BeingID(root, fb.being.Dir)], fb.printed, newest)
+		if err != nil {
+			return nil, fault.Errorf(fault.ClassState, "cannot read the journal of %s: %w", fb.being.Name, err)
+		}
+		fb.printed = max(fb.printed, through)
 		var list []entry
-		for _, ev := range r.lives[fb.being.Dir] {
-			if ev.Seq <= fb.printed {
+		for _, ev := range events {
+			if ev.Type == state.EventChildAdded && ev.Child != nil {
+				if err := c.spawned(fb, ev); err != nil {
+					return nil, fault.Errorf(fault.ClassState, "cannot read a child of %s: %w", fb.being.Name, err)
+				}
+			}
+			if !wanted {
 				continue
 			}
 			l, err := journalview.LineOf(ev)
@@ -267,12 +299,10 @@ func (c *committed) lines(first bool, tail int) ([][]entry, error) {
 				return nil, fault.Errorf(fault.ClassState, "cannot show the journal of %s: %w", fb.being.Name, err)
 			}
 			list = append(list, entry{fb, l})
-			fb.printed = ev.Seq
 		}
-		if first && tail >= 0 && len(list) > tail {
-			list = list[len(list)-tail:]
+		if wanted {
+			lists = append(lists, list)
 		}
-		lists = append(lists, list)
 	}
 	return lists, nil
 }

@@ -57,11 +57,22 @@ func (s *statusCmd) loader(e *env) (accounts.Loader, error) {
 	return clusterLoader(e, s.StateDir, s.Etcd, s.Family)
 }
 
-// clusterLoader is how a reader (status, journal) reads each being of
-// the family in root when etcd names a family across processes: by the
+// clusterLoader is how `singularity status` reads each being of the
+// family in root when etcd names a family across processes: by the
 // commit records as they are now (member.Counter). It is nil without
 // etcd: each state directory is read as a single process wrote it.
 func clusterLoader(e *env, root, etcd, family string) (accounts.Loader, error) {
+	records, err := clusterRecords(e, etcd, family)
+	if err != nil || records == nil {
+		return nil, err
+	}
+	return member.Counter(root, records), nil
+}
+
+// clusterRecords reads the commit records of the family across
+// processes that etcd and family name, as they are now; nil without
+// etcd.
+func clusterRecords(e *env, etcd, family string) (map[string]fence.Record, error) {
 	cl, err := config.LoadCluster(config.ClusterFlags{Etcd: etcd, Family: family, Member: "reader", Bind: "127.0.0.1:0", Lease: "3", Compact: "0"}, os.Hostname)
 	if err != nil || !cl.Enabled {
 		return nil, err
@@ -72,7 +83,10 @@ func clusterLoader(e *env, root, etcd, family string) (accounts.Loader, error) {
 	if err != nil {
 		return nil, fault.Errorf(fault.ClassCluster, "%w", err)
 	}
-	return member.Counter(root, records), nil
+	if records == nil {
+		records = map[string]fence.Record{}
+	}
+	return records, nil
 }
 
 func spent(b accounts.Being) money.Amount {

@@ -99,3 +99,31 @@ func TestRecoverOfALongLifeByIndexAsWhole(t *testing.T) {
 	require.Equal(t, state.EventModelCompleted, got.Events[1].Type)
 	require.NotNil(t, got.Events[1].Chat, "and read whole")
 }
+
+// BenchmarkReaderLook is what a reader that follows a family across
+// machines (`singularity journal --follow`) reads of one being at each
+// look, for a being that 8 or 32 holders held for 100 cycles each:
+// "past" is TrustedPast of the events past the last one seen, which
+// reads the holders' ends and nothing whole when nothing is new, and
+// "counted" is Counted, which reads the being's whole life, as each look
+// did before. The first should not grow with the holders' events.
+func BenchmarkReaderLook(b *testing.B) {
+	for _, holders := range []int{8, 32} {
+		dir, rec := lifeOfHolders(b, holders, 100)
+		b.Run(fmt.Sprintf("past/holders=%d", holders), func(b *testing.B) {
+			for b.Loop() {
+				events, _, err := TrustedPast(dir, rec, rec.Seq, -1)
+				if err != nil || len(events) != 0 {
+					b.Fatal(err, len(events))
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("counted/holders=%d", holders), func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := Counted(dir, rec); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -331,6 +331,13 @@ func (l *lineWatch) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Lines is every line so far.
+func (l *lineWatch) Lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.all)
+}
+
 func (l *lineWatch) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -680,12 +687,7 @@ func (w *world) record(t *testing.T, id string) fence.Record {
 func (w *world) runReader(t *testing.T, command string, args ...string) []byte {
 	t.Helper()
 	cmd := exec.Command(w.bin, append([]string{command}, args...)...)
-	cmd.Env = testkit.Environ(map[string]string{
-		"PATH":                       os.Getenv("PATH"),
-		"SINGULARITY_STATE_DIR":      w.stateDir,
-		"SINGULARITY_CLUSTER_ETCD":   w.env["SINGULARITY_CLUSTER_ETCD"],
-		"SINGULARITY_CLUSTER_FAMILY": familyName,
-	})
+	cmd.Env = w.readerEnv()
 	out, err := cmd.Output()
 	require.NoError(t, err)
 	return out
