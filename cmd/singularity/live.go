@@ -227,8 +227,8 @@ func startFamily(e *env, rt config.Runtime, mode being.Mode) (*live, error) {
 type held struct {
 	member string
 	token  uint64
-	// life reads a being's committed events for the debug routes.
-	life func(ctx context.Context, dir string) ([]state.Event, error)
+	// committed reads a being's committed events for the debug routes.
+	committed debug.Committed
 	// show, set on a member, takes the family's debug routes for the
 	// member's own endpoint and link (showcase.hold), which outlive the
 	// hold; the family then opens no endpoint of its own.
@@ -319,7 +319,7 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options, by held)
 		return nil, fault.Errorf(fault.ClassRuntime, "spawn family: %w", err)
 	}
 	l := &live{system: system, family: pid, events: events, debug: dbg, log: e.log, grace: rt.ShutdownGrace, writers: writers}
-	cfg := debug.HandlerConfig{Root: system.Root, PID: pid, StateDir: rt.StateDir, Life: by.life, Member: by.member}
+	cfg := debug.HandlerConfig{Root: system.Root, PID: pid, StateDir: rt.StateDir, Committed: by.committed, Member: by.member}
 	if reg != nil {
 		cfg.Metrics = reg.Handler()
 	}

@@ -295,7 +295,7 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 		return false, err
 	}
 	rootOpts.Holding = hold
-	l, err := startFamilyWith(m.e, m.rt, rootOpts, held{member: m.cl.Member, token: lock.Token(), life: hold.Life, show: m.show.hold})
+	l, err := startFamilyWith(m.e, m.rt, rootOpts, held{member: m.cl.Member, token: lock.Token(), committed: hold.Committed, show: m.show.hold})
 	if err != nil {
 		unlock()
 		return false, err

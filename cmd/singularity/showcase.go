@@ -79,7 +79,7 @@ func (s *showcase) standBy(session *fence.Session) {
 		},
 	}
 	if session != nil {
-		cfg.Life = member.LifeOf(session, s.stateDir)
+		cfg.Committed = member.CommittedOf(session, s.stateDir)
 	}
 	h := debug.Handler(cfg)
 	s.handler.Store(&h)

@@ -29,8 +29,8 @@ const (
 type beings struct {
 	root string // the root being's state directory; empty: routes are off
 	// life reads a being's committed events, for a family across
-	// processes (HandlerConfig.Life); nil reads its journal files.
-	life func(ctx context.Context, dir string) ([]state.Event, error)
+	// processes (HandlerConfig.Committed); nil reads its journal files.
+	life Committed
 
 	mu     sync.Mutex
 	walked time.Time // the last walk of the family's directories
@@ -38,7 +38,12 @@ type beings struct {
 	series map[string]*journalview.Series
 }
 
-func newBeings(root string, life func(context.Context, string) ([]state.Event, error)) *beings {
+// Committed reads, for a family across processes, the committed events
+// of the being in dir past seq after, in order, and of them only the
+// newest n when n is not negative.
+type Committed func(ctx context.Context, dir string, after uint64, n int) ([]state.Event, error)
+
+func newBeings(root string, life Committed) *beings {
 	return &beings{root: root, life: life, dirs: map[string]journalview.Being{}, series: map[string]*journalview.Series{}}
 }
 
@@ -164,7 +169,7 @@ func (s *beings) update(ctx context.Context, b journalview.Being, series *journa
 	if s.life == nil {
 		return series.Update()
 	}
-	lines, err := s.committed(ctx, b, func(e state.Event) bool { return e.Seq > series.Seq() })
+	lines, err := s.committed(ctx, b, series.Seq(), -1)
 	return series.Add(lines), err
 }
 
@@ -174,23 +179,20 @@ func (s *beings) tail(ctx context.Context, b journalview.Being, n int) ([]journa
 	if s.life == nil {
 		return journalview.Tail(b.Dir, n)
 	}
-	lines, err := s.committed(ctx, b, func(state.Event) bool { return true })
-	return lines[max(0, len(lines)-n):], err
+	return s.committed(ctx, b, 0, n)
 }
 
-// committed is b's committed events that keep holds of, as lines.
-func (s *beings) committed(ctx context.Context, b journalview.Being, keep func(state.Event) bool) ([]journalview.Line, error) {
+// committed is b's committed events past seq after, the newest n of them
+// when n is not negative, as lines.
+func (s *beings) committed(ctx context.Context, b journalview.Being, after uint64, n int) ([]journalview.Line, error) {
 	ctx, cancel := context.WithTimeout(ctx, lifeDeadline)
 	defer cancel()
-	life, err := s.life(ctx, b.Dir)
+	events, err := s.life(ctx, b.Dir, after, n)
 	if err != nil {
 		return nil, err
 	}
-	var lines []journalview.Line
-	for _, e := range life {
-		if !keep(e) {
-			continue
-		}
+	lines := make([]journalview.Line, 0, len(events))
+	for _, e := range events {
 		l, err := journalview.LineOf(e)
 		if err != nil {
 			return lines, err

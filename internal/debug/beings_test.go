@@ -140,8 +140,8 @@ func TestBeingRoutes(t *testing.T) {
 	})
 }
 
-// TestBeingRoutesOfACommittedFamily: with HandlerConfig.Life (a family
-// across processes) the journal and balance routes show only what Life
+// TestBeingRoutesOfACommittedFamily: with HandlerConfig.Committed (a family
+// across processes) the journal and balance routes show only what it
 // says was committed, however much more the files hold; as more is
 // committed the balance series grows by it.
 func TestBeingRoutesOfACommittedFamily(t *testing.T) {
@@ -151,16 +151,25 @@ func TestBeingRoutesOfACommittedFamily(t *testing.T) {
 	require.Len(t, all, 5)
 	var mu sync.Mutex
 	committed := 3 // started, cycle_started, cost_debited
-	life := func(_ context.Context, dir string) ([]state.Event, error) {
+	life := func(_ context.Context, dir string, after uint64, n int) ([]state.Event, error) {
 		if dir != root {
 			return nil, errors.New("only the root is asked for here")
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		return all[:committed], nil
+		var past []state.Event
+		for _, e := range all[:committed] {
+			if e.Seq > after {
+				past = append(past, e)
+			}
+		}
+		if n >= 0 && len(past) > n {
+			past = past[len(past)-n:]
+		}
+		return past, nil
 	}
 	system, pid := spawnTree(t, debugtest.Family())
-	srv := httptest.NewServer(Handler(HandlerConfig{Root: system.Root, PID: pid, Deadline: testWait, StateDir: root, Life: life}))
+	srv := httptest.NewServer(Handler(HandlerConfig{Root: system.Root, PID: pid, Deadline: testWait, StateDir: root, Committed: life}))
 	t.Cleanup(srv.Close)
 	rootID := testkit.Identity().AgentID
 	types := func() []string {

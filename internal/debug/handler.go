@@ -13,7 +13,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/wisent/singularity/internal/store/state"
 )
 
 // HandlerConfig says where the tree starts and how long collecting it may
@@ -35,11 +34,12 @@ type HandlerConfig struct {
 	// written) for the per-being journal and balance routes; empty
 	// answers 404 there.
 	StateDir string
-	// Life, for a family across processes, reads a being's committed
-	// events (member.Holding.Life): the journal and balance routes then
-	// show only what its commit record says was committed. Nil reads
-	// each being's journal files as one process wrote them.
-	Life func(ctx context.Context, dir string) ([]state.Event, error)
+	// Committed, for a family across processes, reads a being's
+	// committed events (member.Holding.Committed): the journal and
+	// balance routes then show only what its commit record says was
+	// committed. Nil reads each being's journal files as one process
+	// wrote them.
+	Committed Committed
 	// Member names the member of a family across processes this
 	// process is: every being of the collected tree is labelled with it
 	// (the figure "member"). Empty for a single process.
@@ -80,7 +80,7 @@ func Handler(cfg HandlerConfig) http.Handler {
 	mux.HandleFunc("GET /debug/{$}", func(w http.ResponseWriter, r *http.Request) {
 		servePage(w, r, cfg)
 	})
-	b := newBeings(cfg.StateDir, cfg.Life)
+	b := newBeings(cfg.StateDir, cfg.Committed)
 	mux.HandleFunc("GET /debug/beings/{id}/journal", b.serveJournal)
 	mux.HandleFunc("GET /debug/beings/{id}/balance", b.serveBalance)
 	if cfg.Metrics != nil {

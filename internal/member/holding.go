@@ -131,24 +131,26 @@ func (h *Holding) committed(id string) (token, seq uint64, err error) {
 	}
 }
 
-// Life is what the family counts of the being in dir as its commit
-// record says now (fence.Counted): every committed event, in order. It
-// is what the holder's debug endpoint shows of a being's journal.
-func (h *Holding) Life(ctx context.Context, dir string) ([]state.Event, error) {
-	return LifeOf(h.session, h.root)(ctx, dir)
+// Committed is what the family counts of the being in dir as its commit
+// record says now: its committed events past seq after, in order, and of
+// them the newest n when n is not negative (fence.TrustedPast, which
+// reads only what it returns and the holders' ends). It is what the
+// holder's debug endpoint shows of a being's journal.
+func (h *Holding) Committed(ctx context.Context, dir string, after uint64, n int) ([]state.Event, error) {
+	return CommittedOf(h.session, h.root)(ctx, dir, after, n)
 }
 
-// LifeOf is Holding.Life for any member of the family on the shared
-// root, holding it or standing by: what a standby's debug endpoint shows
-// of a being's journal.
-func LifeOf(session *fence.Session, root string) func(ctx context.Context, dir string) ([]state.Event, error) {
-	return func(ctx context.Context, dir string) ([]state.Event, error) {
+// CommittedOf is Holding.Committed for any member of the family on the
+// shared root, holding it or standing by: what a standby's debug
+// endpoint shows of a being's journal.
+func CommittedOf(session *fence.Session, root string) func(ctx context.Context, dir string, after uint64, n int) ([]state.Event, error) {
+	return func(ctx context.Context, dir string, after uint64, n int) ([]state.Event, error) {
 		token, seq, err := session.Committed(ctx, BeingID(root, dir))
 		if err != nil {
 			return nil, err
 		}
-		_, life, err := fence.Counted(dir, fence.Record{Token: token, Seq: seq})
-		return life, err
+		events, _, err := fence.TrustedPast(dir, fence.Record{Token: token, Seq: seq}, after, n)
+		return events, err
 	}
 }
 
