@@ -68,27 +68,36 @@ func randomHolders(r *rand.Rand) ([]holder, Record) {
 // untrusted events may be smaller: it counts those of the holders it
 // read.
 func TestRecoverByIndexIsTheWholeRead(t *testing.T) {
-	r := rand.New(rand.NewPCG(27, 3))
-	for i := range 200 {
+	eachRandomLife(t, 3, 200, func(t *testing.T, dir string, holders []holder, rec Record) {
+		const token = math.MaxUint32
+		got, err := Recover(dir, token, rec)
+		f, werr := readFiles(dir, token, true)
+		require.NoError(t, werr)
+		want, _, werr := f.recover(token, rec)
+		if werr != nil {
+			require.Error(t, err, "holders %+v, record %+v", holders, rec)
+			return
+		}
+		require.NoError(t, err, "holders %+v, record %+v", holders, rec)
+		require.LessOrEqual(t, got.Untrusted, want.Untrusted, "holders %+v, record %+v", holders, rec)
+		got.Untrusted = want.Untrusted
+		require.Equal(t, want, got, "holders %+v, record %+v", holders, rec)
+	})
+}
+
+// eachRandomLife runs check, as a subtest each, on lives random lives
+// of holders (randomHolders, drawn from seed), each written to a booted
+// directory of its own.
+func eachRandomLife(t *testing.T, seed uint64, lives int, check func(t *testing.T, dir string, holders []holder, rec Record)) {
+	r := rand.New(rand.NewPCG(27, seed))
+	for i := range lives {
 		holders, rec := randomHolders(r)
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			dir := testkit.BootedDir(t)
 			for _, h := range holders {
 				h.write(t, dir)
 			}
-			const token = math.MaxUint32
-			got, err := Recover(dir, token, rec)
-			f, werr := readFiles(dir, token, true)
-			require.NoError(t, werr)
-			want, _, werr := f.recover(token, rec)
-			if werr != nil {
-				require.Error(t, err, "holders %+v, record %+v", holders, rec)
-				return
-			}
-			require.NoError(t, err, "holders %+v, record %+v", holders, rec)
-			require.LessOrEqual(t, got.Untrusted, want.Untrusted, "holders %+v, record %+v", holders, rec)
-			got.Untrusted = want.Untrusted
-			require.Equal(t, want, got, "holders %+v, record %+v", holders, rec)
+			check(t, dir, holders, rec)
 		})
 	}
 }

@@ -1,9 +1,7 @@
 package fence
 
 import (
-	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,60 +17,52 @@ import (
 // and segments, TrustedPast is the trusted life Counted gives, cut past
 // any seq and to any newest count, and Newest is Counted's being.
 func TestReaderIsCounted(t *testing.T) {
-	r := rand.New(rand.NewPCG(27, 9))
-	for i := range 100 {
-		holders, rec := randomHolders(r)
-		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			dir := testkit.BootedDir(t)
-			for _, h := range holders {
-				h.write(t, dir)
+	eachRandomLife(t, 9, 100, func(t *testing.T, dir string, holders []holder, rec Record) {
+		being, life, cerr := Counted(dir, rec)
+		newest, nerr := Newest(dir, rec)
+		if cerr != nil {
+			require.Error(t, nerr, "holders %+v, record %+v", holders, rec)
+		} else {
+			require.NoError(t, nerr, "holders %+v, record %+v", holders, rec)
+			require.Equal(t, being, newest, "holders %+v, record %+v", holders, rec)
+		}
+		f, err := readFiles(dir, math.MaxUint64, false)
+		require.NoError(t, err)
+		trust, terr := TrustJournal(f.written, rec)
+		var whole []state.Event
+		for i, e := range f.events {
+			if terr == nil && trust.Trusted(f.written[i]) {
+				whole = append(whole, e)
 			}
-			being, life, cerr := Counted(dir, rec)
-			newest, nerr := Newest(dir, rec)
-			if cerr != nil {
-				require.Error(t, nerr, "holders %+v, record %+v", holders, rec)
-			} else {
-				require.NoError(t, nerr, "holders %+v, record %+v", holders, rec)
-				require.Equal(t, being, newest, "holders %+v, record %+v", holders, rec)
-			}
-			f, err := readFiles(dir, math.MaxUint64, false)
-			require.NoError(t, err)
-			trust, terr := TrustJournal(f.written, rec)
-			var whole []state.Event
-			for i, e := range f.events {
-				if terr == nil && trust.Trusted(f.written[i]) {
-					whole = append(whole, e)
+		}
+		if cerr == nil {
+			require.Equal(t, life, whole, "holders %+v, record %+v", holders, rec)
+		}
+		for after := uint64(0); after <= rec.Seq+1; after++ {
+			for _, n := range []int{-1, 0, 1, 3, 1000} {
+				got, through, err := TrustedPast(dir, rec, after, n)
+				if terr != nil {
+					require.Error(t, err, "holders %+v, record %+v", holders, rec)
+					continue
 				}
-			}
-			if cerr == nil {
-				require.Equal(t, life, whole, "holders %+v, record %+v", holders, rec)
-			}
-			for after := uint64(0); after <= rec.Seq+1; after++ {
-				for _, n := range []int{-1, 0, 1, 3, 1000} {
-					got, through, err := TrustedPast(dir, rec, after, n)
-					if terr != nil {
-						require.Error(t, err, "holders %+v, record %+v", holders, rec)
-						continue
+				require.NoError(t, err, "holders %+v, record %+v", holders, rec)
+				require.Equal(t, trust.Through, through, "holders %+v, record %+v", holders, rec)
+				var want []state.Event
+				for _, e := range whole {
+					if e.Seq > after {
+						want = append(want, e)
 					}
-					require.NoError(t, err, "holders %+v, record %+v", holders, rec)
-					require.Equal(t, trust.Through, through, "holders %+v, record %+v", holders, rec)
-					var want []state.Event
-					for _, e := range whole {
-						if e.Seq > after {
-							want = append(want, e)
-						}
-					}
-					if n >= 0 && len(want) > n {
-						want = want[len(want)-n:]
-					}
-					if len(want) == 0 {
-						want = nil // none, however it was cut
-					}
-					require.Equal(t, want, got, "past %d, newest %d; holders %+v, record %+v", after, n, holders, rec)
 				}
+				if n >= 0 && len(want) > n {
+					want = want[len(want)-n:]
+				}
+				if len(want) == 0 {
+					want = nil // none, however it was cut
+				}
+				require.Equal(t, want, got, "past %d, newest %d; holders %+v, record %+v", after, n, holders, rec)
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestTrustedPastReadsAnUnnumberedJournalWhole: a journal whose events
