@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-
 )
 
 // HandlerConfig says where the tree starts and how long collecting it may
