@@ -286,3 +286,35 @@ func TestIndexHoldingRefuses(t *testing.T) {
 		assert.Equal(t, uint64(3), held.Next)
 	})
 }
+
+// TestReadPastEndsAtTheIndex: events a live holder appends after its
+// index was read are left out of ReadPast, not refused, and the next
+// index has them.
+func TestReadPastEndsAtTheIndex(t *testing.T) {
+	dir := testkit.BootedDir(t)
+	holder{token: 5, from: 1, to: 4}.write(t, dir)
+	h := state.Holding{Token: 5, Dir: state.HolderDir(dir, 5)}
+	x, err := state.IndexHolding(h)
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), x.Last)
+
+	store, err := state.Open(h.Dir)
+	require.NoError(t, err)
+	j, err := store.OpenJournal(state.Now(), 0)
+	require.NoError(t, err)
+	step, err := j.AppendStep([]state.Event{state.Warning(state.Now(), 0, "event 5")})
+	require.NoError(t, err)
+	require.Equal(t, uint64(5), step[0].Seq)
+	require.NoError(t, j.Close())
+
+	events, err := x.ReadPast(2)
+	require.NoError(t, err)
+	require.Len(t, events, 2)
+	assert.Equal(t, uint64(4), events[1].Seq)
+	x, err = state.IndexHolding(h)
+	require.NoError(t, err)
+	events, err = x.ReadPast(2)
+	require.NoError(t, err)
+	require.Len(t, events, 3)
+	assert.Equal(t, "event 5", events[2].Message)
+}

@@ -42,7 +42,24 @@ func Newest(dir string, rec Record) (*state.Being, error) {
 // ends (state.IndexHolding) and, whole, only the segments with events
 // past what it returns from; a journal whose events carry no seq (the
 // reference's) is read whole. It writes nothing.
+//
+// A live holder may append while it reads (what it appended past the
+// ends read is left out, and read at the next look) or start a new
+// segment (the one being read renamed, a new one begun): a read that
+// fails is tried again, up to readTries times, before its error stands.
 func TrustedPast(dir string, rec Record, after uint64, n int) (events []state.Event, through uint64, err error) {
+	for try := 1; ; try++ {
+		events, through, err = trustedPast(dir, rec, after, n)
+		if err == nil || try == readTries {
+			return events, through, err
+		}
+	}
+}
+
+// readTries is how many times TrustedPast reads before a failure stands.
+const readTries = 3
+
+func trustedPast(dir string, rec Record, after uint64, n int) (events []state.Event, through uint64, err error) {
 	holdings, err := state.Holdings(dir)
 	if err != nil {
 		return nil, 0, err

@@ -95,3 +95,55 @@ func TestTrustedPastReadsAnUnnumberedJournalWhole(t *testing.T) {
 		assert.Equal(t, uint64(2), through)
 	}
 }
+
+// TestTrustedPastWhileTheHolderWrites: a reader's look at a live holder,
+// which appends and starts new segments meanwhile, returns what was
+// committed when it looked, and the next look what was committed since,
+// each event once and none refused (a look that meets a new segment
+// begun under it reads again).
+func TestTrustedPastWhileTheHolderWrites(t *testing.T) {
+	dir := testkit.BootedDir(t)
+	const token = 4
+	store, err := state.Open(state.HolderDir(dir, token))
+	require.NoError(t, err)
+	j, err := store.OpenJournal(state.Now(), 0)
+	require.NoError(t, err)
+	require.NoError(t, j.StartAt(1))
+	t.Cleanup(func() { _ = j.Close() })
+
+	const events = 400
+	// Unbuffered: the holder appends its next event, and every fiftieth
+	// time starts a new segment, while the reader looks at the last.
+	committed := make(chan uint64)
+	go func() {
+		defer close(committed)
+		for seq := uint64(1); seq <= events; seq++ {
+			if _, err := j.AppendStep([]state.Event{state.Warning(state.Now(), 0, "event")}); err != nil {
+				t.Error(err)
+				return
+			}
+			if seq%50 == 0 {
+				if err := j.Rotate(); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			committed <- seq
+		}
+	}()
+	var read []uint64
+	var seen uint64
+	for rec := range committed {
+		got, through, err := TrustedPast(dir, Record{Token: token, Seq: rec}, seen, -1)
+		require.NoError(t, err, "a look at seq %d", rec)
+		require.Equal(t, rec, through)
+		for _, e := range got {
+			read = append(read, e.Seq)
+		}
+		seen = through
+	}
+	require.Len(t, read, events, "every committed event read once")
+	for i, seq := range read {
+		require.Equal(t, uint64(i+1), seq)
+	}
+}

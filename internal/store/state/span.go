@@ -81,7 +81,8 @@ func IndexHolding(h Holding) (HoldingIndex, error) {
 // ReadPast reads whole the holder's events with a seq past past, in
 // order, from the segments that hold them; a segment's events up to past
 // are decoded by their head only. The events read must be numbered one
-// after another through Last.
+// after another through Last. Events its writer appended after the index
+// was read (a live holder's) are left out: the index ends at Last.
 func (x HoldingIndex) ReadPast(past uint64) ([]Event, error) {
 	var out []Event
 	next := max(past+1, x.First)
@@ -96,6 +97,9 @@ func (x HoldingIndex) ReadPast(past uint64) ([]Event, error) {
 		for _, e := range events {
 			if e.Seq <= past {
 				continue
+			}
+			if e.Seq > x.Last && e.Seq == next {
+				break // appended since the index was read
 			}
 			if e.Seq != next {
 				return nil, fault.Errorf(fault.ClassState, "journal %s: seq %d where seq %d was due", s.path, e.Seq, next)
