@@ -115,7 +115,10 @@ func TestTrustedPastWhileTheHolderWrites(t *testing.T) {
 	// Unbuffered: the holder appends its next event, and every fiftieth
 	// time starts a new segment, while the reader looks at the last.
 	committed := make(chan uint64)
+	done, finished := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(done); <-finished }) // before the journal closes
 	go func() {
+		defer close(finished)
 		defer close(committed)
 		for seq := uint64(1); seq <= events; seq++ {
 			if _, err := j.AppendStep([]state.Event{state.Warning(state.Now(), 0, "event")}); err != nil {
@@ -128,7 +131,11 @@ func TestTrustedPastWhileTheHolderWrites(t *testing.T) {
 					return
 				}
 			}
-			committed <- seq
+			select {
+			case committed <- seq:
+			case <-done: // the reader failed and is gone
+				return
+			}
 		}
 	}()
 	var read []uint64

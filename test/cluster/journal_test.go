@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -48,7 +49,12 @@ func TestJournalFollowsAFamilyAcrossMachines(t *testing.T) {
 			"the follower printed the newest event of each being; stderr:\n%s", stderr.String())
 	}
 	require.NoError(t, follow.Process.Signal(os.Interrupt))
-	require.NoError(t, <-exited, "stderr:\n%s", stderr.String())
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "stderr:\n%s", stderr.String())
+	case <-time.After(waitLimit):
+		t.Fatalf("journal --follow did not end within %s of SIGINT; stderr:\n%s", waitLimit, stderr.String())
+	}
 	followed.Close()
 	followedOf := linesByBeing(t, followed.Lines())
 	for id, lines := range wholeOf {
