@@ -16,12 +16,13 @@ import (
 // no etcd endpoint the run is a single process and none of the others
 // is read. The shared state root is SINGULARITY_STATE_DIR.
 type ClusterFlags struct {
-	Etcd    string `name:"cluster-etcd" env:"SINGULARITY_CLUSTER_ETCD" help:"Comma list of etcd client URLs; set, run joins a family across processes (docs/cluster.md)."`
-	Family  string `name:"cluster-family" env:"SINGULARITY_CLUSTER_FAMILY" default:"family" help:"The family's name in etcd: one family a name per etcd."`
-	Member  string `name:"cluster-member" env:"SINGULARITY_CLUSTER_MEMBER" help:"This member's name, unique among the family's live members (default: the host name)."`
-	Bind    string `name:"cluster-bind" env:"SINGULARITY_CLUSTER_BIND" default:"127.0.0.1:0" help:"Address this member listens on for the other members (host:port; port 0 picks a free one)."`
-	Lease   string `name:"cluster-lease-secs" env:"SINGULARITY_CLUSTER_LEASE_SECS" default:"3" help:"The member's etcd lease, whole seconds: a member silent this long loses its beings."`
-	Compact string `name:"cluster-compact-secs" env:"SINGULARITY_CLUSTER_COMPACT_SECS" default:"300" help:"How often the holder compacts etcd's history, keeping one such period of it, whole seconds; 0: never (etcd's own auto-compaction must then keep it short)."`
+	Etcd      string `name:"cluster-etcd" env:"SINGULARITY_CLUSTER_ETCD" help:"Comma list of etcd client URLs; set, run joins a family across processes (docs/cluster.md)."`
+	Family    string `name:"cluster-family" env:"SINGULARITY_CLUSTER_FAMILY" default:"family" help:"The family's name in etcd: one family a name per etcd."`
+	Member    string `name:"cluster-member" env:"SINGULARITY_CLUSTER_MEMBER" help:"This member's name, unique among the family's live members (default: the host name)."`
+	Bind      string `name:"cluster-bind" env:"SINGULARITY_CLUSTER_BIND" default:"127.0.0.1:0" help:"Address this member listens on for the other members (host:port; port 0 picks a free one)."`
+	Lease     string `name:"cluster-lease-secs" env:"SINGULARITY_CLUSTER_LEASE_SECS" default:"3" help:"The member's etcd lease, whole seconds: a member silent this long loses its beings."`
+	Placement string `name:"cluster-placement" env:"SINGULARITY_CLUSTER_PLACEMENT" default:"family" help:"How the family's beings are placed on members: family (the whole family on one member at a time) or being (each being on its own, spread over the members)."`
+	Compact   string `name:"cluster-compact-secs" env:"SINGULARITY_CLUSTER_COMPACT_SECS" default:"300" help:"How often the holder compacts etcd's history, keeping one such period of it, whole seconds; 0: never (etcd's own auto-compaction must then keep it short)."`
 }
 
 // Cluster is the validated cluster configuration; Enabled is false for a
@@ -36,6 +37,9 @@ type Cluster struct {
 	// Compact is how often the holder compacts etcd's history (0:
 	// never).
 	Compact time.Duration
+	// Spread places each being on its own (--cluster-placement being)
+	// instead of the whole family on one member.
+	Spread bool
 }
 
 // LoadCluster validates the cluster flags. hostname names the member
@@ -79,5 +83,12 @@ func LoadCluster(f ClusterFlags, hostname func() (string, error)) (Cluster, erro
 		return Cluster{}, fault.Errorf(fault.ClassConfiguration, "SINGULARITY_CLUSTER_COMPACT_SECS %q is not a whole number of seconds from 0 to 86400", f.Compact)
 	}
 	c.Compact = time.Duration(secs) * time.Second
+	switch f.Placement {
+	case "", "family":
+	case "being":
+		c.Spread = true
+	default:
+		return Cluster{}, fault.Errorf(fault.ClassConfiguration, "SINGULARITY_CLUSTER_PLACEMENT %q is neither family nor being", f.Placement)
+	}
 	return c, nil
 }

@@ -24,6 +24,12 @@ func TestLoadCluster(t *testing.T) {
 	assert.Equal(t, Cluster{Enabled: true, Endpoints: []string{"http://127.0.0.1:2379", "https://etcd.example:2379"},
 		Family: "family", Member: "box-1", Bind: "127.0.0.1:0", Lease: 3 * time.Second, Compact: 5 * time.Minute}, c)
 
+	spread := valid
+	spread.Placement = "being"
+	c, err = LoadCluster(spread, host)
+	require.NoError(t, err)
+	assert.True(t, c.Spread, "--cluster-placement being spreads the beings")
+
 	refused := []struct {
 		name   string
 		change func(*ClusterFlags)
@@ -39,6 +45,7 @@ func TestLoadCluster(t *testing.T) {
 		{"lease of zero", func(f *ClusterFlags) { f.Lease = "0" }, host, `configuration: SINGULARITY_CLUSTER_LEASE_SECS "0" is not a whole number of seconds from 1 to 3600`},
 		{"fractional lease", func(f *ClusterFlags) { f.Lease = "1.5" }, host, `configuration: SINGULARITY_CLUSTER_LEASE_SECS "1.5" is not a whole number of seconds from 1 to 3600`},
 		{"negative compaction period", func(f *ClusterFlags) { f.Compact = "-1" }, host, `configuration: SINGULARITY_CLUSTER_COMPACT_SECS "-1" is not a whole number of seconds from 0 to 86400`},
+		{"unknown placement", func(f *ClusterFlags) { f.Placement = "member" }, host, `configuration: SINGULARITY_CLUSTER_PLACEMENT "member" is neither family nor being`},
 		{"compaction period of words", func(f *ClusterFlags) { f.Compact = "5m" }, host, `configuration: SINGULARITY_CLUSTER_COMPACT_SECS "5m" is not a whole number of seconds from 0 to 86400`},
 	}
 	for _, r := range refused {

@@ -12,6 +12,10 @@ import (
 // waiting (a second Ctrl-C) but still saves.
 type StopBeing struct {
 	Now bool
+	// Subtree stops the being for good in a family spread over members
+	// (being.Options.Spread): its children, wherever they run, stop
+	// before it (SubtreeStopping), as when it ends by itself.
+	Subtree bool
 }
 
 func (s StopBeing) String() string { return fmt.Sprintf("StopBeing{now=%t}", s.Now) }
@@ -65,6 +69,32 @@ func (r CycleReport) String() string {
 // the being was started with fault injection enabled. Tests use it to
 // prove a crashed child is restarted from its saved state.
 type InjectPanic struct{}
+
+// BeingReleased is what a family spread over members reports of a being
+// it ran once the being's actor has ended (docs/cluster.md#placement):
+// Dir is its state directory, Status its final status, Err the failure
+// that ended it, if any. The member lets the being's lock go (recording
+// an ended being's end first).
+type BeingReleased struct {
+	Dir    string
+	Status string
+	Err    error
+}
+
+func (s BeingReleased) String() string { return "BeingReleased{" + s.Dir + " " + s.Status + "}" }
+
+// SubtreeStopping is what a being of a family spread over members tells
+// its family when it stops for good with children on record: its member
+// has every child stop for good, wherever it runs, and answers
+// SubtreeStopped once each has ended (docs/cluster.md#stopping). Dir is
+// the being's state directory.
+type SubtreeStopping struct {
+	Dir string
+}
+
+// SubtreeStopped tells a being that every child of its SubtreeStopping
+// has ended.
+type SubtreeStopped struct{}
 
 // ShutdownFamily asks the family to stop every being, children first,
 // then the gateway. Now skips the waiting (a second Ctrl-C).

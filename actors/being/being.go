@@ -197,6 +197,8 @@ func (b *Being) Receive(ctx actor.Context) {
 		b.handleStop(ctx, *msg)
 	case messages.BeingStopped:
 		b.handleChildStopped(ctx, msg)
+	case messages.SubtreeStopped:
+		b.handleSubtreeStopped(ctx)
 	case messages.DescribeRequest, *messages.DescribeRequest:
 		ctx.Respond(b.describe(ctx))
 	case graceExpired:

@@ -275,11 +275,12 @@ func bootChild(dir string, id state.Identity, fresh *state.Being, fault state.Fa
 }
 
 // startChild starts a spawned child's actor once its record is durable
-// (in once mode it only records it).
+// (in once mode, and in a family spread over members, it only records
+// it).
 func (b *Being) startChild(ctx actor.Context, c *childStart) {
 	ref := &childRef{id: c.id, name: c.name}
 	b.children = append(b.children, ref)
-	if b.opts.Mode == Once {
+	if b.opts.Mode == Once || b.opts.Spread {
 		return
 	}
 	opts := c.opts
@@ -295,14 +296,14 @@ func (b *Being) startChild(ctx actor.Context, c *childStart) {
 
 // resumeChildren brings back every recorded child from its own directory
 // (docs/family.md#resume-of-children): exhausted or failed children are loaded for the
-// tree but do not cycle; a missing directory is a warning. In once mode
-// children are not started.
+// tree but do not cycle; a missing directory is a warning. In once mode,
+// and in a family spread over members, children are not started.
 func (b *Being) resumeChildren(ctx actor.Context) {
 	b.children = nil
 	for _, rec := range b.st.Mind.Children {
 		ref := &childRef{id: rec.ID, name: rec.Name}
 		b.children = append(b.children, ref)
-		if b.opts.Mode == Once || b.opts.Mode == Dormant {
+		if b.opts.Mode == Once || b.opts.Mode == Dormant || b.opts.Spread {
 			continue
 		}
 		// The directory is <state_dir>/children/<id>, whatever the record
@@ -354,6 +355,16 @@ func (b *Being) handleChildStopped(ctx actor.Context, msg messages.BeingStopped)
 	if b.stop != nil {
 		b.continueShutdown(ctx)
 	}
+}
+
+// handleSubtreeStopped goes on with a stop for good once the member has
+// had every child stop (a family spread over members).
+func (b *Being) handleSubtreeStopped(ctx actor.Context) {
+	if b.stop == nil || !b.stop.awaitingSubtree {
+		return
+	}
+	b.stop.awaitingSubtree = false
+	b.continueShutdown(ctx)
 }
 
 // NewState returns the state of a fresh being

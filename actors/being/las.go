@@ -80,6 +80,11 @@ func (b *Being) afterLasReady(ctx actor.Context) {
 	if b.opts.Mode == Dormant {
 		b.phase = phaseIdle
 		b.resumeChildren(ctx)
+		if b.opts.Spread {
+			// Nothing keeps an ended being of a spread family: it stops,
+			// and its member records its end.
+			b.handleStop(ctx, messages.StopBeing{})
+		}
 		return
 	}
 	if b.engine.Opened() {

@@ -137,6 +137,13 @@ type Options struct {
 	// loads through it as its holder and runs fenced, as if Held and
 	// Fence were set. Inherited by children.
 	Holding Holding
+	// Spread says the family's beings are spread over the members of a
+	// family across machines (docs/cluster.md#placement): this being's
+	// children are registered with the step that records them and
+	// activated by whichever member takes their lock, never started
+	// here, and a being that loads as ended stops at once, so that its
+	// member records its end. Inherited by children.
+	Spread bool
 	// Writers is the family's pool for durable writes; nil runs each
 	// write on a goroutine of its own.
 	Writers *state.Writers
@@ -192,6 +199,13 @@ func (o Options) clockAfter(d time.Duration, f func()) func() bool {
 // holder loads (fence.Recover) and the fence every step must pass.
 type Holding interface {
 	Hold(dir string) (durable.Held, durable.Fence, error)
+}
+
+// Child is the options of this being's child living in dir, named as
+// its state says: what a member of a family spread over members
+// activates a child with (docs/cluster.md#placement).
+func (o Options) Child(dir, name, ticker, specialty string) Options {
+	return o.child(dir, name, ticker, specialty)
 }
 
 // child derives the options of a spawned child living in dir.

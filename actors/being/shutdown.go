@@ -26,6 +26,11 @@ type stopping struct {
 	// afterCheckpoint is set while the end waits for the background
 	// checkpoint to land (stopped).
 	afterCheckpoint bool
+	// subtree is set when the being stops for good in a spread family
+	// (it ended by itself, or StopBeing.Subtree): its children stop
+	// first, wherever they run. awaitingSubtree is set from its
+	// SubtreeStopping until its SubtreeStopped.
+	subtree, awaitingSubtree bool
 }
 
 // graceExpired is sent to self when the shutdown grace has passed.
@@ -53,6 +58,14 @@ func (b *Being) handleStop(ctx actor.Context, msg messages.StopBeing) {
 	b.beginStop()
 	if msg.Now {
 		b.stop.now = true
+	}
+	if msg.Subtree {
+		b.stop.subtree = true
+	}
+	if msg.Now {
+		// A stop that does not wait does not wait for the children on
+		// other members either.
+		b.stop.awaitingSubtree = false
 	}
 	switch b.phase {
 	case phaseCycling:
@@ -219,6 +232,7 @@ func (b *Being) closePendingCalls(waiting waitFor) []state.Event {
 // only tells its parent.
 func (b *Being) stopWith(ctx actor.Context, err error) {
 	b.beginStop()
+	b.stop.subtree = true
 	if err != nil {
 		b.stop.err = err
 	}
@@ -250,8 +264,17 @@ func (b *Being) continueShutdown(ctx actor.Context) {
 				ctx.Send(ref.pid, messages.StopBeing{Now: b.stop.now})
 			}
 		}
+		if b.opts.Spread && b.stop.subtree && len(b.children) > 0 {
+			// Its children run on whichever members hold them: its
+			// member stops them.
+			b.stop.awaitingSubtree = true
+			b.sendParent(ctx, messages.SubtreeStopping{Dir: b.opts.StateDir})
+		}
 		fallthrough
 	case phaseStoppingChildren:
+		if b.stop.awaitingSubtree {
+			return
+		}
 		for _, ref := range b.children {
 			if ref.alive() {
 				return

@@ -7,6 +7,8 @@ package family
 
 import (
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -41,11 +43,21 @@ type Options struct {
 	SpendLimits      bool
 	FamilySpendLimit *money.Amount
 	Now              func() time.Time
+	// LimiterProps, when set, is the limiter spawned instead of the
+	// family's own: on a member of a family spread over members, the
+	// proxy of the family's one limiter (limits.ProxyProps).
+	LimiterProps *actor.Props
 	// Member and Token, when set, are the member of a family across
 	// processes that holds this family and its lock's fencing token
 	// (docs/cluster.md#placement); the description shows them.
 	Member string
 	Token  uint64
+	// Placed runs the family as one member's part of a family spread
+	// over members (docs/cluster.md#placement): no root being of its
+	// own, but every being the member activates (Activate), each
+	// reported as messages.BeingReleased once it ended. ShutdownFamily
+	// stops them all, and FamilyStopped comes once they have.
+	Placed bool
 }
 
 // Family is the root actor.
@@ -55,6 +67,8 @@ type Family struct {
 	gateway *actor.PID
 	limits  *actor.PID
 	root    *actor.PID
+	// beings are the placed beings running, by directory (Placed).
+	beings map[string]*placed
 	// stopping is set once the root being was asked to stop.
 	stopping bool
 	done     bool
@@ -78,7 +92,7 @@ func New(opts Options) *Family {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Family{opts: opts, log: log}
+	return &Family{opts: opts, log: log, beings: map[string]*placed{}}
 }
 
 // RootName is the actor name of the root being.
@@ -96,7 +110,19 @@ func (f *Family) Receive(ctx actor.Context) {
 	case messages.CycleReport:
 		f.emit(msg)
 	case messages.BeingStopped:
+		if f.opts.Placed {
+			f.placedStopped(ctx, msg)
+			return
+		}
 		f.handleRootStopped(ctx, msg)
+	case Activate:
+		f.activate(ctx, msg)
+	case Release:
+		f.release(ctx, msg)
+	case messages.SubtreeStopping:
+		f.emit(msg) // its member has the being's children stop
+	case SubtreeDone:
+		f.subtreeDone(ctx, msg)
 	case messages.DescribeRequest, *messages.DescribeRequest:
 		ctx.Respond(f.describe())
 	}
@@ -112,13 +138,20 @@ func (f *Family) handleStarted(ctx actor.Context) {
 	rootOpts := f.opts.Root
 	rootOpts.Gateway = gw
 	if f.opts.SpendLimits {
-		pid, err := ctx.SpawnNamed(limits.Props(f.opts.FamilySpendLimit, f.opts.Now), limits.Name)
+		props := f.opts.LimiterProps
+		if props == nil {
+			props = limits.Props(f.opts.FamilySpendLimit, f.opts.Now)
+		}
+		pid, err := ctx.SpawnNamed(props, limits.Name)
 		if err != nil {
 			f.finish(ctx, messages.FamilyStopped{Status: "failed", Err: fault.Errorf(fault.ClassRuntime, "spawn spend limiter: %w", err)})
 			return
 		}
 		f.limits = pid
 		rootOpts.SpendLimiter = pid
+	}
+	if f.opts.Placed {
+		return
 	}
 	root, err := ctx.SpawnNamed(being.Props(rootOpts), RootName)
 	if err != nil {
@@ -129,6 +162,10 @@ func (f *Family) handleStarted(ctx actor.Context) {
 }
 
 func (f *Family) handleShutdown(ctx actor.Context, msg messages.ShutdownFamily) {
+	if f.opts.Placed {
+		f.shutdownPlaced(ctx, msg.Now)
+		return
+	}
 	if f.root == nil {
 		f.finish(ctx, messages.FamilyStopped{Status: "stopped"})
 		return
@@ -157,6 +194,7 @@ func (f *Family) handleRootStopped(ctx actor.Context, msg messages.BeingStopped)
 // children first, every state saved — and the family ends as failed.
 func (f *Family) handleTerminated(ctx actor.Context, msg *actor.Terminated) {
 	switch {
+	case f.opts.Placed && f.placedTerminated(ctx, msg.Who):
 	case f.root != nil && msg.Who.Equal(f.root):
 		f.root = nil
 		f.finish(ctx, messages.FamilyStopped{Status: state.StatusFailed, Err: fault.New(fault.ClassRuntime, "root being stopped unexpectedly")})
@@ -167,6 +205,10 @@ func (f *Family) handleTerminated(ctx actor.Context, msg *actor.Terminated) {
 		}
 		f.failure = fault.New(fault.ClassRuntime, "brama gateway stopped unexpectedly")
 		f.log.Error("brama gateway stopped; stopping the family")
+		if f.opts.Placed {
+			f.shutdownPlaced(ctx, false)
+			return
+		}
 		if f.root == nil {
 			f.finish(ctx, messages.FamilyStopped{Status: state.StatusFailed, Err: f.failure})
 			return
@@ -204,6 +246,9 @@ func (f *Family) describe() messages.Description {
 		if pid != nil {
 			d.Children = append(d.Children, pid)
 		}
+	}
+	for _, dir := range slices.Sorted(maps.Keys(f.beings)) {
+		d.Children = append(d.Children, f.beings[dir].pid)
 	}
 	return d
 }

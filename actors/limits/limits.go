@@ -6,6 +6,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/wire/clusterpb"
 	"github.com/wisent/singularity/messages"
 )
 
@@ -16,6 +17,8 @@ const Name = "limits"
 //
 //	messages.SpendRequest      → messages.SpendResponse
 //	messages.SpendSettled    (no answer)
+//	*clusterpb.SpendRequest    → *clusterpb.SpendResponse (another member's being)
+//	*clusterpb.SpendSettled  (no answer)
 //	messages.DescribeRequest → messages.Description
 //
 // Its window lives only in memory: a family that restarts starts a new
@@ -47,6 +50,15 @@ func (l *Limiter) Receive(ctx actor.Context) {
 		ctx.Respond(l.handleAdmit(msg))
 	case messages.SpendSettled:
 		l.window.Settle(msg.Ticket, msg.Amount, l.now())
+	case *clusterpb.SpendRequest:
+		// From a being on another member (Proxy).
+		if req, err := FromWire(msg); err == nil {
+			ctx.Respond(ResponseToWire(l.handleAdmit(req)))
+		}
+	case *clusterpb.SpendSettled:
+		if s, err := SettledFromWire(msg); err == nil {
+			l.window.Settle(s.Ticket, s.Amount, l.now())
+		}
 	case messages.DescribeRequest, *messages.DescribeRequest:
 		ctx.Respond(l.describe())
 	}

@@ -233,6 +233,13 @@ type held struct {
 	// member's own endpoint and link (showcase.hold), which outlive the
 	// hold; the family then opens no endpoint of its own.
 	show func(cfg debug.HandlerConfig, token uint64)
+	// placed runs the member's part of a family spread over members
+	// (family.Options.Placed): no root of its own, the beings the
+	// member activates.
+	placed bool
+	// limiter, when set, is the family's spend limiter instead of its
+	// own (family.Options.LimiterProps).
+	limiter *actor.Props
 }
 
 // startFamilyWith is startFamily with the root's options already made.
@@ -263,7 +270,7 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options, by held)
 		fresh *state.Being
 		id    state.Identity
 	)
-	if rootOpts.Holding != nil {
+	if rootOpts.Holding != nil || by.placed {
 		// A member holding a clustered family: the root's first state is
 		// written (clusterBoot), and each being loads through the hold.
 		id, err = clusterIdentity(rt)
@@ -310,6 +317,8 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options, by held)
 		FamilySpendLimit: rt.FamilySpendLimit,
 		Member:           by.member,
 		Token:            by.token,
+		Placed:           by.placed,
+		LimiterProps:     by.limiter,
 	}
 	pid, err := system.Root.SpawnNamed(family.Props(opts), "family")
 	if err != nil {

@@ -146,6 +146,9 @@ func (m *memberRun) live() (rejoin bool, err error) {
 	defer m.watchMembers()()
 	m.show.standBy(m.session)
 	defer m.show.standBy(nil)
+	if m.cl.Spread {
+		return m.spread()
+	}
 	lock, rejoin, err := m.standBy()
 	if lock == nil {
 		return rejoin, err
@@ -171,7 +174,7 @@ func (m *memberRun) join() error {
 	deadline := time.Now().Add(2 * m.cl.Lease)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease+fence.DefaultDialTimeout)
-		mem, err := member.Join(ctx, m.session, m.cl.Family, member.Config{Name: m.cl.Member, Address: m.cl.Bind, Root: m.rt.StateDir})
+		mem, err := member.Join(ctx, m.session, m.cl.Family, member.Config{Name: m.cl.Member, Address: m.cl.Bind, Root: m.rt.StateDir, Placement: placement(m.cl)})
 		cancel()
 		switch {
 		case err == nil:
@@ -188,7 +191,8 @@ func (m *memberRun) join() error {
 			case <-time.After(m.cl.Lease / 4):
 			}
 		case errors.Is(err, member.ErrNameTaken), errors.Is(err, member.ErrAnotherRoot),
-			errors.Is(err, member.ErrAnotherFamily), errors.Is(err, member.ErrProtocol):
+			errors.Is(err, member.ErrAnotherFamily), errors.Is(err, member.ErrProtocol),
+			errors.Is(err, member.ErrPlacement):
 			return fault.Errorf(fault.ClassConfiguration, "%w", err)
 		default:
 			return fault.Errorf(fault.ClassCluster, "cannot join the family %s: %w", m.cl.Family, err)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"net/http"
 	"sync/atomic"
 
@@ -127,4 +130,97 @@ func (s *showcase) answer(ctx context.Context, _ string) *clusterpb.FamilyTree {
 		}
 	}
 	return &clusterpb.FamilyTree{Member: s.name}
+}
+
+// spreadOver shows a family spread over members (--cluster-placement
+// being) as this member runs its part of it, found through session: the
+// link answers this member's own tree, and the debug routes serve the
+// whole family, every member's part merged (spreadTree). It is the
+// family's held.show.
+func (s *showcase) spreadOver(session *fence.Session) func(cfg debug.HandlerConfig, token uint64) {
+	return func(cfg debug.HandlerConfig, token uint64) {
+		s.holding.Store(&heldView{cfg: cfg, token: token})
+		whole := cfg
+		whole.Elsewhere = func(ctx context.Context) (debug.Node, error) {
+			return s.spreadTree(ctx, session, cfg)
+		}
+		h := debug.Handler(whole)
+		s.handler.Store(&h)
+	}
+}
+
+// spreadTree is the whole spread family: this member's part, every
+// other live member's as its link answers it (each asked at once,
+// within the deadline; a member that does not answer leaves its beings
+// unresponsive), and the ended beings as the shared root's committed
+// state shows them.
+func (s *showcase) spreadTree(ctx context.Context, session *fence.Session, own debug.HandlerConfig) (debug.Node, error) {
+	mine, err := debug.TreeOf(ctx, own)
+	if err != nil {
+		return debug.Node{}, err
+	}
+	live, err := member.Live(ctx, session)
+	if err != nil {
+		return debug.Node{}, err
+	}
+	parents, err := session.Registered(ctx)
+	if err != nil {
+		return debug.Node{}, err
+	}
+	ended, err := session.EndedBeings(ctx)
+	if err != nil {
+		return debug.Node{}, err
+	}
+	parts := []debug.Part{{Member: s.name, Tree: mine}}
+	answers := make(chan debug.Part, len(live))
+	asked := 0
+	for _, info := range live {
+		if info.Name == s.name {
+			continue
+		}
+		asked++
+		go func() {
+			part := debug.Part{Member: info.Name}
+			if tree, err := memberlink.Ask(s.system, info.Address, s.name, memberlink.DefaultDeadline); err == nil && tree.GetHolding() {
+				if node, err := debug.DecodeTree(tree.GetTreeJson()); err == nil {
+					part.Tree = node
+				}
+			}
+			answers <- part
+		}()
+	}
+	for range asked {
+		parts = append(parts, <-answers)
+	}
+	slices.SortFunc(parts, func(a, b debug.Part) int { return strings.Compare(a.Member, b.Member) })
+	var gone []debug.Ended
+	for _, id := range slices.Sorted(maps.Keys(ended)) {
+		if node, err := s.endedNode(ctx, session, parents, id, ended[id]); err == nil {
+			gone = append(gone, debug.Ended{ID: id, Node: node})
+		}
+	}
+	return debug.MergeSpread(parts, gone, parents), nil
+}
+
+// endedNode is an ended being's node as its newest committed state
+// shows it.
+func (s *showcase) endedNode(ctx context.Context, session *fence.Session, parents map[string]string, id, status string) (debug.Node, error) {
+	dir, err := member.Dir(s.stateDir, parents, id)
+	if err != nil {
+		return debug.Node{}, err
+	}
+	token, seq, err := session.Committed(ctx, id)
+	if err != nil {
+		return debug.Node{}, err
+	}
+	b, err := fence.Newest(dir, fence.Record{Token: token, Seq: seq})
+	if err != nil {
+		return debug.Node{}, err
+	}
+	budget := b.Budget
+	return debug.Node{PID: "family/being-" + id, Kind: "being", Name: b.Identity.Name, Status: status, Figures: map[string]any{
+		"id": id, "cycle": b.Cycle, "starting": budget.Starting.String(), "remaining": budget.Remaining.String(),
+		"balance": budget.Remaining.String(), "spent": budget.APISpent.Add(budget.InstanceSpent).String(),
+		"earned": budget.Earned.String(), "granted": budget.Granted.String(),
+	}}, nil
 }

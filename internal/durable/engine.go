@@ -63,6 +63,15 @@ type Fence interface {
 	Fence(last uint64) error
 }
 
+// StepFence is a Fence that is shown the whole step, not only its last
+// seq: a family whose beings are spread over members registers a child
+// in the commit of the step that records it (docs/cluster.md#placement).
+// The engine calls FenceStep instead of Fence when the fence has it.
+type StepFence interface {
+	Fence
+	FenceStep(step []state.Event) error
+}
+
 // localCommit is the single-machine Committer: one append and one fsync
 // of the journal.
 type localCommit struct{ journal *state.Journal }

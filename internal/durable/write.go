@@ -399,6 +399,14 @@ func timed(obs observe.Observer, do func() error) error {
 	return err
 }
 
+// fenceStep asks f to accept step, shown whole when f is a StepFence.
+func fenceStep(f Fence, step []state.Event) error {
+	if sf, ok := f.(StepFence); ok {
+		return sf.FenceStep(step)
+	}
+	return f.Fence(step[len(step)-1].Seq)
+}
+
 // attempt does what is left of w; it runs on a writer goroutine.
 func (w *write) attempt(c Committer, f Fence, j *state.Journal, a *state.Archive, s *state.Store, segment int64) error {
 	if !w.appended {
@@ -408,7 +416,7 @@ func (w *write) attempt(c Committer, f Fence, j *state.Journal, a *state.Archive
 		w.appended = true
 	}
 	if f != nil && !w.fenced && len(w.step) > 0 {
-		if err := f.Fence(w.step[len(w.step)-1].Seq); err != nil {
+		if err := fenceStep(f, w.step); err != nil {
 			return fenceError{err}
 		}
 		w.fenced = true

@@ -23,7 +23,7 @@ type Committer struct {
 	err error
 }
 
-var _ durable.Fence = (*Committer)(nil)
+var _ durable.StepFence = (*Committer)(nil)
 
 // NewCommitter returns the fence of l's steps: through b, with the
 // other beings of the member committing at the same time, or with a
@@ -34,7 +34,11 @@ func NewCommitter(l *Lock, b *Batcher) *Committer { return &Committer{lock: l, b
 // token: nil once the commit record holds {token, last}, else an error
 // wrapping ErrFenced or ErrOutcomeUnknown (or ErrClosed: nothing was
 // sent). The engine calls it one step at a time.
-func (c *Committer) Fence(last uint64) error {
+func (c *Committer) Fence(last uint64) error { return c.fence(last, nil) }
+
+// fence commits the step ending with last, registering children with
+// it (a transaction of its own when there are any).
+func (c *Committer) fence(last uint64, children []string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
@@ -46,10 +50,10 @@ func (c *Committer) Fence(last uint64) error {
 		// The member fences itself: its lease is gone, or about to be.
 		err = fmt.Errorf("commit of being %s: the member's session ended: %w", c.lock.being, ErrFenced)
 	default:
-		if c.batch != nil {
+		if c.batch != nil && len(children) == 0 {
 			err = c.batch.commit(c.lock, last)
 		} else {
-			err = commitOne(c.lock, last)
+			err = commitOne(c.lock, last, children...)
 		}
 	}
 	if err != nil {
@@ -75,11 +79,16 @@ func put(l *Lock, seq uint64) clientv3.Op {
 	return clientv3.OpPut(l.s.keys.commit(l.being), Record{Token: l.token, Seq: seq}.encode())
 }
 
-// commitOne runs l's commit in a transaction of its own.
-func commitOne(l *Lock, seq uint64) error {
+// commitOne runs l's commit in a transaction of its own, registering
+// children with it.
+func commitOne(l *Lock, seq uint64, children ...string) error {
+	ops, err := registrations(l, children)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.s.cfg.CommitTimeout)
 	defer cancel()
-	resp, err := l.s.client.Txn(ctx).If(guard(l)).Then(put(l, seq)).Commit()
+	resp, err := l.s.client.Txn(ctx).If(guard(l)).Then(append(ops, put(l, seq))...).Commit()
 	return outcome(l, seq, resp, err)
 }
 

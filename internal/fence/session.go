@@ -197,6 +197,7 @@ func (s *Session) lock(ctx context.Context, being string, try bool) (l *Lock, er
 	case errors.Is(err, concurrency.ErrSessionExpired):
 		return nil, fmt.Errorf("lock of being %s: the member's session ended: %w", being, ErrFenced)
 	case err != nil:
+		s.withdraw(being)
 		return nil, fmt.Errorf("lock of being %s: %w", being, err)
 	}
 	// The token is the key's create revision, read back: the mutex keeps
@@ -212,6 +213,17 @@ func (s *Session) lock(ctx context.Context, being string, try bool) (l *Lock, er
 		return nil, fmt.Errorf("lock of being %s: %w", being, err)
 	}
 	return &Lock{s: s, being: being, mutex: m, key: m.Key(), token: uint64(resp.Kvs[0].CreateRevision)}, nil
+}
+
+// withdraw deletes this session's key under being's lock after an
+// attempt that failed midway (its context ended, etcd failed it): the
+// key may have been written, and a key nobody knows of would in time
+// hold the lock for this member, or keep every other member out of it.
+// A delete that fails too leaves the key to the lease.
+func (s *Session) withdraw(being string) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
+	defer cancel()
+	_, _ = s.client.Delete(ctx, fmt.Sprintf("%s/%x", s.keys.lockPrefix(being), s.Lease()))
 }
 
 func (s *Session) release(being string) {

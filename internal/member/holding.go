@@ -41,17 +41,17 @@ type Holding struct {
 	// loaded are the directories loaded under this hold: a second load
 	// is a restart.
 	loaded map[string]bool
-	// recovering bounds how many beings read their holders' files at
-	// once (see Hold).
-	recovering chan struct{}
 }
+
+// recovering bounds how many beings of the process read their holders'
+// files at once (see Hold), whichever hold they load under.
+var recovering = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 // NewHolding returns the hold of the family whose root being lives in
 // root, held by lock (the root's) on session; commits go through batch
 // (nil: a transaction each).
 func NewHolding(session *fence.Session, lock *fence.Lock, batch *fence.Batcher, root string, timeout time.Duration) *Holding {
-	return &Holding{root: filepath.Clean(root), lock: lock, session: session, batch: batch, timeout: timeout, lost: make(chan struct{}), loaded: map[string]bool{},
-		recovering: make(chan struct{}, runtime.GOMAXPROCS(0))}
+	return &Holding{root: filepath.Clean(root), lock: lock, session: session, batch: batch, timeout: timeout, lost: make(chan struct{}), loaded: map[string]bool{}}
 }
 
 // BeingID is the id in etcd of the being whose directory is dir, in the
@@ -97,9 +97,9 @@ func (h *Holding) Hold(dir string) (durable.Held, durable.Fence, error) {
 	// answered in time (with every being reading its whole life at once,
 	// a new holder of 300 beings lost its 3 s lease before it had loaded
 	// them).
-	h.recovering <- struct{}{}
+	recovering <- struct{}{}
 	held, err := fence.Recover(dir, h.lock.Token(), fence.Record{Token: token, Seq: seq})
-	<-h.recovering
+	<-recovering
 	if err != nil {
 		return durable.Held{}, nil, err
 	}
@@ -183,8 +183,15 @@ type watched struct {
 	hold      *Holding
 }
 
-func (w watched) Fence(last uint64) error {
-	err := w.committer.Fence(last)
+func (w watched) Fence(last uint64) error { return w.refused(w.committer.Fence(last)) }
+
+// FenceStep registers the children the step records with its commit
+// (fence.Committer.FenceStep).
+func (w watched) FenceStep(step []state.Event) error {
+	return w.refused(w.committer.FenceStep(step))
+}
+
+func (w watched) refused(err error) error {
 	if err != nil {
 		w.hold.lose(err)
 	}

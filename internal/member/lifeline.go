@@ -82,10 +82,15 @@ const (
 )
 
 // Run watches until ctx ends, following each member listed that is not
-// followed yet, and leaving those whose record is gone.
+// followed yet, and leaving those whose record is gone. It lists the
+// members every l.Every, and at once when a member record changes, so a
+// member that joined is followed from its first moments.
 func (l *Lifeline) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	wctx, stopWatch := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer stopWatch()
+	changes := l.Session.Client().Watch(wctx, l.Session.Prefix()+"member/", clientv3.WithPrefix())
 	type follower struct {
 		info Info
 		stop context.CancelFunc
@@ -136,6 +141,11 @@ func (l *Lifeline) Run(ctx context.Context) {
 					delete(following, f.info.Lease)
 				}
 			case <-next:
+				break wait
+			case _, ok := <-changes:
+				if !ok {
+					changes = nil // the watch ended (etcd away): the timer alone
+				}
 				break wait
 			}
 		}

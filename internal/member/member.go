@@ -46,6 +46,7 @@ var (
 	ErrAnotherRoot   = errors.New("the family lives on another state root")
 	ErrAnotherFamily = errors.New("the state root holds another family")
 	ErrProtocol      = errors.New("a live member speaks another protocol version")
+	ErrPlacement     = errors.New("a live member places the family's beings otherwise")
 )
 
 // Config is what a member presents when it joins.
@@ -60,6 +61,11 @@ type Config struct {
 	// Protocol is the version of clusterpb the member speaks; zero means
 	// clusterpb.ProtocolVersion.
 	Protocol uint32
+	// Placement is how the member places the family's beings
+	// (docs/cluster.md#placement): "" or "family" (the family as one
+	// unit), "being" (each being on its own); every live member places
+	// alike.
+	Placement string
 }
 
 // Info is a live member as its record in etcd says.
@@ -71,6 +77,8 @@ type Info struct {
 	// Lease is the member's etcd lease in hex, the last part of every
 	// lock key it holds or waits on.
 	Lease string `json:"lease"`
+	// Placement is Config.Placement; "" is "family".
+	Placement string `json:"placement,omitempty"`
 }
 
 type marker struct {
@@ -106,7 +114,10 @@ func Join(ctx context.Context, session *fence.Session, family string, cfg Config
 	if err != nil {
 		return nil, err
 	}
-	info := Info{Name: cfg.Name, Address: cfg.Address, RootID: rootID, Protocol: cfg.Protocol, Lease: fmt.Sprintf("%x", session.Lease())}
+	if cfg.Placement == "family" {
+		cfg.Placement = ""
+	}
+	info := Info{Name: cfg.Name, Address: cfg.Address, RootID: rootID, Protocol: cfg.Protocol, Lease: fmt.Sprintf("%x", session.Lease()), Placement: cfg.Placement}
 	data, _ := json.Marshal(info) // strings and a number: cannot fail
 	key := prefix + "member/" + cfg.Name
 	for range maxJoinTries {
@@ -117,6 +128,9 @@ func Join(ctx context.Context, session *fence.Session, family string, cfg Config
 		for _, m := range live {
 			if m.Protocol != cfg.Protocol && m.Name != cfg.Name {
 				return nil, fmt.Errorf("member %s speaks protocol %d and this build %d: %w", m.Name, m.Protocol, cfg.Protocol, ErrProtocol)
+			}
+			if m.Placement != cfg.Placement && m.Name != cfg.Name {
+				return nil, fmt.Errorf("member %s places by %s and this one by %s: %w", m.Name, placementName(m.Placement), placementName(cfg.Placement), ErrPlacement)
 			}
 		}
 		// The record is written only if no member record was written
@@ -140,6 +154,13 @@ func Join(ctx context.Context, session *fence.Session, family string, cfg Config
 		}
 	}
 	return nil, fmt.Errorf("cannot write the member record %s: the family's members kept changing (%d tries)", key, maxJoinTries)
+}
+
+func placementName(p string) string {
+	if p == "" {
+		return "family"
+	}
+	return p
 }
 
 // maxJoinTries bounds how often Join lists the members again because
@@ -275,6 +296,13 @@ func (m *Member) Leave(ctx context.Context) error {
 // Members lists the family's live members, by name.
 func (m *Member) Members(ctx context.Context) ([]Info, error) {
 	return list(ctx, m.session.Client(), m.session.Prefix())
+}
+
+// Live lists the live members of session's family, by name, without a
+// Member (a member that has not joined yet, or one that shows the
+// family).
+func Live(ctx context.Context, session *fence.Session) ([]Info, error) {
+	return list(ctx, session.Client(), session.Prefix())
 }
 
 func list(ctx context.Context, client *clientv3.Client, prefix string) ([]Info, error) {

@@ -99,6 +99,13 @@ func TestJoin(t *testing.T) {
 		require.Equal(t, []string{fence.Root + "fam/member/m1", fence.Root + "fam/member/m2"}, memberKeys(t, etcd, "fam"))
 	})
 
+	t.Run("another placement", func(t *testing.T) {
+		_, err := Join(ctxFor(t), session(t, srv, "fam"), "fam", Config{Name: "m3", Root: root, Placement: "being"})
+		require.ErrorIs(t, err, ErrPlacement)
+		require.Equal(t, "member m1 places by family and this one by being: a live member places the family's beings otherwise", err.Error())
+		require.Equal(t, []string{fence.Root + "fam/member/m1", fence.Root + "fam/member/m2"}, memberKeys(t, etcd, "fam"))
+	})
+
 	t.Run("a name that is no identifier", func(t *testing.T) {
 		_, err := Join(ctxFor(t), session(t, srv, "fam"), "fam", Config{Name: "a/b", Root: root})
 		require.EqualError(t, err, `the member name "a/b" is not 1 to 128 ASCII letters, digits or any of "-_.:"`)

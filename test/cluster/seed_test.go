@@ -1,16 +1,20 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/member"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/test/testkit"
@@ -62,8 +66,25 @@ func (w *world) seed(n int) {
 		granted = granted.Add(grant)
 	}
 	// The root was given what it granted on top of the demo world's
-	// starting balance.
-	create(t, w.stateDir, being.NewState(root, testkit.USD("1").Add(granted), "any", at), steps)
+	// starting balance (or w.seedRoot).
+	rootBalance := testkit.USD("1")
+	if w.seedRoot != "" {
+		rootBalance = testkit.USD(w.seedRoot)
+	}
+	create(t, w.stateDir, being.NewState(root, rootBalance.Add(granted), "any", at), steps)
+	if w.spread {
+		// Members that place each being on its own place registered
+		// children: the root's records, as its commit would register them.
+		client := w.etcd.Client(t)
+		for _, e := range steps {
+			if e.Type == state.EventChildAdded {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_, err := client.Put(ctx, fence.Root+familyName+"/being/"+e.Child.ID, member.RootBeing)
+				cancel()
+				require.NoError(t, err)
+			}
+		}
+	}
 }
 
 // seedMemories is what a seeded child remembers from the start:

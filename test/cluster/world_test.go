@@ -69,6 +69,12 @@ type world struct {
 	// names are the family's beings once it grew: the demo world's,
 	// then any seeded (seed).
 	names []string
+	// spread is set when the members place each being on its own
+	// (spreadOut).
+	spread bool
+	// seedRoot, when set, is what the seeded root has left besides what
+	// it granted (default the demo world's 1).
+	seedRoot string
 }
 
 func newWorld(t *testing.T) *world {

@@ -569,6 +569,199 @@ func (x *FamilyTree) GetTreeJson() []byte {
 	return nil
 }
 
+// SpendRequest asks the family's one spend limiter, on the member that
+// holds its lock, whether a being may start a completion whose
+// reservation is amount (docs/money.md#spend-limits).
+type SpendRequest struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	// being names the being (its state directory).
+	Being string `protobuf:"bytes,1,opt,name=being,proto3" json:"being,omitempty"`
+	// amount is the reservation, an exact decimal string.
+	Amount string `protobuf:"bytes,2,opt,name=amount,proto3" json:"amount,omitempty"`
+	// being_limit is the being's own limit per rolling hour, an exact
+	// decimal string; empty for none.
+	BeingLimit string `protobuf:"bytes,3,opt,name=being_limit,json=beingLimit,proto3" json:"being_limit,omitempty"`
+}
+
+func (x *SpendRequest) Reset() {
+	*x = SpendRequest{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_singularity_cluster_proto_msgTypes[8]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *SpendRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpendRequest) ProtoMessage() {}
+
+func (x *SpendRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_singularity_cluster_proto_msgTypes[8]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpendRequest.ProtoReflect.Descriptor instead.
+func (*SpendRequest) Descriptor() ([]byte, []int) {
+	return file_singularity_cluster_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SpendRequest) GetBeing() string {
+	if x != nil {
+		return x.Being
+	}
+	return ""
+}
+
+func (x *SpendRequest) GetAmount() string {
+	if x != nil {
+		return x.Amount
+	}
+	return ""
+}
+
+func (x *SpendRequest) GetBeingLimit() string {
+	if x != nil {
+		return x.BeingLimit
+	}
+	return ""
+}
+
+// SpendResponse answers a SpendRequest. When admitted, the reservation
+// counts against the limits under ticket until a SpendSettled replaces
+// it; otherwise retry_after_ms is how long until it can fit.
+type SpendResponse struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Admitted     bool   `protobuf:"varint,1,opt,name=admitted,proto3" json:"admitted,omitempty"`
+	Ticket       uint64 `protobuf:"varint,2,opt,name=ticket,proto3" json:"ticket,omitempty"`
+	RetryAfterMs int64  `protobuf:"varint,3,opt,name=retry_after_ms,json=retryAfterMs,proto3" json:"retry_after_ms,omitempty"`
+}
+
+func (x *SpendResponse) Reset() {
+	*x = SpendResponse{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_singularity_cluster_proto_msgTypes[9]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *SpendResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpendResponse) ProtoMessage() {}
+
+func (x *SpendResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_singularity_cluster_proto_msgTypes[9]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpendResponse.ProtoReflect.Descriptor instead.
+func (*SpendResponse) Descriptor() ([]byte, []int) {
+	return file_singularity_cluster_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SpendResponse) GetAdmitted() bool {
+	if x != nil {
+		return x.Admitted
+	}
+	return false
+}
+
+func (x *SpendResponse) GetTicket() uint64 {
+	if x != nil {
+		return x.Ticket
+	}
+	return 0
+}
+
+func (x *SpendResponse) GetRetryAfterMs() int64 {
+	if x != nil {
+		return x.RetryAfterMs
+	}
+	return 0
+}
+
+// SpendSettled tells the limiter what an admitted completion cost: the
+// reservation of ticket is replaced by amount (an exact decimal string).
+type SpendSettled struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Ticket uint64 `protobuf:"varint,1,opt,name=ticket,proto3" json:"ticket,omitempty"`
+	Amount string `protobuf:"bytes,2,opt,name=amount,proto3" json:"amount,omitempty"`
+}
+
+func (x *SpendSettled) Reset() {
+	*x = SpendSettled{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_singularity_cluster_proto_msgTypes[10]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *SpendSettled) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SpendSettled) ProtoMessage() {}
+
+func (x *SpendSettled) ProtoReflect() protoreflect.Message {
+	mi := &file_singularity_cluster_proto_msgTypes[10]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SpendSettled.ProtoReflect.Descriptor instead.
+func (*SpendSettled) Descriptor() ([]byte, []int) {
+	return file_singularity_cluster_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SpendSettled) GetTicket() uint64 {
+	if x != nil {
+		return x.Ticket
+	}
+	return 0
+}
+
+func (x *SpendSettled) GetAmount() string {
+	if x != nil {
+		return x.Amount
+	}
+	return ""
+}
+
 var File_singularity_cluster_proto protoreflect.FileDescriptor
 
 var file_singularity_cluster_proto_rawDesc = []byte{
@@ -624,11 +817,28 @@ var file_singularity_cluster_proto_rawDesc = []byte{
 	0x6f, 0x6c, 0x64, 0x69, 0x6e, 0x67, 0x12, 0x14, 0x0a, 0x05, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x18,
 	0x03, 0x20, 0x01, 0x28, 0x04, 0x52, 0x05, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x12, 0x1b, 0x0a, 0x09,
 	0x74, 0x72, 0x65, 0x65, 0x5f, 0x6a, 0x73, 0x6f, 0x6e, 0x18, 0x04, 0x20, 0x01, 0x28, 0x0c, 0x52,
-	0x08, 0x74, 0x72, 0x65, 0x65, 0x4a, 0x73, 0x6f, 0x6e, 0x42, 0x37, 0x5a, 0x35, 0x67, 0x69, 0x74,
-	0x68, 0x75, 0x62, 0x2e, 0x63, 0x6f, 0x6d, 0x2f, 0x77, 0x69, 0x73, 0x65, 0x6e, 0x74, 0x2f, 0x73,
-	0x69, 0x6e, 0x67, 0x75, 0x6c, 0x61, 0x72, 0x69, 0x74, 0x79, 0x2f, 0x69, 0x6e, 0x74, 0x65, 0x72,
-	0x6e, 0x61, 0x6c, 0x2f, 0x77, 0x69, 0x72, 0x65, 0x2f, 0x63, 0x6c, 0x75, 0x73, 0x74, 0x65, 0x72,
-	0x70, 0x62, 0x62, 0x06, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x33,
+	0x08, 0x74, 0x72, 0x65, 0x65, 0x4a, 0x73, 0x6f, 0x6e, 0x22, 0x5d, 0x0a, 0x0c, 0x53, 0x70, 0x65,
+	0x6e, 0x64, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x12, 0x14, 0x0a, 0x05, 0x62, 0x65, 0x69,
+	0x6e, 0x67, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x05, 0x62, 0x65, 0x69, 0x6e, 0x67, 0x12,
+	0x16, 0x0a, 0x06, 0x61, 0x6d, 0x6f, 0x75, 0x6e, 0x74, 0x18, 0x02, 0x20, 0x01, 0x28, 0x09, 0x52,
+	0x06, 0x61, 0x6d, 0x6f, 0x75, 0x6e, 0x74, 0x12, 0x1f, 0x0a, 0x0b, 0x62, 0x65, 0x69, 0x6e, 0x67,
+	0x5f, 0x6c, 0x69, 0x6d, 0x69, 0x74, 0x18, 0x03, 0x20, 0x01, 0x28, 0x09, 0x52, 0x0a, 0x62, 0x65,
+	0x69, 0x6e, 0x67, 0x4c, 0x69, 0x6d, 0x69, 0x74, 0x22, 0x69, 0x0a, 0x0d, 0x53, 0x70, 0x65, 0x6e,
+	0x64, 0x52, 0x65, 0x73, 0x70, 0x6f, 0x6e, 0x73, 0x65, 0x12, 0x1a, 0x0a, 0x08, 0x61, 0x64, 0x6d,
+	0x69, 0x74, 0x74, 0x65, 0x64, 0x18, 0x01, 0x20, 0x01, 0x28, 0x08, 0x52, 0x08, 0x61, 0x64, 0x6d,
+	0x69, 0x74, 0x74, 0x65, 0x64, 0x12, 0x16, 0x0a, 0x06, 0x74, 0x69, 0x63, 0x6b, 0x65, 0x74, 0x18,
+	0x02, 0x20, 0x01, 0x28, 0x04, 0x52, 0x06, 0x74, 0x69, 0x63, 0x6b, 0x65, 0x74, 0x12, 0x24, 0x0a,
+	0x0e, 0x72, 0x65, 0x74, 0x72, 0x79, 0x5f, 0x61, 0x66, 0x74, 0x65, 0x72, 0x5f, 0x6d, 0x73, 0x18,
+	0x03, 0x20, 0x01, 0x28, 0x03, 0x52, 0x0c, 0x72, 0x65, 0x74, 0x72, 0x79, 0x41, 0x66, 0x74, 0x65,
+	0x72, 0x4d, 0x73, 0x22, 0x3e, 0x0a, 0x0c, 0x53, 0x70, 0x65, 0x6e, 0x64, 0x53, 0x65, 0x74, 0x74,
+	0x6c, 0x65, 0x64, 0x12, 0x16, 0x0a, 0x06, 0x74, 0x69, 0x63, 0x6b, 0x65, 0x74, 0x18, 0x01, 0x20,
+	0x01, 0x28, 0x04, 0x52, 0x06, 0x74, 0x69, 0x63, 0x6b, 0x65, 0x74, 0x12, 0x16, 0x0a, 0x06, 0x61,
+	0x6d, 0x6f, 0x75, 0x6e, 0x74, 0x18, 0x02, 0x20, 0x01, 0x28, 0x09, 0x52, 0x06, 0x61, 0x6d, 0x6f,
+	0x75, 0x6e, 0x74, 0x42, 0x37, 0x5a, 0x35, 0x67, 0x69, 0x74, 0x68, 0x75, 0x62, 0x2e, 0x63, 0x6f,
+	0x6d, 0x2f, 0x77, 0x69, 0x73, 0x65, 0x6e, 0x74, 0x2f, 0x73, 0x69, 0x6e, 0x67, 0x75, 0x6c, 0x61,
+	0x72, 0x69, 0x74, 0x79, 0x2f, 0x69, 0x6e, 0x74, 0x65, 0x72, 0x6e, 0x61, 0x6c, 0x2f, 0x77, 0x69,
+	0x72, 0x65, 0x2f, 0x63, 0x6c, 0x75, 0x73, 0x74, 0x65, 0x72, 0x70, 0x62, 0x62, 0x06, 0x70, 0x72,
+	0x6f, 0x74, 0x6f, 0x33,
 }
 
 var (
@@ -643,7 +853,7 @@ func file_singularity_cluster_proto_rawDescGZIP() []byte {
 	return file_singularity_cluster_proto_rawDescData
 }
 
-var file_singularity_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_singularity_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_singularity_cluster_proto_goTypes = []interface{}{
 	(*Hello)(nil),                // 0: singularity.cluster.v1.Hello
 	(*HelloReply)(nil),           // 1: singularity.cluster.v1.HelloReply
@@ -653,6 +863,9 @@ var file_singularity_cluster_proto_goTypes = []interface{}{
 	(*BeingDescription)(nil),     // 5: singularity.cluster.v1.BeingDescription
 	(*FamilyTreeRequest)(nil),    // 6: singularity.cluster.v1.FamilyTreeRequest
 	(*FamilyTree)(nil),           // 7: singularity.cluster.v1.FamilyTree
+	(*SpendRequest)(nil),         // 8: singularity.cluster.v1.SpendRequest
+	(*SpendResponse)(nil),        // 9: singularity.cluster.v1.SpendResponse
+	(*SpendSettled)(nil),         // 10: singularity.cluster.v1.SpendSettled
 }
 var file_singularity_cluster_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
@@ -764,6 +977,42 @@ func file_singularity_cluster_proto_init() {
 				return nil
 			}
 		}
+		file_singularity_cluster_proto_msgTypes[8].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*SpendRequest); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_singularity_cluster_proto_msgTypes[9].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*SpendResponse); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_singularity_cluster_proto_msgTypes[10].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*SpendSettled); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -771,7 +1020,7 @@ func file_singularity_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: file_singularity_cluster_proto_rawDesc,
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

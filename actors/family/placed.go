@@ -1,0 +1,140 @@
+package family
+
+import (
+	"path/filepath"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/supervision/fault"
+)
+
+// Activate asks a placed family (Options.Placed) to start the being
+// living in Dir, whose lock its member took: the root (Dir is the
+// root's StateDir) or a child named as its state says. The being runs
+// with the root's options, fenced by Holding, its children left to
+// the members (being.Options.Spread).
+type Activate struct {
+	Dir                     string
+	Name, Ticker, Specialty string
+	Holding                 being.Holding
+}
+
+// Release asks a placed family to stop the being living in Dir at its
+// next round boundary (Now: at once); its end is reported as
+// messages.BeingReleased, as every placed being's is.
+type Release struct {
+	Dir string
+	Now bool
+	// ForGood stops the being for good: its children first, wherever
+	// they run (messages.StopBeing.Subtree).
+	ForGood bool
+}
+
+// SubtreeDone tells the being living in Dir, which stops for good, that
+// every child of its messages.SubtreeStopping has ended.
+type SubtreeDone struct {
+	Dir string
+}
+
+// subtreeDone passes SubtreeDone on to its being.
+func (f *Family) subtreeDone(ctx actor.Context, msg SubtreeDone) {
+	if p := f.beings[filepath.Clean(msg.Dir)]; p != nil {
+		ctx.Send(p.pid, messages.SubtreeStopped{})
+	}
+}
+
+// placed is a being a placed family runs.
+type placed struct {
+	dir string
+	pid *actor.PID
+}
+
+// activate starts the being msg asks for, unless it runs already.
+func (f *Family) activate(ctx actor.Context, msg Activate) {
+	dir := filepath.Clean(msg.Dir)
+	if f.beings[dir] != nil {
+		return
+	}
+	if f.stopping || f.gateway == nil {
+		f.emit(messages.BeingReleased{Dir: dir, Status: state.StatusStopped})
+		return
+	}
+	opts := f.opts.Root
+	if dir != filepath.Clean(opts.StateDir) {
+		opts = opts.Child(dir, msg.Name, msg.Ticker, msg.Specialty)
+	}
+	opts.Mode = being.Run
+	opts.Holding, opts.Spread = msg.Holding, true
+	opts.Gateway = f.gateway
+	if f.limits != nil {
+		opts.SpendLimiter = f.limits
+	}
+	pid, err := ctx.SpawnNamed(being.Props(opts), placedName(dir))
+	if err != nil {
+		f.emit(messages.BeingReleased{Dir: dir, Status: state.StatusFailed, Err: fault.Errorf(fault.ClassRuntime, "spawn being: %w", err)})
+		return
+	}
+	f.beings[dir] = &placed{dir: dir, pid: pid}
+}
+
+// placedName is a placed being's actor name: its directory's name.
+func placedName(dir string) string { return "being-" + filepath.Base(dir) }
+
+// release asks the being living in msg.Dir to stop.
+func (f *Family) release(ctx actor.Context, msg Release) {
+	if p := f.beings[filepath.Clean(msg.Dir)]; p != nil {
+		ctx.Send(p.pid, messages.StopBeing{Now: msg.Now, Subtree: msg.ForGood})
+	}
+}
+
+// placedStopped reports a placed being's end and stops its actor; the
+// family's own end comes once its last being ended after a shutdown.
+func (f *Family) placedStopped(ctx actor.Context, msg messages.BeingStopped) {
+	for dir, p := range f.beings {
+		if filepath.Base(dir) != msg.ID {
+			continue
+		}
+		delete(f.beings, dir)
+		ctx.Stop(p.pid)
+		f.emit(messages.BeingReleased{Dir: dir, Status: msg.Status, Err: msg.Err})
+	}
+	f.finishPlaced(ctx)
+}
+
+// placedTerminated reports a placed being whose actor ended without its
+// BeingStopped (its supervisor stopped it on a failure).
+func (f *Family) placedTerminated(ctx actor.Context, who *actor.PID) bool {
+	for dir, p := range f.beings {
+		if p.pid.Equal(who) {
+			delete(f.beings, dir)
+			f.emit(messages.BeingReleased{Dir: dir, Status: state.StatusFailed, Err: fault.New(fault.ClassRuntime, "being stopped unexpectedly")})
+			f.finishPlaced(ctx)
+			return true
+		}
+	}
+	return false
+}
+
+// shutdownPlaced stops every placed being; the family ends once they
+// all have.
+func (f *Family) shutdownPlaced(ctx actor.Context, now bool) {
+	f.stopping = true
+	for _, p := range f.beings {
+		ctx.Send(p.pid, messages.StopBeing{Now: now})
+	}
+	f.finishPlaced(ctx)
+}
+
+func (f *Family) finishPlaced(ctx actor.Context) {
+	if !f.stopping || len(f.beings) > 0 {
+		return
+	}
+	stopped := messages.FamilyStopped{Status: state.StatusStopped}
+	if f.failure != nil {
+		stopped = messages.FamilyStopped{Status: state.StatusFailed, Err: f.failure}
+	}
+	f.finish(ctx, stopped)
+}

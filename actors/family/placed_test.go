@@ -1,0 +1,120 @@
+package family_test
+
+import (
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/actors/brama"
+	"github.com/wisent/singularity/actors/family"
+	"github.com/wisent/singularity/internal/identity"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
+)
+
+// next waits for the next event of type T, skipping others.
+func next[T any](t *testing.T, events chan any) T {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if v, ok := ev.(T); ok {
+				return v
+			}
+		case <-deadline:
+			var zero T
+			t.Fatalf("no %T within 30 s", zero)
+			return zero
+		}
+	}
+}
+
+// TestPlacedFamily: a family that runs one member's part of a family
+// spread over members starts no root of its own; it runs the beings it
+// is asked to activate, with their own names, stops one it is asked to
+// release and reports it, has a being that stops for good wait until its
+// member says its children ended, and ends once its last being has
+// stopped.
+func TestPlacedFamily(t *testing.T) {
+	secret := []byte("family-unit-secret")
+	srv := bramatest.Start(t, bramatest.Config{Secret: secret, Handler: func(*bramatest.Request) bramatest.Reply {
+		return bramatest.TextReply("ok", bramatest.Usage(10, 1))
+	}})
+	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: identity.NewSecret(secret), Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	root := t.TempDir()
+	id := testkit.Identity()
+	// The root has a child on record: Bo, activated here too.
+	_, _, _, err = state.Boot(root, false, id, func() (*state.Being, error) {
+		b := being.NewState(id, testkit.USD("1"), "test-model", state.Now())
+		b.Mind.Children = []state.Child{{ID: "bo", Name: "Bo", StateDir: state.ChildRecordDir("bo"), Status: state.StatusRunning}}
+		return b, nil
+	})
+	require.NoError(t, err)
+	childID := id
+	childID.Name = "Bo"
+	child := filepath.Join(root, state.ChildRecordDir("bo"))
+	require.NoError(t, state.MakeDir(filepath.Join(root, "children")))
+	_, _, _, err = state.Boot(child, false, childID, func() (*state.Being, error) {
+		return being.NewState(childID, testkit.USD("0.5"), "test-model", state.Now()), nil
+	})
+	require.NoError(t, err)
+
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	t.Cleanup(system.Shutdown)
+	events := make(chan any, 256)
+	pid, err := system.Root.SpawnNamed(family.Props(family.Options{
+		Gateway: brama.GatewayConfig{Client: client, ShutdownGrace: time.Second},
+		Root: being.Options{
+			StateDir: root, Identity: id, Mode: being.Run,
+			Model: "test-model", StartingBalance: testkit.USD("1"), Workspace: t.TempDir(),
+			MaxToolRounds: 2, ContextMessages: 20, CycleInterval: time.Hour, ShutdownGrace: time.Second,
+		},
+		Events: events,
+		Placed: true,
+	}), "family")
+	require.NoError(t, err)
+
+	describe := func() messages.Description {
+		res, err := system.Root.RequestFuture(pid, messages.DescribeRequest{}, 5*time.Second).Result()
+		require.NoError(t, err)
+		return res.(messages.Description)
+	}
+	require.Len(t, describe().Children, 1, "a placed family runs its gateway and no root of its own")
+
+	system.Root.Send(pid, family.Activate{Dir: root})
+	system.Root.Send(pid, family.Activate{Dir: child, Name: "Bo", Ticker: childID.Ticker, Specialty: childID.Specialty})
+	require.Len(t, describe().Children, 3, "the gateway and the two beings activated")
+
+	system.Root.Send(pid, family.Release{Dir: child})
+	released := next[messages.BeingReleased](t, events)
+	require.Equal(t, child, released.Dir)
+	require.NoError(t, released.Err)
+	require.Equal(t, state.StatusStopped, released.Status)
+
+	// The root stops for good: it asks for its children to stop first,
+	// and waits until told they ended.
+	system.Root.Send(pid, family.Release{Dir: root, ForGood: true})
+	asked := next[messages.SubtreeStopping](t, events)
+	require.Equal(t, root, asked.Dir)
+	tree := describe()
+	require.Len(t, tree.Children, 2, "the root waits for its children")
+	res, err := system.Root.RequestFuture(tree.Children[1], messages.DescribeRequest{}, 5*time.Second).Result()
+	require.NoError(t, err)
+	require.Equal(t, state.StatusStopping, res.(messages.Description).Status)
+	system.Root.Send(pid, family.SubtreeDone{Dir: root})
+	released = next[messages.BeingReleased](t, events)
+	require.Equal(t, root, released.Dir)
+	require.Equal(t, state.StatusStopped, released.Status)
+
+	system.Root.Send(pid, messages.ShutdownFamily{})
+	require.Equal(t, messages.FamilyStopped{Status: state.StatusStopped}, next[messages.FamilyStopped](t, events))
+}

@@ -1,0 +1,73 @@
+package member
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestShare(t *testing.T) {
+	for _, c := range []struct{ beings, members, want int }{
+		{0, 3, 0}, {1, 3, 1}, {3, 3, 1}, {4, 3, 2}, {300, 3, 100}, {301, 3, 101}, {5, 0, 5},
+	} {
+		assert.Equal(t, c.want, Share(c.beings, c.members), "%d beings over %d members", c.beings, c.members)
+	}
+}
+
+func TestPlan(t *testing.T) {
+	family := func(members int, locked ...string) Placement {
+		p := Placement{Members: members, Registered: map[string]string{"a": RootBeing, "b": RootBeing, "c": "a"},
+			Ended: map[string]string{"d": "exhausted"}, Locked: map[string]bool{}}
+		p.Registered["d"] = "c"
+		for _, id := range locked {
+			p.Locked[id] = true
+		}
+		return p
+	}
+	set := func(ids ...string) map[string]bool {
+		m := map[string]bool{}
+		for _, id := range ids {
+			m[id] = true
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name      string
+		p         Placement
+		mine      map[string]bool
+		releasing int
+		take      []string
+		give      int
+	}{
+		{"alone: everything but the ended", family(1), set(), 0, []string{RootBeing, "a", "b", "c"}, 0},
+		{"two members: half, root first", family(2), set(), 0, []string{RootBeing, "a"}, 0},
+		{"locked beings are skipped", family(2, RootBeing, "a"), set(), 0, []string{"b", "c"}, 0},
+		{"a full share takes nothing", family(2, RootBeing, "a"), set(RootBeing, "a"), 0, nil, 0},
+		{"beyond the share is given back", family(4, RootBeing, "a", "b"), set(RootBeing, "a", "b"), 0, nil, 2},
+		{"what is given back already counts", family(4, RootBeing, "a", "b"), set(RootBeing, "a", "b"), 2, nil, 0},
+		{"an ended family takes nothing", Placement{Members: 1, FamilyEnded: true}, set(), 0, nil, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			take, give := c.p.Plan(c.mine, c.releasing)
+			assert.Equal(t, c.take, take)
+			assert.Equal(t, c.give, give)
+		})
+	}
+}
+
+func TestDir(t *testing.T) {
+	reg := map[string]string{"a": RootBeing, "c": "a", "x": "y", "p": "q", "q": "p"}
+	root := filepath.Join("/srv", "family")
+	dir, err := Dir(root, reg, RootBeing)
+	require.NoError(t, err)
+	assert.Equal(t, root, dir)
+	dir, err = Dir(root, reg, "c")
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(root, "children", "a", "children", "c"), dir)
+	_, err = Dir(root, reg, "x")
+	assert.ErrorContains(t, err, "being y is not registered")
+	_, err = Dir(root, reg, "p")
+	assert.ErrorContains(t, err, "circle")
+}

@@ -1,0 +1,330 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/member"
+	"github.com/wisent/singularity/internal/store/state"
+)
+
+// spreadOut makes the world's members place each being on its own
+// (--cluster-placement being).
+func (w *world) spreadOut() {
+	w.env["SINGULARITY_CLUSTER_PLACEMENT"] = "being"
+	w.spread = true
+}
+
+// placedOn is which member holds each being's lock now, by being id:
+// the member whose lease wrote the oldest key under the being's lock.
+func (w *world) placedOn(t *testing.T) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client := w.etcd.Client(t)
+	prefix := fence.Root + familyName + "/"
+	locks, err := client.Get(ctx, prefix+"lock/", clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+	require.NoError(t, err)
+	records, err := client.Get(ctx, prefix+"member/", clientv3.WithPrefix())
+	require.NoError(t, err)
+	byLease := map[string]string{}
+	for _, kv := range records.Kvs {
+		var info member.Info
+		require.NoError(t, json.Unmarshal(kv.Value, &info))
+		byLease[info.Lease] = info.Name
+	}
+	out := map[string]string{}
+	for _, kv := range locks.Kvs {
+		being, lease, _ := strings.Cut(strings.TrimPrefix(string(kv.Key), prefix+"lock/"), "/")
+		if _, seen := out[being]; !seen && byLease[lease] != "" {
+			out[being] = byLease[lease]
+		}
+	}
+	return out
+}
+
+// beingIDs are the family's beings (as check finds them) by name: their
+// ids in etcd.
+func (w *world) beingIDs(t *testing.T) map[string]string {
+	t.Helper()
+	ids := map[string]string{}
+	for name, b := range w.check(t) {
+		ids[name] = member.BeingID(w.stateDir, b.dir)
+	}
+	return ids
+}
+
+// placement waits until every being of ids is held by a live member
+// other than gone, and returns the members by being name.
+func (w *world) placement(t *testing.T, ids map[string]string, gone string) map[string]string {
+	t.Helper()
+	// Every change of a lock or a member record is a reason to look
+	// again.
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	client := w.etcd.Client(t)
+	changes := client.Watch(ctx, fence.Root+familyName+"/", clientv3.WithPrefix(), clientv3.WithFilterPut())
+	placed := client.Watch(ctx, fence.Root+familyName+"/lock/", clientv3.WithPrefix())
+	for {
+		on := w.placedOn(t)
+		byName := map[string]string{}
+		for name, id := range ids {
+			if m := on[id]; m != "" && m != gone {
+				byName[name] = m
+			}
+		}
+		if len(byName) == len(ids) {
+			return byName
+		}
+		select {
+		case <-changes:
+		case <-placed:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d beings were not placed on a live member within %s", len(ids)-len(byName), len(ids), waitLimit)
+		}
+	}
+}
+
+// TestBeingsSpreadOverMembers: with --cluster-placement being, three
+// members share the family's beings, each at most its share, so that
+// parents and children live on different members. A SIGKILLed member's
+// beings come back on the survivors with nothing sent to them, and
+// after each kill the family's files explain every being's money
+// exactly with one writer at a time, and no tool call reached a Las
+// twice. A graceful stop hands a member's beings over, and `status`
+// counts the family exactly at the end.
+func TestBeingsSpreadOverMembers(t *testing.T) {
+	w := newWorld(t)
+	w.spreadOut()
+	if n := beingsWanted(t); n > 0 {
+		w.seed(n)
+	}
+	procs := map[string]*proc{}
+	next := 0
+	startMember := func() *proc {
+		next++
+		p := w.start(fmt.Sprintf("m%d", next))
+		procs[p.name] = p
+		return p
+	}
+	for range 3 {
+		startMember().await(t, "this member places the family's beings", waitLimit)
+	}
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew to %d beings", len(w.names))
+	ids := w.beingIDs(t)
+	require.Len(t, ids, len(w.names))
+	on := w.placement(t, ids, "")
+	share := member.Share(len(w.names), 3)
+	counts := map[string]int{}
+	for _, m := range on {
+		counts[m]++
+	}
+	t.Logf("%d beings over 3 members (share %d): %v", len(w.names), share, counts)
+	for m, n := range counts {
+		require.LessOrEqual(t, n, share, "member %s holds more than its share", m)
+	}
+	beings := w.check(t)
+	crossing := 0
+	for name, b := range beings {
+		for _, c := range b.st.Mind.Children {
+			if on[c.Name] != on[name] {
+				crossing++
+			}
+		}
+	}
+	require.Positive(t, crossing, "a child lives on another member than its parent: %v", on)
+	for _, p := range procs {
+		w.requireWholeFamily(t, p, on)
+	}
+
+	var times []time.Duration
+	for kill := range failovers(t) {
+		on := w.placement(t, ids, "")
+		// The member holding the most beings dies.
+		victim := ""
+		for _, m := range slices.Sorted(maps.Keys(procs)) {
+			if victim == "" || countOf(on, m) > countOf(on, victim) {
+				victim = m
+			}
+		}
+		dead := procs[victim]
+		moved := countOf(on, victim)
+		killed := time.Now()
+		require.NoError(t, dead.cmd.Process.Kill())
+		dead.wait(t, waitLimit)
+		delete(procs, victim)
+		w.placement(t, ids, victim)
+		from, _ := w.seen.snapshot()
+		if !w.seen.until(waitLimit, w.allCycledSince(from)) {
+			w.stalled(t, from, procs[slices.Sorted(maps.Keys(procs))[0]], fmt.Sprintf("kill %d", kill+1))
+		}
+		back := time.Since(killed)
+		times = append(times, back)
+		t.Logf("kill %d of %s (%d beings): every being cycled again %s after it", kill+1, victim, moved, back.Round(time.Millisecond))
+		w.check(t)
+		startMember().await(t, "this member places the family's beings", waitLimit)
+	}
+	slices.Sort(times)
+	t.Logf("failover of a family of %d spread over 3 members after %d SIGKILLs (lease %s): p50 %s, max %s; %d distinct tool calls delivered once each",
+		len(w.names), len(times), lease, times[len(times)/2].Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond), w.deliveries(t))
+	require.Less(t, times[len(times)-1], 10*time.Second, "the beings are back within 10 s of a kill")
+
+	// A graceful stop hands the member's beings over.
+	names := slices.Sorted(maps.Keys(procs))
+	leaving := procs[names[0]]
+	require.NoError(t, leaving.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, leaving.wait(t, waitLimit))
+	delete(procs, leaving.name)
+	w.placement(t, ids, leaving.name)
+	from, _ := w.seen.snapshot()
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)), "the family goes on after a graceful handover")
+	for _, p := range procs {
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+		require.Equal(t, 0, p.wait(t, waitLimit), "member %s stops", p.name)
+	}
+	beings = w.check(t)
+	w.deliveries(t)
+	remaining, verdict := w.status(t)
+	require.Equal(t, "exact", verdict)
+	require.Len(t, remaining, len(beings))
+	for name, b := range beings {
+		require.Equal(t, b.st.Budget.Remaining.String(), remaining[name], "status of %s", name)
+	}
+}
+
+// countOf is how many beings of on member m holds.
+func countOf(on map[string]string, m string) int {
+	n := 0
+	for _, held := range on {
+		if held == m {
+			n++
+		}
+	}
+	return n
+}
+
+// lastStop is the time of the being's last stopped event in its
+// trusted life, and its status; ok is false for a being that never
+// booted (stopped before its boot step, it wrote nothing).
+func lastStop(t *testing.T, b checked) (at time.Time, status string, ok bool) {
+	t.Helper()
+	_, life, err := fence.Counted(b.dir, b.rec)
+	require.NoError(t, err)
+	for i := len(life) - 1; i >= 0; i-- {
+		if life[i].Type == state.EventStopped {
+			return life[i].At.Time, life[i].Status, true
+		}
+	}
+	require.Empty(t, life, "being %s lived and never stopped", b.st.Identity.Name)
+	return time.Time{}, "", false
+}
+
+// TestSpreadFamilyEndsChildrenFirst: the root of a family spread over
+// three members runs out of money. Its children, on every member, stop
+// for good before it does (and theirs before them), each end is
+// recorded, the family's end is recorded, and every member exits 0.
+func TestSpreadFamilyEndsChildrenFirst(t *testing.T) {
+	w := newWorld(t)
+	w.spreadOut()
+	w.seedRoot = "0.003"
+	w.seed(len(familyNames) + 8)
+	var members []*proc
+	for i := range 3 {
+		members = append(members, w.start(fmt.Sprintf("m%d", i+1)))
+	}
+	for _, m := range members {
+		require.Equal(t, 0, m.wait(t, 2*waitLimit), "member %s exits 0 once the family ended; stderr:\n%s", m.name, m.lines.Tail())
+	}
+	holding := 0
+	for _, m := range members {
+		if m.lines.Count("this member holds a being") > 0 {
+			holding++
+		}
+	}
+	require.GreaterOrEqual(t, holding, 2, "the beings were spread over the members")
+	beings := w.check(t)
+	_, rootStatus, ok := lastStop(t, beings[rootName])
+	require.True(t, ok)
+	require.Equal(t, state.StatusExhausted, rootStatus)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ended, err := w.etcd.Client(t).Get(ctx, fence.Root+familyName+"/ended/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	require.NoError(t, err)
+	require.EqualValues(t, len(beings)-1, ended.Count, "every child's end is recorded")
+	ordered := 0
+	for name, b := range beings {
+		parentAt, _, _ := lastStop(t, b)
+		for _, c := range b.st.Mind.Children {
+			child, ok := beings[c.Name]
+			require.True(t, ok, "child %s of %s", c.Name, name)
+			childAt, status, booted := lastStop(t, child)
+			if !booted {
+				continue
+			}
+			require.Contains(t, []string{state.StatusStopped, state.StatusExhausted}, status, "child %s", c.Name)
+			require.False(t, childAt.After(parentAt), "%s stopped after its parent %s", c.Name, name)
+			ordered++
+		}
+	}
+	require.Positive(t, ordered, "children that lived stopped before their parents")
+	t.Logf("%d beings on %d members; %d children stopped before their parents", len(beings), holding, ordered)
+	remaining, verdict := w.status(t)
+	require.Equal(t, "exact", verdict)
+	require.Len(t, remaining, len(beings))
+}
+
+// requireWholeFamily asks p's debug endpoint for the actor tree and
+// requires that it shows the whole spread family: every being, nested
+// under its parent, labelled with the member that runs it (on, by
+// name), and the family's ledger exact. It also requires p's metrics to
+// carry its member label.
+func (w *world) requireWholeFamily(t *testing.T, p *proc, on map[string]string) {
+	t.Helper()
+	type node struct {
+		Kind     string `json:"kind"`
+		Name     string `json:"name"`
+		Member   string `json:"member"`
+		Ledger   string `json:"family_ledger"`
+		Children []node `json:"children"`
+	}
+	base := p.debugURL(t)
+	var tree node
+	raw := get(t, base+"/debug/actors")
+	require.NoError(t, json.Unmarshal(raw, &tree), "member %s served %.200q", p.name, raw)
+	require.Equal(t, "family", tree.Kind)
+	require.Equal(t, "exact", tree.Ledger, "member %s: the family ledger of the whole family", p.name)
+	shown := map[string]string{}
+	parentOf := map[string]string{}
+	var walk func(n node, parent string)
+	walk = func(n node, parent string) {
+		if n.Kind == "being" {
+			shown[n.Name] = n.Member
+			parentOf[n.Name] = parent
+			parent = n.Name
+		}
+		for _, c := range n.Children {
+			walk(c, parent)
+		}
+	}
+	walk(tree, "")
+	require.Equal(t, on, shown, "member %s shows every being with the member that runs it", p.name)
+	beings := w.check(t)
+	for name, b := range beings {
+		for _, c := range b.st.Mind.Children {
+			require.Equal(t, name, parentOf[c.Name], "member %s nests %s under its parent", p.name, c.Name)
+		}
+	}
+	require.Contains(t, string(get(t, base+"/metrics")), `member="`+p.name+`"`)
+}
