@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: all build test vet bench bench-long bench-scale scale-run fuzz demo peers crash cluster-failover cluster-crash cluster-demo clean proto
+.PHONY: all build test vet bench bench-long bench-scale scale-run fuzz demo peers crash cluster-failover cluster-spread cluster-crash cluster-demo clean proto
 
 all: build
 
@@ -139,6 +139,14 @@ CLUSTER_BEINGS ?=
 
 cluster-failover:
 	CLUSTER_KILLS=$(CLUSTER_KILLS) CLUSTER_BEINGS=$(CLUSTER_BEINGS) $(GO) test -count=1 -timeout 60m -run '^TestFailoverAfterSIGKILL$$' ./test/cluster/ -v
+
+# The same with the beings spread over the members (test/cluster
+# TestBeingsSpreadOverMembers, --cluster-placement being): CLUSTER_KILLS
+# SIGKILLs of the member holding the most beings, each followed by the
+# same checks and the time until every being cycles again; with
+# CLUSTER_BEINGS=300 the figure of docs/cluster.md#measured.
+cluster-spread:
+	CLUSTER_KILLS=$(CLUSTER_KILLS) CLUSTER_BEINGS=$(CLUSTER_BEINGS) $(GO) test -count=1 -timeout 60m -run '^TestBeingsSpreadOverMembers$$' ./test/cluster/ -v
 
 # The demo world's family on three member processes (test/cluster
 # TestClusterDemo): a real etcd on loopback, the holder SIGKILLed midway,

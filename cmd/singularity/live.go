@@ -299,6 +299,11 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options, by held)
 	quiet := logging.AtLeast(e.log.With("lib", "protoactor"), slog.LevelWarn)
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	events := make(chan any, 16)
+	if by.placed {
+		// A placed family reports each of its beings' ends, up to
+		// every being at once at a handover.
+		events = make(chan any, 1024)
+	}
 	opts := family.Options{
 		Gateway: brama.GatewayConfig{
 			Client:        client,

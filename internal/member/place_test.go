@@ -1,11 +1,17 @@
 package member
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/test/etcdtest"
 )
 
 func TestShare(t *testing.T) {
@@ -70,4 +76,53 @@ func TestDir(t *testing.T) {
 	assert.ErrorContains(t, err, "being y is not registered")
 	_, err = Dir(root, reg, "p")
 	assert.ErrorContains(t, err, "circle")
+}
+
+// TestLook reads a spread family's placement from a real etcd: the live
+// members, the registrations a commit made, the ended beings, the beings
+// stopping for good, and the locks of other members, not this member's
+// own.
+func TestLook(t *testing.T) {
+	srv := etcdtest.Start(t)
+	root := t.TempDir()
+	a, b := session(t, srv, "fam"), session(t, srv, "fam")
+	for i, s := range []*fence.Session{a, b} {
+		_, err := Join(ctxFor(t), s, "fam", Config{Name: fmt.Sprintf("m%d", i+1), Root: root, Placement: "being"})
+		require.NoError(t, err)
+	}
+	rootLock, err := a.Lock(ctxFor(t), RootBeing)
+	require.NoError(t, err)
+	commit := fence.NewCommitter(rootLock, nil)
+	kid := state.ChildAdded(state.Child{ID: "kid", Name: "Kid"})
+	kid.Seq = 1
+	require.NoError(t, commit.FenceStep([]state.Event{kid}))
+	other := state.ChildAdded(state.Child{ID: "gone", Name: "Gone"})
+	other.Seq = 2
+	require.NoError(t, commit.FenceStep([]state.Event{other}))
+	gone, err := b.Lock(ctxFor(t), "gone")
+	require.NoError(t, err)
+	require.NoError(t, gone.End(ctxFor(t), state.StatusExhausted))
+	require.NoError(t, rootLock.StopChildren(ctxFor(t)))
+
+	seen, err := Look(ctxFor(t), b)
+	require.NoError(t, err)
+	assert.Equal(t, 2, seen.Members)
+	assert.Equal(t, map[string]string{"kid": RootBeing, "gone": RootBeing}, seen.Registered)
+	assert.Equal(t, map[string]string{"gone": state.StatusExhausted}, seen.Ended)
+	assert.Equal(t, map[string]bool{RootBeing: true}, seen.Locked, "its own lock on gone is not another member's")
+	assert.Equal(t, map[string]bool{RootBeing: true}, seen.Stopping)
+	assert.False(t, seen.FamilyEnded)
+	assert.Equal(t, []string{RootBeing, "kid"}, seen.Placeable())
+	assert.False(t, seen.ChildrenEnded(RootBeing), "kid has not ended")
+	assert.True(t, seen.ChildrenEnded("kid"), "a being with no children")
+
+	ended := NewHolding(a, rootLock, nil, root, time.Second)
+	require.NoError(t, ended.End(ctxFor(t), state.StatusExhausted))
+	seen, err = Look(ctxFor(t), a)
+	require.NoError(t, err)
+	assert.True(t, seen.FamilyEnded)
+	assert.Equal(t, map[string]bool{"gone": true}, seen.Locked)
+	take, give := seen.Plan(map[string]bool{}, 0)
+	assert.Empty(t, take, "an ended family places nothing")
+	assert.Zero(t, give)
 }

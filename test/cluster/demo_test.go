@@ -63,7 +63,7 @@ func TestClusterDemo(t *testing.T) {
 
 // statusTable is `singularity status` of the family, counted by its
 // commit records, as an operator sees it.
-func (w *world) statusTable(t *testing.T) string {
+func (w *world) statusTable(t testing.TB) string {
 	t.Helper()
 	return string(w.runStatus(t))
 }

@@ -34,7 +34,7 @@ func (w *world) allCycledSince(before map[string]int) func(map[string]int) bool 
 // stalled fails the test for the beings that did not cycle again since
 // before, naming each with its status as committed, and keeps the
 // holder's stderr and goroutines.
-func (w *world) stalled(t *testing.T, before map[string]int, holder *proc, when string) {
+func (w *world) stalled(t testing.TB, before map[string]int, holder *proc, when string) {
 	t.Helper()
 	now, _ := w.seen.snapshot()
 	beings := w.check(t)
@@ -56,7 +56,7 @@ func (w *world) stalled(t *testing.T, before map[string]int, holder *proc, when 
 // it holds the family once more than it had in took, and returns it. The
 // family's completions alone cannot tell: the simulated Brama may still
 // answer requests a killed or frozen holder sent before the blow.
-func takeover(t *testing.T, candidates []*proc, gone *proc, took map[*proc]int) *proc {
+func takeover(t testing.TB, candidates []*proc, gone *proc, took map[*proc]int) *proc {
 	t.Helper()
 	got := make(chan *proc, len(candidates))
 	for _, m := range candidates {
@@ -89,7 +89,7 @@ func holdCounts(members []*proc) map[*proc]int {
 
 // failovers is CLUSTER_KILLS, how many holders the failover test kills
 // (default 3).
-func failovers(t *testing.T) int {
+func failovers(t testing.TB) int {
 	v := os.Getenv("CLUSTER_KILLS")
 	if v == "" {
 		return 3

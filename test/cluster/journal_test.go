@@ -71,7 +71,7 @@ func TestJournalFollowsAFamilyAcrossMachines(t *testing.T) {
 
 // linesByBeing splits `journal --format json` lines by their being_id,
 // each being's in the order printed.
-func linesByBeing(t *testing.T, lines []string) map[string][]string {
+func linesByBeing(t testing.TB, lines []string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
 	for _, line := range lines {
@@ -86,7 +86,7 @@ func linesByBeing(t *testing.T, lines []string) map[string][]string {
 
 // idNamed is the being_id of the being named name in `journal --format
 // json` lines.
-func idNamed(t *testing.T, lines []string, name string) string {
+func idNamed(t testing.TB, lines []string, name string) string {
 	t.Helper()
 	for _, line := range lines {
 		var head struct {

@@ -48,6 +48,10 @@ func TestRefusals(t *testing.T) {
 			3, "singularity: cluster: cannot listen on " + takenAddr + ": "},
 		{"a lease of no seconds", map[string]string{"SINGULARITY_CLUSTER_MEMBER": "m2", "SINGULARITY_CLUSTER_LEASE_SECS": "0"},
 			2, `singularity: configuration: SINGULARITY_CLUSTER_LEASE_SECS "0" is not a whole number of seconds from 1 to 3600`},
+		{"a member that places otherwise", map[string]string{"SINGULARITY_CLUSTER_MEMBER": "m2", "SINGULARITY_CLUSTER_PLACEMENT": "being"},
+			2, "singularity: configuration: member m1 places by family and this one by being: a live member places the family's beings otherwise"},
+		{"a placement of another kind", map[string]string{"SINGULARITY_CLUSTER_MEMBER": "m2", "SINGULARITY_CLUSTER_PLACEMENT": "machine"},
+			2, `singularity: configuration: SINGULARITY_CLUSTER_PLACEMENT "machine" is neither family nor being`},
 		{"a member name with a slash", map[string]string{"SINGULARITY_CLUSTER_MEMBER": "a/b"},
 			2, `singularity: configuration: SINGULARITY_CLUSTER_MEMBER "a/b" is not 1 to 128 ASCII letters, digits or any of "-_.:"`},
 	}

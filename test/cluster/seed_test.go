@@ -25,7 +25,7 @@ const seedEndowment = "2"
 
 // beingsWanted is CLUSTER_BEINGS, the size of the family the failover
 // test runs (default 0: the demo world's family of 4 alone).
-func beingsWanted(t *testing.T) int {
+func beingsWanted(t testing.TB) int {
 	v := os.Getenv("CLUSTER_BEINGS")
 	if v == "" {
 		return 0
@@ -94,7 +94,7 @@ func (w *world) seed(n int) {
 // fills a mind). They are journalled past the child's first state, as
 // a being's memories are, so that its first holder's checkpoint holds
 // them and its own state.json stays its small first one.
-func seedMemories(t *testing.T, name string, at state.Time) []state.Memory {
+func seedMemories(t testing.TB, name string, at state.Time) []state.Memory {
 	v := os.Getenv("CLUSTER_SEED_MEMORIES")
 	if v == "" {
 		return nil
@@ -112,7 +112,7 @@ func seedMemories(t *testing.T, name string, at state.Time) []state.Memory {
 
 // remember appends memories to the journal of the being in dir, as one
 // step.
-func remember(t *testing.T, dir string, memories []state.Memory) {
+func remember(t testing.TB, dir string, memories []state.Memory) {
 	t.Helper()
 	if len(memories) == 0 {
 		return
@@ -132,7 +132,7 @@ func remember(t *testing.T, dir string, memories []state.Memory) {
 
 // create writes a being's first state and its journal in dir: the
 // events of steps, one step each, past the state.
-func create(t *testing.T, dir string, st *state.Being, steps []state.Event) {
+func create(t testing.TB, dir string, st *state.Being, steps []state.Event) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(dir, 0o700))
 	store, err := state.Open(dir)

@@ -28,7 +28,7 @@ func (w *world) spreadOut() {
 
 // placedOn is which member holds each being's lock now, by being id:
 // the member whose lease wrote the oldest key under the being's lock.
-func (w *world) placedOn(t *testing.T) map[string]string {
+func (w *world) placedOn(t testing.TB) map[string]string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -57,7 +57,7 @@ func (w *world) placedOn(t *testing.T) map[string]string {
 
 // beingIDs are the family's beings (as check finds them) by name: their
 // ids in etcd.
-func (w *world) beingIDs(t *testing.T) map[string]string {
+func (w *world) beingIDs(t testing.TB) map[string]string {
 	t.Helper()
 	ids := map[string]string{}
 	for name, b := range w.check(t) {
@@ -68,7 +68,7 @@ func (w *world) beingIDs(t *testing.T) map[string]string {
 
 // placement waits until every being of ids is held by a live member
 // other than gone, and returns the members by being name.
-func (w *world) placement(t *testing.T, ids map[string]string, gone string) map[string]string {
+func (w *world) placement(t testing.TB, ids map[string]string, gone string) map[string]string {
 	t.Helper()
 	// Every change of a lock or a member record is a reason to look
 	// again.
@@ -218,7 +218,7 @@ func countOf(on map[string]string, m string) int {
 // lastStop is the time of the being's last stopped event in its
 // trusted life, and its status; ok is false for a being that never
 // booted (stopped before its boot step, it wrote nothing).
-func lastStop(t *testing.T, b checked) (at time.Time, status string, ok bool) {
+func lastStop(t testing.TB, b checked) (at time.Time, status string, ok bool) {
 	t.Helper()
 	_, life, err := fence.Counted(b.dir, b.rec)
 	require.NoError(t, err)
@@ -290,7 +290,7 @@ func TestSpreadFamilyEndsChildrenFirst(t *testing.T) {
 // under its parent, labelled with the member that runs it (on, by
 // name), and the family's ledger exact. It also requires p's metrics to
 // carry its member label.
-func (w *world) requireWholeFamily(t *testing.T, p *proc, on map[string]string) {
+func (w *world) requireWholeFamily(t testing.TB, p *proc, on map[string]string) {
 	t.Helper()
 	type node struct {
 		Kind     string `json:"kind"`

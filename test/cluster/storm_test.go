@@ -145,7 +145,7 @@ func spread(ds []time.Duration) string {
 }
 
 // signal sends sig to the member, which must still run.
-func (p *proc) signal(t *testing.T, sig syscall.Signal) {
+func (p *proc) signal(t testing.TB, sig syscall.Signal) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil {
 		<-p.exited
@@ -155,7 +155,7 @@ func (p *proc) signal(t *testing.T, sig syscall.Signal) {
 
 // watchDelete returns a channel closed when the family's key (below its
 // prefix) is deleted.
-func (w *world) watchDelete(t *testing.T, key string) <-chan struct{} {
+func (w *world) watchDelete(t testing.TB, key string) <-chan struct{} {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -179,7 +179,7 @@ func (w *world) watchDelete(t *testing.T, key string) <-chan struct{} {
 	return done
 }
 
-func waitFor(t *testing.T, c <-chan struct{}, what string) {
+func waitFor(t testing.TB, c <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-c:

@@ -59,7 +59,7 @@ func TestMain(m *testing.M) { testkit.VerifyMain(m) }
 // observing proxy, the recording Las, and the configuration every member
 // shares.
 type world struct {
-	t        *testing.T
+	t        testing.TB
 	bin      string
 	etcd     *etcdtest.Server
 	env      map[string]string
@@ -75,9 +75,11 @@ type world struct {
 	// seedRoot, when set, is what the seeded root has left besides what
 	// it granted (default the demo world's 1).
 	seedRoot string
+	// counted is what check knows of each being, by directory.
+	counted map[string]*counting
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	if _, err := exec.LookPath("etcd"); err != nil {
 		t.Skip("etcd is not installed (apt-get install etcd-server)")
@@ -240,7 +242,7 @@ func (w *world) startWith(change map[string]string) *proc {
 }
 
 // wait waits for the process's exit within limit and returns its code.
-func (p *proc) wait(t *testing.T, limit time.Duration) int {
+func (p *proc) wait(t testing.TB, limit time.Duration) int {
 	t.Helper()
 	select {
 	case <-p.exited:
@@ -262,7 +264,7 @@ func (p *proc) wait(t *testing.T, limit time.Duration) int {
 
 // await waits, within limit, for a stderr line of the member containing
 // text, seen after the member's line count was from.
-func (p *proc) await(t *testing.T, text string, limit time.Duration) {
+func (p *proc) await(t testing.TB, text string, limit time.Duration) {
 	t.Helper()
 	if !p.lines.Await(text, limit) {
 		t.Fatalf("member %s did not log %q within %s; %s", p.name, text, limit, p.dump(t))
@@ -272,7 +274,7 @@ func (p *proc) await(t *testing.T, text string, limit time.Duration) {
 // dump ends a member that is stuck with SIGQUIT (the Go runtime prints
 // every goroutine) and writes its whole stderr to a file that outlives
 // the test, for the failure message.
-func (p *proc) dump(t *testing.T) string {
+func (p *proc) dump(t testing.TB) string {
 	t.Helper()
 	_ = p.cmd.Process.Signal(syscall.SIGCONT)
 	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
@@ -408,7 +410,7 @@ func (l *lineWatch) Tail() string {
 // repeat (one writer at a time), and explains its money exactly; the
 // being's state is its newest trusted checkpoint brought up to date. It
 // returns the beings checked, by name.
-func (w *world) check(t *testing.T) map[string]checked {
+func (w *world) check(t testing.TB) map[string]checked {
 	t.Helper()
 	beings := map[string]checked{}
 	queue := []string{w.stateDir}
@@ -416,11 +418,7 @@ func (w *world) check(t *testing.T) map[string]checked {
 		dir := queue[0]
 		queue = queue[1:]
 		rec := w.record(t, member.BeingID(w.stateDir, dir))
-		// Counted trusts the journals by the record: no gap and no
-		// repeat, one writer at a time.
-		b, life, err := fence.Counted(dir, rec)
-		require.NoError(t, err, "being %s", dir)
-		require.NoError(t, testkit.CheckInvariant(b.Budget, life), "being %s (%s)", b.Identity.Name, dir)
+		b := w.count(t, dir, rec)
 		beings[b.Identity.Name] = checked{dir: dir, st: b, rec: rec}
 		for _, c := range b.Mind.Children {
 			child, err := state.ChildDir(dir, c)
@@ -429,6 +427,50 @@ func (w *world) check(t *testing.T) map[string]checked {
 		}
 	}
 	return beings
+}
+
+// counting is what check knows of a being from its earlier looks: its
+// state as of seq, and what its trusted life moved in money so far. A
+// committed event stays committed, so a later look reads only what was
+// committed since.
+type counting struct {
+	st     *state.Being
+	seq    uint64
+	totals state.MoneyTotals
+}
+
+// count judges the being in dir by rec: the first time its whole
+// trusted life (fence.Counted: no gap and no repeat, one writer at a
+// time), later only the events committed since, which must follow on
+// with no gap; every time, its money is explained exactly by its life.
+// It returns the being's state.
+func (w *world) count(t testing.TB, dir string, rec fence.Record) *state.Being {
+	t.Helper()
+	if w.counted == nil {
+		w.counted = map[string]*counting{}
+	}
+	c := w.counted[dir]
+	if c == nil {
+		b, life, err := fence.Counted(dir, rec)
+		require.NoError(t, err, "being %s", dir)
+		c = &counting{st: b, seq: b.Seq(), totals: state.Totals(life)}
+		w.counted[dir] = c
+	} else {
+		events, through, err := fence.TrustedPast(dir, rec, c.seq, -1)
+		require.NoError(t, err, "being %s", dir)
+		for i, e := range events {
+			if want := c.seq + uint64(i) + 1; e.Seq != want {
+				t.Fatalf("being %s: its trusted life goes on with seq %d where %d was due: a gap or a repeat", dir, e.Seq, want)
+			}
+			c.st.Apply(e)
+		}
+		more := state.Totals(events)
+		c.totals = state.MoneyTotals{Debited: c.totals.Debited.Add(more.Debited), Credited: c.totals.Credited.Add(more.Credited), Granted: c.totals.Granted.Add(more.Granted)}
+		c.seq = max(c.seq, through)
+	}
+	require.NoError(t, testkit.CheckTotals(c.st.Budget, c.totals), "being %s (%s)", c.st.Identity.Name, dir)
+	st := *c.st
+	return &st
 }
 
 // checked is a being as check judged it: its directory, its state and
@@ -441,7 +483,7 @@ type checked struct {
 
 // holderEvents are the events the holder of token wrote for the being
 // in dir, in order.
-func holderEvents(t *testing.T, dir string, token uint64) []state.Event {
+func holderEvents(t testing.TB, dir string, token uint64) []state.Event {
 	t.Helper()
 	holdings, err := state.Holdings(dir)
 	require.NoError(t, err)
@@ -457,7 +499,7 @@ func holderEvents(t *testing.T, dir string, token uint64) []state.Event {
 
 // tokens are the tokens of the holders that wrote files for the being
 // in dir, oldest first (0: what was written before any holder).
-func tokens(t *testing.T, dir string) []uint64 {
+func tokens(t testing.TB, dir string) []uint64 {
 	t.Helper()
 	holdings, err := state.Holdings(dir)
 	require.NoError(t, err)
@@ -470,7 +512,7 @@ func tokens(t *testing.T, dir string) []uint64 {
 
 // judge reads every holding of the being in dir and trusts its events by
 // rec: the trusted events in order, and the judgement.
-func judge(t *testing.T, dir string, rec fence.Record) ([]state.Event, fence.Trust) {
+func judge(t testing.TB, dir string, rec fence.Record) ([]state.Event, fence.Trust) {
 	t.Helper()
 	all, written, err := fence.ReadHoldings(dir)
 	require.NoError(t, err)
@@ -488,7 +530,7 @@ func judge(t *testing.T, dir string, rec fence.Record) ([]state.Event, fence.Tru
 // deliveries checks that no tool call reached a Las twice: the scripted
 // arguments name the being and the cycle, so one key twice is one call
 // delivered twice. It returns how many there were.
-func (w *world) deliveries(t *testing.T) int {
+func (w *world) deliveries(t testing.TB) int {
 	t.Helper()
 	names, err := filepath.Glob(filepath.Join(w.records, "las-*.jsonl"))
 	require.NoError(t, err)
@@ -519,7 +561,7 @@ func (w *world) deliveries(t *testing.T) int {
 // status runs `singularity status --format json` on the family as its
 // commit records count it, and returns its beings' remaining money by
 // name and the family ledger's verdict.
-func (w *world) status(t *testing.T) (map[string]string, string) {
+func (w *world) status(t testing.TB) (map[string]string, string) {
 	t.Helper()
 	out := w.runStatus(t, "--format", "json")
 	var report struct {
@@ -539,7 +581,7 @@ func (w *world) status(t *testing.T) (map[string]string, string) {
 
 // debugURL is the member's debug endpoint, as its log says (it serves
 // one while it holds the family).
-func (p *proc) debugURL(t *testing.T) string {
+func (p *proc) debugURL(t testing.TB) string {
 	t.Helper()
 	p.await(t, "debug endpoint listening", waitLimit)
 	p.lines.mu.Lock()
@@ -556,7 +598,7 @@ func (p *proc) debugURL(t *testing.T) string {
 }
 
 // get reads url within a deadline.
-func get(t *testing.T, url string) []byte {
+func get(t testing.TB, url string) []byte {
 	t.Helper()
 	client := &http.Client{Timeout: 10 * time.Second}
 	resp, err := client.Get(url)
@@ -570,7 +612,7 @@ func get(t *testing.T, url string) []byte {
 
 // holder is the name of the member whose lease holds the root's lock
 // (the oldest lock key), or "" when none does.
-func (w *world) holder(t *testing.T) string {
+func (w *world) holder(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -596,7 +638,7 @@ func (w *world) holder(t *testing.T) string {
 
 // runStatus runs `singularity status` with args on the family as its
 // commit records count it and returns what it printed.
-func (w *world) runStatus(t *testing.T, args ...string) []byte {
+func (w *world) runStatus(t testing.TB, args ...string) []byte {
 	t.Helper()
 	return w.runReader(t, "status", args...)
 }
@@ -605,7 +647,7 @@ func (w *world) runStatus(t *testing.T, args ...string) []byte {
 // as its commit records count it, and requires that it printed each
 // being of beings (as check judged them) exactly its trusted life: every
 // committed event, in seq order, byte for byte, and nothing else.
-func (w *world) requireJournal(t *testing.T, beings map[string]checked) {
+func (w *world) requireJournal(t testing.TB, beings map[string]checked) {
 	t.Helper()
 	printed := map[string][]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(w.runReader(t, "journal", "--format", "json"))), "\n") {
@@ -642,7 +684,7 @@ func (w *world) requireJournal(t *testing.T, beings map[string]checked) {
 // only, the newest of them included: every line served is the trusted
 // event of its seq, and none is older than the last event committed
 // before the request.
-func (w *world) requireDebugJournal(t *testing.T, base string) {
+func (w *world) requireDebugJournal(t testing.TB, base string) {
 	t.Helper()
 	life := func() []state.Event {
 		rec := w.record(t, member.RootBeing)
@@ -675,7 +717,7 @@ func (w *world) requireDebugJournal(t *testing.T, base string) {
 }
 
 // record is the commit record of being id as etcd holds it now.
-func (w *world) record(t *testing.T, id string) fence.Record {
+func (w *world) record(t testing.TB, id string) fence.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -690,7 +732,7 @@ func (w *world) record(t *testing.T, id string) fence.Record {
 
 // runReader runs the reading command (status, journal) with args on the
 // family as its commit records count it and returns what it printed.
-func (w *world) runReader(t *testing.T, command string, args ...string) []byte {
+func (w *world) runReader(t testing.TB, command string, args ...string) []byte {
 	t.Helper()
 	cmd := exec.Command(w.bin, append([]string{command}, args...)...)
 	cmd.Env = w.readerEnv()
@@ -702,7 +744,7 @@ func (w *world) runReader(t *testing.T, command string, args ...string) []byte {
 // cycleInterval is CLUSTER_CYCLE_SECS, the beings' pause between
 // cycles in the cluster tests (SINGULARITY_CYCLE_INTERVAL_SECS;
 // default 0.05, twenty rounds a second at most).
-func cycleInterval(t *testing.T) string {
+func cycleInterval(t testing.TB) string {
 	v := os.Getenv("CLUSTER_CYCLE_SECS")
 	if v == "" {
 		return "0.05"
@@ -720,7 +762,7 @@ const compactEvery = 5 * time.Second
 // requireCompacted requires that, while a member holds the family,
 // etcd's history is compacted past its first revision within a few
 // periods, as a holder does (docs/cluster.md#etcds-history).
-func (w *world) requireCompacted(t *testing.T) {
+func (w *world) requireCompacted(t testing.TB) {
 	t.Helper()
 	client := w.etcd.Client(t)
 	require.Eventually(t, func() bool {
@@ -732,7 +774,7 @@ func (w *world) requireCompacted(t *testing.T) {
 }
 
 // members are the names of the family's member records in etcd.
-func (w *world) members(t *testing.T) []string {
+func (w *world) members(t testing.TB) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -750,7 +792,7 @@ func (w *world) members(t *testing.T) []string {
 // does not hold the family, for the actor tree, and requires that it
 // shows the whole family as holder runs it: the family node names the
 // holder, and so does every being of it.
-func (w *world) requireStandbyTree(t *testing.T, standby, holder *proc) {
+func (w *world) requireStandbyTree(t testing.TB, standby, holder *proc) {
 	t.Helper()
 	type node struct {
 		Kind     string `json:"kind"`

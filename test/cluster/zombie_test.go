@@ -61,7 +61,7 @@ func TestFrozenMemberIsFenced(t *testing.T) {
 // takeover is trusted. It returns how often the woken member tried to
 // go on: the events it appended after the takeover and the beings the
 // fence stopped.
-func freezeAndWake(t *testing.T, w *world, zombie, standby *proc) int {
+func freezeAndWake(t testing.TB, w *world, zombie, standby *proc) int {
 	t.Helper()
 	held := tokens(t, w.stateDir)
 	frozenToken := held[len(held)-1]

@@ -31,7 +31,14 @@ func CheckInvariant(b state.Budget, events []state.Event) error {
 	if err := b.Check(); err != nil {
 		return fmt.Errorf("ledger invariant violated: %w", err)
 	}
-	t := state.Totals(events)
+	return CheckTotals(b, state.Totals(events))
+}
+
+// CheckTotals is CheckInvariant for a life whose money events sum to t.
+func CheckTotals(b state.Budget, t state.MoneyTotals) error {
+	if err := b.Check(); err != nil {
+		return fmt.Errorf("ledger invariant violated: %w", err)
+	}
 	want := b.Starting.Sub(t.Debited).Add(t.Credited).Sub(t.Granted)
 	if !b.Remaining.Equal(want) {
 		return fmt.Errorf("ledger invariant violated: remaining %s, but starting %s − debited %s + credited %s − granted %s = %s",
