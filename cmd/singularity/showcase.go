@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
-	"net/http"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
