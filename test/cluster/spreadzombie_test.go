@@ -1,0 +1,107 @@
+package cluster
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/internal/fence"
+)
+
+// TestFrozenSpreadMemberIsFenced is TestFrozenMemberIsFenced with the
+// beings spread over two members: the member holding some of them is
+// SIGSTOPped past its lease, the other takes them over, and the frozen
+// one, woken, finds each of its beings' next steps refused, stops them
+// writing nothing more, and joins again, taking its share anew. Not one
+// step it wrote after the takeover is trusted, being by being, each by
+// its own lock's token.
+func TestFrozenSpreadMemberIsFenced(t *testing.T) {
+	w := newWorld(t)
+	w.spreadOut()
+	zombie := w.start("m1")
+	zombie.await(t, "this member places the family's beings", waitLimit)
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew to %v", familyNames)
+	other := w.start("m2")
+	other.await(t, "this member places the family's beings", waitLimit)
+	ids := w.beingIDs(t)
+
+	const rounds = 6
+	for round := 1; ; round++ {
+		if freezeSpread(t, w, ids, zombie, other) > 0 {
+			break
+		}
+		require.Less(t, round, rounds, "in %d rounds no woken member tried to go on", rounds)
+		zombie, other = other, zombie
+	}
+	for _, p := range []*proc{other, zombie} {
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+		require.Equal(t, 0, p.wait(t, waitLimit), "member %s stops", p.name)
+	}
+	counted := w.check(t)
+	w.deliveries(t)
+	remaining, verdict := w.status(t)
+	require.Equal(t, "exact", verdict, "status counts no step the woken member wrote")
+	for name, b := range counted {
+		require.Equal(t, b.st.Budget.Remaining.String(), remaining[name], "status of %s", name)
+	}
+	w.requireJournal(t, counted)
+}
+
+// freezeSpread SIGSTOPs zombie, once it holds some beings and other the
+// rest, until other holds them all and they cycled, then SIGCONTs it and
+// waits for it to place beings again, checking that not one step it
+// wrote after the takeover is trusted. It returns how often the woken
+// member tried to go on.
+func freezeSpread(t testing.TB, w *world, ids map[string]string, zombie, other *proc) int {
+	t.Helper()
+	on := w.placement(t, ids, "")
+	frozenToken := map[string]uint64{}
+	frozen := map[string]int{}
+	for name, b := range w.check(t) {
+		if on[name] == zombie.name {
+			frozenToken[name] = b.rec.Token
+			frozen[name] = len(holderEvents(t, b.dir, b.rec.Token))
+		}
+	}
+	if len(frozenToken) == 0 {
+		return 0 // nothing to freeze this round: the roles swap
+	}
+	fencedBefore := zombie.lines.Count("being fenced")
+	stopped := zombie.lines.Count("writes nothing more")
+	placing := zombie.lines.Count("this member places the family's beings")
+
+	require.NoError(t, zombie.cmd.Process.Signal(syscall.SIGSTOP))
+	frozeAt := time.Now()
+	w.placement(t, ids, zombie.name)
+	from, _ := w.seen.snapshot()
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)), "the family goes on on %s", other.name)
+	t.Logf("%s took over %d being(s) %s after %s froze", other.name, len(frozenToken), time.Since(frozeAt).Round(time.Millisecond), zombie.name)
+
+	require.NoError(t, zombie.cmd.Process.Signal(syscall.SIGCONT))
+	require.True(t, zombie.lines.AwaitCount("this member places the family's beings", placing+1, waitLimit),
+		"the woken member joins again; stderr:\n%s", zombie.lines.Tail())
+	require.Greater(t, zombie.lines.Count("writes nothing more"), stopped, "the woken member says it writes nothing more")
+
+	tried := 0
+	for name, b := range w.check(t) {
+		token, ok := frozenToken[name]
+		if !ok {
+			continue
+		}
+		events := holderEvents(t, b.dir, token)
+		late := events[min(frozen[name], len(events)):]
+		tried += len(late)
+		_, trust := judge(t, b.dir, b.rec)
+		for _, e := range late {
+			require.False(t, trust.Trusted(fence.Written{Token: token, Seq: e.Seq}),
+				"%s: the frozen member's event %d, written after the takeover, is trusted", name, e.Seq)
+		}
+		require.Greater(t, b.rec.Token, token, "%s: the commit record is a later holder's", name)
+	}
+	fenced := zombie.lines.Count("being fenced") - fencedBefore
+	t.Logf("woken, %s appended %d journal event(s) after the takeover, none trusted; the fence stopped %d being(s)",
+		zombie.name, tried, fenced)
+	return tried + fenced
+}
