@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: all build test vet bench bench-long bench-scale scale-run fuzz demo peers crash cluster-failover cluster-spread cluster-crash cluster-demo clean proto
+.PHONY: all build test vet bench bench-long bench-scale scale-run fuzz demo peers crash cluster-failover cluster-spread cluster-crash cluster-spread-crash cluster-demo clean proto
 
 all: build
 
@@ -162,6 +162,12 @@ CLUSTER_STORM ?= 200
 
 cluster-crash:
 	CLUSTER_STORM=$(CLUSTER_STORM) $(GO) test -count=1 -timeout 120m -run '^TestStorm$$' ./test/cluster/ -v
+
+# The storm with the beings spread over the members (test/cluster
+# TestSpreadStorm): CLUSTER_STORM random SIGKILLs and SIGSTOPs of random
+# members, each followed by the same checks.
+cluster-spread-crash:
+	CLUSTER_SPREAD_STORM=$(CLUSTER_STORM) $(GO) test -count=1 -timeout 120m -run '^TestSpreadStorm$$' ./test/cluster/ -v
 
 # The embedded demo world (docs/demo.md): a simulated Brama and the example Las,
 # nothing else to install. DEMO_CYCLES cycles of the root being (about a

@@ -1,0 +1,119 @@
+package cluster
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestSpreadStorm is `make cluster-spread-crash`: TestStorm with the
+// beings spread over three members. CLUSTER_SPREAD_STORM random blows,
+// each a SIGKILL (the member is replaced by a new one) or a SIGSTOP past
+// the lease and a SIGCONT (the member wakes, fences itself and joins
+// again), at a random member; after each, the blown member's beings are
+// held by the others, every being cycles again, and the family's files
+// explain every being's money exactly with one writer at a time. It
+// runs only when CLUSTER_SPREAD_STORM is set; CLUSTER_SEED picks the
+// blows.
+func TestSpreadStorm(t *testing.T) {
+	blows, _ := strconv.Atoi(os.Getenv("CLUSTER_SPREAD_STORM"))
+	if blows <= 0 {
+		t.Skip("set CLUSTER_SPREAD_STORM to the number of blows (make cluster-spread-crash)")
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("CLUSTER_SEED"); v != "" {
+		var err error
+		seed, err = strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err)
+	}
+	t.Logf("CLUSTER_SEED=%d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+
+	w := newWorld(t)
+	w.spreadOut()
+	const placing = "this member places the family's beings"
+	var members []*proc
+	next := 0
+	startMember := func() *proc {
+		next++
+		p := w.start(fmt.Sprintf("m%d", next))
+		members = append(members, p)
+		p.await(t, placing, waitLimit)
+		return p
+	}
+	for range 3 {
+		startMember()
+	}
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew to %v", familyNames)
+	ids := w.beingIDs(t)
+
+	var kills, stops int
+	back := map[string][]time.Duration{}
+	for blow := 1; blow <= blows; blow++ {
+		for _, m := range members {
+			select {
+			case <-m.exited:
+				t.Fatalf("before blow %d: member %s exited by itself (%v); %s", blow, m.name, m.err, m.dump(t))
+			default:
+			}
+		}
+		p := members[rng.IntN(len(members))]
+		held := countOf(w.placement(t, ids, ""), p.name)
+		start := time.Now()
+		what := "SIGKILL"
+		if rng.IntN(5) < 2 {
+			what = "SIGSTOP"
+			stops++
+			gone := w.watchDelete(t, "member/"+p.name)
+			again := p.lines.Count(placing)
+			p.signal(t, syscall.SIGSTOP)
+			waitFor(t, gone, "the frozen member's record goes with its lease")
+			w.placement(t, ids, p.name)
+			from, _ := w.seen.snapshot()
+			require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)), "blow %d: the family goes on without the frozen member", blow)
+			if held > 0 {
+				back[what] = append(back[what], time.Since(start))
+			}
+			p.signal(t, syscall.SIGCONT)
+			require.True(t, p.lines.AwaitCount(placing, again+1, waitLimit),
+				"blow %d: the woken member %s joins again; stderr:\n%s", blow, p.name, p.lines.Tail())
+		} else {
+			kills++
+			p.signal(t, syscall.SIGKILL)
+			p.wait(t, waitLimit)
+			w.placement(t, ids, p.name)
+			from, _ := w.seen.snapshot()
+			require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)), "blow %d: the survivors take the beings over", blow)
+			if held > 0 {
+				back[what] = append(back[what], time.Since(start))
+			}
+			members = slices.DeleteFunc(members, func(m *proc) bool { return m == p })
+			startMember()
+		}
+		after, _ := w.seen.snapshot()
+		require.True(t, w.seen.until(waitLimit, w.allCycledSince(after)), "blow %d: the family cycles", blow)
+		w.check(t)
+		t.Logf("blow %d: %s of %s (%d beings) in %s", blow, what, p.name, held, time.Since(start).Round(time.Millisecond))
+	}
+	calls := w.deliveries(t)
+	// One at a time: the last stops the family, children first.
+	for _, m := range members {
+		require.NoError(t, m.cmd.Process.Signal(syscall.SIGTERM))
+		require.Equal(t, 0, m.wait(t, waitLimit), "member %s stops", m.name)
+	}
+	beings := w.check(t)
+	remaining, verdict := w.status(t)
+	require.Equal(t, "exact", verdict)
+	for name, b := range beings {
+		require.Equal(t, b.st.Budget.Remaining.String(), remaining[name], "status of %s", name)
+	}
+	t.Logf("spread storm of %d blows (%d SIGKILLs, %d SIGSTOPs): a blown member's beings back after a SIGKILL %s, after a SIGSTOP %s; %d beings exact; %d distinct tool calls delivered once each",
+		blows, kills, stops, spread(back["SIGKILL"]), spread(back["SIGSTOP"]), len(beings), calls)
+}
