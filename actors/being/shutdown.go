@@ -264,9 +264,10 @@ func (b *Being) continueShutdown(ctx actor.Context) {
 				ctx.Send(ref.pid, messages.StopBeing{Now: b.stop.now})
 			}
 		}
-		if b.opts.Spread && b.stop.subtree && len(b.children) > 0 {
-			// Its children run on whichever members hold them: its
-			// member stops them.
+		if b.opts.Spread && b.stop.subtree && len(b.st.Mind.Children) > 0 {
+			// Its children run on whichever members hold them, from the
+			// moment their records committed, whether this being had
+			// got to them yet or not: its member stops them.
 			b.stop.awaitingSubtree = true
 			b.sendParent(ctx, messages.SubtreeStopping{Dir: b.opts.StateDir})
 		}

@@ -34,16 +34,11 @@ func start(t *testing.T, dir string) (*actor.ActorSystem, *actor.PID, chan any) 
 // given.
 func startWith(t *testing.T, dir string, grace time.Duration, answer func(*bramatest.Request) bramatest.Reply) (*actor.ActorSystem, *actor.PID, chan any) {
 	t.Helper()
-	secret := []byte("family-unit-secret")
-	srv := bramatest.Start(t, bramatest.Config{Secret: secret, Handler: answer})
-	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: identity.NewSecret(secret), Timeout: 10 * time.Second})
-	require.NoError(t, err)
 	workspace := t.TempDir()
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
-	t.Cleanup(system.Shutdown)
+	system := quietSystem(t)
 	events := make(chan any, 256)
 	pid, err := system.Root.SpawnNamed(family.Props(family.Options{
-		Gateway: brama.GatewayConfig{Client: client, ShutdownGrace: time.Second},
+		Gateway: gateway(t, answer),
 		Root: being.Options{
 			StateDir: dir, Identity: testkit.Identity(), Mode: being.Run,
 			Model: "test-model", StartingBalance: testkit.USD("1"), Workspace: workspace,
@@ -53,6 +48,24 @@ func startWith(t *testing.T, dir string, grace time.Duration, answer func(*brama
 	}), "family")
 	require.NoError(t, err)
 	return system, pid, events
+}
+
+// gateway is the family's gateway to a Brama that answers with answer.
+func gateway(t *testing.T, answer func(*bramatest.Request) bramatest.Reply) brama.GatewayConfig {
+	t.Helper()
+	secret := []byte("family-unit-secret")
+	srv := bramatest.Start(t, bramatest.Config{Secret: secret, Handler: answer})
+	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: identity.NewSecret(secret), Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	return brama.GatewayConfig{Client: client, ShutdownGrace: time.Second}
+}
+
+// quietSystem is an actor system that logs nothing, shut down when the
+// test ends.
+func quietSystem(t *testing.T) *actor.ActorSystem {
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	t.Cleanup(system.Shutdown)
+	return system
 }
 
 // boot creates the root's state in dir: a fresh being with the test

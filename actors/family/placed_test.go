@@ -1,18 +1,14 @@
 package family_test
 
 import (
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/actors/being"
-	"github.com/wisent/singularity/actors/brama"
 	"github.com/wisent/singularity/actors/family"
-	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/test/bramatest"
@@ -44,16 +40,10 @@ func next[T any](t *testing.T, events chan any) T {
 // member says its children ended, and ends once its last being has
 // stopped.
 func TestPlacedFamily(t *testing.T) {
-	secret := []byte("family-unit-secret")
-	srv := bramatest.Start(t, bramatest.Config{Secret: secret, Handler: func(*bramatest.Request) bramatest.Reply {
-		return bramatest.TextReply("ok", bramatest.Usage(10, 1))
-	}})
-	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: identity.NewSecret(secret), Timeout: 10 * time.Second})
-	require.NoError(t, err)
 	root := t.TempDir()
 	id := testkit.Identity()
 	// The root has a child on record: Bo, activated here too.
-	_, _, _, err = state.Boot(root, false, id, func() (*state.Being, error) {
+	_, _, _, err := state.Boot(root, false, id, func() (*state.Being, error) {
 		b := being.NewState(id, testkit.USD("1"), "test-model", state.Now())
 		b.Mind.Children = []state.Child{{ID: "bo", Name: "Bo", StateDir: state.ChildRecordDir("bo"), Status: state.StatusRunning}}
 		return b, nil
@@ -68,11 +58,12 @@ func TestPlacedFamily(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
-	t.Cleanup(system.Shutdown)
+	system := quietSystem(t)
 	events := make(chan any, 256)
 	pid, err := system.Root.SpawnNamed(family.Props(family.Options{
-		Gateway: brama.GatewayConfig{Client: client, ShutdownGrace: time.Second},
+		Gateway: gateway(t, func(*bramatest.Request) bramatest.Reply {
+			return bramatest.TextReply("ok", bramatest.Usage(10, 1))
+		}),
 		Root: being.Options{
 			StateDir: root, Identity: id, Mode: being.Run,
 			Model: "test-model", StartingBalance: testkit.USD("1"), Workspace: t.TempDir(),

@@ -116,14 +116,7 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 	if n := beingsWanted(t); n > 0 {
 		w.seed(n)
 	}
-	procs := map[string]*proc{}
-	next := 0
-	startMember := func() *proc {
-		next++
-		p := w.start(fmt.Sprintf("m%d", next))
-		procs[p.name] = p
-		return p
-	}
+	procs, startMember := w.memberStarter()
 	first := startMember()
 	first.await(t, "this member holds the family", waitLimit)
 	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew to %d beings", len(w.names))
@@ -235,6 +228,19 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 		require.Equal(t, b.st.Budget.Remaining.String(), remaining[name], "status of %s", name)
 	}
 	w.requireJournal(t, beings)
+}
+
+// memberStarter is the members of a test by name, and the function
+// that starts the next one (m1, m2, …) and adds it.
+func (w *world) memberStarter() (map[string]*proc, func() *proc) {
+	procs := map[string]*proc{}
+	next := 0
+	return procs, func() *proc {
+		next++
+		p := w.start(fmt.Sprintf("m%d", next))
+		procs[p.name] = p
+		return p
+	}
 }
 
 func keysOf[V any](m map[string]V) []string {

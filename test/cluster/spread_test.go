@@ -111,14 +111,7 @@ func TestBeingsSpreadOverMembers(t *testing.T) {
 	if n := beingsWanted(t); n > 0 {
 		w.seed(n)
 	}
-	procs := map[string]*proc{}
-	next := 0
-	startMember := func() *proc {
-		next++
-		p := w.start(fmt.Sprintf("m%d", next))
-		procs[p.name] = p
-		return p
-	}
+	procs, startMember := w.memberStarter()
 	for range 3 {
 		startMember().await(t, "this member places the family's beings", waitLimit)
 	}

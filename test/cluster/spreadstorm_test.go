@@ -2,10 +2,7 @@ package cluster
 
 import (
 	"fmt"
-	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -23,18 +20,7 @@ import (
 // runs only when CLUSTER_SPREAD_STORM is set; CLUSTER_SEED picks the
 // blows.
 func TestSpreadStorm(t *testing.T) {
-	blows, _ := strconv.Atoi(os.Getenv("CLUSTER_SPREAD_STORM"))
-	if blows <= 0 {
-		t.Skip("set CLUSTER_SPREAD_STORM to the number of blows (make cluster-spread-crash)")
-	}
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("CLUSTER_SEED"); v != "" {
-		var err error
-		seed, err = strconv.ParseUint(v, 10, 64)
-		require.NoError(t, err)
-	}
-	t.Logf("CLUSTER_SEED=%d", seed)
-	rng := rand.New(rand.NewPCG(seed, seed))
+	blows, rng := stormOf(t, "CLUSTER_SPREAD_STORM", "make cluster-spread-crash")
 
 	w := newWorld(t)
 	w.spreadOut()

@@ -35,18 +35,7 @@ func TestFrozenSpreadMemberIsFenced(t *testing.T) {
 		require.Less(t, round, rounds, "in %d rounds no woken member tried to go on", rounds)
 		zombie, other = other, zombie
 	}
-	for _, p := range []*proc{other, zombie} {
-		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-		require.Equal(t, 0, p.wait(t, waitLimit), "member %s stops", p.name)
-	}
-	counted := w.check(t)
-	w.deliveries(t)
-	remaining, verdict := w.status(t)
-	require.Equal(t, "exact", verdict, "status counts no step the woken member wrote")
-	for name, b := range counted {
-		require.Equal(t, b.st.Budget.Remaining.String(), remaining[name], "status of %s", name)
-	}
-	w.requireJournal(t, counted)
+	w.requireWokenLeftOut(t, other, zombie)
 }
 
 // freezeSpread SIGSTOPs zombie, once it holds some beings and other the

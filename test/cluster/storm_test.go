@@ -28,18 +28,7 @@ const holds = "this member holds the family"
 // check of TestFailoverAfterSIGKILL holds. It runs only when
 // CLUSTER_STORM is set; CLUSTER_SEED picks the blows.
 func TestStorm(t *testing.T) {
-	blows, _ := strconv.Atoi(os.Getenv("CLUSTER_STORM"))
-	if blows <= 0 {
-		t.Skip("set CLUSTER_STORM to the number of blows (make cluster-crash)")
-	}
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("CLUSTER_SEED"); v != "" {
-		var err error
-		seed, err = strconv.ParseUint(v, 10, 64)
-		require.NoError(t, err)
-	}
-	t.Logf("CLUSTER_SEED=%d", seed)
-	rng := rand.New(rand.NewPCG(seed, seed))
+	blows, rng := stormOf(t, "CLUSTER_STORM", "make cluster-crash")
 
 	w := newWorld(t)
 	var members []*proc
@@ -133,6 +122,24 @@ func TestStorm(t *testing.T) {
 	}
 	t.Logf("storm of %d blows (%d SIGKILLs, %d SIGSTOPs; %d at the holder): the family back after a SIGKILL of its holder %s, after a SIGSTOP of its holder %s; %d beings exact; %d distinct tool calls delivered once each",
 		blows, kills, stops, holderBlows, spread(back["SIGKILL"]), spread(back["SIGSTOP"]), len(beings), calls)
+}
+
+// stormOf is a storm's number of blows, from the variable env (the test
+// is skipped when it is unset), and the random source of its blows,
+// seeded by CLUSTER_SEED or the clock (logged, to repeat a storm).
+func stormOf(t *testing.T, env, target string) (int, *rand.Rand) {
+	blows, _ := strconv.Atoi(os.Getenv(env))
+	if blows <= 0 {
+		t.Skipf("set %s to the number of blows (%s)", env, target)
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("CLUSTER_SEED"); v != "" {
+		var err error
+		seed, err = strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err)
+	}
+	t.Logf("CLUSTER_SEED=%d", seed)
+	return blows, rand.New(rand.NewPCG(seed, seed))
 }
 
 // spread is "p50 <d>, max <d> (n)" of ds.

@@ -40,7 +40,16 @@ func TestFrozenMemberIsFenced(t *testing.T) {
 		zombie, standby = standby, zombie
 	}
 
-	for _, p := range []*proc{standby, zombie} {
+	w.requireWokenLeftOut(t, standby, zombie)
+}
+
+// requireWokenLeftOut stops the members one at a time, then requires
+// that status and journal count no step a woken member wrote after its
+// takeover: status's money is the files' as the commit records judge
+// them, and journal prints each being's trusted life and nothing else.
+func (w *world) requireWokenLeftOut(t *testing.T, members ...*proc) {
+	t.Helper()
+	for _, p := range members {
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 		require.Equal(t, 0, p.wait(t, waitLimit), "member %s stops", p.name)
 	}
@@ -51,7 +60,6 @@ func TestFrozenMemberIsFenced(t *testing.T) {
 	for name, b := range counted {
 		require.Equal(t, b.st.Budget.Remaining.String(), remaining[name], "status of %s", name)
 	}
-	// journal prints no step the woken member wrote after the takeover.
 	w.requireJournal(t, counted)
 }
 
