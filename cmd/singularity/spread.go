@@ -422,23 +422,58 @@ func (p *placer) look() {
 	// Members race for the same free beings: each tries them in its own
 	// order, so that they rarely meet on one lock.
 	rand.Shuffle(len(take), func(i, j int) { take[i], take[j] = take[j], take[i] })
-	for _, id := range take {
+	for _, t := range p.tryLocks(pl, take) {
+		p.activate(t.id, t.lock, t.dir)
+	}
+}
+
+// taken is a being whose lock a look took.
+type taken struct {
+	id, dir string
+	lock    *fence.Lock
+}
+
+// lockTries bounds how many lock tries a look has in flight at once: a
+// member taking over a dead member's beings takes each lock in one
+// round trip to etcd, and one after another they added up to seconds.
+const lockTries = 16
+
+// tryLocks tries the locks of take, lockTries at a time, each within
+// the lease, and returns those it got, in take's order.
+func (p *placer) tryLocks(pl member.Placement, take []string) []taken {
+	m := p.m
+	got := make([]taken, len(take))
+	slots := make(chan struct{}, lockTries)
+	var wg sync.WaitGroup
+	for i, id := range take {
 		dir, err := member.Dir(m.rt.StateDir, pl.Registered, id)
 		if err != nil {
 			m.log.Warn("a registered being cannot be placed", "being", id, "err", err)
 			continue
 		}
-		tctx, tcancel := context.WithTimeout(context.Background(), m.cl.Lease)
-		lock, err := m.session.TryLock(tctx, id)
-		tcancel()
-		if err != nil {
-			if !errors.Is(err, fence.ErrLocked) {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
+			defer cancel()
+			lock, err := m.session.TryLock(ctx, id)
+			switch {
+			case err == nil:
+				got[i] = taken{id: id, dir: dir, lock: lock}
+			case !errors.Is(err, fence.ErrLocked):
 				m.log.Warn("a being's lock could not be tried", "being", id, "err", err)
 			}
-			continue
-		}
-		p.activate(id, lock, dir)
+		}()
 	}
+	wg.Wait()
+	out := got[:0]
+	for _, t := range got {
+		if t.lock != nil {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // activate starts the being id living in dir under lock.

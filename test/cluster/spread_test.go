@@ -139,7 +139,7 @@ func TestBeingsSpreadOverMembers(t *testing.T) {
 	}
 	require.Positive(t, crossing, "a child lives on another member than its parent: %v", on)
 	for _, p := range procs {
-		w.requireWholeFamily(t, p, on)
+		w.requireWholeFamily(t, p, on, beings)
 	}
 
 	var times []time.Duration
@@ -282,8 +282,8 @@ func TestSpreadFamilyEndsChildrenFirst(t *testing.T) {
 // requires that it shows the whole spread family: every being, nested
 // under its parent, labelled with the member that runs it (on, by
 // name), and the family's ledger exact. It also requires p's metrics to
-// carry its member label.
-func (w *world) requireWholeFamily(t testing.TB, p *proc, on map[string]string) {
+// carry its member label. beings are the family as check judged it.
+func (w *world) requireWholeFamily(t testing.TB, p *proc, on map[string]string, beings map[string]checked) {
 	t.Helper()
 	type node struct {
 		Kind     string `json:"kind"`
@@ -313,7 +313,6 @@ func (w *world) requireWholeFamily(t testing.TB, p *proc, on map[string]string) 
 	}
 	walk(tree, "")
 	require.Equal(t, on, shown, "member %s shows every being with the member that runs it", p.name)
-	beings := w.check(t)
 	for name, b := range beings {
 		for _, c := range b.st.Mind.Children {
 			require.Equal(t, name, parentOf[c.Name], "member %s nests %s under its parent", p.name, c.Name)
