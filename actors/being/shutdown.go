@@ -57,15 +57,12 @@ func (b *Being) handleStop(ctx actor.Context, msg messages.StopBeing) {
 	}
 	b.beginStop()
 	if msg.Now {
-		b.stop.now = true
+		// A stop that does not wait does not wait for the children on
+		// other members either.
+		b.stop.now, b.stop.awaitingSubtree = true, false
 	}
 	if msg.Subtree {
 		b.stop.subtree = true
-	}
-	if msg.Now {
-		// A stop that does not wait does not wait for the children on
-		// other members either.
-		b.stop.awaitingSubtree = false
 	}
 	switch b.phase {
 	case phaseCycling:

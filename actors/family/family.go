@@ -108,7 +108,11 @@ func (f *Family) Receive(ctx actor.Context) {
 	case messages.ShutdownFamily:
 		f.handleShutdown(ctx, msg)
 	case messages.CycleReport:
-		f.emit(msg)
+		if !f.opts.Placed {
+			// A placed family's beings each report here; nobody waits
+			// for their reports, and the events carry their ends.
+			f.emit(msg)
+		}
 	case messages.BeingStopped:
 		if f.opts.Placed {
 			f.placedStopped(ctx, msg)
