@@ -279,7 +279,7 @@ func (p *placer) run() (rejoin bool, err error) {
 				continue
 			}
 			if p.stopping {
-				m.log.Info("second signal received: every being of this member stops now")
+				m.log.Info("second signal received: this member's beings stop at their next round boundary without waiting for one another")
 			} else {
 				m.log.Info("signal received: this member's beings stop at their next round boundary and are handed over")
 			}

@@ -48,3 +48,47 @@ func TestEtcdLostMidRun(t *testing.T) {
 	w.check(t)
 	w.deliveries(t)
 }
+
+// TestSpreadEtcdLostMidRun is TestEtcdLostMidRun with the beings spread
+// over the two members: each member's next commit gets no answer, so
+// each stops its beings, writing nothing more, and waits for etcd; once
+// it is back both join again, the beings are placed anew and every one
+// cycles again, its money exact over what was committed.
+func TestSpreadEtcdLostMidRun(t *testing.T) {
+	w := newWorld(t)
+	w.spreadOut()
+	const placing = "this member places the family's beings"
+	first := w.start("m1")
+	first.await(t, placing, waitLimit)
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew to %v", familyNames)
+	second := w.start("m2")
+	second.await(t, placing, waitLimit)
+	ids := w.beingIDs(t)
+	on := w.placement(t, ids, "")
+	require.Positive(t, countOf(on, "m1"))
+	require.Positive(t, countOf(on, "m2"))
+
+	lostAt := time.Now()
+	w.etcd.Stop()
+	for _, p := range []*proc{first, second} {
+		p.await(t, "writes nothing more", waitLimit)
+		p.await(t, "waiting for it to join the family again", waitLimit)
+	}
+	t.Logf("both members stopped their beings within %s of etcd's stop", time.Since(lostAt).Round(time.Millisecond))
+
+	before, _ := w.seen.snapshot()
+	w.etcd.Restart()
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(before)), "the family lives again once etcd is back")
+	for _, p := range []*proc{first, second} {
+		p.await(t, "etcd answers again", waitLimit)
+		require.True(t, p.lines.AwaitCount(placing, 2, waitLimit), "member %s places beings again", p.name)
+	}
+	w.placement(t, ids, "")
+	w.check(t)
+	for _, p := range []*proc{first, second} {
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+		require.Equal(t, 0, p.wait(t, waitLimit), "member %s stops", p.name)
+	}
+	w.check(t)
+	w.deliveries(t)
+}
