@@ -59,7 +59,10 @@ func rateWorld(tb testing.TB) *world {
 // being has cycled, and returns them per second.
 func (w *world) rounds(tb testing.TB, window time.Duration) float64 {
 	tb.Helper()
-	require.True(tb, w.seen.until(5*waitLimit, w.allCycledSince(nil)), "every one of %d beings cycled", len(w.names))
+	// The simulated Brama answers the family's beings only: once it
+	// answered as many as there are, each has cycled.
+	everyone := func(counts map[string]int) bool { return len(counts) >= len(w.names) }
+	require.True(tb, w.seen.until(5*waitLimit, everyone), "every one of %d beings cycled", len(w.names))
 	before, _ := w.seen.snapshot()
 	began := time.Now()
 	time.Sleep(window) // the measurement's window, not a synchronisation

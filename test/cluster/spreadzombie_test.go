@@ -58,7 +58,7 @@ func freezeSpread(t testing.TB, w *world, ids map[string]string, zombie, other *
 		return 0 // nothing to freeze this round: the roles swap
 	}
 	fencedBefore := zombie.lines.Count("being fenced")
-	stopped := zombie.lines.Count("writes nothing more")
+	stopped := zombie.lines.Count("write nothing more")
 	placing := zombie.lines.Count("this member places the family's beings")
 
 	require.NoError(t, zombie.cmd.Process.Signal(syscall.SIGSTOP))
@@ -71,7 +71,7 @@ func freezeSpread(t testing.TB, w *world, ids map[string]string, zombie, other *
 	require.NoError(t, zombie.cmd.Process.Signal(syscall.SIGCONT))
 	require.True(t, zombie.lines.AwaitCount("this member places the family's beings", placing+1, waitLimit),
 		"the woken member joins again; stderr:\n%s", zombie.lines.Tail())
-	require.Greater(t, zombie.lines.Count("writes nothing more"), stopped, "the woken member says it writes nothing more")
+	require.Greater(t, zombie.lines.Count("write nothing more"), stopped, "the woken member says its beings write nothing more")
 
 	tried := 0
 	for name, b := range w.check(t) {
