@@ -221,12 +221,7 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 	w.deliveries(t)
 
 	// status counts what the commit records say, and nothing else.
-	remaining, verdict := w.status(t)
-	require.Equal(t, "exact", verdict)
-	require.Len(t, remaining, len(beings))
-	for name, b := range beings {
-		require.Equal(t, b.st.Budget.Remaining.String(), remaining[name], "status of %s", name)
-	}
+	w.requireStatus(t, beings)
 	w.requireJournal(t, beings)
 }
 

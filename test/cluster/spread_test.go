@@ -189,12 +189,7 @@ func TestBeingsSpreadOverMembers(t *testing.T) {
 	}
 	beings = w.check(t)
 	w.deliveries(t)
-	remaining, verdict := w.status(t)
-	require.Equal(t, "exact", verdict)
-	require.Len(t, remaining, len(beings))
-	for name, b := range beings {
-		require.Equal(t, b.st.Budget.Remaining.String(), remaining[name], "status of %s", name)
-	}
+	w.requireStatus(t, beings)
 }
 
 // countOf is how many beings of on member m holds.

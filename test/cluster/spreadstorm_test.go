@@ -43,13 +43,7 @@ func TestSpreadStorm(t *testing.T) {
 	var kills, stops int
 	back := map[string][]time.Duration{}
 	for blow := 1; blow <= blows; blow++ {
-		for _, m := range members {
-			select {
-			case <-m.exited:
-				t.Fatalf("before blow %d: member %s exited by itself (%v); %s", blow, m.name, m.err, m.dump(t))
-			default:
-			}
-		}
+		requireAlive(t, members, blow)
 		p := members[rng.IntN(len(members))]
 		held := countOf(w.placement(t, ids, ""), p.name)
 		start := time.Now()
@@ -95,11 +89,7 @@ func TestSpreadStorm(t *testing.T) {
 		require.Equal(t, 0, m.wait(t, waitLimit), "member %s stops", m.name)
 	}
 	beings := w.check(t)
-	remaining, verdict := w.status(t)
-	require.Equal(t, "exact", verdict)
-	for name, b := range beings {
-		require.Equal(t, b.st.Budget.Remaining.String(), remaining[name], "status of %s", name)
-	}
+	w.requireStatus(t, beings)
 	t.Logf("spread storm of %d blows (%d SIGKILLs, %d SIGSTOPs): a blown member's beings back after a SIGKILL %s, after a SIGSTOP %s; %d beings exact; %d distinct tool calls delivered once each",
 		blows, kills, stops, spread(back["SIGKILL"]), spread(back["SIGSTOP"]), len(beings), calls)
 }

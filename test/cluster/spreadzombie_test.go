@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/wisent/singularity/internal/fence"
 )
 
 // TestFrozenSpreadMemberIsFenced is TestFrozenMemberIsFenced with the
@@ -75,22 +73,9 @@ func freezeSpread(t testing.TB, w *world, ids map[string]string, zombie, other *
 
 	tried := 0
 	for name, b := range w.check(t) {
-		token, ok := frozenToken[name]
-		if !ok {
-			continue
+		if token, ok := frozenToken[name]; ok {
+			tried += requireLateUntrusted(t, name, b, token, frozen[name])
 		}
-		events := holderEvents(t, b.dir, token)
-		late := events[min(frozen[name], len(events)):]
-		tried += len(late)
-		_, trust := judge(t, b.dir, b.rec)
-		for _, e := range late {
-			require.False(t, trust.Trusted(fence.Written{Token: token, Seq: e.Seq}),
-				"%s: the frozen member's event %d, written after the takeover, is trusted", name, e.Seq)
-		}
-		require.Greater(t, b.rec.Token, token, "%s: the commit record is a later holder's", name)
 	}
-	fenced := zombie.lines.Count("being fenced") - fencedBefore
-	t.Logf("woken, %s appended %d journal event(s) after the takeover, none trusted; the fence stopped %d being(s)",
-		zombie.name, tried, fenced)
-	return tried + fenced
+	return woken(t, zombie, tried, fencedBefore)
 }

@@ -51,13 +51,7 @@ func TestStorm(t *testing.T) {
 	// at its holder, by the blow.
 	back := map[string][]time.Duration{}
 	for blow := 1; blow <= blows; blow++ {
-		for _, m := range members {
-			select {
-			case <-m.exited:
-				t.Fatalf("before blow %d: member %s exited by itself (%v); %s", blow, m.name, m.err, m.dump(t))
-			default:
-			}
-		}
+		requireAlive(t, members, blow)
 		p := members[rng.IntN(len(members))]
 		holder := w.holder(t) == p.name
 		took := holdCounts(members)
@@ -115,11 +109,7 @@ func TestStorm(t *testing.T) {
 		require.Equal(t, 0, m.wait(t, waitLimit), "member %s stops", m.name)
 	}
 	beings := w.check(t)
-	remaining, verdict := w.status(t)
-	require.Equal(t, "exact", verdict)
-	for name, b := range beings {
-		require.Equal(t, b.st.Budget.Remaining.String(), remaining[name], "status of %s", name)
-	}
+	w.requireStatus(t, beings)
 	t.Logf("storm of %d blows (%d SIGKILLs, %d SIGSTOPs; %d at the holder): the family back after a SIGKILL of its holder %s, after a SIGSTOP of its holder %s; %d beings exact; %d distinct tool calls delivered once each",
 		blows, kills, stops, holderBlows, spread(back["SIGKILL"]), spread(back["SIGSTOP"]), len(beings), calls)
 }

@@ -819,3 +819,29 @@ func (w *world) requireStandbyTree(t testing.TB, standby, holder *proc) {
 	walk(tree)
 	require.GreaterOrEqual(t, beings, len(w.names), "standby %s shows every being", standby.name)
 }
+
+// requireStatus requires `singularity status` to count the family as
+// check judged it (beings): every being's remaining money, and the
+// family ledger exact.
+func (w *world) requireStatus(t testing.TB, beings map[string]checked) {
+	t.Helper()
+	remaining, verdict := w.status(t)
+	require.Equal(t, "exact", verdict, "status counts no uncommitted step")
+	require.Len(t, remaining, len(beings))
+	for name, b := range beings {
+		require.Equal(t, b.st.Budget.Remaining.String(), remaining[name], "status of %s", name)
+	}
+}
+
+// requireAlive fails the test for a member that exited by itself
+// before blow.
+func requireAlive(t testing.TB, members []*proc, blow int) {
+	t.Helper()
+	for _, m := range members {
+		select {
+		case <-m.exited:
+			t.Fatalf("before blow %d: member %s exited by itself (%v); %s", blow, m.name, m.err, m.dump(t))
+		default:
+		}
+	}
+}

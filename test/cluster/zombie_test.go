@@ -55,11 +55,7 @@ func (w *world) requireWokenLeftOut(t *testing.T, members ...*proc) {
 	}
 	counted := w.check(t)
 	w.deliveries(t)
-	remaining, verdict := w.status(t)
-	require.Equal(t, "exact", verdict, "status counts no step the woken member wrote")
-	for name, b := range counted {
-		require.Equal(t, b.st.Budget.Remaining.String(), remaining[name], "status of %s", name)
-	}
+	w.requireStatus(t, counted)
 	w.requireJournal(t, counted)
 }
 
@@ -99,16 +95,32 @@ func freezeAndWake(t testing.TB, w *world, zombie, standby *proc) int {
 
 	tried := 0
 	for name, b := range w.check(t) {
-		events := holderEvents(t, b.dir, frozenToken)
-		late := events[min(frozen[name], len(events)):]
-		tried += len(late)
-		_, trust := judge(t, b.dir, b.rec)
-		for _, e := range late {
-			require.False(t, trust.Trusted(fence.Written{Token: frozenToken, Seq: e.Seq}),
-				"%s: the frozen member's event %d, written after the takeover, is trusted", name, e.Seq)
-		}
-		require.Greater(t, b.rec.Token, frozenToken, "%s: the commit record is the new holder's", name)
+		tried += requireLateUntrusted(t, name, b, frozenToken, frozen[name])
 	}
+	return woken(t, zombie, tried, fencedBefore)
+}
+
+// requireLateUntrusted requires that none of the events the holder of
+// token wrote for being b past its first written (those it wrote before
+// it froze) is trusted, and that b's commit record is a later holder's;
+// it returns how many such late events there were.
+func requireLateUntrusted(t testing.TB, name string, b checked, token uint64, written int) int {
+	t.Helper()
+	events := holderEvents(t, b.dir, token)
+	late := events[min(written, len(events)):]
+	_, trust := judge(t, b.dir, b.rec)
+	for _, e := range late {
+		require.False(t, trust.Trusted(fence.Written{Token: token, Seq: e.Seq}),
+			"%s: the frozen member's event %d, written after the takeover, is trusted", name, e.Seq)
+	}
+	require.Greater(t, b.rec.Token, token, "%s: the commit record is a later holder's", name)
+	return len(late)
+}
+
+// woken logs what the woken zombie tried (tried late events, and the
+// beings the fence stopped since fencedBefore) and returns their sum.
+func woken(t testing.TB, zombie *proc, tried, fencedBefore int) int {
+	t.Helper()
 	fenced := zombie.lines.Count("being fenced") - fencedBefore
 	t.Logf("woken, %s appended %d journal event(s) after the takeover, none trusted; the fence stopped %d being(s)",
 		zombie.name, tried, fenced)
