@@ -71,7 +71,7 @@ func TestSpreadEtcdLostMidRun(t *testing.T) {
 	lostAt := time.Now()
 	w.etcd.Stop()
 	for _, p := range []*proc{first, second} {
-		p.await(t, "its beings stop at once and write nothing more", waitLimit)
+		p.await(t, "stop at once and write nothing more", waitLimit)
 		p.await(t, "waiting for it to join the family again", waitLimit)
 	}
 	t.Logf("both members stopped their beings within %s of etcd's stop", time.Since(lostAt).Round(time.Millisecond))
