@@ -549,11 +549,15 @@ func (p *placer) released(ev messages.BeingReleased) (familyEnded bool) {
 	}
 	// A being that ended by itself (exhausted, or loaded as ended), or
 	// stopped for good with its parent, is recorded, so no member takes
-	// it again. One that failed here is
-	// let go: another member tries it, and one whose failure is durable
-	// loads as ended there.
+	// it again. One that failed here is let go: another member tries
+	// it, and one whose failure is durable loads as ended there. Only
+	// the root's exhaustion ends the family: a root that failed is
+	// tried by another member, as a family held as one unit is.
 	ended := ev.Status == state.StatusExhausted || (ev.Status == state.StatusFailed && ev.Err == nil) ||
 		(b.forGood && ev.Err == nil)
+	if b.id == member.RootBeing {
+		ended = ev.Status == state.StatusExhausted
+	}
 	if !ended {
 		if ev.Err != nil {
 			m.log.Warn("a being failed on this member; it is let go", "being", b.id, "err", ev.Err)

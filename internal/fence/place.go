@@ -107,12 +107,3 @@ func (l *Lock) putHeld(ctx context.Context, what, key, value string) error {
 	}
 	return nil
 }
-
-// Free reports whether no member holds or waits for being's lock now.
-func (s *Session) Free(ctx context.Context, being string) (bool, error) {
-	resp, err := s.client.Get(ctx, s.keys.lockPrefix(being)+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		return false, fmt.Errorf("lock of being %s: %w", being, err)
-	}
-	return resp.Count == 0, nil
-}

@@ -36,13 +36,6 @@ func TestChildIsRegisteredWithTheStepThatRecordsIt(t *testing.T) {
 	assert.Equal(t, map[string]string{"kid-1": "p"}, reg)
 	assert.Equal(t, Record{parent.Token(), 2}, record(t, b, "p"), "the registration came with the commit")
 
-	free, err := b.Free(ctx, "kid-1")
-	require.NoError(t, err)
-	assert.True(t, free, "nobody holds the registered child yet")
-	free, err = b.Free(ctx, "p")
-	require.NoError(t, err)
-	assert.False(t, free, "the parent is held")
-
 	// The parent's lock goes: a later step is fenced and registers nobody.
 	require.NoError(t, parent.Unlock(ctx))
 	other := state.ChildAdded(state.Child{ID: "kid-2", Name: "Other"})
