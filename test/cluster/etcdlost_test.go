@@ -85,10 +85,7 @@ func TestSpreadEtcdLostMidRun(t *testing.T) {
 	}
 	w.placement(t, ids, "")
 	w.check(t)
-	for _, p := range []*proc{first, second} {
-		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-		require.Equal(t, 0, p.wait(t, waitLimit), "member %s stops", p.name)
-	}
+	stopInTurn(t, first, second)
 	w.check(t)
 	w.deliveries(t)
 }

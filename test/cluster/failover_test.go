@@ -213,10 +213,7 @@ func TestFailoverAfterSIGKILL(t *testing.T) {
 	require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)), "the family goes on after a graceful handover")
 	w.check(t)
 	w.requireCompacted(t)
-	for _, p := range procs {
-		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-		require.Equal(t, 0, p.wait(t, waitLimit), "member %s stops", p.name)
-	}
+	stopInTurn(t, slices.Collect(maps.Values(procs))...)
 	beings := w.check(t)
 	w.deliveries(t)
 

@@ -183,10 +183,7 @@ func TestBeingsSpreadOverMembers(t *testing.T) {
 	w.placement(t, ids, leaving.name)
 	from, _ := w.seen.snapshot()
 	require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)), "the family goes on after a graceful handover")
-	for _, p := range procs {
-		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-		require.Equal(t, 0, p.wait(t, waitLimit), "member %s stops", p.name)
-	}
+	stopInTurn(t, slices.Collect(maps.Values(procs))...)
 	beings = w.check(t)
 	w.deliveries(t)
 	w.requireStatus(t, beings)

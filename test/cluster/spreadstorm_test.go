@@ -84,10 +84,7 @@ func TestSpreadStorm(t *testing.T) {
 	}
 	calls := w.deliveries(t)
 	// One at a time: the last stops the family, children first.
-	for _, m := range members {
-		require.NoError(t, m.cmd.Process.Signal(syscall.SIGTERM))
-		require.Equal(t, 0, m.wait(t, waitLimit), "member %s stops", m.name)
-	}
+	stopInTurn(t, members...)
 	beings := w.check(t)
 	w.requireStatus(t, beings)
 	t.Logf("spread storm of %d blows (%d SIGKILLs, %d SIGSTOPs): a blown member's beings back after a SIGKILL %s, after a SIGSTOP %s; %d beings exact; %d distinct tool calls delivered once each",

@@ -845,3 +845,13 @@ func requireAlive(t testing.TB, members []*proc, blow int) {
 		}
 	}
 }
+
+// stopInTurn SIGTERMs each member and waits for it to exit 0 before the
+// next: a spread family's last member stops its beings children first.
+func stopInTurn(t testing.TB, members ...*proc) {
+	t.Helper()
+	for _, p := range members {
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+		require.Equal(t, 0, p.wait(t, waitLimit), "member %s stops", p.name)
+	}
+}

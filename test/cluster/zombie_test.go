@@ -49,10 +49,7 @@ func TestFrozenMemberIsFenced(t *testing.T) {
 // them, and journal prints each being's trusted life and nothing else.
 func (w *world) requireWokenLeftOut(t *testing.T, members ...*proc) {
 	t.Helper()
-	for _, p := range members {
-		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-		require.Equal(t, 0, p.wait(t, waitLimit), "member %s stops", p.name)
-	}
+	stopInTurn(t, members...)
 	counted := w.check(t)
 	w.deliveries(t)
 	w.requireStatus(t, counted)
