@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,7 +20,20 @@ import (
 // the whole journal prints for each being; `--tail` then prints the
 // newest of them, as the whole journal orders them.
 func TestJournalFollowsAFamilyAcrossMachines(t *testing.T) {
+	followAcrossMachines(t, false)
+}
+
+// TestJournalFollowsASpreadFamily is the same with the beings spread
+// over two members, parents and children on different ones.
+func TestJournalFollowsASpreadFamily(t *testing.T) {
+	followAcrossMachines(t, true)
+}
+
+func followAcrossMachines(t *testing.T, spread bool) {
 	w := newWorld(t)
+	if spread {
+		w.spreadOut()
+	}
 	w.seed(len(familyNames) + 1) // the root and one child, before the demo's
 	follow := exec.Command(w.bin, "journal", "--follow", "--format", "json")
 	follow.Env = w.readerEnv()
@@ -34,11 +46,19 @@ func TestJournalFollowsAFamilyAcrossMachines(t *testing.T) {
 	go func() { exited <- follow.Wait() }()
 	t.Cleanup(func() { _ = follow.Process.Kill() })
 
-	holder := w.start("m1")
-	holder.await(t, "this member holds the family", waitLimit)
-	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "every being cycled, the demo's children spawned")
-	require.NoError(t, holder.cmd.Process.Signal(syscall.SIGTERM))
-	require.Equal(t, 0, holder.wait(t, waitLimit), "stderr:\n%s", holder.lines.Tail())
+	if spread {
+		members := []*proc{w.start("m1"), w.start("m2")}
+		for _, m := range members {
+			m.await(t, "this member places the family's beings", waitLimit)
+		}
+		require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "every being cycled, the demo's children spawned")
+		stopInTurn(t, members...)
+	} else {
+		holder := w.start("m1")
+		holder.await(t, "this member holds the family", waitLimit)
+		require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "every being cycled, the demo's children spawned")
+		stopInTurn(t, holder)
+	}
 	w.requireJournal(t, w.check(t))
 
 	whole := strings.Split(strings.TrimSpace(string(w.runReader(t, "journal", "--format", "json"))), "\n")
