@@ -150,10 +150,12 @@ cluster-spread:
 
 # The demo world's family on three member processes (test/cluster
 # TestClusterDemo): a real etcd on loopback, the holder SIGKILLed midway,
-# the family back on a survivor with its ledger exact. Needs etcd
-# (Debian's etcd-server); it tells its story in the test log.
+# the family back on a survivor with its ledger exact; then the same
+# family with its beings spread over the three (TestClusterDemoSpread),
+# the fullest member killed. Needs etcd (Debian's etcd-server); it tells
+# its stories in the test log.
 cluster-demo:
-	CLUSTER_DEMO=1 $(GO) test -count=1 -timeout 10m -run '^TestClusterDemo$$' ./test/cluster/ -v
+	CLUSTER_DEMO=1 $(GO) test -count=1 -timeout 10m -run '^TestClusterDemo(Spread)?$$' ./test/cluster/ -v
 
 # The storm (test/cluster TestStorm): CLUSTER_STORM random SIGKILLs and
 # SIGSTOPs of the members of a three-member family, at the holder or a

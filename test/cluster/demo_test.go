@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"maps"
 	"os"
 	"slices"
 	"syscall"
@@ -66,4 +67,52 @@ func TestClusterDemo(t *testing.T) {
 func (w *world) statusTable(t testing.TB) string {
 	t.Helper()
 	return string(w.runStatus(t))
+}
+
+// TestClusterDemoSpread is the second half of `make cluster-demo`: the
+// same family with its beings spread over the three members
+// (--cluster-placement being), the member holding the most beings
+// killed midway, its beings back on the two others with the family's
+// ledger exact. It runs only when CLUSTER_DEMO is set.
+func TestClusterDemoSpread(t *testing.T) {
+	if os.Getenv("CLUSTER_DEMO") == "" {
+		t.Skip("set CLUSTER_DEMO=1 (make cluster-demo)")
+	}
+	w := newWorld(t)
+	w.spreadOut()
+	t.Logf("etcd on %v; the shared state root is %s; each being placed on its own", w.etcd.Endpoints(), w.stateDir)
+	procs := map[string]*proc{}
+	for _, name := range []string{"alpha", "beta", "gamma"} {
+		procs[name] = w.start(name)
+		procs[name].await(t, "this member places the family's beings", waitLimit)
+	}
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew")
+	ids := w.beingIDs(t)
+	on := w.placement(t, ids, "")
+	t.Logf("three members joined and share the family's beings: %v", on)
+	before, _ := w.seen.snapshot()
+	require.True(t, w.seen.until(waitLimit, func(now map[string]int) bool { return now[rootName] >= before[rootName]+10 }))
+	t.Logf("the family as its commit records count it:\n%s", w.statusTable(t))
+
+	victim := ""
+	for _, name := range slices.Sorted(maps.Keys(procs)) {
+		if victim == "" || countOf(on, name) > countOf(on, victim) {
+			victim = name
+		}
+	}
+	t.Logf("SIGKILL %s midway, which runs %d of the beings", victim, countOf(on, victim))
+	killed := time.Now()
+	require.NoError(t, procs[victim].cmd.Process.Kill())
+	procs[victim].wait(t, waitLimit)
+	delete(procs, victim)
+	on = w.placement(t, ids, victim)
+	from, _ := w.seen.snapshot()
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)))
+	t.Logf("the survivors took its beings: %v; every being cycled again %s after the kill", on, time.Since(killed).Round(time.Millisecond))
+	for _, b := range w.check(t) {
+		t.Logf("  %s on %s: %s USD remaining, exact over its %d trusted cycles", b.st.Identity.Name, on[b.st.Identity.Name], b.st.Budget.Remaining, b.st.Cycle)
+	}
+	stopInTurn(t, slices.Collect(maps.Values(procs))...)
+	t.Logf("both survivors stopped in turn, the last one children first; the family as its commit records count it:\n%s", w.statusTable(t))
+	w.deliveries(t)
 }
