@@ -86,7 +86,7 @@ func (s BeingReleased) String() string { return "BeingReleased{" + s.Dir + " " +
 // SubtreeStopping is what a being of a family spread over members tells
 // its family when it stops for good with children on record: its member
 // has every child stop for good, wherever it runs, and answers
-// SubtreeStopped once each has ended (docs/cluster.md#stopping). Dir is
+// SubtreeStopped once each has ended (docs/cluster.md#beings-spread-over-members). Dir is
 // the being's state directory.
 type SubtreeStopping struct {
 	Dir string

@@ -12,7 +12,7 @@ import (
 )
 
 // Locate finds the member that holds the family's one limiter: the
-// address its remote listens at (docs/cluster.md#the-spend-limiter).
+// address its remote listens at (docs/cluster.md#beings-spread-over-members).
 type Locate func(ctx context.Context) (address string, err error)
 
 // DefaultProxyDeadline bounds one admission asked of another member:

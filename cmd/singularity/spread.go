@@ -151,7 +151,7 @@ type placer struct {
 }
 
 // limiterLock is the lock of the family's one spend limiter
-// (docs/cluster.md#the-spend-limiter), taken like a being's.
+// (docs/cluster.md#beings-spread-over-members), taken like a being's.
 const limiterLock = "limiter"
 
 // limited says whether the family has spend limits, and so a limiter.
