@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -40,6 +41,10 @@ type showcase struct {
 
 	handler atomic.Pointer[http.Handler]
 	holding atomic.Pointer[heldView]
+	// ended are the nodes of a spread family's ended beings, by id: an
+	// ended being never changes, so its state is read once, not at
+	// every request.
+	ended sync.Map
 }
 
 // heldView is the family this member holds and serves.
@@ -203,8 +208,11 @@ func (s *showcase) spreadTree(ctx context.Context, session *fence.Session, own d
 }
 
 // endedNode is an ended being's node as its newest committed state
-// shows it.
+// shows it, read at its first request and kept.
 func (s *showcase) endedNode(ctx context.Context, session *fence.Session, parents map[string]string, id, status string) (debug.Node, error) {
+	if node, ok := s.ended.Load(id); ok {
+		return node.(debug.Node), nil
+	}
 	dir, err := member.Dir(s.stateDir, parents, id)
 	if err != nil {
 		return debug.Node{}, err
@@ -218,9 +226,11 @@ func (s *showcase) endedNode(ctx context.Context, session *fence.Session, parent
 		return debug.Node{}, err
 	}
 	budget := b.Budget
-	return debug.Node{PID: "family/being-" + id, Kind: "being", Name: b.Identity.Name, Status: status, Figures: map[string]any{
+	node := debug.Node{PID: "family/being-" + id, Kind: "being", Name: b.Identity.Name, Status: status, Figures: map[string]any{
 		"id": id, "cycle": b.Cycle, "starting": budget.Starting.String(), "remaining": budget.Remaining.String(),
 		"balance": budget.Remaining.String(), "spent": budget.APISpent.Add(budget.InstanceSpent).String(),
 		"earned": budget.Earned.String(), "granted": budget.Granted.String(),
-	}}, nil
+	}}
+	s.ended.Store(id, node)
+	return node, nil
 }

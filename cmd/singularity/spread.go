@@ -136,8 +136,6 @@ type placer struct {
 	live  *live
 	batch *fence.Batcher
 	mine  map[string]*placedBeing // by being id
-	// releasing counts the beings asked to stop to be given back.
-	releasing int
 	// stopping is set once the family stops for good (its end, or a
 	// signal to its last member): beings stop children first, and none
 	// is taken.
@@ -333,7 +331,6 @@ func (p *placer) stopInOrder(pl member.Placement) {
 			continue
 		}
 		b.releasing = true
-		p.releasing++
 		p.live.system.Root.Send(p.live.family, family.Release{Dir: b.dir})
 	}
 }
@@ -372,7 +369,6 @@ func (p *placer) subtrees(pl member.Placement) {
 			continue
 		}
 		b.releasing, b.forGood = true, true
-		p.releasing++
 		p.m.log.Info("a being stops for good with its parent", "being", b.id)
 		p.live.system.Root.Send(p.live.family, family.Release{Dir: b.dir, ForGood: true})
 	}
@@ -411,11 +407,15 @@ func (p *placer) look() {
 		return
 	}
 	mine := make(map[string]bool, len(p.mine))
-	for id := range p.mine {
+	releasing := 0
+	for id, b := range p.mine {
 		mine[id] = true
+		if b.releasing {
+			releasing++
+		}
 	}
 	p.takeLimiter(pl)
-	take, give := pl.Plan(mine, p.releasing)
+	take, give := pl.Plan(mine, releasing)
 	for range give {
 		p.giveBack()
 	}
@@ -525,7 +525,6 @@ func (p *placer) giveBack() {
 		return
 	}
 	pick.releasing = true
-	p.releasing++
 	p.m.log.Info("this member gives a being back", "being", pick.id)
 	p.live.system.Root.Send(p.live.family, family.Release{Dir: pick.dir})
 }
@@ -540,9 +539,6 @@ func (p *placer) released(ev messages.BeingReleased) (familyEnded bool) {
 		return false
 	}
 	delete(p.mine, b.id)
-	if b.releasing {
-		p.releasing--
-	}
 	defer p.unlock(b)
 	if b.hold.Err() != nil {
 		return false

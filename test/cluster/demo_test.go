@@ -84,7 +84,7 @@ func TestClusterDemoSpread(t *testing.T) {
 	procs := map[string]*proc{}
 	for _, name := range []string{"alpha", "beta", "gamma"} {
 		procs[name] = w.start(name)
-		procs[name].await(t, "this member places the family's beings", waitLimit)
+		procs[name].await(t, places, waitLimit)
 	}
 	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew")
 	ids := w.beingIDs(t)

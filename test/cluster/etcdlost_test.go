@@ -57,12 +57,11 @@ func TestEtcdLostMidRun(t *testing.T) {
 func TestSpreadEtcdLostMidRun(t *testing.T) {
 	w := newWorld(t)
 	w.spreadOut()
-	const placing = "this member places the family's beings"
 	first := w.start("m1")
-	first.await(t, placing, waitLimit)
+	first.await(t, places, waitLimit)
 	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew to %v", familyNames)
 	second := w.start("m2")
-	second.await(t, placing, waitLimit)
+	second.await(t, places, waitLimit)
 	ids := w.beingIDs(t)
 	on := w.placement(t, ids, "")
 	require.Positive(t, countOf(on, "m1"))
@@ -81,7 +80,7 @@ func TestSpreadEtcdLostMidRun(t *testing.T) {
 	require.True(t, w.seen.until(waitLimit, w.allCycledSince(before)), "the family lives again once etcd is back")
 	for _, p := range []*proc{first, second} {
 		p.await(t, "etcd answers again", waitLimit)
-		require.True(t, p.lines.AwaitCount(placing, 2, waitLimit), "member %s places beings again", p.name)
+		require.True(t, p.lines.AwaitCount(places, 2, waitLimit), "member %s places beings again", p.name)
 	}
 	w.placement(t, ids, "")
 	w.check(t)

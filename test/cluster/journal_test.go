@@ -49,7 +49,7 @@ func followAcrossMachines(t *testing.T, spread bool) {
 	if spread {
 		members := []*proc{w.start("m1"), w.start("m2")}
 		for _, m := range members {
-			m.await(t, "this member places the family's beings", waitLimit)
+			m.await(t, places, waitLimit)
 		}
 		require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "every being cycled, the demo's children spawned")
 		stopInTurn(t, members...)

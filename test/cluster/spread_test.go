@@ -113,7 +113,7 @@ func TestBeingsSpreadOverMembers(t *testing.T) {
 	}
 	procs, startMember := w.memberStarter()
 	for range 3 {
-		startMember().await(t, "this member places the family's beings", waitLimit)
+		startMember().await(t, places, waitLimit)
 	}
 	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew to %d beings", len(w.names))
 	ids := w.beingIDs(t)
@@ -167,7 +167,7 @@ func TestBeingsSpreadOverMembers(t *testing.T) {
 		times = append(times, back)
 		t.Logf("kill %d of %s (%d beings): every being cycled again %s after it", kill+1, victim, moved, back.Round(time.Millisecond))
 		w.check(t)
-		startMember().await(t, "this member places the family's beings", waitLimit)
+		startMember().await(t, places, waitLimit)
 	}
 	slices.Sort(times)
 	t.Logf("failover of a family of %d spread over 3 members after %d SIGKILLs (lease %s): p50 %s, max %s; %d distinct tool calls delivered once each",

@@ -24,14 +24,13 @@ func TestSpreadStorm(t *testing.T) {
 
 	w := newWorld(t)
 	w.spreadOut()
-	const placing = "this member places the family's beings"
 	var members []*proc
 	next := 0
 	startMember := func() *proc {
 		next++
 		p := w.start(fmt.Sprintf("m%d", next))
 		members = append(members, p)
-		p.await(t, placing, waitLimit)
+		p.await(t, places, waitLimit)
 		return p
 	}
 	for range 3 {
@@ -52,7 +51,7 @@ func TestSpreadStorm(t *testing.T) {
 			what = "SIGSTOP"
 			stops++
 			gone := w.watchDelete(t, "member/"+p.name)
-			again := p.lines.Count(placing)
+			again := p.lines.Count(places)
 			p.signal(t, syscall.SIGSTOP)
 			waitFor(t, gone, "the frozen member's record goes with its lease")
 			w.placement(t, ids, p.name)
@@ -62,7 +61,7 @@ func TestSpreadStorm(t *testing.T) {
 				back[what] = append(back[what], time.Since(start))
 			}
 			p.signal(t, syscall.SIGCONT)
-			require.True(t, p.lines.AwaitCount(placing, again+1, waitLimit),
+			require.True(t, p.lines.AwaitCount(places, again+1, waitLimit),
 				"blow %d: the woken member %s joins again; stderr:\n%s", blow, p.name, p.lines.Tail())
 		} else {
 			kills++

@@ -19,10 +19,10 @@ func TestFrozenSpreadMemberIsFenced(t *testing.T) {
 	w := newWorld(t)
 	w.spreadOut()
 	zombie := w.start("m1")
-	zombie.await(t, "this member places the family's beings", waitLimit)
+	zombie.await(t, places, waitLimit)
 	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew to %v", familyNames)
 	other := w.start("m2")
-	other.await(t, "this member places the family's beings", waitLimit)
+	other.await(t, places, waitLimit)
 	ids := w.beingIDs(t)
 
 	const rounds = 6
@@ -57,7 +57,7 @@ func freezeSpread(t testing.TB, w *world, ids map[string]string, zombie, other *
 	}
 	fencedBefore := zombie.lines.Count("being fenced")
 	stopped := zombie.lines.Count("write nothing more")
-	placing := zombie.lines.Count("this member places the family's beings")
+	placing := zombie.lines.Count(places)
 
 	require.NoError(t, zombie.cmd.Process.Signal(syscall.SIGSTOP))
 	frozeAt := time.Now()
@@ -67,7 +67,7 @@ func freezeSpread(t testing.TB, w *world, ids map[string]string, zombie, other *
 	t.Logf("%s took over %d being(s) %s after %s froze", other.name, len(frozenToken), time.Since(frozeAt).Round(time.Millisecond), zombie.name)
 
 	require.NoError(t, zombie.cmd.Process.Signal(syscall.SIGCONT))
-	require.True(t, zombie.lines.AwaitCount("this member places the family's beings", placing+1, waitLimit),
+	require.True(t, zombie.lines.AwaitCount(places, placing+1, waitLimit),
 		"the woken member joins again; stderr:\n%s", zombie.lines.Tail())
 	require.Greater(t, zombie.lines.Count("write nothing more"), stopped, "the woken member says its beings write nothing more")
 

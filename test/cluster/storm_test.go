@@ -20,6 +20,10 @@ import (
 // holds is the line a member logs each time it takes the family.
 const holds = "this member holds the family"
 
+// places is the line a member of a spread family logs each time it
+// begins to place the family's beings.
+const places = "this member places the family's beings"
+
 // TestStorm is `make cluster-crash`: CLUSTER_STORM random blows at the
 // members of a three-member family, each a SIGKILL (the member is
 // replaced by a new one) or a SIGSTOP past the lease and a SIGCONT (the
