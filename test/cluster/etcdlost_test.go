@@ -71,9 +71,11 @@ func TestSpreadEtcdLostMidRun(t *testing.T) {
 	w.etcd.Stop()
 	for _, p := range []*proc{first, second} {
 		p.await(t, "stop at once and write nothing more", waitLimit)
-		p.await(t, "waiting for it to join the family again", waitLimit)
 	}
 	t.Logf("both members stopped their beings within %s of etcd's stop", time.Since(lostAt).Round(time.Millisecond))
+	for _, p := range []*proc{first, second} {
+		p.await(t, "waiting for it to join the family again", waitLimit)
+	}
 
 	before, _ := w.seen.snapshot()
 	w.etcd.Restart()
