@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: all build test vet bench bench-long bench-scale scale-run fuzz demo peers crash cluster-failover cluster-spread cluster-crash cluster-spread-crash cluster-demo clean proto
+.PHONY: all build test vet bench bench-long bench-scale scale-run fuzz demo peers crash cluster-failover cluster-family-failover cluster-crash cluster-family-crash cluster-demo clean proto
 
 all: build
 
@@ -120,56 +120,57 @@ CRASH_KILLS ?= 2000
 crash:
 	CRASH_KILLS=$(CRASH_KILLS) $(GO) test -count=1 -timeout 3h -run TestCrash ./test/crash/ -v
 
-# The failover test of a family across processes (test/cluster) at
-# length: CLUSTER_KILLS SIGKILLs of the member holding a family of
-# the demo world's four beings, spawning, or of CLUSTER_BEINGS (300 for
-# the figure of docs/cluster.md#measured: the four and funded children
-# seeded on the root, each with its own Las process), each followed by
-# the checks of docs/cluster.md#failure and the failover time; the
-# normal suite kills 3 holders of the four. CLUSTER_FREEZE=1 makes each
-# blow a holder whose machine died (SIGSTOP, so its lease decides, then
-# SIGKILL once a survivor holds the family); CLUSTER_SEED_MEMORIES=1000
-# starts every seeded child with a full mind, as a long run ends with.
-# Needs etcd (Debian's etcd-server). CLUSTER_LOG_DIR=<dir> (any cluster
-# test) keeps each member's whole stderr in <dir>/<member>.log, and
-# etcd's log in <dir>/etcd.log. CLUSTER_CYCLE_SECS (any cluster test) is the beings'
-# pause between cycles, 0.05 s by default.
+# The failover test of a family across processes (test/cluster
+# TestBeingsSpreadOverMembers) at length: the beings spread over three
+# members (the default placement), each at its share, and CLUSTER_KILLS
+# SIGKILLs of a random member, each followed by the checks of
+# docs/cluster.md#failure and the time until every being cycles again.
+# The family is the demo world's four beings, spawning, or CLUSTER_BEINGS
+# (300 for the figure of docs/cluster.md#measured: the four and funded
+# children seeded on the root, each with its own Las process); the
+# normal suite kills 3 members of the four. CLUSTER_SEED repeats the
+# choice of members. Needs etcd (Debian's etcd-server).
+# CLUSTER_LOG_DIR=<dir> (any cluster test) keeps each member's whole
+# stderr in <dir>/<member>.log, and etcd's log in <dir>/etcd.log.
+# CLUSTER_CYCLE_SECS (any cluster test) is the beings' pause between
+# cycles, 0.05 s by default.
 CLUSTER_KILLS ?= 20
 CLUSTER_BEINGS ?=
 
 cluster-failover:
-	CLUSTER_KILLS=$(CLUSTER_KILLS) CLUSTER_BEINGS=$(CLUSTER_BEINGS) $(GO) test -count=1 -timeout 60m -run '^TestFailoverAfterSIGKILL$$' ./test/cluster/ -v
-
-# The same with the beings spread over the members (test/cluster
-# TestBeingsSpreadOverMembers, --cluster-placement being): CLUSTER_KILLS
-# SIGKILLs of the member holding the most beings, each followed by the
-# same checks and the time until every being cycles again; with
-# CLUSTER_BEINGS=300 the figure of docs/cluster.md#measured.
-cluster-spread:
 	CLUSTER_KILLS=$(CLUSTER_KILLS) CLUSTER_BEINGS=$(CLUSTER_BEINGS) $(GO) test -count=1 -timeout 60m -run '^TestBeingsSpreadOverMembers$$' ./test/cluster/ -v
 
-# The demo world's family on three member processes (test/cluster
-# TestClusterDemo): a real etcd on loopback, the holder SIGKILLed midway,
-# the family back on a survivor with its ledger exact; then the same
-# family with its beings spread over the three (TestClusterDemoSpread),
-# the fullest member killed. Needs etcd (Debian's etcd-server); it tells
-# its stories in the test log.
+# The same with the whole family on one member (--cluster-placement
+# family; test/cluster TestFailoverAfterSIGKILL): CLUSTER_KILLS SIGKILLs
+# of the member holding the family. CLUSTER_FREEZE=1 makes each blow a
+# holder whose machine died (SIGSTOP, so its lease decides, then SIGKILL
+# once a survivor holds the family); CLUSTER_SEED_MEMORIES=1000 starts
+# every seeded child with a full mind, as a long run ends with.
+cluster-family-failover:
+	CLUSTER_KILLS=$(CLUSTER_KILLS) CLUSTER_BEINGS=$(CLUSTER_BEINGS) $(GO) test -count=1 -timeout 60m -run '^TestFailoverAfterSIGKILL$$' ./test/cluster/ -v
+
+# The demo world's family on three member processes, a real etcd on
+# loopback: first the whole family on one member (test/cluster
+# TestClusterDemo), its holder SIGKILLed midway and the family back on a
+# survivor; then the beings spread over the three (TestClusterDemoSpread,
+# the default placement), the fullest member SIGKILLed and its beings
+# back on the two others; every ledger exact. Needs etcd (Debian's
+# etcd-server); it tells its stories in the test log.
 cluster-demo:
 	CLUSTER_DEMO=1 $(GO) test -count=1 -timeout 10m -run '^TestClusterDemo(Spread)?$$' ./test/cluster/ -v
 
-# The storm (test/cluster TestStorm): CLUSTER_STORM random SIGKILLs and
-# SIGSTOPs of the members of a three-member family, at the holder or a
-# standby, each followed by the same checks; CLUSTER_SEED repeats a storm.
+# The storm (test/cluster TestSpreadStorm): CLUSTER_STORM random SIGKILLs
+# and SIGSTOPs of random members of a family spread over three, each
+# followed by the same checks; CLUSTER_SEED repeats a storm.
 CLUSTER_STORM ?= 200
 
 cluster-crash:
-	CLUSTER_STORM=$(CLUSTER_STORM) $(GO) test -count=1 -timeout 120m -run '^TestStorm$$' ./test/cluster/ -v
-
-# The storm with the beings spread over the members (test/cluster
-# TestSpreadStorm): CLUSTER_STORM random SIGKILLs and SIGSTOPs of random
-# members, each followed by the same checks.
-cluster-spread-crash:
 	CLUSTER_SPREAD_STORM=$(CLUSTER_STORM) $(GO) test -count=1 -timeout 120m -run '^TestSpreadStorm$$' ./test/cluster/ -v
+
+# The storm with the whole family on one member (test/cluster
+# TestStorm), at the holder or a standby.
+cluster-family-crash:
+	CLUSTER_STORM=$(CLUSTER_STORM) $(GO) test -count=1 -timeout 120m -run '^TestStorm$$' ./test/cluster/ -v
 
 # The embedded demo world (docs/demo.md): a simulated Brama and the example Las,
 # nothing else to install. DEMO_CYCLES cycles of the root being (about a

@@ -21,7 +21,7 @@ type ClusterFlags struct {
 	Member    string `name:"cluster-member" env:"SINGULARITY_CLUSTER_MEMBER" help:"This member's name, unique among the family's live members (default: the host name)."`
 	Bind      string `name:"cluster-bind" env:"SINGULARITY_CLUSTER_BIND" default:"127.0.0.1:0" help:"Address this member listens on for the other members (host:port; port 0 picks a free one)."`
 	Lease     string `name:"cluster-lease-secs" env:"SINGULARITY_CLUSTER_LEASE_SECS" default:"3" help:"The member's etcd lease, whole seconds: a member silent this long loses its beings."`
-	Placement string `name:"cluster-placement" env:"SINGULARITY_CLUSTER_PLACEMENT" default:"family" help:"How the family's beings are placed on members: family (the whole family on one member at a time) or being (each being on its own, spread over the members)."`
+	Placement string `name:"cluster-placement" env:"SINGULARITY_CLUSTER_PLACEMENT" default:"being" help:"How the family's beings are placed on members: being (each being on its own, spread over the members) or family (the whole family on one member at a time)."`
 	Compact   string `name:"cluster-compact-secs" env:"SINGULARITY_CLUSTER_COMPACT_SECS" default:"300" help:"How often the holder compacts etcd's history, keeping one such period of it, whole seconds; 0: never (etcd's own auto-compaction must then keep it short)."`
 }
 
@@ -37,8 +37,9 @@ type Cluster struct {
 	// Compact is how often the holder compacts etcd's history (0:
 	// never).
 	Compact time.Duration
-	// Spread places each being on its own (--cluster-placement being)
-	// instead of the whole family on one member.
+	// Spread places each being on its own (--cluster-placement being,
+	// the default) instead of the whole family on one member
+	// (--cluster-placement family).
 	Spread bool
 }
 
@@ -84,9 +85,9 @@ func LoadCluster(f ClusterFlags, hostname func() (string, error)) (Cluster, erro
 	}
 	c.Compact = time.Duration(secs) * time.Second
 	switch f.Placement {
-	case "", "family":
-	case "being":
+	case "", "being":
 		c.Spread = true
+	case "family":
 	default:
 		return Cluster{}, fault.Errorf(fault.ClassConfiguration, "SINGULARITY_CLUSTER_PLACEMENT %q is neither family nor being", f.Placement)
 	}

@@ -22,13 +22,16 @@ func TestLoadCluster(t *testing.T) {
 	c, err := LoadCluster(valid, host)
 	require.NoError(t, err)
 	assert.Equal(t, Cluster{Enabled: true, Endpoints: []string{"http://127.0.0.1:2379", "https://etcd.example:2379"},
-		Family: "family", Member: "box-1", Bind: "127.0.0.1:0", Lease: 3 * time.Second, Compact: 5 * time.Minute}, c)
+		Family: "family", Member: "box-1", Bind: "127.0.0.1:0", Lease: 3 * time.Second, Compact: 5 * time.Minute, Spread: true}, c,
+		"the beings are spread over the members by default")
 
-	spread := valid
-	spread.Placement = "being"
-	c, err = LoadCluster(spread, host)
-	require.NoError(t, err)
-	assert.True(t, c.Spread, "--cluster-placement being spreads the beings")
+	for placement, spread := range map[string]bool{"being": true, "family": false} {
+		flags := valid
+		flags.Placement = placement
+		c, err = LoadCluster(flags, host)
+		require.NoError(t, err)
+		assert.Equal(t, spread, c.Spread, "--cluster-placement %s", placement)
+	}
 
 	refused := []struct {
 		name   string

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -136,10 +138,15 @@ type placer struct {
 	live  *live
 	batch *fence.Batcher
 	mine  map[string]*placedBeing // by being id
-	// stopping is set once the family stops for good (its end, or a
-	// signal to its last member): beings stop children first, and none
-	// is taken.
+	// stopping is set once the family stops for good (its end): beings
+	// stop children first, and none is taken.
 	stopping bool
+	// leaving is set once a signal asks the member to leave: its beings
+	// stop children first, across every member that leaves, and the
+	// members that stay take them. hurry fires when they have taken too
+	// long, and the rest stop at once.
+	leaving bool
+	hurry   <-chan time.Time
 	// lost carries the first refusal of a step of any held being.
 	lost chan error
 	// limiter is the family's one spend limiter while this member holds
@@ -240,7 +247,7 @@ func (p *placer) run() (rejoin bool, err error) {
 	defer tick.Stop()
 	p.look()
 	for {
-		if p.stopping && len(p.mine) == 0 {
+		if (p.stopping || p.leaving) && len(p.mine) == 0 {
 			// Every being of this member has stopped, children first.
 			stopped := p.live.shutdown(m.sigs)
 			return false, failure(stopped)
@@ -271,16 +278,16 @@ func (p *placer) run() (rejoin bool, err error) {
 			m.log.Error("the member's etcd lease ended: its beings stop at once and write nothing more")
 			p.live.stopNow()
 			return true, nil
+		case <-p.hurry:
+			m.log.Warn("this member's beings did not stop children first within the shutdown grace: the rest stop now")
+			p.hurry = nil
+			p.releaseAll()
 		case <-m.sigs:
-			if !p.stopping && p.alone() {
-				p.stopFamily("signal received: this is the family's last member; every being stops at its next round boundary, children before parents")
+			if !p.stopping && !p.leaving {
+				p.leave()
 				continue
 			}
-			if p.stopping {
-				m.log.Info("second signal received: this member's beings stop at their next round boundary without waiting for one another")
-			} else {
-				m.log.Info("signal received: this member's beings stop at their next round boundary and are handed over")
-			}
+			m.log.Info("second signal received: this member's beings stop at their next round boundary without waiting for one another")
 			stopped := p.live.shutdown(m.sigs)
 			p.unlockAll()
 			return false, failure(stopped)
@@ -296,13 +303,34 @@ func failure(stopped messages.FamilyStopped) error {
 	return nil
 }
 
-// alone says whether this member is the family's only live member (its
-// beings have nobody to be handed to). A look that fails says no.
-func (p *placer) alone() bool {
+// leave hands this member's beings over: each stops at its next round
+// boundary once none of its children runs on a member that leaves, this
+// one included, and the members that stay take it. When every member
+// leaves, nobody takes any, and the whole family stops children before
+// parents. A mark that cannot be written leaves the other members
+// counting this one: they take its beings once it has gone.
+func (p *placer) leave() {
+	p.leaving = true
 	ctx, cancel := context.WithTimeout(context.Background(), p.m.cl.Lease)
-	defer cancel()
-	pl, err := member.Look(ctx, p.m.session)
-	return err == nil && pl.Members == 1
+	err := member.MarkLeaving(ctx, p.m.session)
+	cancel()
+	if err != nil {
+		p.m.log.Warn("the other members cannot be told that this one leaves", "err", err)
+	}
+	p.m.log.Info("signal received: this member's beings stop at their next round boundary, children before parents, and are handed over")
+	p.hurry = time.After(2*p.live.grace + stopLimit)
+	p.look()
+}
+
+// releaseAll asks every being of this member that is not stopping yet
+// to stop at its next round boundary.
+func (p *placer) releaseAll() {
+	for _, b := range p.mine {
+		if !b.releasing {
+			b.releasing = true
+			p.live.system.Root.Send(p.live.family, family.Release{Dir: b.dir})
+		}
+	}
 }
 
 // stopFamily stops this member's beings for good, children before
@@ -319,10 +347,12 @@ func (p *placer) stopFamily(why string) {
 // stopInOrder asks each of this member's beings to stop once none of
 // its children runs, on this member or another: the leaves first, then
 // their parents as their children's locks are let go, across members.
+// A member that leaves while the family lives waits only for children
+// on members that leave: those on members that stay go on running.
 func (p *placer) stopInOrder(pl member.Placement) {
 	running := map[string]bool{}
 	for child, parent := range pl.Registered {
-		if pl.Locked[child] || p.mine[child] != nil {
+		if p.mine[child] != nil || pl.LeavingHeld[child] || (p.stopping && pl.Locked[child]) {
 			running[parent] = true
 		}
 	}
@@ -402,7 +432,7 @@ func (p *placer) look() {
 		p.stopping = true
 		m.log.Info("the family has ended: every being stops, children before parents")
 	}
-	if p.stopping {
+	if p.stopping || p.leaving {
 		p.stopInOrder(pl)
 		return
 	}
@@ -433,44 +463,53 @@ type taken struct {
 	lock    *fence.Lock
 }
 
-// lockTries bounds how many lock tries a look has in flight at once: a
-// member taking over a dead member's beings takes each lock in one
-// round trip to etcd, and one after another they added up to seconds.
-const lockTries = 16
+// lockBatches bounds how many lock transactions (fence.TryLockAll, each
+// of up to fence.MaxTryAll locks) a look has in flight at once.
+const lockBatches = 4
 
-// tryLocks tries the locks of take, lockTries at a time, each within
-// the lease, and returns those it got, in take's order.
+// tryLocks tries the locks of take, fence.MaxTryAll in one transaction,
+// and returns those it got, in take's order.
 func (p *placer) tryLocks(pl member.Placement, take []string) []taken {
 	m := p.m
-	got := make([]taken, len(take))
-	slots := make(chan struct{}, lockTries)
-	var wg sync.WaitGroup
-	for i, id := range take {
+	dirs := map[string]string{}
+	var ids []string
+	for _, id := range take {
 		dir, err := member.Dir(m.rt.StateDir, pl.Registered, id)
 		if err != nil {
 			m.log.Warn("a registered being cannot be placed", "being", id, "err", err)
 			continue
 		}
+		dirs[id] = dir
+		ids = append(ids, id)
+	}
+	var (
+		mu  sync.Mutex
+		got = map[string]*fence.Lock{}
+		wg  sync.WaitGroup
+	)
+	slots := make(chan struct{}, lockBatches)
+	for batch := range slices.Chunk(ids, fence.MaxTryAll) {
 		wg.Add(1)
 		slots <- struct{}{}
 		go func() {
 			defer func() { <-slots; wg.Done() }()
 			ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
 			defer cancel()
-			lock, err := m.session.TryLock(ctx, id)
-			switch {
-			case err == nil:
-				got[i] = taken{id: id, dir: dir, lock: lock}
-			case !errors.Is(err, fence.ErrLocked):
-				m.log.Warn("a being's lock could not be tried", "being", id, "err", err)
+			locks, err := m.session.TryLockAll(ctx, batch)
+			if err != nil {
+				m.log.Warn("beings' locks could not be tried", "beings", len(batch), "err", err)
+				return
 			}
+			mu.Lock()
+			maps.Copy(got, locks)
+			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	out := got[:0]
-	for _, t := range got {
-		if t.lock != nil {
-			out = append(out, t)
+	var out []taken
+	for _, id := range ids {
+		if lock := got[id]; lock != nil {
+			out = append(out, taken{id: id, dir: dirs[id], lock: lock})
 		}
 	}
 	return out
@@ -599,12 +638,12 @@ func unlockLock(m *memberRun, l *fence.Lock) {
 	}
 }
 
-// watchPlacement wakes the placer when a lock, a registration, a member
-// or the family's end changes; its stop ends the watches.
+// watchPlacement wakes the placer when a lock, a registration, a member,
+// a member's leaving or the family's end changes; its stop ends the watches.
 func watchPlacement(s *fence.Session) (<-chan struct{}, func()) {
 	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
 	wake := make(chan struct{}, 1)
-	for _, key := range []string{"lock/", "being/", "member/", "ended", "stop/"} {
+	for _, key := range []string{"lock/", "being/", "member/", "ended", "stop/", "leaving/"} {
 		opts := []clientv3.OpOption{clientv3.WithPrefix()}
 		if key == "lock/" {
 			// A lock let go frees a being; one taken frees none.

@@ -3,7 +3,9 @@ package fence
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -121,6 +123,55 @@ func TestLockTokenIsTheKeysCreateRevision(t *testing.T) {
 	require.NoError(t, first.Unlock(ctxFor(t, 5*time.Second)))
 	again := lock(t, b, "ada")
 	assert.Greater(t, again.Token(), bo.Token(), "a new holder's token is larger than any before")
+}
+
+// TestTryLockAllTakesTheFreeLocksInOneTransaction: the free locks of a
+// batch are taken at one revision, their token; a being another member
+// holds is left; one this member holds is skipped; and a lock so taken
+// excludes other members and is let go as any other.
+func TestTryLockAllTakesTheFreeLocksInOneTransaction(t *testing.T) {
+	srv := etcdtest.Start(t)
+	raw := srv.Client(t)
+	a, b := member(t, srv, "fam"), member(t, srv, "fam")
+
+	held := lock(t, a, "ada")
+	mine := lock(t, b, "cy")
+	got, err := b.TryLockAll(ctxFor(t, 5*time.Second), []string{"ada", "bo", "cy", "dee"})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"bo", "dee"}, slices.Collect(maps.Keys(got)))
+	assert.Equal(t, got["bo"].Token(), got["dee"].Token(), "one transaction, one revision")
+	assert.Greater(t, got["bo"].Token(), mine.Token())
+	for being, l := range got {
+		kv, err := raw.Get(ctxFor(t, 5*time.Second), l.Key())
+		require.NoError(t, err)
+		require.Len(t, kv.Kvs, 1)
+		assert.Equal(t, uint64(kv.Kvs[0].CreateRevision), l.Token())
+		assert.Equal(t, b.Lease(), kv.Kvs[0].Lease, "the key goes with the member's lease")
+		assert.Equal(t, fmt.Sprintf("/singularity/fam/lock/%s/%x", being, b.Lease()), l.Key())
+	}
+	_, err = a.TryLock(ctxFor(t, 5*time.Second), "bo")
+	assert.ErrorIs(t, err, ErrLocked, "a lock taken in a batch excludes other members")
+	_, err = b.TryLock(ctxFor(t, 5*time.Second), "dee")
+	assert.ErrorIs(t, err, ErrHeld)
+
+	require.NoError(t, held.Unlock(ctxFor(t, 5*time.Second)))
+	again, err := b.TryLockAll(ctxFor(t, 5*time.Second), []string{"ada"})
+	require.NoError(t, err)
+	require.Contains(t, again, "ada", "a lock let go by all is free")
+
+	require.NoError(t, got["bo"].Unlock(ctxFor(t, 5*time.Second)))
+	taken, err := a.TryLockAll(ctxFor(t, 5*time.Second), []string{"bo"})
+	require.NoError(t, err)
+	require.Contains(t, taken, "bo")
+	assert.Greater(t, taken["bo"].Token(), again["ada"].Token(), "a new holder's token is larger than any before")
+
+	_, err = a.TryLockAll(ctxFor(t, 5*time.Second), make([]string, MaxTryAll+1))
+	assert.EqualError(t, err, "65 locks tried at once: at most 64 are")
+	_, err = a.TryLockAll(ctxFor(t, 5*time.Second), []string{"no/slash"})
+	assert.Error(t, err)
+	require.NoError(t, a.Close())
+	_, err = a.TryLockAll(ctxFor(t, 5*time.Second), []string{"eve"})
+	assert.ErrorIs(t, err, ErrClosed)
 }
 
 // TestCommitIsAcceptedUnderTheToken: a held being's commits write its

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
@@ -212,7 +213,7 @@ func (s *Session) lock(ctx context.Context, being string, try bool) (l *Lock, er
 		_ = m.Unlock(undo)
 		return nil, fmt.Errorf("lock of being %s: %w", being, err)
 	}
-	return &Lock{s: s, being: being, mutex: m, key: m.Key(), token: uint64(resp.Kvs[0].CreateRevision)}, nil
+	return &Lock{s: s, being: being, key: m.Key(), token: uint64(resp.Kvs[0].CreateRevision), own: true}, nil
 }
 
 // withdraw deletes this session's key under being's lock after an
@@ -223,7 +224,7 @@ func (s *Session) lock(ctx context.Context, being string, try bool) (l *Lock, er
 func (s *Session) withdraw(being string) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
 	defer cancel()
-	_, _ = s.client.Delete(ctx, fmt.Sprintf("%s/%x", s.keys.lockPrefix(being), s.Lease()))
+	_, _ = s.client.Delete(ctx, s.lockKey(being))
 }
 
 func (s *Session) release(being string) {
@@ -252,13 +253,104 @@ func (s *Session) Committed(ctx context.Context, being string) (token, seq uint6
 	return r.Token, r.Seq, nil
 }
 
+// TryLockAll tries the locks of beings in one etcd transaction (at most
+// MaxTryAll of them): it takes each one no member holds or waits for,
+// and returns those it took, by being. A being this member already holds
+// or is taking is skipped. A transaction whose outcome is unknown (ctx
+// ended, etcd failed it) takes none: every key it may have written is
+// deleted again, or left to the lease if that fails too.
+//
+// A member taking over a dead member's beings took each lock in a round
+// trip or two of its own; under the load of the survivors' commits these
+// added up to seconds (docs/cluster.md#measured).
+func (s *Session) TryLockAll(ctx context.Context, beings []string) (map[string]*Lock, error) {
+	if len(beings) > MaxTryAll {
+		return nil, fmt.Errorf("%d locks tried at once: at most %d are", len(beings), MaxTryAll)
+	}
+	for _, being := range beings {
+		if err := validName("the being id", being); err != nil {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	var trying []string
+	for _, being := range beings {
+		if !s.held[being] {
+			s.held[being] = true
+			trying = append(trying, being)
+		}
+	}
+	s.mu.Unlock()
+	if len(trying) == 0 {
+		return map[string]*Lock{}, nil
+	}
+	tries := make([]clientv3.Op, len(trying))
+	for i, being := range trying {
+		// Free: no key under the being's lock prefix, neither a holder's
+		// nor a waiter's.
+		free := clientv3.Compare(clientv3.CreateRevision(s.keys.lockPrefix(being)+"/"), "=", 0).WithPrefix()
+		put := clientv3.OpPut(s.lockKey(being), "", clientv3.WithLease(s.session.Lease()))
+		tries[i] = clientv3.OpTxn([]clientv3.Cmp{free}, []clientv3.Op{put}, nil)
+	}
+	resp, err := s.client.Txn(ctx).Then(tries...).Commit()
+	if err != nil {
+		s.withdrawAll(trying)
+		for _, being := range trying {
+			s.release(being)
+		}
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			err = fmt.Errorf("the member's session ended: %w", ErrFenced)
+		}
+		return nil, fmt.Errorf("locks of %d beings: %w", len(trying), err)
+	}
+	// Every key put by the transaction was created at its revision.
+	token := uint64(resp.Header.Revision)
+	got := make(map[string]*Lock, len(trying))
+	for i, being := range trying {
+		if !resp.Responses[i].GetResponseTxn().GetSucceeded() {
+			s.release(being)
+			continue
+		}
+		got[being] = &Lock{s: s, being: being, key: s.lockKey(being), token: token, own: true}
+	}
+	return got, nil
+}
+
+// MaxTryAll is the most locks TryLockAll tries in one transaction: etcd
+// refuses a transaction of more than 128 operations by default
+// (--max-txn-ops).
+const MaxTryAll = 64
+
+// lockKey is this session's key under being's lock prefix, as
+// concurrency.Mutex names it.
+func (s *Session) lockKey(being string) string {
+	return fmt.Sprintf("%s/%x", s.keys.lockPrefix(being), s.Lease())
+}
+
+// withdrawAll deletes this session's keys under the locks of beings,
+// in one transaction, as withdraw does one.
+func (s *Session) withdrawAll(beings []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CommitTimeout)
+	defer cancel()
+	deletes := make([]clientv3.Op, len(beings))
+	for i, being := range beings {
+		deletes[i] = clientv3.OpDelete(s.lockKey(being))
+	}
+	_, _ = s.client.Txn(ctx).Then(deletes...).Commit()
+}
+
 // Lock is a being's lock held by the member's session.
 type Lock struct {
 	s     *Session
 	being string
-	mutex *concurrency.Mutex
 	key   string
 	token uint64
+	// own is false for a cover, which has no key of its own.
+	own bool
 }
 
 // Being is the id of the locked being.
@@ -273,10 +365,10 @@ func (l *Lock) Key() string { return l.key }
 // Unlock lets the being go: its lock key is deleted, and a Committer of
 // this lock is fenced from then on.
 func (l *Lock) Unlock(ctx context.Context) error {
-	if l.mutex == nil {
+	if !l.own {
 		return fmt.Errorf("unlock of being %s: a cover has no lock of its own", l.being)
 	}
-	if err := l.mutex.Unlock(ctx); err != nil {
+	if _, err := l.s.client.Delete(ctx, l.key); err != nil {
 		return fmt.Errorf("unlock of being %s: %w", l.being, err)
 	}
 	l.s.release(l.being)

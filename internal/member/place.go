@@ -2,6 +2,7 @@ package member
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -18,7 +19,8 @@ import (
 // members (docs/cluster.md#placement): every member takes free beings up
 // to its share and gives back what it holds beyond it.
 type Placement struct {
-	// Members is how many members are live.
+	// Members is how many live members stay: those leaving
+	// (MarkLeaving) are not counted.
 	Members int
 	// Registered maps every registered child to its parent's id (the
 	// root's is RootBeing).
@@ -33,30 +35,58 @@ type Placement struct {
 	Stopping map[string]bool
 	// FamilyEnded says the family itself ended.
 	FamilyEnded bool
+	// LeavingHeld are the beings held by a member that leaves, the
+	// looking member's own included when it leaves.
+	LeavingHeld map[string]bool
+}
+
+// MarkLeaving records that session's member leaves: its beings stop,
+// children before parents across every member that leaves, and the
+// members that stay take them. The mark goes with the member's lease.
+func MarkLeaving(ctx context.Context, session *fence.Session) error {
+	lease := fmt.Sprintf("%x", session.Lease())
+	if _, err := session.Client().Put(ctx, session.Prefix()+"leaving/"+lease, "", clientv3.WithLease(clientv3.LeaseID(session.Lease()))); err != nil {
+		return fmt.Errorf("cannot record that this member leaves: %w", err)
+	}
+	return nil
 }
 
 // Look reads the placement of session's family in one transaction.
 func Look(ctx context.Context, session *fence.Session) (Placement, error) {
 	prefix := session.Prefix()
 	resp, err := session.Client().Txn(ctx).Then(
-		clientv3.OpGet(prefix+"member/", clientv3.WithPrefix(), clientv3.WithCountOnly()),
+		clientv3.OpGet(prefix+"member/", clientv3.WithPrefix()),
 		clientv3.OpGet(prefix+"being/", clientv3.WithPrefix()),
 		clientv3.OpGet(prefix+"ended/", clientv3.WithPrefix()),
 		clientv3.OpGet(prefix+"lock/", clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 		clientv3.OpGet(prefix+"ended", clientv3.WithCountOnly()),
 		clientv3.OpGet(prefix+"stop/", clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+		clientv3.OpGet(prefix+"leaving/", clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 	).Commit()
 	if err != nil {
 		return Placement{}, fmt.Errorf("cannot read the family's placement: %w", err)
 	}
 	r := resp.Responses
+	leaving := map[string]bool{}
+	for _, kv := range r[6].GetResponseRange().Kvs {
+		leaving[strings.TrimPrefix(string(kv.Key), prefix+"leaving/")] = true
+	}
 	p := Placement{
-		Members:     int(r[0].GetResponseRange().Count),
+		LeavingHeld: map[string]bool{},
 		Registered:  map[string]string{},
 		Ended:       map[string]string{},
 		Locked:      map[string]bool{},
 		Stopping:    map[string]bool{},
 		FamilyEnded: r[4].GetResponseRange().Count > 0,
+	}
+	for _, kv := range r[0].GetResponseRange().Kvs {
+		var info Info
+		if err := json.Unmarshal(kv.Value, &info); err != nil {
+			return Placement{}, fmt.Errorf("member record %s: %w", kv.Key, err)
+		}
+		if !leaving[info.Lease] {
+			p.Members++
+		}
 	}
 	for _, kv := range r[5].GetResponseRange().Kvs {
 		p.Stopping[strings.TrimPrefix(string(kv.Key), prefix+"stop/")] = true
@@ -72,6 +102,9 @@ func Look(ctx context.Context, session *fence.Session) (Placement, error) {
 		being, lease, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), prefix+"lock/"), "/")
 		if ok && lease != own {
 			p.Locked[being] = true
+		}
+		if ok && leaving[lease] {
+			p.LeavingHeld[being] = true
 		}
 	}
 	return p, nil

@@ -115,6 +115,20 @@ func TestLook(t *testing.T) {
 	assert.Equal(t, []string{RootBeing, "kid"}, seen.Placeable())
 	assert.False(t, seen.ChildrenEnded(RootBeing), "kid has not ended")
 	assert.True(t, seen.ChildrenEnded("kid"), "a being with no children")
+	assert.Empty(t, seen.LeavingHeld)
+
+	// a leaves: b is the only member that stays, and a's beings are
+	// held by a member that leaves, as b's own are once b leaves too.
+	require.NoError(t, MarkLeaving(ctxFor(t), a))
+	seen, err = Look(ctxFor(t), b)
+	require.NoError(t, err)
+	assert.Equal(t, 1, seen.Members)
+	assert.Equal(t, map[string]bool{RootBeing: true}, seen.LeavingHeld)
+	require.NoError(t, MarkLeaving(ctxFor(t), b))
+	seen, err = Look(ctxFor(t), b)
+	require.NoError(t, err)
+	assert.Zero(t, seen.Members)
+	assert.Equal(t, map[string]bool{RootBeing: true, "gone": true}, seen.LeavingHeld)
 
 	ended := NewHolding(a, rootLock, nil, root, time.Second)
 	require.NoError(t, ended.End(ctxFor(t), state.StatusExhausted))

@@ -19,10 +19,10 @@ import (
 	"github.com/wisent/singularity/internal/store/state"
 )
 
-// spreadOut makes the world's members place each being on its own
-// (--cluster-placement being).
+// spreadOut makes the world's members place each being on its own, by
+// the default placement (--cluster-placement being).
 func (w *world) spreadOut() {
-	w.env["SINGULARITY_CLUSTER_PLACEMENT"] = "being"
+	delete(w.env, "SINGULARITY_CLUSTER_PLACEMENT")
 	w.spread = true
 }
 
@@ -70,6 +70,35 @@ func (w *world) beingIDs(t testing.TB) map[string]string {
 // other than gone, and returns the members by being name.
 func (w *world) placement(t testing.TB, ids map[string]string, gone string) map[string]string {
 	t.Helper()
+	return w.placementWhere(t, ids, gone, func(map[string]string) bool { return true })
+}
+
+// balanced waits until every being of ids is held by one of members, each
+// holding its share (member.Share), and returns the members by being
+// name.
+func (w *world) balanced(t testing.TB, ids map[string]string, members []string) map[string]string {
+	t.Helper()
+	share := member.Share(len(ids), len(members))
+	return w.placementWhere(t, ids, "", func(on map[string]string) bool {
+		for _, m := range members {
+			if countOf(on, m) > share {
+				return false
+			}
+		}
+		for _, m := range on {
+			if !slices.Contains(members, m) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// placementWhere waits until every being of ids is held by a live member
+// other than gone and ok holds of the members by being name, and returns
+// them.
+func (w *world) placementWhere(t testing.TB, ids map[string]string, gone string, ok func(map[string]string) bool) map[string]string {
+	t.Helper()
 	// Every change of a lock or a member record is a reason to look
 	// again.
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
@@ -85,25 +114,25 @@ func (w *world) placement(t testing.TB, ids map[string]string, gone string) map[
 				byName[name] = m
 			}
 		}
-		if len(byName) == len(ids) {
+		if len(byName) == len(ids) && ok(byName) {
 			return byName
 		}
 		select {
 		case <-changes:
 		case <-placed:
 		case <-ctx.Done():
-			t.Fatalf("%d of %d beings were not placed on a live member within %s", len(ids)-len(byName), len(ids), waitLimit)
+			t.Fatalf("the beings were not placed as wanted within %s: %d of %d on a live member", waitLimit, len(byName), len(ids))
 		}
 	}
 }
 
 // TestBeingsSpreadOverMembers: with --cluster-placement being, three
 // members share the family's beings, each at most its share, so that
-// parents and children live on different members. A SIGKILLed member's
-// beings come back on the survivors with nothing sent to them, and
-// after each kill the family's files explain every being's money
-// exactly with one writer at a time, and no tool call reached a Las
-// twice. A graceful stop hands a member's beings over, and `status`
+// parents and children live on different members. A random member,
+// SIGKILLed once each holds its share, has its beings come back on the
+// survivors with nothing sent to them, and after each kill the family's
+// files explain every being's money exactly with one writer at a time,
+// and no tool call reached a Las twice. A graceful stop hands a member's beings over, and `status`
 // counts the family exactly at the end.
 func TestBeingsSpreadOverMembers(t *testing.T) {
 	w := newWorld(t)
@@ -143,15 +172,13 @@ func TestBeingsSpreadOverMembers(t *testing.T) {
 	}
 
 	var times []time.Duration
+	rng := seeded(t)
 	for kill := range failovers(t) {
-		on := w.placement(t, ids, "")
-		// The member holding the most beings dies.
-		victim := ""
-		for _, m := range slices.Sorted(maps.Keys(procs)) {
-			if victim == "" || countOf(on, m) > countOf(on, victim) {
-				victim = m
-			}
-		}
+		// A random member of the three dies once each holds its share
+		// (the member started after the last kill has taken its own).
+		members := slices.Sorted(maps.Keys(procs))
+		on := w.balanced(t, ids, members)
+		victim := members[rng.IntN(len(members))]
 		dead := procs[victim]
 		moved := countOf(on, victim)
 		killed := time.Now()
@@ -268,6 +295,63 @@ func TestSpreadFamilyEndsChildrenFirst(t *testing.T) {
 	remaining, verdict := w.status(t)
 	require.Equal(t, "exact", verdict)
 	require.Len(t, remaining, len(beings))
+}
+
+// TestSpreadFamilyStopsChildrenFirstWhenEveryMemberStops: the three
+// members of a spread family are sent SIGTERM at once. Nobody stays to
+// take their beings, so the family stops: every child, wherever it
+// runs, stops before its parent, nothing is recorded as ended, every
+// member exits 0, and a member started again resumes the whole family.
+func TestSpreadFamilyStopsChildrenFirstWhenEveryMemberStops(t *testing.T) {
+	w := newWorld(t)
+	w.spreadOut()
+	w.seed(len(familyNames) + 8)
+	procs, startMember := w.memberStarter()
+	for range 3 {
+		startMember().await(t, places, waitLimit)
+	}
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew to %d beings", len(w.names))
+	ids := w.beingIDs(t)
+	members := slices.Sorted(maps.Keys(procs))
+	on := w.balanced(t, ids, members)
+
+	for _, p := range procs {
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	}
+	for name, p := range procs {
+		require.Equal(t, 0, p.wait(t, waitLimit), "member %s exits 0; stderr:\n%s", p.name, p.lines.Tail())
+		delete(procs, name)
+	}
+	beings := w.check(t)
+	ordered, crossing := 0, 0
+	for name, b := range beings {
+		parentAt, status, ok := lastStop(t, b)
+		require.True(t, ok, "%s stopped", name)
+		require.Equal(t, state.StatusStopped, status, "%s", name)
+		for _, c := range b.st.Mind.Children {
+			childAt, _, booted := lastStop(t, beings[c.Name])
+			if !booted {
+				continue
+			}
+			require.False(t, childAt.After(parentAt), "%s stopped after its parent %s", c.Name, name)
+			ordered++
+			if on[c.Name] != on[name] {
+				crossing++
+			}
+		}
+	}
+	require.Positive(t, crossing, "a child on another member than its parent stopped first: %v", on)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ended, err := w.etcd.Client(t).Get(ctx, fence.Root+familyName+"/ended", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	require.NoError(t, err)
+	require.Zero(t, ended.Count, "a family stopped by its members has not ended")
+	t.Logf("%d beings on 3 members stopped at once; %d children stopped before their parents, %d of them on another member", len(beings), ordered, crossing)
+
+	from, _ := w.seen.snapshot()
+	startMember().await(t, places, waitLimit)
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)), "the family resumes on a member started again")
+	stopInTurn(t, slices.Collect(maps.Values(procs))...)
 }
 
 // requireWholeFamily asks p's debug endpoint for the actor tree and

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestSpreadStorm is `make cluster-spread-crash`: TestStorm with the
-// beings spread over three members. CLUSTER_SPREAD_STORM random blows,
+// TestSpreadStorm is `make cluster-crash`: TestStorm with the beings
+// spread over three members. CLUSTER_SPREAD_STORM random blows,
 // each a SIGKILL (the member is replaced by a new one) or a SIGSTOP past
 // the lease and a SIGCONT (the member wakes, fences itself and joins
 // again), at a random member; after each, the blown member's beings are
@@ -20,7 +20,7 @@ import (
 // runs only when CLUSTER_SPREAD_STORM is set; CLUSTER_SEED picks the
 // blows.
 func TestSpreadStorm(t *testing.T) {
-	blows, rng := stormOf(t, "CLUSTER_SPREAD_STORM", "make cluster-spread-crash")
+	blows, rng := stormOf(t, "CLUSTER_SPREAD_STORM", "make cluster-crash")
 
 	w := newWorld(t)
 	w.spreadOut()

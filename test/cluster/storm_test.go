@@ -24,15 +24,16 @@ const holds = "this member holds the family"
 // begins to place the family's beings.
 const places = "this member places the family's beings"
 
-// TestStorm is `make cluster-crash`: CLUSTER_STORM random blows at the
-// members of a three-member family, each a SIGKILL (the member is
+// TestStorm is `make cluster-family-crash`: CLUSTER_STORM random blows
+// at the members of a three-member family held by one member at a time
+// (--cluster-placement family), each a SIGKILL (the member is
 // replaced by a new one) or a SIGSTOP past the lease and a SIGCONT (the
 // member wakes as a zombie, fences itself and joins again), at the
 // holder or at a standby. After each, the family cycles again and every
 // check of TestFailoverAfterSIGKILL holds. It runs only when
 // CLUSTER_STORM is set; CLUSTER_SEED picks the blows.
 func TestStorm(t *testing.T) {
-	blows, rng := stormOf(t, "CLUSTER_STORM", "make cluster-crash")
+	blows, rng := stormOf(t, "CLUSTER_STORM", "make cluster-family-crash")
 
 	w := newWorld(t)
 	var members []*proc
@@ -126,6 +127,12 @@ func stormOf(t *testing.T, env, target string) (int, *rand.Rand) {
 	if blows <= 0 {
 		t.Skipf("set %s to the number of blows (%s)", env, target)
 	}
+	return blows, seeded(t)
+}
+
+// seeded is a random source seeded by CLUSTER_SEED, or by the clock
+// when it is unset; the seed is logged, so that a run can be repeated.
+func seeded(t testing.TB) *rand.Rand {
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("CLUSTER_SEED"); v != "" {
 		var err error
@@ -133,7 +140,7 @@ func stormOf(t *testing.T, env, target string) (int, *rand.Rand) {
 		require.NoError(t, err)
 	}
 	t.Logf("CLUSTER_SEED=%d", seed)
-	return blows, rand.New(rand.NewPCG(seed, seed))
+	return rand.New(rand.NewPCG(seed, seed))
 }
 
 // spread is "p50 <d>, max <d> (n)" of ds.

@@ -129,6 +129,8 @@ func newWorld(t testing.TB) *world {
 		"SINGULARITY_CLUSTER_ETCD":           strings.Join(w.etcd.Endpoints(), ","),
 		"SINGULARITY_CLUSTER_FAMILY":         familyName,
 		"SINGULARITY_CLUSTER_LEASE_SECS":     fmt.Sprint(int(lease / time.Second)),
+		// The whole family on one member, unless spreadOut.
+		"SINGULARITY_CLUSTER_PLACEMENT": "family",
 		// The holder compacts etcd's history every few seconds, so that
 		// every cluster test runs with a history being compacted.
 		"SINGULARITY_CLUSTER_COMPACT_SECS": fmt.Sprint(int(compactEvery / time.Second)),
