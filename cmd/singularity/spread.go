@@ -59,7 +59,7 @@ func (m *memberRun) spread() (rejoin bool, err error) {
 	case err != nil || rejoin:
 		return rejoin, err
 	}
-	p := &placer{m: m, mine: map[string]*placedBeing{}, lost: make(chan error, 1)}
+	p := &placer{m: m, mine: map[string]*placedBeing{}, lost: make(chan error, 1), retries: member.NewRetries(m.cl.Lease, retryMost)}
 	unlockRoot := func() {
 		if rootLock != nil {
 			unlockLock(m, rootLock)
@@ -132,6 +132,10 @@ func (m *memberRun) awaitRoot() (*fence.Lock, bool, error) {
 	}
 }
 
+// retryMost bounds how long a member waits before it takes again a being
+// that kept failing on it (member.Retries).
+const retryMost = 5 * time.Minute
+
 // placer is a member's share of a spread family: the beings it holds.
 type placer struct {
 	m     *memberRun
@@ -149,6 +153,8 @@ type placer struct {
 	hurry   <-chan time.Time
 	// lost carries the first refusal of a step of any held being.
 	lost chan error
+	// retries holds back the beings that failed here.
+	retries *member.Retries
 	// limiter is the family's one spend limiter while this member holds
 	// its lock (limiterLock), on the member's remote-served system.
 	limiter     *actor.PID
@@ -449,6 +455,8 @@ func (p *placer) look() {
 	for range give {
 		p.giveBack()
 	}
+	now := time.Now()
+	take = slices.DeleteFunc(take, func(id string) bool { return !p.retries.Ready(id, now) })
 	// Members race for the same free beings: each tries them in its own
 	// order, so that they rarely meet on one lock.
 	rand.Shuffle(len(take), func(i, j int) { take[i], take[j] = take[j], take[i] })
@@ -527,7 +535,8 @@ func (p *placer) activate(id string, lock *fence.Lock, dir string) {
 		// changes).
 		st, err := state.Load(dir)
 		if err != nil {
-			m.log.Warn("a being cannot be activated", "being", id, "err", err)
+			wait := p.retries.Failed(id, time.Now())
+			m.log.Warn("a being cannot be activated; this member tries it again no sooner than after a wait", "being", id, "wait", wait, "err", err)
 			delete(p.mine, id)
 			p.unlock(b)
 			return
@@ -595,7 +604,11 @@ func (p *placer) released(ev messages.BeingReleased) (familyEnded bool) {
 	}
 	if !ended {
 		if ev.Err != nil {
-			m.log.Warn("a being failed on this member; it is let go", "being", b.id, "err", ev.Err)
+			wait := p.retries.Failed(b.id, time.Now())
+			m.log.Warn("a being failed on this member; it is let go, and this member takes it again no sooner than after a wait",
+				"being", b.id, "wait", wait, "err", ev.Err)
+		} else {
+			p.retries.Stopped(b.id)
 		}
 		return false
 	}

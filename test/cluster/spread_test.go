@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -352,6 +354,52 @@ func TestSpreadFamilyStopsChildrenFirstWhenEveryMemberStops(t *testing.T) {
 	startMember().await(t, places, waitLimit)
 	require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)), "the family resumes on a member started again")
 	stopInTurn(t, slices.Collect(maps.Values(procs))...)
+}
+
+// TestSpreadBeingThatCannotLoadIsHeldBack: a child whose first state
+// cannot be read is let go by the member that took it, and taken again
+// only after a wait that doubles with each failure (member.Retries),
+// not at the next look; the rest of the family lives on.
+func TestSpreadBeingThatCannotLoadIsHeldBack(t *testing.T) {
+	w := newWorld(t)
+	w.spreadOut()
+	w.seed(len(familyNames) + 2)
+	broken, err := filepath.Glob(filepath.Join(w.stateDir, state.ChildrenDir, "*", "state.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, broken)
+	st, err := state.Load(filepath.Dir(broken[0]))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(broken[0], []byte("{"), 0o600))
+
+	m := w.start("m1")
+	const failed = "a being cannot be activated"
+	require.True(t, m.lines.AwaitCount(failed, 3, waitLimit), "three tries of the broken being; %s", m.lines.Tail())
+	var waits []time.Duration
+	var at []time.Time
+	for _, line := range m.lines.Lines() {
+		if !strings.Contains(line, failed) {
+			continue
+		}
+		fields := map[string]string{}
+		for _, f := range strings.Fields(line) {
+			if k, v, ok := strings.Cut(f, "="); ok {
+				fields[k] = v
+			}
+		}
+		wait, err := time.ParseDuration(fields["wait"])
+		require.NoError(t, err, line)
+		when, err := time.Parse(time.RFC3339Nano, fields["time"])
+		require.NoError(t, err, line)
+		waits, at = append(waits, wait), append(at, when)
+	}
+	require.Equal(t, []time.Duration{lease, 2 * lease, 4 * lease}, waits[:3], "the waits double from the lease")
+	for i := 1; i < len(at); i++ {
+		require.GreaterOrEqual(t, at[i].Sub(at[i-1]), waits[i-1], "try %d came before the wait after try %d was over", i+1, i)
+	}
+	from, _ := w.seen.snapshot()
+	w.names = slices.DeleteFunc(w.names, func(name string) bool { return name == st.Identity.Name })
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)), "the rest of the family lives on")
+	stopInTurn(t, m)
 }
 
 // requireWholeFamily asks p's debug endpoint for the actor tree and
