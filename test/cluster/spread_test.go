@@ -134,8 +134,9 @@ func (w *world) placementWhere(t testing.TB, ids map[string]string, gone string,
 // SIGKILLed once each holds its share, has its beings come back on the
 // survivors with nothing sent to them, and after each kill the family's
 // files explain every being's money exactly with one writer at a time,
-// and no tool call reached a Las twice. A graceful stop hands a member's beings over, and `status`
-// counts the family exactly at the end.
+// and no tool call reached a Las twice. A graceful stop hands a
+// member's beings over, and `status` counts the family exactly at the
+// end.
 func TestBeingsSpreadOverMembers(t *testing.T) {
 	w := newWorld(t)
 	w.spreadOut()
