@@ -35,6 +35,7 @@ import (
 	"github.com/wisent/singularity/internal/fence"
 	"github.com/wisent/singularity/internal/journalview"
 	"github.com/wisent/singularity/internal/member"
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/test/etcdtest"
 	"github.com/wisent/singularity/test/testkit"
@@ -410,25 +411,96 @@ func (l *lineWatch) Tail() string {
 // check judges the family's files as its next holder would, from the
 // commit records in etcd: every being's trusted journal has no gap and no
 // repeat (one writer at a time), and explains its money exactly; the
-// being's state is its newest trusted checkpoint brought up to date. It
+// being's state is its newest trusted checkpoint brought up to date; and
+// every grant made exactly one child (requireGrantsMadeChildren). It
 // returns the beings checked, by name.
 func (w *world) check(t testing.TB) map[string]checked {
 	t.Helper()
+	// A child's registration commits with its parent's step: what was
+	// registered before the walk is recorded by the walk's parents, and
+	// what the walk's parents record is registered after it.
+	var registered map[string]string
+	if w.spread {
+		registered = w.registrations(t)
+	}
 	beings := map[string]checked{}
 	queue := []string{w.stateDir}
 	for len(queue) > 0 {
 		dir := queue[0]
 		queue = queue[1:]
 		rec := w.record(t, member.BeingID(w.stateDir, dir))
-		b := w.count(t, dir, rec)
-		beings[b.Identity.Name] = checked{dir: dir, st: b, rec: rec}
+		b, grants := w.count(t, dir, rec)
+		beings[b.Identity.Name] = checked{dir: dir, st: b, rec: rec, grants: grants}
 		for _, c := range b.Mind.Children {
 			child, err := state.ChildDir(dir, c)
 			require.NoError(t, err)
 			queue = append(queue, child)
 		}
 	}
+	recorded := requireGrantsMadeChildren(t, beings)
+	if w.spread {
+		for child := range registered {
+			require.Contains(t, recorded, child, "child %s is registered in etcd, but no parent's committed life records its grant", child)
+		}
+		after := w.registrations(t)
+		for child, parent := range recorded {
+			require.Contains(t, after, child, "%s's child %s is recorded, but not registered in etcd", parent, child)
+		}
+	}
 	return beings
+}
+
+// requireGrantsMadeChildren requires that every grant in a being's
+// trusted life made exactly one child: the children a being records
+// (added, or granted and still being created) are those of its grants,
+// one each; no child is recorded by two beings; and each child created
+// started with what it was granted. It returns every recorded child's
+// parent, by child id.
+func requireGrantsMadeChildren(t testing.TB, beings map[string]checked) map[string]string {
+	t.Helper()
+	parents := map[string]string{}
+	for name, b := range beings {
+		children := map[string]bool{}
+		for _, c := range b.st.Mind.Children {
+			children[c.ID] = true
+		}
+		for _, g := range b.st.Grants {
+			children[g.Child.ID] = true
+		}
+		for child := range children {
+			_, granted := b.grants[child]
+			require.True(t, granted, "%s records child %s, but its committed life has no grant to it", name, child)
+			other, twice := parents[child]
+			require.False(t, twice, "child %s is recorded by %s and by %s", child, other, name)
+			parents[child] = name
+		}
+		for child := range b.grants {
+			require.True(t, children[child], "%s's grant to %s made no child", name, child)
+		}
+		for _, c := range b.st.Mind.Children {
+			kid, ok := beings[c.Name]
+			require.True(t, ok, "%s's child %s was not found", name, c.Name)
+			require.True(t, kid.st.Budget.Starting.Equal(b.grants[c.ID]), "%s started with %s, but %s granted it %s",
+				c.Name, kid.st.Budget.Starting, name, b.grants[c.ID])
+		}
+	}
+	return parents
+}
+
+// registrations are the children registered in etcd (beings spread over
+// members): their parents' ids by child id.
+func (w *world) registrations(t testing.TB) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	prefix := fence.Root + familyName + "/being/"
+	resp, err := w.etcd.Client(t).Get(ctx, prefix, clientv3.WithPrefix())
+	require.NoError(t, err)
+	out := make(map[string]string, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		out[strings.TrimPrefix(string(kv.Key), prefix)] = string(kv.Value)
+	}
+	return out
 }
 
 // counting is what check knows of a being from its earlier looks: its
@@ -439,14 +511,31 @@ type counting struct {
 	st     *state.Being
 	seq    uint64
 	totals state.MoneyTotals
+	// grants are the endowments of its trusted life, by child id.
+	grants map[string]money.Amount
+}
+
+// grant adds the endowments among events to c.grants; a child granted
+// twice fails the test.
+func (c *counting) grant(t testing.TB, dir string, events []state.Event) {
+	t.Helper()
+	for _, e := range events {
+		if e.Type != state.EventEndowmentGranted || e.Child == nil {
+			continue
+		}
+		_, twice := c.grants[e.Child.ID]
+		require.False(t, twice, "being %s: child %s granted twice (seq %d)", dir, e.Child.ID, e.Seq)
+		c.grants[e.Child.ID] = e.Amount
+	}
 }
 
 // count judges the being in dir by rec: the first time its whole
 // trusted life (fence.Counted: no gap and no repeat, one writer at a
 // time), later only the events committed since, which must follow on
 // with no gap; every time, its money is explained exactly by its life.
-// It returns the being's state.
-func (w *world) count(t testing.TB, dir string, rec fence.Record) *state.Being {
+// It returns the being's state and the endowments of its trusted life,
+// by child id.
+func (w *world) count(t testing.TB, dir string, rec fence.Record) (*state.Being, map[string]money.Amount) {
 	t.Helper()
 	if w.counted == nil {
 		w.counted = map[string]*counting{}
@@ -455,7 +544,8 @@ func (w *world) count(t testing.TB, dir string, rec fence.Record) *state.Being {
 	if c == nil {
 		b, life, err := fence.Counted(dir, rec)
 		require.NoError(t, err, "being %s", dir)
-		c = &counting{st: b, seq: b.Seq(), totals: state.Totals(life)}
+		c = &counting{st: b, seq: b.Seq(), totals: state.Totals(life), grants: map[string]money.Amount{}}
+		c.grant(t, dir, life)
 		w.counted[dir] = c
 	} else {
 		events, through, err := fence.TrustedPast(dir, rec, c.seq, -1)
@@ -466,21 +556,23 @@ func (w *world) count(t testing.TB, dir string, rec fence.Record) *state.Being {
 			}
 			c.st.Apply(e)
 		}
+		c.grant(t, dir, events)
 		more := state.Totals(events)
 		c.totals = state.MoneyTotals{Debited: c.totals.Debited.Add(more.Debited), Credited: c.totals.Credited.Add(more.Credited), Granted: c.totals.Granted.Add(more.Granted)}
 		c.seq = max(c.seq, through)
 	}
 	require.NoError(t, testkit.CheckTotals(c.st.Budget, c.totals), "being %s (%s)", c.st.Identity.Name, dir)
 	st := *c.st
-	return &st
+	return &st, maps.Clone(c.grants)
 }
 
 // checked is a being as check judged it: its directory, its state and
 // the commit record it was judged by.
 type checked struct {
-	dir string
-	st  *state.Being
-	rec fence.Record
+	dir    string
+	st     *state.Being
+	rec    fence.Record
+	grants map[string]money.Amount
 }
 
 // holderEvents are the events the holder of token wrote for the being
