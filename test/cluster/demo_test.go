@@ -82,10 +82,12 @@ func TestClusterDemoSpread(t *testing.T) {
 	w.spreadOut()
 	t.Logf("etcd on %v; the shared state root is %s; each being placed on its own", w.etcd.Endpoints(), w.stateDir)
 	procs := map[string]*proc{}
-	for _, name := range []string{"alpha", "beta", "gamma"} {
+	names := []string{"alpha", "beta", "gamma"}
+	w.startSpread(t, len(names), func() *proc {
+		name := names[len(procs)]
 		procs[name] = w.start(name)
-		procs[name].await(t, places, waitLimit)
-	}
+		return procs[name]
+	})
 	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew")
 	ids := w.beingIDs(t)
 	on := w.placement(t, ids, "")

@@ -28,6 +28,31 @@ func (w *world) spreadOut() {
 	w.spread = true
 }
 
+// startSpread starts n members of a spread family with start, each
+// placing beings, while the simulated Brama holds its answers, so that
+// no being takes a step before the n have joined. The demo's script
+// spawns each child in a fixed cycle of its parent, and a member that
+// joins is given beings at their next round boundary: a parent handed
+// over within its spawning cycle would never spawn that child (its
+// next cycle, on the new member, is another). With all n joined before
+// the first step, the family only grows, and no member holds more than
+// its share.
+func (w *world) startSpread(t testing.TB, n int, start func() *proc) []*proc {
+	t.Helper()
+	held := make(chan struct{})
+	w.held.Store(&held)
+	defer func() {
+		close(held)
+		w.held.Store(nil)
+	}()
+	members := make([]*proc, n)
+	for i := range members {
+		members[i] = start()
+		members[i].await(t, places, waitLimit)
+	}
+	return members
+}
+
 // placedOn is which member holds each being's lock now, by being id:
 // the member whose lease wrote the oldest key under the being's lock.
 func (w *world) placedOn(t testing.TB) map[string]string {
@@ -144,9 +169,7 @@ func TestBeingsSpreadOverMembers(t *testing.T) {
 		w.seed(n)
 	}
 	procs, startMember := w.memberStarter()
-	for range 3 {
-		startMember().await(t, places, waitLimit)
-	}
+	w.startSpread(t, 3, startMember)
 	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew to %d beings", len(w.names))
 	ids := w.beingIDs(t)
 	require.Len(t, ids, len(w.names))
@@ -310,9 +333,7 @@ func TestSpreadFamilyStopsChildrenFirstWhenEveryMemberStops(t *testing.T) {
 	w.spreadOut()
 	w.seed(len(familyNames) + 8)
 	procs, startMember := w.memberStarter()
-	for range 3 {
-		startMember().await(t, places, waitLimit)
-	}
+	w.startSpread(t, 3, startMember)
 	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew to %d beings", len(w.names))
 	ids := w.beingIDs(t)
 	members := slices.Sorted(maps.Keys(procs))

@@ -33,9 +33,7 @@ func TestSpreadStorm(t *testing.T) {
 		p.await(t, places, waitLimit)
 		return p
 	}
-	for range 3 {
-		startMember()
-	}
+	w.startSpread(t, 3, startMember)
 	require.True(t, w.seen.until(waitLimit, w.allCycledSince(nil)), "the family grew to %v", familyNames)
 	ids := w.beingIDs(t)
 

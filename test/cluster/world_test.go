@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -78,6 +79,9 @@ type world struct {
 	seedRoot string
 	// counted is what check knows of each being, by directory.
 	counted map[string]*counting
+	// held, while set, holds the simulated Brama's answers until it is
+	// closed (startSpread).
+	held atomic.Pointer[chan struct{}]
 }
 
 func newWorld(t testing.TB) *world {
@@ -139,10 +143,22 @@ func newWorld(t testing.TB) *world {
 	return w
 }
 
+// answered tells the observer of an answer to being, once the answers
+// are no longer held (startSpread), or held for waitLimit at most.
+func (w *world) answered(being string) {
+	if held := w.held.Load(); held != nil {
+		select {
+		case <-*held:
+		case <-time.After(waitLimit):
+		}
+	}
+	w.seen.see(being)
+}
+
 // brama starts the simulated Brama, which tells the observer which
 // being each completion it answers is for.
 func (w *world) brama() string {
-	sim, err := simbrama.Start([]byte(secret), simbrama.Options{RootName: rootName, GrandchildParent: grandchildParent, Answered: w.seen.see})
+	sim, err := simbrama.Start([]byte(secret), simbrama.Options{RootName: rootName, GrandchildParent: grandchildParent, Answered: w.answered})
 	require.NoError(w.t, err)
 	w.t.Cleanup(func() { sim.Close() })
 	return sim.URL()
@@ -439,12 +455,17 @@ func (w *world) check(t testing.TB) map[string]checked {
 	}
 	recorded := requireGrantsMadeChildren(t, beings)
 	if w.spread {
-		for child := range registered {
+		parentID := func(child string) string {
+			return member.BeingID(w.stateDir, beings[recorded[child]].dir)
+		}
+		for child, parent := range registered {
 			require.Contains(t, recorded, child, "child %s is registered in etcd, but no parent's committed life records its grant", child)
+			require.Equal(t, parent, parentID(child), "child %s is registered under another parent than the one that records it", child)
 		}
 		after := w.registrations(t)
 		for child, parent := range recorded {
 			require.Contains(t, after, child, "%s's child %s is recorded, but not registered in etcd", parent, child)
+			require.Equal(t, parentID(child), after[child], "child %s is registered under another parent than %s", child, parent)
 		}
 	}
 	return beings
@@ -566,8 +587,9 @@ func (w *world) count(t testing.TB, dir string, rec fence.Record) (*state.Being,
 	return &st, maps.Clone(c.grants)
 }
 
-// checked is a being as check judged it: its directory, its state and
-// the commit record it was judged by.
+// checked is a being as check judged it: its directory, its state, the
+// commit record it was judged by and the endowments of its trusted life
+// by child id.
 type checked struct {
 	dir    string
 	st     *state.Being
