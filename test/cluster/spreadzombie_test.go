@@ -45,11 +45,9 @@ func freezeSpread(t testing.TB, w *world, ids map[string]string, zombie, other *
 	t.Helper()
 	on := w.placement(t, ids, "")
 	frozenToken := map[string]uint64{}
-	frozen := map[string]int{}
 	for name, b := range w.check(t) {
 		if on[name] == zombie.name {
 			frozenToken[name] = b.rec.Token
-			frozen[name] = len(holderEvents(t, b.dir, b.rec.Token))
 		}
 	}
 	if len(frozenToken) == 0 {
@@ -65,6 +63,15 @@ func freezeSpread(t testing.TB, w *world, ids map[string]string, zombie, other *
 	from, _ := w.seen.snapshot()
 	require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)), "the family goes on on %s", other.name)
 	t.Logf("%s took over %d being(s) %s after %s froze", other.name, len(frozenToken), time.Since(frozeAt).Round(time.Millisecond), zombie.name)
+
+	// What the frozen member had written, being by being, counted while
+	// it is frozen: it went on writing until the SIGSTOP.
+	frozen := map[string]int{}
+	for name, b := range w.check(t) {
+		if token, ok := frozenToken[name]; ok {
+			frozen[name] = len(holderEvents(t, b.dir, token))
+		}
+	}
 
 	require.NoError(t, zombie.cmd.Process.Signal(syscall.SIGCONT))
 	require.True(t, zombie.lines.AwaitCount(places, placing+1, waitLimit),
