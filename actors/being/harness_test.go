@@ -81,7 +81,7 @@ type harness struct {
 	brama  *bramatest.Server
 	system *actor.ActorSystem
 	family *actor.PID
-	events chan any
+	events <-chan any
 }
 
 // newBrama starts a test Brama sharing the harness's secret.
@@ -112,12 +112,13 @@ func resume(t testing.TB, srv *bramatest.Server, opts being.Options, mods ...fun
 	client, err := brama.NewClient(brama.ClientConfig{BaseURL: srv.URL, Secret: identitypkg.NewSecret([]byte(testSecret)), Timeout: waitLimit})
 	require.NoError(t, err)
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	events := make(chan any, 1024)
+	listener, events, stopListener := family.Listen(system)
+	t.Cleanup(stopListener)
 	fo := family.Options{
-		Gateway: brama.GatewayConfig{Client: client, Temperature: 0.2, ShutdownGrace: time.Second, Logger: quiet},
-		Root:    opts,
-		Events:  events,
-		Logger:  quiet,
+		Gateway:  brama.GatewayConfig{Client: client, Temperature: 0.2, ShutdownGrace: time.Second, Logger: quiet},
+		Root:     opts,
+		Listener: listener,
+		Logger:   quiet,
 	}
 	for _, mod := range mods {
 		mod(&fo)

@@ -30,11 +30,13 @@ type Options struct {
 	// Root configures the root being; its Gateway field is filled in by
 	// the family.
 	Root being.Options
-	// Events receives, in order, every messages.CycleReport of the root
-	// being and finally one messages.FamilyStopped. It must be buffered
-	// or drained; the family never blocks on it for long.
-	Events chan<- any
-	Logger *slog.Logger
+	// Listener is sent, in order, every messages.CycleReport of the
+	// family's beings and finally one messages.FamilyStopped; a placed
+	// family also sends it messages.BeingReleased and
+	// messages.SubtreeStopping (its member's placer). Sending never
+	// blocks the family. Nil sends nothing.
+	Listener *actor.PID
+	Logger   *slog.Logger
 	// SpendLimits starts the family's spend limiter, which admits every
 	// being's completion reservations (docs/money.md#spend-limits);
 	// FamilySpendLimit is the family's limit per rolling hour (nil for
@@ -108,11 +110,7 @@ func (f *Family) Receive(ctx actor.Context) {
 	case messages.ShutdownFamily:
 		f.handleShutdown(ctx, msg)
 	case messages.CycleReport:
-		if !f.opts.Placed {
-			// A placed family's beings each report here; nobody waits
-			// for their reports, and the events carry their ends.
-			f.emit(msg)
-		}
+		f.emit(ctx, msg)
 	case messages.BeingStopped:
 		if f.opts.Placed {
 			f.placedStopped(ctx, msg)
@@ -124,7 +122,7 @@ func (f *Family) Receive(ctx actor.Context) {
 	case Release:
 		f.release(ctx, msg)
 	case messages.SubtreeStopping:
-		f.emit(msg) // its member has the being's children stop
+		f.emit(ctx, msg) // its member has the being's children stop
 	case SubtreeDone:
 		f.subtreeDone(ctx, msg)
 	case messages.DescribeRequest, *messages.DescribeRequest:
@@ -227,13 +225,13 @@ func (f *Family) finish(ctx actor.Context, msg messages.FamilyStopped) {
 		return
 	}
 	f.done = true
-	f.emit(msg)
+	f.emit(ctx, msg)
 	ctx.Stop(ctx.Self())
 }
 
-func (f *Family) emit(msg any) {
-	if f.opts.Events != nil {
-		f.opts.Events <- msg
+func (f *Family) emit(ctx actor.Context, msg any) {
+	if f.opts.Listener != nil {
+		ctx.Send(f.opts.Listener, msg)
 	}
 }
 

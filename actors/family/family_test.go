@@ -24,7 +24,7 @@ import (
 
 // start spawns a family whose root lives in dir on built-in tools, with
 // a Brama that ends every cycle with a plain reply.
-func start(t *testing.T, dir string) (*actor.ActorSystem, *actor.PID, chan any) {
+func start(t *testing.T, dir string) (*actor.ActorSystem, *actor.PID, <-chan any) {
 	return startWith(t, dir, time.Second, func(*bramatest.Request) bramatest.Reply {
 		return bramatest.TextReply("ok", bramatest.Usage(10, 1))
 	})
@@ -32,11 +32,12 @@ func start(t *testing.T, dir string) (*actor.ActorSystem, *actor.PID, chan any) 
 
 // startWith is start with the root's shutdown grace and Brama's answers
 // given.
-func startWith(t *testing.T, dir string, grace time.Duration, answer func(*bramatest.Request) bramatest.Reply) (*actor.ActorSystem, *actor.PID, chan any) {
+func startWith(t *testing.T, dir string, grace time.Duration, answer func(*bramatest.Request) bramatest.Reply) (*actor.ActorSystem, *actor.PID, <-chan any) {
 	t.Helper()
 	workspace := t.TempDir()
 	system := quietSystem(t)
-	events := make(chan any, 256)
+	listener, events, stopListener := family.Listen(system)
+	t.Cleanup(stopListener)
 	pid, err := system.Root.SpawnNamed(family.Props(family.Options{
 		Gateway: gateway(t, answer),
 		Root: being.Options{
@@ -44,7 +45,7 @@ func startWith(t *testing.T, dir string, grace time.Duration, answer func(*brama
 			Model: "test-model", StartingBalance: testkit.USD("1"), Workspace: workspace,
 			MaxToolRounds: 2, ContextMessages: 20, CycleInterval: time.Hour, ShutdownGrace: grace,
 		},
-		Events: events,
+		Listener: listener,
 	}), "family")
 	require.NoError(t, err)
 	return system, pid, events
@@ -80,7 +81,7 @@ func boot(t *testing.T, dir string) {
 }
 
 // stopped waits for the family's last word, skipping cycle reports.
-func stopped(t *testing.T, events chan any) messages.FamilyStopped {
+func stopped(t *testing.T, events <-chan any) messages.FamilyStopped {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for {

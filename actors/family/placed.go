@@ -59,7 +59,7 @@ func (f *Family) activate(ctx actor.Context, msg Activate) {
 		return
 	}
 	if f.stopping || f.gateway == nil {
-		f.emit(messages.BeingReleased{Dir: dir, Status: state.StatusStopped})
+		f.emit(ctx, messages.BeingReleased{Dir: dir, Status: state.StatusStopped})
 		return
 	}
 	opts := f.opts.Root
@@ -74,7 +74,7 @@ func (f *Family) activate(ctx actor.Context, msg Activate) {
 	}
 	pid, err := ctx.SpawnNamed(being.Props(opts), placedName(dir))
 	if err != nil {
-		f.emit(messages.BeingReleased{Dir: dir, Status: state.StatusFailed, Err: fault.Errorf(fault.ClassRuntime, "spawn being: %w", err)})
+		f.emit(ctx, messages.BeingReleased{Dir: dir, Status: state.StatusFailed, Err: fault.Errorf(fault.ClassRuntime, "spawn being: %w", err)})
 		return
 	}
 	f.beings[dir] = &placed{dir: dir, pid: pid}
@@ -99,7 +99,7 @@ func (f *Family) placedStopped(ctx actor.Context, msg messages.BeingStopped) {
 		}
 		delete(f.beings, dir)
 		ctx.Stop(p.pid)
-		f.emit(messages.BeingReleased{Dir: dir, Status: msg.Status, Err: msg.Err})
+		f.emit(ctx, messages.BeingReleased{Dir: dir, Status: msg.Status, Err: msg.Err})
 	}
 	f.finishPlaced(ctx)
 }
@@ -110,7 +110,7 @@ func (f *Family) placedTerminated(ctx actor.Context, who *actor.PID) bool {
 	for dir, p := range f.beings {
 		if p.pid.Equal(who) {
 			delete(f.beings, dir)
-			f.emit(messages.BeingReleased{Dir: dir, Status: state.StatusFailed, Err: fault.New(fault.ClassRuntime, "being stopped unexpectedly")})
+			f.emit(ctx, messages.BeingReleased{Dir: dir, Status: state.StatusFailed, Err: fault.New(fault.ClassRuntime, "being stopped unexpectedly")})
 			f.finishPlaced(ctx)
 			return true
 		}

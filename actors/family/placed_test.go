@@ -16,7 +16,7 @@ import (
 )
 
 // next waits for the next event of type T, skipping others.
-func next[T any](t *testing.T, events chan any) T {
+func next[T any](t *testing.T, events <-chan any) T {
 	t.Helper()
 	deadline := time.After(30 * time.Second)
 	for {
@@ -59,7 +59,8 @@ func TestPlacedFamily(t *testing.T) {
 	require.NoError(t, err)
 
 	system := quietSystem(t)
-	events := make(chan any, 256)
+	listener, events, stopListener := family.Listen(system)
+	t.Cleanup(stopListener)
 	pid, err := system.Root.SpawnNamed(family.Props(family.Options{
 		Gateway: gateway(t, func(*bramatest.Request) bramatest.Reply {
 			return bramatest.TextReply("ok", bramatest.Usage(10, 1))
@@ -69,8 +70,8 @@ func TestPlacedFamily(t *testing.T) {
 			Model: "test-model", StartingBalance: testkit.USD("1"), Workspace: t.TempDir(),
 			MaxToolRounds: 2, ContextMessages: 20, CycleInterval: time.Hour, ShutdownGrace: time.Second,
 		},
-		Events: events,
-		Placed: true,
+		Listener: listener,
+		Placed:   true,
 	}), "family")
 	require.NoError(t, err)
 

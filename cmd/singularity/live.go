@@ -204,10 +204,13 @@ func bootRoot(rt config.Runtime) (*state.Being, state.Identity, error) {
 type live struct {
 	system *actor.ActorSystem
 	family *actor.PID
-	events chan any
-	debug  *debug.Server
-	log    *slog.Logger
-	grace  time.Duration // the configured shutdown grace
+	// events are the family's news (family.Listen); nil when another
+	// actor listens to the family (a spread member's placer).
+	events     <-chan any
+	stopEvents func()
+	debug      *debug.Server
+	log        *slog.Logger
+	grace      time.Duration // the configured shutdown grace
 	// writers is the family's pool for durable writes, closed last.
 	writers *state.Writers
 }
@@ -240,6 +243,10 @@ type held struct {
 	// limiter, when set, is the family's spend limiter instead of its
 	// own (family.Options.LimiterProps).
 	limiter *actor.Props
+	// listener, when set, spawns the actor the family tells its news
+	// (family.Options.Listener) on the family's actor system; without
+	// it the command listens (live.events).
+	listener func(*actor.ActorSystem) (*actor.PID, error)
 }
 
 // startFamilyWith is startFamily with the root's options already made.
@@ -298,11 +305,21 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options, by held)
 	rootOpts.Writers = writers
 	quiet := logging.AtLeast(e.log.With("lib", "protoactor"), slog.LevelWarn)
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	events := make(chan any, 16)
-	if by.placed {
-		// A placed family reports each of its beings' ends, up to
-		// every being at once at a handover.
-		events = make(chan any, 1024)
+	var (
+		listener   *actor.PID
+		events     <-chan any
+		stopEvents func()
+	)
+	if by.listener != nil {
+		listener, err = by.listener(system)
+		if err != nil {
+			release()
+			system.Shutdown()
+			writers.Close()
+			return nil, fault.Errorf(fault.ClassRuntime, "spawn the family's listener: %w", err)
+		}
+	} else {
+		listener, events, stopEvents = family.Listen(system)
 	}
 	opts := family.Options{
 		Gateway: brama.GatewayConfig{
@@ -313,9 +330,9 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options, by held)
 			Prices:        rt.Brama.Prices,
 			Logger:        e.log,
 		},
-		Root:   rootOpts,
-		Events: events,
-		Logger: e.log,
+		Root:     rootOpts,
+		Listener: listener,
+		Logger:   e.log,
 		// One limiter admits every being's reservations when any
 		// spend limit is set (docs/money.md#spend-limits).
 		SpendLimits:      rt.SpendLimit != nil || rt.FamilySpendLimit != nil,
@@ -328,11 +345,14 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options, by held)
 	pid, err := system.Root.SpawnNamed(family.Props(opts), "family")
 	if err != nil {
 		release()
+		if stopEvents != nil {
+			stopEvents()
+		}
 		system.Shutdown()
 		writers.Close()
 		return nil, fault.Errorf(fault.ClassRuntime, "spawn family: %w", err)
 	}
-	l := &live{system: system, family: pid, events: events, debug: dbg, log: e.log, grace: rt.ShutdownGrace, writers: writers}
+	l := &live{system: system, family: pid, events: events, stopEvents: stopEvents, debug: dbg, log: e.log, grace: rt.ShutdownGrace, writers: writers}
 	cfg := debug.HandlerConfig{Root: system.Root, PID: pid, StateDir: rt.StateDir, Committed: by.committed, Member: by.member}
 	if reg != nil {
 		cfg.Metrics = reg.Handler()
@@ -398,6 +418,9 @@ func (l *live) close() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		l.debug.Shutdown(ctx)
 		cancel()
+	}
+	if l.stopEvents != nil {
+		l.stopEvents()
 	}
 	l.system.Shutdown()
 	if l.writers != nil {

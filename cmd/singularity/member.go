@@ -174,7 +174,7 @@ func (m *memberRun) join() error {
 	deadline := time.Now().Add(2 * m.cl.Lease)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease+fence.DefaultDialTimeout)
-		mem, err := member.Join(ctx, m.session, m.cl.Family, member.Config{Name: m.cl.Member, Address: m.cl.Bind, Root: m.rt.StateDir, Placement: placement(m.cl)})
+		mem, err := member.Join(ctx, m.session, m.cl.Family, member.Config{Name: m.cl.Member, Address: m.cl.Bind, Root: m.rt.StateDir, Placement: placementOf(m.cl)})
 		cancel()
 		switch {
 		case err == nil:

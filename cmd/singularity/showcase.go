@@ -100,7 +100,7 @@ func (s *showcase) fromHolder(ctx context.Context, session *fence.Session) (debu
 	if session == nil {
 		return debug.Node{}, errNotJoined
 	}
-	info, ok, err := member.Holder(ctx, session.Client(), s.family, member.RootBeing)
+	info, ok, err := member.Holder(ctx, session, member.RootBeing)
 	switch {
 	case err != nil:
 		return debug.Node{}, fmt.Errorf("cannot find the member holding the family: %w", err)

@@ -29,7 +29,7 @@ func TestHistoryKeepsOnePeriod(t *testing.T) {
 			step++
 			require.NoError(t, c.Fence(step))
 		}
-		resp, err := s.Client().Get(ctx, "any")
+		resp, err := s.client.Get(ctx, "any")
 		require.NoError(t, err)
 		return resp.Header.Revision
 	}
@@ -45,9 +45,9 @@ func TestHistoryKeepsOnePeriod(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, compacted, before, "the history before the first tick is gone")
 	require.Less(t, compacted, seen, "what came after the first tick is kept")
-	_, err = s.Client().Get(ctx, s.keys.commit("b1"), clientv3.WithRev(compacted-1))
+	_, err = s.client.Get(ctx, s.keys.commit("b1"), clientv3.WithRev(compacted-1))
 	require.ErrorIs(t, err, rpctypes.ErrCompacted)
-	old, err := s.Client().Get(ctx, s.keys.commit("b1"), clientv3.WithRev(compacted))
+	old, err := s.client.Get(ctx, s.keys.commit("b1"), clientv3.WithRev(compacted))
 	require.NoError(t, err)
 	require.Len(t, old.Kvs, 1)
 
@@ -58,7 +58,7 @@ func TestHistoryKeepsOnePeriod(t *testing.T) {
 
 	// Another member compacted further: this member's tick is no error.
 	latest := commit(3)
-	_, err = member(t, srv, "fam").Client().Compact(ctx, latest)
+	_, err = member(t, srv, "fam").client.Compact(ctx, latest)
 	require.NoError(t, err)
 	_, err = h.Tick(ctx)
 	require.NoError(t, err)
@@ -81,7 +81,7 @@ func TestHistoryKeepsOnePeriod(t *testing.T) {
 		taken <- err
 	}()
 	require.Eventually(t, func() bool {
-		resp, err := s.Client().Get(ctx, s.keys.lockPrefix("b1")+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		resp, err := s.client.Get(ctx, s.keys.lockPrefix("b1")+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 		return err == nil && resp.Count == 2
 	}, 10*time.Second, 10*time.Millisecond, "the standby waits")
 	commit(2)

@@ -123,13 +123,6 @@ func Open(cfg Config) (*Session, error) {
 // it too.
 func (s *Session) Done() <-chan struct{} { return s.session.Done() }
 
-// Client is the session's etcd client, for the member's own keys under
-// Prefix. Closing it is the session's job.
-func (s *Session) Client() *clientv3.Client { return s.client }
-
-// Prefix is the family's key prefix, /singularity/<family>/.
-func (s *Session) Prefix() string { return s.keys.prefix }
-
 // Lease is the session's etcd lease (its id in lock keys, in hex).
 func (s *Session) Lease() int64 { return int64(s.session.Lease()) }
 

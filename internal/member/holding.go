@@ -2,7 +2,6 @@ package member
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -15,13 +14,14 @@ import (
 
 	"github.com/wisent/singularity/internal/durable"
 	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/placement"
 	"github.com/wisent/singularity/internal/store/state"
 )
 
 // RootBeing is the id of a family's root being in etcd (its lock and
 // commit record); every other being is known by the name of its
 // directory, children/<uuid>.
-const RootBeing = "root"
+const RootBeing = placement.RootBeing
 
 // Holding is a member's hold on a whole family under the root being's
 // lock (docs/cluster.md#placement): it loads each being of the family as
@@ -219,47 +219,15 @@ func (h *Holding) lose(err error) {
 	}
 }
 
-// endedKey is the family's end: written once by the holder whose root
-// being ended by itself (exhausted or failed), so no member holds the
-// family again.
-func endedKey(s *fence.Session) string { return s.Prefix() + "ended" }
-
-type endedRecord struct {
-	Status string `json:"status"`
-}
-
 // End records that the family ended with the root's status, under the
 // hold's lock: a holder that lost the lock cannot end the family.
 func (h *Holding) End(ctx context.Context, status string) error {
-	data, _ := json.Marshal(endedRecord{Status: status})
-	client := h.session.Client()
-	resp, err := client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(h.lock.Key()), "=", int64(h.lock.Token()))).
-		Then(clientv3.OpPut(endedKey(h.session), string(data))).
-		Commit()
-	switch {
-	case err != nil:
-		return fmt.Errorf("cannot record the family's end: %w", err)
-	case !resp.Succeeded:
-		return fmt.Errorf("cannot record the family's end: %w", fence.ErrFenced)
-	}
-	return nil
+	return h.lock.EndFamily(ctx, status)
 }
 
 // Ended says whether the family ended, and the root's last status.
 func Ended(ctx context.Context, s *fence.Session) (string, bool, error) {
-	resp, err := s.Client().Get(ctx, endedKey(s))
-	if err != nil {
-		return "", false, fmt.Errorf("cannot read whether the family ended: %w", err)
-	}
-	if len(resp.Kvs) == 0 {
-		return "", false, nil
-	}
-	var rec endedRecord
-	if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil {
-		return "", false, fmt.Errorf("the family's end record %s is not {\"status\":S}: %q", resp.Kvs[0].Key, resp.Kvs[0].Value)
-	}
-	return rec.Status, true, nil
+	return s.FamilyEnded(ctx)
 }
 
 // Records reads the commit records of family from etcd at endpoints

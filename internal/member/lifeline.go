@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/wisent/singularity/internal/fence"
 )
 
@@ -88,9 +86,9 @@ const (
 func (l *Lifeline) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wctx, stopWatch := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	changes := l.Session.Client().Watch(wctx, l.Session.Prefix()+"member/", clientv3.WithPrefix())
+	changes := l.Session.WatchMembers(wctx)
 	type follower struct {
 		info Info
 		stop context.CancelFunc
@@ -189,7 +187,7 @@ func (l *Lifeline) follow(ctx context.Context, m Info) {
 func (l *Lifeline) members(ctx context.Context) ([]Info, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.wait())
 	defer cancel()
-	return list(ctx, l.Session.Client(), l.Session.Prefix())
+	return Live(ctx, l.Session)
 }
 
 // wait bounds each request to etcd: three pauses (the lease, as the
@@ -225,7 +223,7 @@ func (l *Lifeline) end(ctx context.Context, m Info) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.wait())
 	defer cancel()
-	if _, err := l.Session.Client().Revoke(ctx, clientv3.LeaseID(id)); err != nil {
+	if err := l.Session.EndLease(ctx, id); err != nil {
 		// Another member ended it first, or etcd did.
 		l.Log.Info("a gone member's lease could not be ended", "gone", m.Name, "err", err)
 	} else {

@@ -146,13 +146,13 @@ func (w *lifelineWorld) seeOf(t *testing.T, name string, what Seen) {
 // leaseLeft is what is left of the holder's lease; -1 when it ended.
 func (w *lifelineWorld) leaseLeft(t *testing.T) int64 {
 	t.Helper()
-	return leaseLeft(t, w.holder)
+	return leaseLeft(t, w.srv, w.holder)
 }
 
 // leaseLeft is what is left of s's lease; -1 when it ended.
-func leaseLeft(t *testing.T, s *fence.Session) int64 {
+func leaseLeft(t *testing.T, srv *etcdtest.Server, s *fence.Session) int64 {
 	t.Helper()
-	resp, err := s.Client().TimeToLive(ctxFor(t), clientv3.LeaseID(s.Lease()))
+	resp, err := srv.Client(t).TimeToLive(ctxFor(t), clientv3.LeaseID(s.Lease()))
 	require.NoError(t, err)
 	return resp.TTL
 }
@@ -205,7 +205,7 @@ func TestLifelineEndsTheLeaseOfAStandbyThatDied(t *testing.T) {
 
 	q.die()
 	w.seeOf(t, "q", LeaseEnded)
-	require.Equal(t, int64(-1), leaseLeft(t, queued), "q's lease was ended")
+	require.Equal(t, int64(-1), leaseLeft(t, w.srv, queued), "q's lease was ended")
 	require.Equal(t, 1, waiters(t, w), "q left the lock's queue")
 	require.Positive(t, w.leaseLeft(t), "the holder's lease lives on")
 }
@@ -251,7 +251,7 @@ func TestLifelineLeavesAMemberThatLeft(t *testing.T) {
 	h.die()
 	n.die()
 	w.seeOf(t, "n", LeaseEnded) // and no end of h's lease before it
-	require.Equal(t, int64(-1), leaseLeft(t, next))
+	require.Equal(t, int64(-1), leaseLeft(t, w.srv, next))
 	require.Positive(t, w.leaseLeft(t), "the lease of the member that left lives on")
 }
 
@@ -259,7 +259,7 @@ func TestLifelineLeavesAMemberThatLeft(t *testing.T) {
 // waiting for it.
 func waiters(t *testing.T, w *lifelineWorld) int {
 	t.Helper()
-	resp, err := w.holder.Client().Get(ctxFor(t), fence.Root+"fam/lock/"+RootBeing+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	resp, err := w.srv.Client(t).Get(ctxFor(t), fence.Root+"fam/lock/"+RootBeing+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	require.NoError(t, err)
 	return int(resp.Count)
 }

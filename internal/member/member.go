@@ -24,12 +24,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/wisent/singularity/internal/fence"
 	"github.com/wisent/singularity/internal/identity"
@@ -109,8 +107,7 @@ func Join(ctx context.Context, session *fence.Session, family string, cfg Config
 	if cfg.Protocol == 0 {
 		cfg.Protocol = clusterpb.ProtocolVersion
 	}
-	client, prefix := session.Client(), session.Prefix()
-	rootID, err := familyRoot(ctx, client, prefix, family, cfg.Root)
+	rootID, err := familyRoot(ctx, session, family, cfg.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -119,9 +116,8 @@ func Join(ctx context.Context, session *fence.Session, family string, cfg Config
 	}
 	info := Info{Name: cfg.Name, Address: cfg.Address, RootID: rootID, Protocol: cfg.Protocol, Lease: fmt.Sprintf("%x", session.Lease()), Placement: cfg.Placement}
 	data, _ := json.Marshal(info) // strings and a number: cannot fail
-	key := prefix + "member/" + cfg.Name
 	for range maxJoinTries {
-		live, rev, err := listAt(ctx, client, prefix)
+		live, rev, err := listAt(ctx, session)
 		if err != nil {
 			return nil, err
 		}
@@ -137,23 +133,17 @@ func Join(ctx context.Context, session *fence.Session, family string, cfg Config
 		// since the list was read: two members of different protocols
 		// joining at once cannot both get in, as the second one lists
 		// again and finds the first.
-		resp, err := client.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0),
-				clientv3.Compare(clientv3.ModRevision(prefix+"member/"), "<", rev+1).WithPrefix()).
-			Then(clientv3.OpPut(key, string(data), clientv3.WithLease(clientv3.LeaseID(session.Lease())))).
-			Else(clientv3.OpGet(key)).
-			Commit()
-		if err != nil {
-			return nil, fmt.Errorf("cannot write the member record %s: %w", key, err)
-		}
-		if resp.Succeeded {
+		written, taken, err := session.PutMember(ctx, cfg.Name, data, rev)
+		switch {
+		case err != nil:
+			return nil, err
+		case written:
 			return &Member{session: session, info: info}, nil
-		}
-		if len(resp.Responses) > 0 && len(resp.Responses[0].GetResponseRange().Kvs) > 0 {
+		case taken:
 			return nil, fmt.Errorf("member %s: %w", cfg.Name, ErrNameTaken)
 		}
 	}
-	return nil, fmt.Errorf("cannot write the member record %s: the family's members kept changing (%d tries)", key, maxJoinTries)
+	return nil, fmt.Errorf("cannot write the record of member %s: the family's members kept changing (%d tries)", cfg.Name, maxJoinTries)
 }
 
 func placementName(p string) string {
@@ -169,11 +159,10 @@ const maxJoinTries = 16
 
 // familyRoot checks the root against the family and returns the root's
 // id, creating the marker and the family record for the first member.
-func familyRoot(ctx context.Context, client *clientv3.Client, prefix, family, root string) (string, error) {
-	key := prefix + "family"
-	resp, err := client.Get(ctx, key)
+func familyRoot(ctx context.Context, session *fence.Session, family, root string) (string, error) {
+	value, exists, err := session.FamilyRecord(ctx)
 	if err != nil {
-		return "", fmt.Errorf("cannot read the family record %s: %w", key, err)
+		return "", err
 	}
 	mark, found, err := readMarker(root)
 	if err != nil {
@@ -182,10 +171,10 @@ func familyRoot(ctx context.Context, client *clientv3.Client, prefix, family, ro
 	if found && mark.Family != family {
 		return "", fmt.Errorf("%s names family %s, not %s: %w", filepath.Join(root, MarkerFile), mark.Family, family, ErrAnotherFamily)
 	}
-	if len(resp.Kvs) > 0 {
+	if exists {
 		var rec familyRecord
-		if err := json.Unmarshal(resp.Kvs[0].Value, &rec); err != nil || rec.RootID == "" {
-			return "", fmt.Errorf("the family record %s is not {\"root_id\":R}: %q", key, resp.Kvs[0].Value)
+		if err := json.Unmarshal(value, &rec); err != nil || rec.RootID == "" {
+			return "", fmt.Errorf("the family record of %s is not {\"root_id\":R}: %q", family, value)
 		}
 		if !found || mark.RootID != rec.RootID {
 			return "", fmt.Errorf("%s is not the root family %s lives on (root %s): %w", root, family, rec.RootID, ErrAnotherRoot)
@@ -198,19 +187,16 @@ func familyRoot(ctx context.Context, client *clientv3.Client, prefix, family, ro
 		if err := writeMarker(root, marker{Family: family, RootID: newRootID()}); err != nil {
 			return "", err
 		}
-		return familyRoot(ctx, client, prefix, family, root)
+		return familyRoot(ctx, session, family, root)
 	}
 	data, _ := json.Marshal(familyRecord{RootID: mark.RootID})
-	txn, err := client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(data))).
-		Commit()
+	created, err := session.CreateFamilyRecord(ctx, data)
 	if err != nil {
-		return "", fmt.Errorf("cannot write the family record %s: %w", key, err)
+		return "", err
 	}
-	if !txn.Succeeded {
+	if !created {
 		// Another first member won: judge the root against its record.
-		return familyRoot(ctx, client, prefix, family, root)
+		return familyRoot(ctx, session, family, root)
 	}
 	return mark.RootID, nil
 }
@@ -286,74 +272,49 @@ func (m *Member) Info() Info { return m.info }
 
 // Leave deletes the member's record now, not at its lease's end.
 func (m *Member) Leave(ctx context.Context) error {
-	key := m.session.Prefix() + "member/" + m.info.Name
-	if _, err := m.session.Client().Delete(ctx, key); err != nil {
-		return fmt.Errorf("cannot delete the member record %s: %w", key, err)
-	}
-	return nil
+	return m.session.DeleteMember(ctx, m.info.Name)
 }
 
 // Members lists the family's live members, by name.
 func (m *Member) Members(ctx context.Context) ([]Info, error) {
-	return list(ctx, m.session.Client(), m.session.Prefix())
+	return Live(ctx, m.session)
 }
 
 // Live lists the live members of session's family, by name, without a
 // Member (a member that has not joined yet, or one that shows the
 // family).
 func Live(ctx context.Context, session *fence.Session) ([]Info, error) {
-	return list(ctx, session.Client(), session.Prefix())
-}
-
-func list(ctx context.Context, client *clientv3.Client, prefix string) ([]Info, error) {
-	out, _, err := listAt(ctx, client, prefix)
+	out, _, err := listAt(ctx, session)
 	return out, err
 }
 
-// listAt is list and the etcd revision it was read at.
-func listAt(ctx context.Context, client *clientv3.Client, prefix string) ([]Info, int64, error) {
-	resp, err := client.Get(ctx, prefix+"member/", clientv3.WithPrefix())
+// listAt is Live and the etcd revision it was read at.
+func listAt(ctx context.Context, session *fence.Session) ([]Info, int64, error) {
+	records, rev, err := session.MemberRecords(ctx)
 	if err != nil {
-		return nil, 0, fmt.Errorf("cannot list the family's members: %w", err)
+		return nil, 0, err
 	}
-	out := make([]Info, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
+	out := make([]Info, 0, len(records))
+	for _, name := range slices.Sorted(maps.Keys(records)) {
 		var info Info
-		if err := json.Unmarshal(kv.Value, &info); err != nil {
-			return nil, 0, fmt.Errorf("the member record %s is not a member: %q", kv.Key, kv.Value)
+		if err := json.Unmarshal(records[name], &info); err != nil {
+			return nil, 0, fmt.Errorf("the record of member %s is not a member: %q", name, records[name])
 		}
 		out = append(out, info)
 	}
-	slices.SortFunc(out, func(a, b Info) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
-	return out, resp.Header.Revision, nil
+	return out, rev, nil
 }
 
-// Holder is the live member that holds being's lock in family: the
-// member whose lease wrote the oldest key under lock/<being>/ (an etcd
-// mutex is held by its oldest waiter). ok is false when nobody holds or
-// waits for the lock, or when the holder's record is gone (it left, or
-// its lease ended and the lock key goes with it).
-func Holder(ctx context.Context, client *clientv3.Client, family, being string) (info Info, ok bool, err error) {
-	prefix := fence.Root + family + "/"
-	lockPrefix := prefix + "lock/" + being + "/"
-	locks, err := client.Get(ctx, lockPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
-		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
-	if err != nil {
-		return Info{}, false, fmt.Errorf("cannot read the lock of %s: %w", being, err)
+// Holder is the live member that holds being's lock in session's
+// family. ok is false when nobody holds or waits for the lock, or when
+// the holder's record is gone (it left, or its lease ended and the lock
+// key goes with it).
+func Holder(ctx context.Context, session *fence.Session, being string) (info Info, ok bool, err error) {
+	lease, held, err := session.HolderLease(ctx, being)
+	if err != nil || !held {
+		return Info{}, false, err
 	}
-	if len(locks.Kvs) == 0 {
-		return Info{}, false, nil
-	}
-	lease := strings.TrimPrefix(string(locks.Kvs[0].Key), lockPrefix)
-	live, err := list(ctx, client, prefix)
+	live, err := Live(ctx, session)
 	if err != nil {
 		return Info{}, false, err
 	}

@@ -216,8 +216,9 @@ func TestHolder(t *testing.T) {
 	srv := etcdtest.Start(t)
 	etcd := srv.Client(t)
 	root := t.TempDir()
+	reader := session(t, srv, "fam")
 
-	_, ok, err := Holder(ctxFor(t), etcd, "fam", RootBeing)
+	_, ok, err := Holder(ctxFor(t), reader, RootBeing)
 	require.NoError(t, err)
 	require.False(t, ok, "nobody holds a lock no member took")
 
@@ -244,7 +245,7 @@ func TestHolder(t *testing.T) {
 	}
 	require.Eventually(t, waiting, 10*time.Second, 10*time.Millisecond, "m2 waits for the lock")
 
-	info, ok, err := Holder(ctxFor(t), etcd, "fam", RootBeing)
+	info, ok, err := Holder(ctxFor(t), reader, RootBeing)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "m1", info.Name)
@@ -257,7 +258,7 @@ func TestHolder(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the lock did not pass to m2")
 	}
-	info, ok, err = Holder(ctxFor(t), etcd, "fam", RootBeing)
+	info, ok, err = Holder(ctxFor(t), reader, RootBeing)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "m2", info.Name)

@@ -1,139 +1,17 @@
 package member
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"maps"
 	"path/filepath"
-	"slices"
-	"strings"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/placement"
 	"github.com/wisent/singularity/internal/store/state"
 )
 
-// Placement is one look at a family whose beings are spread over its
-// members (docs/cluster.md#placement): every member takes free beings up
-// to its share and gives back what it holds beyond it.
-type Placement struct {
-	// Members is how many live members stay: those leaving
-	// (MarkLeaving) are not counted.
-	Members int
-	// Registered maps every registered child to its parent's id (the
-	// root's is RootBeing).
-	Registered map[string]string
-	// Ended are the beings recorded as ended, with their status.
-	Ended map[string]string
-	// Locked are the beings some other member holds or waits for. A
-	// key of the looking member's own lease is not counted: one that an
-	// attempt left behind is taken over by its next attempt.
-	Locked map[string]bool
-	// Stopping are the beings that stop for good, their children first.
-	Stopping map[string]bool
-	// FamilyEnded says the family itself ended.
-	FamilyEnded bool
-	// LeavingHeld are the beings held by a member that leaves, the
-	// looking member's own included when it leaves.
-	LeavingHeld map[string]bool
-}
-
-// MarkLeaving records that session's member leaves: its beings stop,
-// children before parents across every member that leaves, and the
-// members that stay take them. The mark goes with the member's lease.
-func MarkLeaving(ctx context.Context, session *fence.Session) error {
-	lease := fmt.Sprintf("%x", session.Lease())
-	if _, err := session.Client().Put(ctx, session.Prefix()+"leaving/"+lease, "", clientv3.WithLease(clientv3.LeaseID(session.Lease()))); err != nil {
-		return fmt.Errorf("cannot record that this member leaves: %w", err)
-	}
-	return nil
-}
-
-// Look reads the placement of session's family in one transaction.
-func Look(ctx context.Context, session *fence.Session) (Placement, error) {
-	prefix := session.Prefix()
-	resp, err := session.Client().Txn(ctx).Then(
-		clientv3.OpGet(prefix+"member/", clientv3.WithPrefix()),
-		clientv3.OpGet(prefix+"being/", clientv3.WithPrefix()),
-		clientv3.OpGet(prefix+"ended/", clientv3.WithPrefix()),
-		clientv3.OpGet(prefix+"lock/", clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-		clientv3.OpGet(prefix+"ended", clientv3.WithCountOnly()),
-		clientv3.OpGet(prefix+"stop/", clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-		clientv3.OpGet(prefix+"leaving/", clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-	).Commit()
-	if err != nil {
-		return Placement{}, fmt.Errorf("cannot read the family's placement: %w", err)
-	}
-	r := resp.Responses
-	leaving := map[string]bool{}
-	for _, kv := range r[6].GetResponseRange().Kvs {
-		leaving[strings.TrimPrefix(string(kv.Key), prefix+"leaving/")] = true
-	}
-	p := Placement{
-		LeavingHeld: map[string]bool{},
-		Registered:  map[string]string{},
-		Ended:       map[string]string{},
-		Locked:      map[string]bool{},
-		Stopping:    map[string]bool{},
-		FamilyEnded: r[4].GetResponseRange().Count > 0,
-	}
-	for _, kv := range r[0].GetResponseRange().Kvs {
-		var info Info
-		if err := json.Unmarshal(kv.Value, &info); err != nil {
-			return Placement{}, fmt.Errorf("member record %s: %w", kv.Key, err)
-		}
-		if !leaving[info.Lease] {
-			p.Members++
-		}
-	}
-	for _, kv := range r[5].GetResponseRange().Kvs {
-		p.Stopping[strings.TrimPrefix(string(kv.Key), prefix+"stop/")] = true
-	}
-	for _, kv := range r[1].GetResponseRange().Kvs {
-		p.Registered[strings.TrimPrefix(string(kv.Key), prefix+"being/")] = string(kv.Value)
-	}
-	for _, kv := range r[2].GetResponseRange().Kvs {
-		p.Ended[strings.TrimPrefix(string(kv.Key), prefix+"ended/")] = string(kv.Value)
-	}
-	own := fmt.Sprintf("%x", session.Lease())
-	for _, kv := range r[3].GetResponseRange().Kvs {
-		being, lease, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), prefix+"lock/"), "/")
-		if ok && lease != own {
-			p.Locked[being] = true
-		}
-		if ok && leaving[lease] {
-			p.LeavingHeld[being] = true
-		}
-	}
-	return p, nil
-}
-
-// Placeable are the beings to be placed: the root and every registered
-// child, less the ended, the root first, then by id.
-func (p Placement) Placeable() []string {
-	out := []string{}
-	if p.Ended[RootBeing] == "" {
-		out = append(out, RootBeing)
-	}
-	for _, id := range slices.Sorted(maps.Keys(p.Registered)) {
-		if p.Ended[id] == "" {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-// ChildrenEnded says whether every registered child of being id ended.
-func (p Placement) ChildrenEnded(id string) bool {
-	for child, parent := range p.Registered {
-		if parent == id && p.Ended[child] == "" {
-			return false
-		}
-	}
-	return true
-}
+// The placement policy of a family spread over its members
+// (docs/cluster.md#placement): pure functions of one look
+// (placement.Placement) and of what the member holds, which the placer
+// actor (actors/placer) calls at every look and at every being's end.
 
 // Share is the most beings one member takes: placeable beings over live
 // members, rounded up (every being when no member is counted yet).
@@ -145,10 +23,10 @@ func Share(placeable, members int) int {
 }
 
 // Plan is what a member holding mine (giving back releasing of them
-// already) does at this look: the free beings it takes, in order, and
-// how many of its own it gives back. It never takes more than its share,
-// and it gives back only what it holds beyond it.
-func (p Placement) Plan(mine map[string]bool, releasing int) (take []string, give int) {
+// already) does at a look p: the free beings it takes, in order, and how
+// many of its own it gives back. It never takes more than its share, and
+// it gives back only what it holds beyond it.
+func Plan(p placement.Placement, mine map[string]bool, releasing int) (take []string, give int) {
 	if p.FamilyEnded {
 		return nil, 0
 	}
@@ -167,6 +45,125 @@ func (p Placement) Plan(mine map[string]bool, releasing int) (take []string, giv
 		}
 	}
 	return take, 0
+}
+
+// GiveBack picks which of held (the member's beings not being released
+// yet) to give back first: the greatest id, the root last. "" when held
+// is empty.
+func GiveBack(held []string) string {
+	pick := ""
+	for _, id := range held {
+		switch {
+		case pick == "", pick == RootBeing:
+			pick = id
+		case id == RootBeing:
+		case id > pick:
+			pick = id
+		}
+	}
+	return pick
+}
+
+// StopOrder is which of held (the member's beings not being released
+// yet) stop now when the family stops for good (familyStops) or the
+// member leaves: each being none of whose children still runs. A child
+// runs while this member holds it (mine), while a member that leaves
+// holds it, or, once the family stops for good, while any member holds
+// it. A member that leaves while the family lives waits only for
+// children on members that leave: those on members that stay go on.
+// The leaves stop first, then their parents, across members.
+func StopOrder(p placement.Placement, mine map[string]bool, held []string, familyStops bool) []string {
+	running := map[string]bool{}
+	for child, parent := range p.Registered {
+		if mine[child] || p.LeavingHeld[child] || (familyStops && p.Locked[child]) {
+			running[parent] = true
+		}
+	}
+	var out []string
+	for _, id := range held {
+		if !running[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Subtree is what a look means for a being of this member in a family
+// where beings stop for good with their parents.
+type Subtree int
+
+const (
+	// SubtreeNothing: nothing to do for the being.
+	SubtreeNothing Subtree = iota
+	// SubtreeChildrenEnded: the being waits for its children to end, and
+	// every one has: it goes on stopping.
+	SubtreeChildrenEnded
+	// SubtreeStopForGood: the being's parent stops for good, so the
+	// being stops for good too, its own children first.
+	SubtreeStopForGood
+)
+
+// HeldBeing is what the policy knows of one being a member holds.
+type HeldBeing struct {
+	ID string
+	// Releasing: the being was asked to stop already.
+	Releasing bool
+	// ForGood: the being was asked to stop for good.
+	ForGood bool
+	// AwaitingChildren: the being stops for good and waits for its
+	// children to end.
+	AwaitingChildren bool
+}
+
+// SubtreeOf is what look p means for b.
+func SubtreeOf(p placement.Placement, b HeldBeing) Subtree {
+	if b.AwaitingChildren && p.ChildrenEnded(b.ID) {
+		return SubtreeChildrenEnded
+	}
+	if b.Releasing || b.ForGood {
+		return SubtreeNothing
+	}
+	if parent, ok := p.Registered[b.ID]; ok && p.Stopping[parent] {
+		return SubtreeStopForGood
+	}
+	return SubtreeNothing
+}
+
+// End is what a being's end on this member means.
+type End int
+
+const (
+	// EndLetGo: the being is let go, and any member may take it again
+	// (it was handed over, or it failed here and its failure is not
+	// durable).
+	EndLetGo End = iota
+	// EndRecorded: the being will not cycle again: its end is recorded
+	// so that no member takes it again.
+	EndRecorded
+	// EndFamily: the root is exhausted: the family ends, every being
+	// stops for good, children before parents.
+	EndFamily
+)
+
+// EndOf is what the end of being id with status means. failed says the
+// end came with an error of this member's (a failure whose cause is not
+// durable: another member tries the being); forGood says the being was
+// asked to stop for good with its parent. A being that ended by itself
+// (exhausted, or a failure it journaled), or stopped for good without an
+// error, is recorded. Only the root's exhaustion ends the family: a root
+// that failed is tried by another member, as a family held as one unit
+// is.
+func EndOf(id, status string, failed, forGood bool) End {
+	if id == RootBeing {
+		if status == state.StatusExhausted {
+			return EndFamily
+		}
+		return EndLetGo
+	}
+	if status == state.StatusExhausted || (status == state.StatusFailed && !failed) || (forGood && !failed) {
+		return EndRecorded
+	}
+	return EndLetGo
 }
 
 // Dir is the directory of being id in the family whose root lives in

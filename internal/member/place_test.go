@@ -1,17 +1,14 @@
 package member
 
 import (
-	"fmt"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/placement"
 	"github.com/wisent/singularity/internal/store/state"
-	"github.com/wisent/singularity/test/etcdtest"
 )
 
 func TestShare(t *testing.T) {
@@ -23,8 +20,8 @@ func TestShare(t *testing.T) {
 }
 
 func TestPlan(t *testing.T) {
-	family := func(members int, locked ...string) Placement {
-		p := Placement{Members: members, Registered: map[string]string{"a": RootBeing, "b": RootBeing, "c": "a"},
+	family := func(members int, locked ...string) placement.Placement {
+		p := placement.Placement{Members: members, Registered: map[string]string{"a": RootBeing, "b": RootBeing, "c": "a"},
 			Ended: map[string]string{"d": "exhausted"}, Locked: map[string]bool{}}
 		p.Registered["d"] = "c"
 		for _, id := range locked {
@@ -41,7 +38,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name      string
-		p         Placement
+		p         placement.Placement
 		mine      map[string]bool
 		releasing int
 		take      []string
@@ -53,10 +50,10 @@ func TestPlan(t *testing.T) {
 		{"a full share takes nothing", family(2, RootBeing, "a"), set(RootBeing, "a"), 0, nil, 0},
 		{"beyond the share is given back", family(4, RootBeing, "a", "b"), set(RootBeing, "a", "b"), 0, nil, 2},
 		{"what is given back already counts", family(4, RootBeing, "a", "b"), set(RootBeing, "a", "b"), 2, nil, 0},
-		{"an ended family takes nothing", Placement{Members: 1, FamilyEnded: true}, set(), 0, nil, 0},
+		{"an ended family takes nothing", placement.Placement{Members: 1, FamilyEnded: true}, set(), 0, nil, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			take, give := c.p.Plan(c.mine, c.releasing)
+			take, give := Plan(c.p, c.mine, c.releasing)
 			assert.Equal(t, c.take, take)
 			assert.Equal(t, c.give, give)
 		})
@@ -78,65 +75,107 @@ func TestDir(t *testing.T) {
 	assert.ErrorContains(t, err, "circle")
 }
 
-// TestLook reads a spread family's placement from a real etcd: the live
-// members, the registrations a commit made, the ended beings, the beings
-// stopping for good, and the locks of other members, not this member's
-// own.
-func TestLook(t *testing.T) {
-	srv := etcdtest.Start(t)
-	root := t.TempDir()
-	a, b := session(t, srv, "fam"), session(t, srv, "fam")
-	for i, s := range []*fence.Session{a, b} {
-		_, err := Join(ctxFor(t), s, "fam", Config{Name: fmt.Sprintf("m%d", i+1), Root: root, Placement: "being"})
-		require.NoError(t, err)
+func TestGiveBack(t *testing.T) {
+	for _, c := range []struct {
+		held []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{RootBeing}, RootBeing},
+		{[]string{RootBeing, "a", "c", "b"}, "c"},
+		{[]string{"b", RootBeing}, "b"},
+	} {
+		assert.Equal(t, c.want, GiveBack(c.held), "%v", c.held)
 	}
-	rootLock, err := a.Lock(ctxFor(t), RootBeing)
-	require.NoError(t, err)
-	commit := fence.NewCommitter(rootLock, nil)
-	kid := state.ChildAdded(state.Child{ID: "kid", Name: "Kid"})
-	kid.Seq = 1
-	require.NoError(t, commit.FenceStep([]state.Event{kid}))
-	other := state.ChildAdded(state.Child{ID: "gone", Name: "Gone"})
-	other.Seq = 2
-	require.NoError(t, commit.FenceStep([]state.Event{other}))
-	gone, err := b.Lock(ctxFor(t), "gone")
-	require.NoError(t, err)
-	require.NoError(t, gone.End(ctxFor(t), state.StatusExhausted))
-	require.NoError(t, rootLock.StopChildren(ctxFor(t)))
+}
 
-	seen, err := Look(ctxFor(t), b)
-	require.NoError(t, err)
-	assert.Equal(t, 2, seen.Members)
-	assert.Equal(t, map[string]string{"kid": RootBeing, "gone": RootBeing}, seen.Registered)
-	assert.Equal(t, map[string]string{"gone": state.StatusExhausted}, seen.Ended)
-	assert.Equal(t, map[string]bool{RootBeing: true}, seen.Locked, "its own lock on gone is not another member's")
-	assert.Equal(t, map[string]bool{RootBeing: true}, seen.Stopping)
-	assert.False(t, seen.FamilyEnded)
-	assert.Equal(t, []string{RootBeing, "kid"}, seen.Placeable())
-	assert.False(t, seen.ChildrenEnded(RootBeing), "kid has not ended")
-	assert.True(t, seen.ChildrenEnded("kid"), "a being with no children")
-	assert.Empty(t, seen.LeavingHeld)
+func TestStopOrder(t *testing.T) {
+	// root ─┬─ a ── c
+	//       └─ b
+	tree := func() placement.Placement {
+		p := placement.Empty()
+		p.Registered = map[string]string{"a": RootBeing, "b": RootBeing, "c": "a"}
+		return p
+	}
+	set := func(ids ...string) map[string]bool {
+		m := map[string]bool{}
+		for _, id := range ids {
+			m[id] = true
+		}
+		return m
+	}
+	all := []string{RootBeing, "a", "b", "c"}
+	for _, c := range []struct {
+		name        string
+		p           func() placement.Placement
+		mine        map[string]bool
+		held        []string
+		familyStops bool
+		want        []string
+	}{
+		{"all here: the leaves first", tree, set(all...), all, true, []string{"b", "c"}},
+		{"a parent goes once its children have", tree, set(RootBeing, "a"), []string{RootBeing, "a"}, true, []string{"a"}},
+		{"a child held elsewhere holds its parent back when the family stops", func() placement.Placement {
+			p := tree()
+			p.Locked["c"] = true
+			return p
+		}, set(RootBeing, "a"), []string{RootBeing, "a"}, true, nil},
+		{"leaving: a child on a member that stays does not hold its parent back", func() placement.Placement {
+			p := tree()
+			p.Locked["c"] = true
+			return p
+		}, set(RootBeing, "a"), []string{RootBeing, "a"}, false, []string{"a"}},
+		{"leaving: a child on another member that leaves does", func() placement.Placement {
+			p := tree()
+			p.Locked["c"], p.LeavingHeld["c"] = true, true
+			return p
+		}, set(RootBeing, "a"), []string{RootBeing, "a"}, false, nil},
+		{"beings already stopping are not in held", tree, set(all...), []string{RootBeing}, true, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, StopOrder(c.p(), c.mine, c.held, c.familyStops))
+		})
+	}
+}
 
-	// a leaves: b is the only member that stays, and a's beings are
-	// held by a member that leaves, as b's own are once b leaves too.
-	require.NoError(t, MarkLeaving(ctxFor(t), a))
-	seen, err = Look(ctxFor(t), b)
-	require.NoError(t, err)
-	assert.Equal(t, 1, seen.Members)
-	assert.Equal(t, map[string]bool{RootBeing: true}, seen.LeavingHeld)
-	require.NoError(t, MarkLeaving(ctxFor(t), b))
-	seen, err = Look(ctxFor(t), b)
-	require.NoError(t, err)
-	assert.Zero(t, seen.Members)
-	assert.Equal(t, map[string]bool{RootBeing: true, "gone": true}, seen.LeavingHeld)
+func TestSubtreeOf(t *testing.T) {
+	p := placement.Empty()
+	p.Registered = map[string]string{"a": RootBeing, "c": "a", "d": "a"}
+	p.Stopping = map[string]bool{"a": true}
+	p.Ended = map[string]string{"d": state.StatusStopped}
+	for _, c := range []struct {
+		name string
+		b    HeldBeing
+		want Subtree
+	}{
+		{"a child of a being stopping for good stops for good", HeldBeing{ID: "c"}, SubtreeStopForGood},
+		{"unless it stops already", HeldBeing{ID: "c", Releasing: true}, SubtreeNothing},
+		{"the root has no parent", HeldBeing{ID: RootBeing}, SubtreeNothing},
+		{"a parent whose children have not all ended waits", HeldBeing{ID: "a", Releasing: true, AwaitingChildren: true}, SubtreeNothing},
+		{"a being with no children goes on", HeldBeing{ID: "c", Releasing: true, ForGood: true, AwaitingChildren: true}, SubtreeChildrenEnded},
+	} {
+		t.Run(c.name, func(t *testing.T) { assert.Equal(t, c.want, SubtreeOf(p, c.b)) })
+	}
+	p.Ended["c"] = state.StatusStopped
+	assert.Equal(t, SubtreeChildrenEnded, SubtreeOf(p, HeldBeing{ID: "a", Releasing: true, AwaitingChildren: true}), "once every child ended")
+}
 
-	ended := NewHolding(a, rootLock, nil, root, time.Second)
-	require.NoError(t, ended.End(ctxFor(t), state.StatusExhausted))
-	seen, err = Look(ctxFor(t), a)
-	require.NoError(t, err)
-	assert.True(t, seen.FamilyEnded)
-	assert.Equal(t, map[string]bool{"gone": true}, seen.Locked)
-	take, give := seen.Plan(map[string]bool{}, 0)
-	assert.Empty(t, take, "an ended family places nothing")
-	assert.Zero(t, give)
+func TestEndOf(t *testing.T) {
+	for _, c := range []struct {
+		id, status      string
+		failed, forGood bool
+		want            End
+	}{
+		{RootBeing, state.StatusExhausted, false, false, EndFamily},
+		{RootBeing, state.StatusFailed, false, false, EndLetGo},
+		{RootBeing, state.StatusStopped, false, true, EndLetGo},
+		{"c", state.StatusExhausted, false, false, EndRecorded},
+		{"c", state.StatusFailed, false, false, EndRecorded},
+		{"c", state.StatusFailed, true, false, EndLetGo},
+		{"c", state.StatusStopped, false, true, EndRecorded},
+		{"c", state.StatusStopped, true, true, EndLetGo},
+		{"c", state.StatusStopped, false, false, EndLetGo},
+	} {
+		assert.Equal(t, c.want, EndOf(c.id, c.status, c.failed, c.forGood), "%+v", c)
+	}
 }

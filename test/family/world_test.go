@@ -196,7 +196,7 @@ type world struct {
 	dir      string // the root being's state directory
 	system   *actor.ActorSystem
 	family   *actor.PID
-	events   chan any
+	events   <-chan any
 	progress *progress
 	debugURL string
 	brama    *simbrama.Server
@@ -324,12 +324,13 @@ func startWorld(t testing.TB, cfg worldConfig) *world {
 	}
 
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return log }))
-	events := make(chan any, 64)
+	listener, events, stopListener := family.Listen(system)
+	t.Cleanup(stopListener)
 	pid, err := system.Root.SpawnNamed(family.Props(family.Options{
-		Gateway: brama.GatewayConfig{Client: client, MaxTokens: 2048, Temperature: 0.2, ShutdownGrace: 5 * time.Second, Prices: cfg.prices, Logger: log},
-		Root:    root,
-		Events:  events,
-		Logger:  log,
+		Gateway:  brama.GatewayConfig{Client: client, MaxTokens: 2048, Temperature: 0.2, ShutdownGrace: 5 * time.Second, Prices: cfg.prices, Logger: log},
+		Root:     root,
+		Listener: listener,
+		Logger:   log,
 	}), "family")
 	require.NoError(t, err)
 

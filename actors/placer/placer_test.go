@@ -1,0 +1,359 @@
+package placer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/actors/family"
+	"github.com/wisent/singularity/actors/placer"
+	"github.com/wisent/singularity/internal/durable"
+	"github.com/wisent/singularity/internal/placement"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/test/testkit"
+)
+
+func TestMain(m *testing.M) { testkit.VerifyMain(m) }
+
+// wait bounds every wait of these tests.
+const wait = 10 * time.Second
+
+const root = "/family"
+
+// manualClock is a clock whose Now the test moves and whose timers
+// never fire: looks come from the store's watch and from Begin alone.
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) AfterFunc(time.Duration, func()) func() bool {
+	return func() bool { return true }
+}
+
+func (c *manualClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// hold is a being's hold that the test can lose.
+type hold struct {
+	lost chan struct{}
+	once sync.Once
+	err  error
+}
+
+func (h *hold) Hold(string) (durable.Held, durable.Fence, error) { return durable.Held{}, nil, nil }
+func (h *hold) Lost() <-chan struct{}                            { return h.lost }
+func (h *hold) Err() error                                       { return h.err }
+func (h *hold) lose(err error) {
+	h.once.Do(func() { h.err = err; close(h.lost) })
+}
+
+// member is one member under test: its store, its placer, and what the
+// placer told the family (a recording actor).
+type member struct {
+	t      *testing.T
+	system *actor.ActorSystem
+	store  *placement.MemoryMember
+	placer *actor.PID
+	family *actor.PID
+	told   chan any
+	done   chan placer.Outcome
+	clock  *manualClock
+
+	mu    sync.Mutex
+	holds map[string]*hold          // by being
+	locks map[string]placement.Lock // by being
+}
+
+// lock is the lock the member took of being.
+func (m *member) lock(being string) placement.Lock {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.locks[being]
+}
+
+// start starts a member named name of fam; identityErr fails the
+// identity of the children it names.
+func start(t *testing.T, fam *placement.Memory, name string, identityErr map[string]bool) *member {
+	t.Helper()
+	store, err := fam.Join(name)
+	require.NoError(t, err)
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	t.Cleanup(system.Shutdown)
+	m := &member{t: t, system: system, store: store, told: make(chan any, 1024), done: make(chan placer.Outcome, 1),
+		clock: &manualClock{now: time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)}, holds: map[string]*hold{}, locks: map[string]placement.Lock{}}
+	m.family = system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		switch msg := ctx.Message().(type) {
+		case family.Activate, family.Release, family.SubtreeDone, messages.ShutdownFamily:
+			m.told <- msg
+		}
+	}))
+	m.placer = system.Root.Spawn(placer.Props(placer.Config{
+		Store: store,
+		Root:  root,
+		Lease: time.Second,
+		Hold: func(l placement.Lock) placer.Hold {
+			h := &hold{lost: make(chan struct{})}
+			m.mu.Lock()
+			m.holds[l.Being()] = h
+			m.locks[l.Being()] = l
+			m.mu.Unlock()
+			return h
+		},
+		Identity: func(dir string) (string, string, string, error) {
+			id := filepath.Base(dir)
+			if identityErr[id] {
+				return "", "", "", errors.New("state.json: no such file")
+			}
+			return "Name-" + id, "T" + id, "specialty", nil
+		},
+		Done:    m.done,
+		Clock:   m.clock,
+		Shuffle: func([]string) {},
+	}))
+	t.Cleanup(func() { _ = system.Root.StopFuture(m.placer).Wait() })
+	return m
+}
+
+func (m *member) begin(rootLock placement.Lock) {
+	m.system.Root.Send(m.placer, placer.Begin{Family: m.family, Root: rootLock})
+}
+
+// next is the next message the placer told the family, of type T.
+func next[T any](m *member) T {
+	m.t.Helper()
+	deadline := time.After(wait)
+	for {
+		select {
+		case msg := <-m.told:
+			if v, ok := msg.(T); ok {
+				return v
+			}
+			m.t.Fatalf("the family was told %T %+v, not a %T", msg, msg, *new(T))
+		case <-deadline:
+			m.t.Fatalf("the family was not told a %T within %s", *new(T), wait)
+		}
+	}
+}
+
+// activations collects n Activate messages, by directory.
+func activations(m *member, n int) map[string]family.Activate {
+	m.t.Helper()
+	out := map[string]family.Activate{}
+	for range n {
+		a := next[family.Activate](m)
+		out[a.Dir] = a
+	}
+	return out
+}
+
+// childDir is the directory of a child of the root.
+func childDir(id string) string { return filepath.Join(root, state.ChildRecordDir(id)) }
+
+// registerChildren registers children of the root under a lock taken
+// and let go by a member of its own.
+func registerChildren(t *testing.T, fam *placement.Memory, ids ...string) {
+	t.Helper()
+	writer, err := fam.Join("writer")
+	require.NoError(t, err)
+	got, err := writer.TryLockAll(context.Background(), []string{placement.RootBeing})
+	require.NoError(t, err)
+	for _, id := range ids {
+		require.NoError(t, fam.Register(got[placement.RootBeing], id))
+	}
+	require.NoError(t, got[placement.RootBeing].Unlock(context.Background()))
+	writer.Expire()
+}
+
+func outcome(m *member) placer.Outcome {
+	m.t.Helper()
+	select {
+	case out := <-m.done:
+		return out
+	case <-time.After(wait):
+		m.t.Fatalf("the placer reported no outcome within %s", wait)
+		return placer.Outcome{}
+	}
+}
+
+func TestAloneTheMemberTakesEveryBeing(t *testing.T) {
+	fam := placement.NewMemory()
+	registerChildren(t, fam, "a", "b")
+	m := start(t, fam, "m1", nil)
+	m.begin(nil)
+	got := activations(m, 3)
+	require.Contains(t, got, root)
+	assert.Empty(t, got[root].Name, "the root's identity is its configuration's")
+	require.Contains(t, got, childDir("a"))
+	assert.Equal(t, "Name-a", got[childDir("a")].Name, "a child is activated as its state names it")
+	assert.Equal(t, "Ta", got[childDir("a")].Ticker)
+	p, err := m.store.Look(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, p.Locked, "every lock is the member's own")
+}
+
+func TestASecondMemberTakesItsShare(t *testing.T) {
+	fam := placement.NewMemory()
+	registerChildren(t, fam, "a", "b", "c")
+	m1 := start(t, fam, "m1", nil)
+	m1.begin(nil)
+	activations(m1, 4)
+
+	m2 := start(t, fam, "m2", nil)
+	m2.begin(nil)
+	// m1 gives back the two beyond its share of two, greatest id first,
+	// the root last.
+	r1 := next[family.Release](m1)
+	assert.Equal(t, childDir("c"), r1.Dir)
+	r2 := next[family.Release](m1)
+	assert.Equal(t, childDir("b"), r2.Dir)
+	assert.False(t, r1.ForGood)
+	for _, r := range []family.Release{r1, r2} {
+		m1.system.Root.Send(m1.placer, messages.BeingReleased{Dir: r.Dir, Status: state.StatusStopped})
+	}
+	got := activations(m2, 2)
+	assert.Contains(t, got, childDir("b"))
+	assert.Contains(t, got, childDir("c"))
+}
+
+func TestAnExhaustedChildIsRecordedAndNotTakenAgain(t *testing.T) {
+	fam := placement.NewMemory()
+	registerChildren(t, fam, "a")
+	m := start(t, fam, "m1", nil)
+	m.begin(nil)
+	activations(m, 2)
+	m.system.Root.Send(m.placer, messages.BeingReleased{Dir: childDir("a"), Status: state.StatusExhausted})
+	require.Eventually(t, func() bool {
+		p, err := m.store.Look(context.Background())
+		return err == nil && p.Ended["a"] == state.StatusExhausted && !p.Locked["a"]
+	}, wait, time.Millisecond, "the end is recorded")
+	p, err := m.store.Look(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []string{placement.RootBeing}, p.Placeable())
+}
+
+func TestTheRootsExhaustionStopsTheFamilyChildrenFirst(t *testing.T) {
+	fam := placement.NewMemory()
+	// root ── a ── g
+	writer, err := fam.Join("writer")
+	require.NoError(t, err)
+	got, err := writer.TryLockAll(context.Background(), []string{placement.RootBeing})
+	require.NoError(t, err)
+	require.NoError(t, fam.Register(got[placement.RootBeing], "a"))
+	require.NoError(t, got[placement.RootBeing].Unlock(context.Background()))
+	got, err = writer.TryLockAll(context.Background(), []string{"a"})
+	require.NoError(t, err)
+	require.NoError(t, fam.Register(got["a"], "g"))
+	require.NoError(t, got["a"].Unlock(context.Background()))
+	writer.Expire()
+
+	m := start(t, fam, "m1", nil)
+	m.begin(nil)
+	activations(m, 3)
+	m.system.Root.Send(m.placer, messages.BeingReleased{Dir: root, Status: state.StatusExhausted})
+	gDir := filepath.Join(childDir("a"), state.ChildRecordDir("g"))
+	first := next[family.Release](m)
+	assert.Equal(t, gDir, first.Dir, "the leaf stops first")
+	m.system.Root.Send(m.placer, messages.BeingReleased{Dir: gDir, Status: state.StatusStopped})
+	second := next[family.Release](m)
+	assert.Equal(t, childDir("a"), second.Dir, "then its parent")
+	m.system.Root.Send(m.placer, messages.BeingReleased{Dir: childDir("a"), Status: state.StatusStopped})
+	next[messages.ShutdownFamily](m)
+	m.system.Root.Send(m.placer, messages.FamilyStopped{Status: state.StatusExhausted})
+	assert.Equal(t, placer.Outcome{}, outcome(m))
+	p, err := m.store.Look(context.Background())
+	require.NoError(t, err)
+	assert.True(t, p.FamilyEnded)
+}
+
+func TestALeavingMemberHandsItsBeingsOverChildrenFirst(t *testing.T) {
+	fam := placement.NewMemory()
+	registerChildren(t, fam, "a")
+	m1 := start(t, fam, "m1", nil)
+	m1.begin(nil)
+	activations(m1, 2)
+	m1.system.Root.Send(m1.placer, placer.Leave{})
+	r := next[family.Release](m1)
+	assert.Equal(t, childDir("a"), r.Dir, "the child stops before its parent")
+	m1.system.Root.Send(m1.placer, messages.BeingReleased{Dir: r.Dir, Status: state.StatusStopped})
+	r = next[family.Release](m1)
+	assert.Equal(t, root, r.Dir)
+	m1.system.Root.Send(m1.placer, messages.BeingReleased{Dir: r.Dir, Status: state.StatusStopped})
+	next[messages.ShutdownFamily](m1)
+	m1.system.Root.Send(m1.placer, messages.FamilyStopped{Status: state.StatusStopped})
+	assert.Equal(t, placer.Outcome{}, outcome(m1))
+
+	p, err := m1.store.Look(context.Background())
+	require.NoError(t, err)
+	assert.Zero(t, p.Members, "the leaver is not counted")
+	assert.Empty(t, p.Ended, "a handover records no end")
+}
+
+func TestARefusedStepEndsThePlacerForARejoin(t *testing.T) {
+	fam := placement.NewMemory()
+	m := start(t, fam, "m1", nil)
+	m.begin(nil)
+	activations(m, 1)
+	m.mu.Lock()
+	h := m.holds[placement.RootBeing]
+	m.mu.Unlock()
+	h.lose(fmt.Errorf("commit: %w", placement.ErrNotHeld))
+	assert.Equal(t, placer.Outcome{Rejoin: true}, outcome(m))
+}
+
+func TestABeingThatCannotBeActivatedIsHeldBack(t *testing.T) {
+	fam := placement.NewMemory()
+	registerChildren(t, fam, "a", "b")
+	m := start(t, fam, "m1", map[string]bool{"a": true})
+	m.begin(nil)
+	got := activations(m, 2)
+	assert.NotContains(t, got, childDir("a"))
+	// Every change wakes a look; a is not tried again before its wait.
+	require.NoError(t, fam.Register(m.lock(placement.RootBeing), "c"))
+	got = activations(m, 1)
+	assert.Contains(t, got, childDir("c"))
+	select {
+	case msg := <-m.told:
+		t.Fatalf("the family was told %+v while a waits", msg)
+	default:
+	}
+}
+
+func TestABeingThatCannotBeActivatedIsTriedAgainAfterItsWait(t *testing.T) {
+	fam := placement.NewMemory()
+	registerChildren(t, fam, "a")
+	failing := map[string]bool{"a": true}
+	m := start(t, fam, "m1", failing)
+	m.begin(nil)
+	activations(m, 1)
+	m.clock.add(time.Second) // the first wait is the lease
+	require.NoError(t, fam.Register(m.lock(placement.RootBeing), "b"))
+	got := activations(m, 1)
+	assert.Contains(t, got, childDir("b"))
+	// a failed again (its identity still cannot be read), so it waits
+	// twice as long: b's registration woke a look, and a's try failed
+	// again without an activation.
+	m.clock.add(1500 * time.Millisecond)
+	require.NoError(t, fam.Register(m.lock(placement.RootBeing), "c"))
+	got = activations(m, 1)
+	assert.Contains(t, got, childDir("c"))
+}
