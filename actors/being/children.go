@@ -90,10 +90,8 @@ func (b *Being) spawnChild(ctx actor.Context, spawn builtin.Spawn) {
 	b.commit(ctx, []state.Event{state.EndowmentGranted(spawn.Record(state.ChildRecordDir(req.ID)), req.Endowment)}, nextGrant)
 }
 
-// grantDurable tells the ledger of the durable grant and writes the
-// child's directory.
+// grantDurable writes the child's directory once its grant is applied.
 func (b *Being) grantDurable(ctx actor.Context) {
-	ctx.Send(b.ledger, messages.EndowmentGranted{Amount: b.cycle.tool.spawn.balance})
 	b.cycle.waiting = waitChild
 	b.createChild(ctx)
 }

@@ -1,4 +1,4 @@
-package ledger
+package budget
 
 import (
 	"github.com/wisent/singularity/internal/store/money"
