@@ -71,7 +71,7 @@ type childStart struct {
 // spawnChild carries out the spawn tool's effect
 // (docs/family.md#spawning, docs/money.md#funded-children). A funded
 // child's endowment is granted first, as a step of its own: only once
-// the grant is durable (and the ledger has taken it) is the child's
+// the grant is durable (and applied to the budget) is the child's
 // state directory written, with the endowment as its starting balance.
 // A minted child gets the configured starting balance. The call's result
 // then records the child in the mind; only once that step is durable
