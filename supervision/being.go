@@ -43,10 +43,11 @@ type LedgerConfig struct {
 }
 
 // LedgerPolicy escalates every failure of a being's ledger, never
-// restarting it: the ledger holds the budget in memory only, so a
-// restarted ledger would start again from the budget it was spawned with
-// and forget the debits since. Escalating makes the being's own parent
-// restart the being, which respawns its ledger from the saved state.
+// restarting it: the ledger is the being's money as a node of the tree,
+// and the being owns that money, so a failure of the ledger is the
+// being's. Escalating makes the being's own parent restart the being,
+// which reloads its money from the saved state and the journal and
+// respawns its ledger.
 func LedgerPolicy(cfg LedgerConfig) Policy {
 	return Policy{
 		Name:    "ledger",

@@ -26,6 +26,7 @@ import (
 	"github.com/wisent/singularity/internal/mailbox"
 	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/store/budget"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/builtin"
@@ -201,6 +202,8 @@ func (b *Being) Receive(ctx actor.Context) {
 		b.handleSubtreeStopped(ctx)
 	case messages.DescribeRequest, *messages.DescribeRequest:
 		ctx.Respond(b.describe(ctx))
+	case messages.LedgerFiguresRequest:
+		ctx.Respond(b.describeLedger())
 	case graceExpired:
 		b.handleGraceExpired(ctx, msg)
 	case messages.LasCatalogChanged, messages.LasRestarted, messages.LasSurfaceMissing, messages.LasUnavailable, messages.LasWarning:
@@ -230,9 +233,8 @@ func (b *Being) handleStarted(ctx actor.Context) {
 	b.log = b.log.With("being", b.st.Identity.Name, "agent_id", b.st.Identity.AgentID)
 	b.engine.SetLogger(b.log)
 	b.me = observe.Being{Name: b.st.Identity.Name, ID: b.beingID(), AgentID: b.st.Identity.AgentID}
-	props, err := ledger.Props(b.st.Identity.Name, b.opts.Pricing, b.st.Budget)
-	if err != nil {
-		b.failStart(ctx, err) // a pricing error, already of class configuration
+	if err := b.opts.Pricing.Validate(); err != nil {
+		b.failStart(ctx, err) // already of class configuration
 		return
 	}
 	tools, err := builtin.New(builtin.Env{
@@ -245,7 +247,7 @@ func (b *Being) handleStarted(ctx actor.Context) {
 		return
 	}
 	b.tools = tools
-	pid, err := ctx.SpawnNamed(props, supervision.LedgerChildName)
+	pid, err := ctx.SpawnNamed(ledger.Props(b.st.Identity.Name), supervision.LedgerChildName)
 	if err != nil {
 		b.failStart(ctx, fault.Errorf(fault.ClassRuntime, "spawn ledger: %w", err))
 		return
@@ -371,12 +373,12 @@ func (b *Being) recover(events []state.Event) error {
 
 // reconcile is recover for a checkpoint without journal_seq.
 func (b *Being) reconcile(events []state.Event) error {
-	budget, applied, err := ledger.Recover(b.st.Budget, events, b.opts.Pricing)
+	recovered, applied, err := budget.Recover(b.st.Budget, events, b.opts.Pricing)
 	switch {
 	case err != nil:
 		b.warn("budget not reconciled with the journal: " + err.Error())
 	case applied > 0:
-		b.st.Budget = budget
+		b.st.Budget = recovered
 		b.warn(fmt.Sprintf("recovered %d money event(s) from the journal after a crash", applied))
 	}
 	seq := b.engine.NextSeq() - 1

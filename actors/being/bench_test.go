@@ -21,11 +21,11 @@ import (
 
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/actors/brama"
-	"github.com/wisent/singularity/actors/ledger"
 	identitypkg "github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/logging"
 	"github.com/wisent/singularity/internal/metrics"
 	"github.com/wisent/singularity/internal/observe"
+	"github.com/wisent/singularity/internal/store/budget"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/builtin"
@@ -94,7 +94,7 @@ func benchmarkReservation(b *testing.B) {
 		msgs = append(msgs, chat.Message{Role: chat.RoleTool, ToolCallID: fmt.Sprintf("e%d", i), Name: "echo__echo",
 			Content: `{"chat_id":null,"content":{"content":[{"type":"text","text":"{\"message\":\"hello\"}"}]},"error_code":null,"message_id":null,"status":"success"}`})
 	}
-	p := ledger.Pricing{InputPerMillion: testkit.USD("0.15"), OutputPerMillion: testkit.USD("0.6")}
+	p := budget.Pricing{InputPerMillion: testkit.USD("0.15"), OutputPerMillion: testkit.USD("0.6")}
 	remaining := testkit.USD("9.87")
 	b.ReportAllocs()
 	for b.Loop() {

@@ -71,7 +71,7 @@ type childStart struct {
 // spawnChild carries out the spawn tool's effect
 // (docs/family.md#spawning, docs/money.md#funded-children). A funded
 // child's endowment is granted first, as a step of its own: only once
-// the grant is durable (and the ledger has taken it) is the child's
+// the grant is durable (and applied to the budget) is the child's
 // state directory written, with the endowment as its starting balance.
 // A minted child gets the configured starting balance. The call's result
 // then records the child in the mind; only once that step is durable
@@ -90,10 +90,8 @@ func (b *Being) spawnChild(ctx actor.Context, spawn builtin.Spawn) {
 	b.commit(ctx, []state.Event{state.EndowmentGranted(spawn.Record(state.ChildRecordDir(req.ID)), req.Endowment)}, nextGrant)
 }
 
-// grantDurable tells the ledger of the durable grant and writes the
-// child's directory.
+// grantDurable writes the child's directory once its grant is applied.
 func (b *Being) grantDurable(ctx actor.Context) {
-	ctx.Send(b.ledger, messages.EndowmentGranted{Amount: b.cycle.tool.spawn.balance})
 	b.cycle.waiting = waitChild
 	b.createChild(ctx)
 }

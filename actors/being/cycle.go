@@ -1,13 +1,12 @@
 package being
 
 import (
-	"errors"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/wisent/singularity/actors/ledger"
-	"github.com/wisent/singularity/internal/prompt"
+		"github.com/wisent/singularity/internal/prompt"
+	"github.com/wisent/singularity/internal/store/budget"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
@@ -41,18 +40,15 @@ type cycleRun struct {
 	// the spend limiter's admission of it (0 without limits); request is
 	// the round's completion request, asked once it is admitted; wait is
 	// the spend limiter's wait before it is asked again.
-	reservation ledger.Reservation
+	reservation budget.Reservation
 	ticket      uint64
 	request     messages.CompletionRequest
 	wait        time.Duration
-	// completion is the gateway's answer, priced by the ledger; debited
-	// is its cost, told to the ledger once its step is durable; reply
-	// is its assistant message; err is the refusal a billed rejection
-	// ends the cycle with.
-	completion messages.CompletionResponse
-	debited    messages.CostDebited
-	reply      chat.Message
-	err        error
+	// reply is the completion's assistant message, kept while its step
+	// is written; err is the refusal a billed rejection ends the cycle
+	// with.
+	reply chat.Message
+	err   error
 	// tool is the call in progress (tools.go); elapsed, finish and model
 	// go to the observer with the next step.
 	tool    toolCall
@@ -88,8 +84,8 @@ func (b *Being) startCycle(ctx actor.Context) {
 }
 
 // solvent is the solvency gate: remaining above zero, and the last
-// reservation affordable (docs/money.md#no-overdraft). The being's copy
-// of the budget is the ledger's last answer, so no ask is needed.
+// reservation affordable (docs/money.md#no-overdraft). The being's
+// applied budget is the one copy of its money, so no ask is needed.
 func (b *Being) solvent() bool { return b.st.Budget.Remaining.Sign() > 0 && !b.purse.exhausted }
 
 // frame journals the next cycle's cycle_started with its framing message
@@ -98,10 +94,10 @@ func (b *Being) solvent() bool { return b.st.Budget.Remaining.Sign() > 0 && !b.p
 // the model never answered (the last cycle failed first) is replaced.
 func (b *Being) frame(ctx actor.Context) {
 	cycle := b.st.Cycle + 1
-	budget := b.st.Budget
+	funds := b.st.Budget
 	at := b.opts.now()
 	events, tier, model := b.tierChange(at, cycle)
-	text := prompt.Framing(cycle, budget.Remaining, budget.Earned, budget.NetProfit(), model, b.st.RecentActions)
+	text := prompt.Framing(cycle, funds.Remaining, funds.Earned, funds.NetProfit(), model, b.st.RecentActions)
 	if t, ok := b.opts.Tiers.Get(tier); ok {
 		text += prompt.TierNote(tier, t)
 	}
@@ -178,11 +174,10 @@ func (b *Being) modelTimeout() time.Duration {
 	return 130 * time.Second
 }
 
-// completionAnswered takes the gateway's answer: the ledger prices the
-// completion, then it is journaled with its debit as one step
-// (docs/money.md#debit): only once that is durable does the ledger take
-// the cost, the assistant message join the conversation and any tool
-// run.
+// completionAnswered takes the gateway's answer: it is priced
+// (budget.ComputeDebit) and journaled with its debit as one step
+// (docs/money.md#debit); only once that is durable does the debit take
+// effect, the assistant message join the conversation and any tool run.
 func (b *Being) completionAnswered(ctx actor.Context, r reply) {
 	resp, ok := r.res.(messages.CompletionResponse)
 	if r.err != nil || !ok {
@@ -191,8 +186,8 @@ func (b *Being) completionAnswered(ctx actor.Context, r reply) {
 	b.handleCompletion(ctx, resp)
 }
 
-// handleCompletion has the ledger price a completion (or ends the cycle
-// on an unbilled refusal).
+// handleCompletion prices a completion and journals it, or ends the
+// cycle on an unbilled refusal.
 func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResponse) {
 	b.cycle.waiting = waitNothing
 	if resp.Err != nil && !resp.Billed {
@@ -201,25 +196,7 @@ func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResp
 		return
 	}
 	b.noteBilledPrices(resp.Prices)
-	b.cycle.waiting = waitLedger
-	b.cycle.completion = resp
-	b.request(ctx, b.ledger, messages.DebitRequest{Usage: resp.Usage, Elapsed: resp.Elapsed, Prices: resp.Prices}, askTimeout, replyDebit)
-}
-
-// debitAnswered journals the priced completion.
-func (b *Being) debitAnswered(ctx actor.Context, r reply) {
-	b.cycle.waiting = waitNothing
-	resp := b.cycle.completion
-	b.cycle.completion = messages.CompletionResponse{}
-	debit, ok := r.res.(messages.DebitResponse)
-	err := r.err
-	if err == nil && !ok {
-		err = errors.New("unexpected ledger reply")
-	}
-	if err != nil {
-		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), fault.Errorf(fault.ClassState, "debit: %w", err))
-		return
-	}
+	debit := b.price(resp)
 	if resp.Err != nil {
 		b.commitBilledRejection(ctx, resp, debit)
 		return
@@ -227,11 +204,22 @@ func (b *Being) debitAnswered(ctx actor.Context, r reply) {
 	b.commitCompletion(ctx, resp, debit)
 }
 
+// price is what a completion costs (docs/money.md#debit): its usage and
+// call time at the configured prices, or at its model's token prices when
+// the response carries them (docs/brama.md#per-model-prices).
+func (b *Being) price(resp messages.CompletionResponse) budget.Debit {
+	p := b.opts.Pricing
+	if resp.Prices != nil {
+		p = p.WithTokens(*resp.Prices)
+	}
+	return budget.ComputeDebit(p, resp.Usage, resp.Elapsed)
+}
+
 // commitBilledRejection debits a completion refused as malformed that
 // carried a well-formed usage block (docs/brama.md#billed-rejections):
 // model_completed without a message and cost_debited, durable before the
 // error is handled as any other refusal.
-func (b *Being) commitBilledRejection(ctx actor.Context, resp messages.CompletionResponse, debit messages.DebitResponse) {
+func (b *Being) commitBilledRejection(ctx actor.Context, resp messages.CompletionResponse, debit budget.Debit) {
 	at := b.opts.now()
 	if debit.Amount.Cmp(b.cycle.reservation.Bound) > 0 {
 		b.warn(ExceededReservation)
@@ -241,23 +229,21 @@ func (b *Being) commitBilledRejection(ctx actor.Context, resp messages.Completio
 		state.ModelCompleted(at, b.st.Cycle, resp.Usage),
 		state.Debited(at, b.st.Cycle, debit.API, debit.Instance, debit.Tokens),
 	}
-	b.cycle.debited = messages.CostDebited{API: debit.API, Instance: debit.Instance, Tokens: debit.Tokens}
 	b.cycle.err = resp.Err
 	b.cycle.model = b.billedModel(resp)
 	b.commit(ctx, step, nextRejected)
 }
 
-// rejectionDurable tells the ledger of the billed rejection's cost and
-// ends the cycle on its error.
+// rejectionDurable ends the cycle on the billed rejection's error, its
+// cost applied.
 func (b *Being) rejectionDurable(ctx actor.Context) {
-	ctx.Send(b.ledger, b.cycle.debited)
 	b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), b.cycle.err)
 }
 
 // commitCompletion is the completion's step: model_completed with the
 // assistant message, cost_debited with the priced split, and the
 // truncation and lenient-validation warnings when there are any.
-func (b *Being) commitCompletion(ctx actor.Context, resp messages.CompletionResponse, debit messages.DebitResponse) {
+func (b *Being) commitCompletion(ctx actor.Context, resp messages.CompletionResponse, debit budget.Debit) {
 	at := b.opts.now()
 	if resp.Truncated {
 		b.warn("completion truncated at max tokens")
@@ -275,7 +261,6 @@ func (b *Being) commitCompletion(ctx actor.Context, resp messages.CompletionResp
 		state.ModelCompleted(at, b.st.Cycle, resp.Usage, msg),
 		state.Debited(at, b.st.Cycle, debit.API, debit.Instance, debit.Tokens),
 	}
-	b.cycle.debited = messages.CostDebited{API: debit.API, Instance: debit.Instance, Tokens: debit.Tokens}
 	b.cycle.reply = msg
 	b.cycle.elapsed, b.cycle.finish = resp.Elapsed, resp.FinishReason
 	b.cycle.model = b.billedModel(resp)
@@ -292,10 +277,9 @@ func (b *Being) billedModel(resp messages.CompletionResponse) string {
 	return b.st.Mind.CurrentModel
 }
 
-// completionDurable tells the ledger of the completion's cost, then runs
-// its tools, or ends the cycle on its content.
+// completionDurable runs the tools of a completion whose step (its cost
+// included) is applied, or ends the cycle on its content.
 func (b *Being) completionDurable(ctx actor.Context) {
-	ctx.Send(b.ledger, b.cycle.debited)
 	b.answered()
 	msg := b.cycle.reply
 	b.cycle.reply = chat.Message{}
@@ -311,7 +295,7 @@ func (b *Being) completionDurable(ctx actor.Context) {
 
 // report builds the cycle report from the current budget.
 func (b *Being) report(status string, final *string, actions []string) messages.CycleReport {
-	budget := b.st.Budget
+	funds := b.st.Budget
 	if actions == nil {
 		actions = []string{}
 	}
@@ -319,10 +303,10 @@ func (b *Being) report(status string, final *string, actions []string) messages.
 		Cycle:        b.st.Cycle,
 		Status:       status,
 		FinalContent: final,
-		Balance:      budget.Remaining,
-		Earned:       budget.Earned,
-		NetProfit:    budget.NetProfit(),
-		TotalTokens:  budget.TotalTokens,
+		Balance:      funds.Remaining,
+		Earned:       funds.Earned,
+		NetProfit:    funds.NetProfit(),
+		TotalTokens:  funds.TotalTokens,
 		Actions:      append([]string(nil), actions...),
 	}
 }

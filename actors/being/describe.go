@@ -5,6 +5,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/messages"
@@ -79,6 +80,16 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 		}
 	}
 	return d
+}
+
+// describeLedger answers for the being's ledger actor, which keeps no
+// figures of its own: its node shows the being's budget, the one copy of
+// its money.
+func (b *Being) describeLedger() messages.Description {
+	if b.st == nil {
+		return messages.Description{Kind: ledger.Kind, Name: b.opts.Identity.Name}
+	}
+	return ledger.Describe(b.st.Identity.Name, b.st.Budget)
 }
 
 func (b *Being) toolCount() int {

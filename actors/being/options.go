@@ -10,10 +10,10 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/wisent/singularity/actors/las"
-	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/durable"
 	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/store/budget"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/boundary"
@@ -54,7 +54,7 @@ type Options struct {
 	Mode Mode
 	// Model is the configured Brama model a fresh being starts with.
 	Model           string
-	Pricing         ledger.Pricing
+	Pricing         budget.Pricing
 	StartingBalance money.Amount // a child's starting budget
 	Workspace       string
 	MaxToolRounds   int

@@ -20,11 +20,12 @@ package being
 //	                                                              stoppingChildren: the cycle ended the being
 //	draining          stop asked during a cycle: it ends at the   stoppingChildren: the round boundary, or the
 //	                  next round boundary                         step in flight abandoned (grace, second stop)
-//	                                                              abandoning: abandon asked while waiting for
-//	                                                              the ledger
-//	abandoning        abandon asked while the ledger's answer is  stoppingChildren: the answer landed and the
-//	                  pending: money is never dropped, so the     next step abandoned the cycle
-//	                  answer lands first
+//	                                                              abandoning: abandon asked while a write is
+//	                                                              in flight
+//	abandoning        abandon asked while a write is in flight:   stoppingChildren: the write landed and the
+//	                  it lands (or fails) within one fsync, and   next step abandoned the cycle
+//	                  a step with money is never dropped half
+//	                  applied, so it lands first
 //	stoppingChildren  status "stopping" (in memory); every live   stoppingLas: the last child stopped
 //	                  child told to stop
 //	stoppingLas       Las told to stop                            saving: Las terminated (or there was none)
@@ -45,9 +46,11 @@ package being
 // gateway's to report, never debited twice); a tool call in flight (Las,
 // Most, the model list, a file tool) is closed as indeterminate, since
 // its effect is unknown; tool calls not yet started are closed as
-// not_run; a ledger answer or a durable write in flight is never
-// abandoned, but a write held because storage fails is given up (none of
-// it took effect).
+// not_run; a durable write in flight is never abandoned, but a write
+// held because storage fails is given up (none of it took effect).
+// Money never waits on another actor: a completion is priced and a
+// credit found (internal/store/budget) in the handler that journals
+// them, so the answer that carries money and its step are one.
 type phase int
 
 const (
@@ -82,7 +85,6 @@ type waitFor int
 const (
 	waitNothing waitFor = iota // between steps
 	waitModel                  // a completion from the gateway
-	waitLedger                 // the ledger's debit or credit: never abandoned
 	waitLas                    // a Las tool call
 	waitMost                   // a Most tool call on a worker goroutine
 	waitModels                 // the gateway's model list, for switch_model
@@ -92,7 +94,7 @@ const (
 	waitLimit                  // the spend limiter's admission of a reservation
 )
 
-var waitNames = [...]string{"", "model", "ledger", "las", "most", "models", "file", "child", "storage", "spend_limit"}
+var waitNames = [...]string{"", "model", "las", "most", "models", "file", "child", "storage", "spend_limit"}
 
 // String is the debug endpoint's waiting_for figure.
 func (w waitFor) String() string {

@@ -43,8 +43,7 @@ func savedStatus(t *testing.T, b *Being) string {
 }
 
 // TestShutdownInEveryWait stops a being without waiting while its cycle
-// waits on each kind of step (the ledger's two cases are the
-// TestStopNowWhile… tests): the step is abandoned with one warning, the
+// waits on each kind of step: the step is abandoned with one warning, the
 // call in flight is closed as indeterminate, the call not started as
 // not_run, every call has exactly one answer, and the being stops.
 func TestShutdownInEveryWait(t *testing.T) {
@@ -270,7 +269,7 @@ func TestStopNowGivesUpOnStorage(t *testing.T) {
 
 	finished := state.ToolFinished(b.opts.now(), 0, "singularity_memory_recall", outcome.Success)
 	finished.Chat = &chat.Message{Role: chat.RoleTool, ToolCallID: "a", Name: "singularity_memory_recall", Content: "{}"}
-	b.commitTool(ctx, finished, nil, toolResult{})
+	b.commitTool(ctx, []state.Event{finished}, toolResult{})
 	require.True(t, b.engine.Storage().Failing, "the step is held")
 	retry := clock.Next(t, time.Second)
 	assert.Equal(t, time.Second, retry.After)

@@ -21,8 +21,6 @@ type replyKind uint8
 
 const (
 	replyCompletion   replyKind = iota // the gateway's completion
-	replyDebit                         // the ledger's price of a completion
-	replyCredit                        // the ledger's credit of a sale
 	replyModels                        // the gateway's model list (switch_model)
 	replyLas                           // a Las tool call
 	replyMost                          // a Most tool call
@@ -42,7 +40,8 @@ type reply struct {
 	err   error
 }
 
-// askTimeout bounds asks to the being's own fast children (the ledger).
+// askTimeout bounds an ask answered at once (the spend limiter's
+// admission), and is the margin Las asks get beyond their MCP deadlines.
 const askTimeout = 10 * time.Second
 
 // request sends msg to pid; its answer (or the deadline's error) comes
@@ -100,10 +99,6 @@ func (b *Being) onReply(ctx actor.Context, r reply) {
 	switch r.kind {
 	case replyCompletion:
 		b.completionAnswered(ctx, r)
-	case replyDebit:
-		b.debitAnswered(ctx, r)
-	case replyCredit:
-		b.creditAnswered(ctx, r)
 	case replyModels:
 		b.modelsAnswered(ctx, r)
 	case replyLas:

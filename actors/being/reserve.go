@@ -6,8 +6,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/store/budget"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
@@ -76,7 +76,7 @@ func (b *Being) bodyBound(system chat.Message, window state.Encoded) int {
 // reserve decides the round's completion: its max_tokens and its
 // reservation, or false when the balance cannot pay for the smallest
 // completion allowed (the being is exhausted).
-func (b *Being) reserve(system chat.Message, window state.Encoded) (ledger.Reservation, bool) {
+func (b *Being) reserve(system chat.Message, window state.Encoded) (budget.Reservation, bool) {
 	return b.reservePricing().Reserve(b.bodyBound(system, window), b.opts.maxTokens(), b.opts.minCompletionTokens(),
 		b.opts.httpTimeout(), b.st.Budget.Remaining)
 }
@@ -85,7 +85,7 @@ func (b *Being) reserve(system chat.Message, window state.Encoded) (ledger.Reser
 // configured prices, or the prices file's for the current model (for a
 // model the file does not list, the highest of each price, so the bound
 // holds whichever model answers; docs/brama.md#per-model-prices).
-func (b *Being) reservePricing() ledger.Pricing {
+func (b *Being) reservePricing() budget.Pricing {
 	p := b.opts.Pricing
 	if len(b.opts.Prices) == 0 {
 		return p

@@ -18,7 +18,7 @@ type stopping struct {
 	err        error // the failure that ends the being, if any
 	graceTimer *time.Timer
 	// abandonWhy is why the cycle is abandoned at its next step, in
-	// phase abandoning.
+	// phase abandoning (a write in flight lands first).
 	abandonWhy string
 	// giveUp is set once a write held for storage was given up: the
 	// being writes nothing more while storage fails.
@@ -78,9 +78,9 @@ func (b *Being) handleStop(ctx actor.Context, msg messages.StopBeing) {
 			b.abandonWork(ctx, "shutdown without waiting")
 		}
 	case phaseAbandoning:
-		// The cycle is abandoned as soon as the ledger has answered or
-		// the write in flight has landed; a write held because storage
-		// fails is given up by a stop that does not wait.
+		// The cycle is abandoned as soon as the write in flight has
+		// landed; a write held because storage fails is given up by a
+		// stop that does not wait.
 		if b.stop.now && b.engine.Storage().Failing && b.cycle.waiting == waitStorage {
 			b.phase = phaseDraining
 			b.abandonWork(ctx, "shutdown without waiting")
@@ -149,8 +149,9 @@ func (b *Being) handleGraceExpired(ctx actor.Context, msg graceExpired) {
 
 // abandonWork drops the step in flight: its reply is invalidated,
 // a warning is journaled, and tool calls that will not run are closed
-// with an outcome so the conversation stays well formed. A ledger answer
-// is awaited instead (phase abandoning): it carries money.
+// with an outcome so the conversation stays well formed. A write in
+// flight is awaited instead (phase abandoning): it lands within one
+// fsync, and it may carry money.
 func (b *Being) abandonWork(ctx actor.Context, why string) {
 	waiting := b.cycle.waiting
 	switch waiting {
@@ -164,13 +165,6 @@ func (b *Being) abandonWork(ctx actor.Context, why string) {
 		b.warn("abandoned a step held for storage: " + why)
 		b.stop.giveUp = true
 		waiting = b.cycle.held
-	case waitLedger:
-		// A debit of a completion already paid for, or the credit of a
-		// finished sale: let it land (the ledger answers at once), then
-		// stop at the next step (nextTool).
-		b.phase = phaseAbandoning
-		b.stop.abandonWhy = why
-		return
 	case waitNothing, waitLimit:
 	default:
 		b.warn("abandoned " + waiting.String() + " call in flight: " + why)
@@ -201,7 +195,7 @@ func (b *Being) closePendingCalls(waiting waitFor) []state.Event {
 	switch waiting {
 	case waitLas, waitMost, waitModels, waitFile, waitChild:
 		inFlight = b.cycle.next - 1
-	case waitNothing, waitModel, waitLedger, waitStorage, waitLimit:
+	case waitNothing, waitModel, waitStorage, waitLimit:
 		// No tool call has started that has not finished.
 	}
 	var closing []state.Event

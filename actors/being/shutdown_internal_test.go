@@ -6,14 +6,10 @@ import (
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/store/state"
-	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/internal/wire/chat"
-	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/test/testkit"
 )
 
@@ -74,79 +70,4 @@ func resultsFor(conv []chat.Message) map[string]int {
 		}
 	}
 	return out
-}
-
-// TestStopNowWhileCrediting: a second Ctrl-C that arrives while the being
-// waits for the ledger to price the credit of a finished finance call
-// must neither answer that call twice nor drop the credit; the calls not
-// yet run are closed as not_run and the being stops.
-func TestStopNowWhileCrediting(t *testing.T) {
-	b := loadedBeing(t)
-	ctx := &stepContext{}
-	calls := []chat.ToolCall{call("sell", "finance__finance_sell_report"), call("echo", "echo__echo")}
-	b.cycle = &cycleRun{round: 1, calls: calls, next: 1, waiting: waitLedger}
-	b.phase = phaseCycling
-	say(b, chat.Message{Role: chat.RoleAssistant, ToolCalls: calls})
-
-	b.handleStop(ctx, messages.StopBeing{Now: true})
-	assert.Equal(t, phaseAbandoning, b.phase)
-	assert.Empty(t, resultsFor(b.st.Conversation), "nothing is answered before the ledger did")
-
-	// The ledger's answer lands: the call's step (result and credit) is
-	// written, then the round goes on to its next step, which abandons.
-	b.cycle.waiting = waitNothing
-	credit := messages.CreditResponse{Credited: true, Amount: testkit.USD("0.05"), Source: calls[0].Function.Name}
-	finished := state.ToolFinished(b.opts.now(), b.st.Cycle, calls[0].Function.Name, outcome.Success)
-	finished.Chat = &chat.Message{Role: chat.RoleTool, ToolCallID: "sell", Name: calls[0].Function.Name,
-		Content: outcome.Succeeded([]byte(`{"revenue_usd":"0.05"}`)).Envelope()}
-	b.commitTool(ctx, finished, &credit, toolResult{})
-
-	assert.Equal(t, phaseStopped, b.phase, "the being finished its shutdown")
-	assert.Equal(t, []any{messages.RevenueCredited{Amount: credit.Amount}}, ctx.sent, "the ledger hears of the durable credit")
-	assert.Equal(t, map[string]int{"sell": 1, "echo": 1}, resultsFor(b.st.Conversation))
-	last := b.st.Conversation[len(b.st.Conversation)-1]
-	assert.Equal(t, outcome.Failure("not_run", "the being shut down before this call ran").Envelope(), last.Content)
-	saved, err := state.Load(b.opts.StateDir)
-	require.NoError(t, err)
-	assert.Equal(t, state.StatusStopped, saved.Status)
-	assert.Equal(t, b.st.Conversation, saved.Conversation)
-	assert.Equal(t, "1.05", saved.Budget.Remaining.String())
-	require.NoError(t, testkit.CheckInvariant(saved.Budget, beingJournal(t, b)))
-}
-
-// TestStopNowWhileDebiting: a second Ctrl-C while the being waits for
-// the ledger to price a finished completion must not answer the previous
-// round's call again, and the debit still becomes durable.
-func TestStopNowWhileDebiting(t *testing.T) {
-	b := loadedBeing(t)
-	ctx := &stepContext{}
-	prev := []chat.ToolCall{call("r1", "singularity_memory_recall")}
-	b.cycle = &cycleRun{round: 2, calls: prev, next: 1, waiting: waitLedger, reservation: ledger.Reservation{Bound: testkit.USD("0.01")}}
-	b.phase = phaseCycling
-	say(b,
-		chat.Message{Role: chat.RoleAssistant, ToolCalls: prev},
-		chat.Message{Role: chat.RoleTool, ToolCallID: "r1", Name: prev[0].Function.Name, Content: "{}"},
-	)
-
-	b.handleStop(ctx, messages.StopBeing{Now: true})
-	assert.Equal(t, map[string]int{"r1": 1}, resultsFor(b.st.Conversation))
-	require.Equal(t, phaseAbandoning, b.phase, "the debit in flight is not abandoned")
-
-	// The ledger's price lands as handleCompletion's continuation
-	// handles it: the cost is made durable, then the round's calls are
-	// closed without running.
-	next := []chat.ToolCall{call("r2", "singularity_memory_recall")}
-	b.cycle.waiting = waitNothing
-	b.commitCompletion(ctx,
-		messages.CompletionResponse{Message: chat.Message{ToolCalls: next}, Usage: chat.Usage{PromptTokens: 1, TotalTokens: 1}},
-		messages.DebitResponse{Amount: testkit.USD("0.01"), API: testkit.USD("0.01"), Tokens: 1})
-
-	assert.Equal(t, phaseStopped, b.phase)
-	assert.Equal(t, map[string]int{"r1": 1, "r2": 1}, resultsFor(b.st.Conversation))
-	saved, err := state.Load(b.opts.StateDir)
-	require.NoError(t, err)
-	assert.Equal(t, "0.99", saved.Budget.Remaining.String())
-	events := beingJournal(t, b)
-	require.NoError(t, testkit.CheckInvariant(saved.Budget, events))
-	assert.Equal(t, []string{"model_completed", "cost_debited", "tool_finished", "stopped"}, testkit.Types(events))
 }

@@ -8,8 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/wisent/singularity/actors/ledger"
-	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/budget"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/boundary"
 	"github.com/wisent/singularity/internal/tools/builtin"
@@ -59,16 +58,14 @@ func (b *Being) rebuildCatalog() error {
 
 // toolCall is the tool call in progress and what its steps need: the
 // call, when it began, a built-in's arguments while the model list is
-// asked, its result while the ledger prices a credit, the credit told to
-// the ledger once the step is durable, and a spawn in progress.
+// asked, its result while its step is written (a child to start once it
+// is durable), and a spawn in progress.
 type toolCall struct {
-	call     chat.ToolCall
-	began    time.Time
-	args     json.RawMessage
-	finished state.Event
-	result   toolResult
-	credited *money.Amount
-	spawn    *spawning
+	call   chat.ToolCall
+	began  time.Time
+	args   json.RawMessage
+	result toolResult
+	spawn  *spawning
 }
 
 // toolResult is what one tool call produced: its outcome, the mind
@@ -204,12 +201,12 @@ func objectArguments(text string) (json.RawMessage, bool) {
 // toolDone applies the output boundary to the call's result and
 // journals the call as one step (docs/cycle.md#anatomy-of-a-cycle):
 // tool_finished with the tool message and the action record,
-// revenue_credited when the result is trusted revenue evidence, then the
-// call's mind changes. Only once that step is durable does any of it
-// take effect.
+// revenue_credited when the result is trusted revenue evidence
+// (budget.Revenue), then the call's mind changes. Only once that step is
+// durable does any of it take effect.
 func (b *Being) toolDone(ctx actor.Context, res toolResult) {
 	b.cycle.waiting = waitNothing
-	tool := &b.cycle.tool
+	tool := b.cycle.tool
 	b.cycle.elapsed = time.Since(tool.began)
 	call := tool.call
 	name := b.catalog.cat.Canonical(call.Function.Name)
@@ -231,57 +228,28 @@ func (b *Being) toolDone(ctx actor.Context, res toolResult) {
 	// Revenue is read from the result as returned, before the boundary:
 	// withholding output from the model does not withhold revenue
 	// (docs/money.md#credit).
-	if raw.Status != outcome.Success || !ledger.Trusted(name) {
-		b.commitTool(ctx, finished, nil, res)
-		return
-	}
-	b.cycle.waiting = waitLedger
-	tool.finished, tool.result = finished, res
-	b.request(ctx, b.ledger, messages.CreditRequest{Tool: name, Result: raw.Content}, askTimeout, replyCredit)
-}
-
-// creditAnswered journals the call with the credit the ledger priced.
-func (b *Being) creditAnswered(ctx actor.Context, r reply) {
-	b.cycle.waiting = waitNothing
-	tool := &b.cycle.tool
-	finished, res := tool.finished, tool.result
-	tool.finished, tool.result = state.Event{}, toolResult{}
-	credit, ok := r.res.(messages.CreditResponse)
-	switch {
-	case r.err != nil || !ok:
-		b.warn("revenue not credited: " + errText(r.err, "unexpected ledger reply"))
-		b.commitTool(ctx, finished, nil, res)
-	case credit.Credited:
-		b.commitTool(ctx, finished, &credit, res)
-	default:
-		b.commitTool(ctx, finished, nil, res)
-	}
-}
-
-// commitTool writes a call's step; once it is durable, toolDurable tells
-// the ledger of the credit, starts a spawned child and goes on with the
-// next call.
-func (b *Being) commitTool(ctx actor.Context, finished state.Event, credit *messages.CreditResponse, res toolResult) {
 	step := []state.Event{finished}
-	tool := &b.cycle.tool
-	tool.credited = nil
-	if credit != nil {
-		step = append(step, state.RevenueCredited(finished.At, finished.Cycle, credit.Amount, credit.Source))
-		amount := credit.Amount
-		tool.credited = &amount
+	if raw.Status == outcome.Success {
+		if v, ok := budget.Revenue(name, raw.Content); ok {
+			step = append(step, state.RevenueCredited(at, b.st.Cycle, v, name))
+		}
 	}
-	step = append(step, res.changes...)
-	tool.result = toolResult{child: res.child}
-	b.commit(ctx, step, nextTool)
+	b.commitTool(ctx, step, res)
 }
 
-// toolDurable follows a call's durable step.
+// commitTool writes a call's step, its mind changes last; once it is
+// durable, toolDurable starts a spawned child and goes on with the next
+// call.
+func (b *Being) commitTool(ctx actor.Context, step []state.Event, res toolResult) {
+	b.cycle.tool.result = toolResult{child: res.child}
+	b.commit(ctx, append(step, res.changes...), nextTool)
+}
+
+// toolDurable follows a call's durable step (its credit, if any,
+// applied): it starts a spawned child and goes on with the next call.
 func (b *Being) toolDurable(ctx actor.Context) {
 	tool := b.cycle.tool
 	b.cycle.tool = toolCall{}
-	if tool.credited != nil {
-		ctx.Send(b.ledger, messages.RevenueCredited{Amount: *tool.credited})
-	}
 	if c := tool.result.child; c != nil {
 		b.startChild(ctx, c)
 	}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/store/budget"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision/fault"
@@ -24,7 +24,7 @@ import (
 func TestUsageForms(t *testing.T) {
 	// Per million tokens: input 2, cached 0.5, cache write 2.5, output 8.
 	half, write := money.FromInt(5).QuoDown(money.FromInt(10)), money.FromInt(25).QuoDown(money.FromInt(10))
-	pricing := ledger.Pricing{}.WithTokens(prices.Pair{Input: money.FromInt(2), Output: money.FromInt(8), CachedInput: &half, CacheWriteInput: &write})
+	pricing := budget.Pricing{}.WithTokens(prices.Pair{Input: money.FromInt(2), Output: money.FromInt(8), CachedInput: &half, CacheWriteInput: &write})
 	const choice = `"choices":[{"message":{"content":"x"},"finish_reason":"stop"}]`
 	tests := []struct {
 		name  string
@@ -126,13 +126,13 @@ func TestUsageForms(t *testing.T) {
 				require.Empty(t, got.Warnings)
 			}
 			require.Equal(t, tt.want, got.Usage)
-			require.Equal(t, tt.api, ledger.ComputeDebit(pricing, got.Usage, 0).API.String())
+			require.Equal(t, tt.api, budget.ComputeDebit(pricing, got.Usage, 0).API.String())
 
 			lenientSrv.Enqueue(bramatest.RawReply(body))
 			got, err = lenient.Complete(testContext(t), p)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got.Usage)
-			require.Equal(t, tt.api, ledger.ComputeDebit(pricing, got.Usage, 0).API.String())
+			require.Equal(t, tt.api, budget.ComputeDebit(pricing, got.Usage, 0).API.String())
 			if tt.strict != "" {
 				require.Equal(t, []string{WarnCacheCounts}, got.Warnings)
 			} else {

@@ -1,9 +1,11 @@
-// Package ledger is a being's budget: the pure arithmetic of debits and
-// credits (docs/money.md#budget) and the ledger actor that holds one being's
-// budget and answers for it. The ledger writes no files and prices
-// without changing anything: the being journals what the ledger priced
-// and, once that step is durable, tells the ledger to apply it
-// (docs/money.md#debit, docs/money.md#credit).
+// Package ledger is a being's ledger actor: the being's money as a node of
+// the actor tree (docs/concepts.md#who-owns-what). It keeps no copy of the
+// money. The one copy is the being's applied state (its budget and grants),
+// changed only by the journal's rule once each step is durable; the pure
+// arithmetic that prices debits, finds credits and bounds reservations is
+// internal/store/budget, which the being calls where it decides. Asked to
+// describe itself, the ledger has its being answer for it from that copy
+// (docs/debug.md#figures).
 package ledger
 
 import (
@@ -19,99 +21,70 @@ const (
 	StatusExhausted = "exhausted"
 )
 
-// Ledger is the actor owning one being's budget. It answers:
+// Kind is the ledger's kind in its Description.
+const Kind = "ledger"
+
+// Ledger is the actor of one being's ledger. It answers:
 //
-//	messages.DebitRequest    → messages.DebitResponse
-//	messages.CreditRequest   → messages.CreditResponse
-//	messages.DescribeRequest → messages.Description
+//	messages.DescribeRequest → messages.Description, from its being
 //
-// Debit and credit replies only price: the budget changes when the being,
-// its step durable, sends messages.CostDebited, messages.RevenueCredited
-// or messages.EndowmentGranted.
-//
-// Its state lives only in memory; a restarted ledger starts again from
-// the budget it was spawned with, so its parent should not restart it
-// without respawning it from the saved state (a being's strategy
-// escalates its ledger's failures instead: supervision.LedgerPolicy).
+// It forwards each DescribeRequest to its parent as a
+// messages.LedgerFiguresRequest whose sender is the one who asked, so the
+// being, which owns the money, answers that sender directly (with
+// Describe) and the ledger never waits. A ledger without a parent answers
+// with its kind and name only.
 type Ledger struct {
-	name    string
-	pricing Pricing
-	budget  state.Budget
+	name string
 }
 
 var _ actor.Actor = (*Ledger)(nil)
 
-// Props returns the props of a ledger actor named name (for the debug
-// tree) holding budget b and charging at prices p. Negative prices are
-// refused.
-func Props(name string, p Pricing, b state.Budget) (*actor.Props, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	return actor.PropsFromProducer(func() actor.Actor {
-		return &Ledger{name: name, pricing: p, budget: b}
-	}), nil
+// Props returns the props of the ledger actor of the being named name (its
+// name in the debug tree).
+func Props(name string) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &Ledger{name: name} })
 }
 
 // Receive dispatches one message.
 func (l *Ledger) Receive(ctx actor.Context) {
-	switch msg := ctx.Message().(type) {
-	case messages.DebitRequest:
-		ctx.Respond(l.handleDebit(msg))
-	case messages.CreditRequest:
-		ctx.Respond(l.handleCredit(msg))
-	case messages.CostDebited:
-		l.budget = l.budget.Debit(msg.API, msg.Instance, msg.Tokens)
-	case messages.RevenueCredited:
-		l.budget = l.budget.Credit(msg.Amount)
-	case messages.EndowmentGranted:
-		l.budget = l.budget.Grant(msg.Amount)
+	switch ctx.Message().(type) {
 	case messages.DescribeRequest:
-		ctx.Respond(l.handleDescribe())
+		l.handleDescribe(ctx)
 	}
 }
 
-// handleDebit prices a completion; the budget changes only when the
-// being reports the debit durable (CostDebited).
-func (l *Ledger) handleDebit(msg messages.DebitRequest) messages.DebitResponse {
-	p := l.pricing
-	if msg.Prices != nil {
-		p = p.WithTokens(*msg.Prices)
+// handleDescribe has the being answer for its ledger.
+func (l *Ledger) handleDescribe(ctx actor.Context) {
+	parent, asker := ctx.Parent(), ctx.Sender()
+	switch {
+	case asker == nil:
+		// Told, not asked: there is nobody to answer.
+	case parent == nil:
+		ctx.Respond(messages.Description{Kind: Kind, Name: l.name})
+	default:
+		ctx.RequestWithCustomSender(parent, messages.LedgerFiguresRequest{}, asker)
 	}
-	d := ComputeDebit(p, msg.Usage, msg.Elapsed)
-	return messages.DebitResponse{API: d.API, Instance: d.Instance, Amount: d.Amount, Tokens: d.Tokens}
 }
 
-// handleCredit finds the revenue a trusted result carries; the budget
-// changes only when the being reports the credit durable
-// (RevenueCredited).
-func (l *Ledger) handleCredit(msg messages.CreditRequest) messages.CreditResponse {
-	v, ok := Revenue(msg.Tool, msg.Result)
-	if !ok {
-		return messages.CreditResponse{}
-	}
-	return messages.CreditResponse{Credited: true, Amount: v, Source: msg.Tool}
-}
-
-// solvent reports whether the budget allows another round: remaining
-// above zero.
-func solvent(b state.Budget) bool { return b.Remaining.Sign() > 0 }
-
-func (l *Ledger) handleDescribe() messages.Description {
+// Describe is the Description of the ledger of the being named name whose
+// budget is b: status solvent while remaining is above zero, exhausted
+// otherwise, and the figures starting, remaining, spent (API plus
+// instance), earned and granted.
+func Describe(name string, b state.Budget) messages.Description {
 	status := StatusSolvent
-	if !solvent(l.budget) {
+	if b.Remaining.Sign() <= 0 {
 		status = StatusExhausted
 	}
 	return messages.Description{
-		Kind:   "ledger",
-		Name:   l.name,
+		Kind:   Kind,
+		Name:   name,
 		Status: status,
 		Figures: map[string]any{
-			"starting":  l.budget.Starting.String(),
-			"remaining": l.budget.Remaining.String(),
-			"spent":     l.budget.APISpent.Add(l.budget.InstanceSpent).String(),
-			"earned":    l.budget.Earned.String(),
-			"granted":   l.budget.Granted.String(),
+			"starting":  b.Starting.String(),
+			"remaining": b.Remaining.String(),
+			"spent":     b.APISpent.Add(b.InstanceSpent).String(),
+			"earned":    b.Earned.String(),
+			"granted":   b.Granted.String(),
 		},
 	}
 }

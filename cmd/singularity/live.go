@@ -17,13 +17,13 @@ import (
 	"github.com/wisent/singularity/actors/brama"
 	"github.com/wisent/singularity/actors/family"
 	"github.com/wisent/singularity/actors/las"
-	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/debug"
 	"github.com/wisent/singularity/internal/keeper"
 	"github.com/wisent/singularity/internal/logging"
 	"github.com/wisent/singularity/internal/metrics"
 	"github.com/wisent/singularity/internal/observe"
+	"github.com/wisent/singularity/internal/store/budget"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/boundary"
 	"github.com/wisent/singularity/internal/tools/builtin"
@@ -121,7 +121,7 @@ func rootOptions(rt config.Runtime, mode being.Mode, log *slog.Logger) (being.Op
 		Identity: rt.Identity,
 		Mode:     mode,
 		Model:    rt.Brama.Model,
-		Pricing: ledger.Pricing{
+		Pricing: budget.Pricing{
 			InputPerMillion:  rt.InputPerMillion,
 			OutputPerMillion: rt.OutputPerMillion,
 			InstancePerHour:  rt.InstancePerHour,

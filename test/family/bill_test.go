@@ -37,7 +37,10 @@ func TestLedgerEqualsGatewayBill(t *testing.T) {
 		t.Fatalf("the family never went quiet: %v", q.expected)
 	}
 	// Quiet: every being has ended its last cycle, so no completion is
-	// on the wire and every debit is durable.
+	// on the wire and every debit is durable in its journal. The last
+	// cycle's checkpoint is written in the background, so state.json is
+	// read once the family has stopped, its final checkpoints durable.
+	require.NoError(t, w.shutdown().Err)
 	accounts := w.brama.Accounts()
 	family, err := journalview.Family(dir)
 	require.NoError(t, err)

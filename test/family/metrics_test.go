@@ -148,6 +148,9 @@ func TestMetricsAgreeWithJournals(t *testing.T) {
 	} {
 		require.Contains(t, fams, name)
 	}
+	// The last cycle's checkpoint is written in the background: state.json
+	// is read once the family has stopped, its final checkpoints durable.
+	require.NoError(t, w.shutdown().Err)
 
 	family, err := journalview.Family(dir)
 	require.NoError(t, err)

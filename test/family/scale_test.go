@@ -21,9 +21,9 @@ import (
 
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/actors/brama"
-	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/store/accounts"
+	"github.com/wisent/singularity/internal/store/budget"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/builtin"
@@ -413,7 +413,7 @@ func startScale(tb testing.TB, cfg scaleConfig) *scaleWorld {
 		}
 		opts[i] = being.Options{
 			StateDir: stateDir, Identity: id, Mode: being.Run, Model: "test-model",
-			Pricing: ledger.Pricing{
+			Pricing: budget.Pricing{
 				InputPerMillion: testkit.USD("0.15"), OutputPerMillion: testkit.USD("0.6"),
 				InstancePerHour: testkit.USD("0.36"),
 			},

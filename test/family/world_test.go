@@ -25,13 +25,13 @@ import (
 	"github.com/wisent/singularity/actors/brama"
 	"github.com/wisent/singularity/actors/family"
 	"github.com/wisent/singularity/actors/las"
-	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/debug"
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/metrics"
 	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/prompt"
+	"github.com/wisent/singularity/internal/store/budget"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
@@ -239,7 +239,7 @@ func startWorld(t testing.TB, cfg worldConfig) *world {
 	_, err := rand.Read(secret)
 	require.NoError(t, err)
 	secretHex := []byte(hex.EncodeToString(secret))
-	pricing := ledger.Pricing{
+	pricing := budget.Pricing{
 		InputPerMillion:  testkit.USD("0.15"),
 		OutputPerMillion: testkit.USD("0.6"),
 		InstancePerHour:  testkit.USD("0.36"),

@@ -1,4 +1,4 @@
-package ledger
+package budget
 
 import (
 	"github.com/wisent/singularity/internal/store/money"
@@ -25,7 +25,7 @@ import (
 // After Recover, testkit.CheckInvariant holds for the whole journal. applied
 // is how many money events were applied (0 when the state was current).
 // A budget no prefix explains — the state ahead of its journal, or either
-// file altered — is an error: the ledger cannot be trusted.
+// file altered — is an error: the budget cannot be trusted.
 func Recover(b state.Budget, events []state.Event, p Pricing) (state.Budget, int, error) {
 	spent := b.Starting.Sub(b.Remaining) // what the journal must net to
 	net, tokens := money.Zero, uint64(0)

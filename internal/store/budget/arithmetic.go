@@ -1,4 +1,12 @@
-package ledger
+// Package budget is the pure arithmetic of a being's money
+// (docs/money.md): what a completion costs (ComputeDebit), what a round
+// reserves before it asks for one (Pricing.Reserve), what revenue a
+// trusted tool result carries (Revenue), and how a budget saved without
+// journal_seq catches up with its journal (Recover). It keeps no state and
+// does no I/O: the being calls it where it decides, journals what it
+// decided, and applies the step once it is durable (state.Being.Apply,
+// the one rule by which a budget changes).
+package budget
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package ledger
+package budget
 
 import (
 	"math"
@@ -120,8 +120,7 @@ func TestPricingValidate(t *testing.T) {
 	assert.NoError(t, Pricing{}.Validate())
 	err := Pricing{InstancePerHour: m("-1")}.Validate()
 	assert.EqualError(t, err, "configuration: prices and balance cannot be negative")
-	_, err = Props("l", Pricing{InputPerMillion: m("-0.1")}, state.Budget{})
-	assert.Error(t, err)
+	assert.Error(t, Pricing{InputPerMillion: m("-0.1")}.Validate())
 	assert.Error(t, Pricing{CachedInputPerMillion: ptr(m("-0.1"))}.Validate())
 	assert.Error(t, Pricing{CacheWriteInputPerMillion: ptr(m("-0.1"))}.Validate())
 }
