@@ -117,7 +117,7 @@ func liveDeterministicLife(t *testing.T, layout prompt.Layout) lifeBytes {
 		return bramatest.TextReply(fmt.Sprintf("done after %d calls", calls), usage)
 	})
 	opts := options(t, being.Run)
-	opts.Now = now
+	opts.Clock = testkit.ReadClock(now)
 	opts.PromptLayout = layout
 	opts.ContextMessages = window
 	opts.MaxCycles = cycles // then idle: the life ends where the script does

@@ -93,7 +93,7 @@ func (b *Being) nextTool(ctx actor.Context) {
 	}
 	call := b.cycle.calls[b.cycle.next]
 	b.cycle.next++
-	b.cycle.tool = toolCall{call: call, began: time.Now()}
+	b.cycle.tool = toolCall{call: call, began: b.opts.clock()}
 	b.runTool(ctx, call)
 }
 
@@ -210,7 +210,7 @@ func objectArguments(text string) (json.RawMessage, bool) {
 func (b *Being) toolDone(ctx actor.Context, res toolResult) {
 	b.cycle.waiting = waitNothing
 	tool := &b.cycle.tool
-	b.cycle.elapsed = time.Since(tool.began)
+	b.cycle.elapsed = b.opts.clock().Sub(tool.began)
 	call := tool.call
 	name := b.catalog.cat.Canonical(call.Function.Name)
 	raw := res.outcome
