@@ -127,7 +127,7 @@ func (f *Family) Receive(ctx actor.Context) {
 		f.emit(msg) // its member has the being's children stop
 	case SubtreeDone:
 		f.subtreeDone(ctx, msg)
-	case messages.DescribeRequest, *messages.DescribeRequest:
+	case messages.DescribeRequest:
 		ctx.Respond(f.describe())
 	}
 }
