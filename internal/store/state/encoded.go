@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/wisent/singularity/internal/prompt/framing"
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
@@ -84,10 +85,10 @@ func (c Encoded) appendElements(dst []byte) []byte {
 
 // The encoded forms of a user message and of a framing one: Role is
 // chat.Message's first field and Content its second, and neither the
-// role nor FramingPrefix holds anything JSON escapes.
+// role nor framing.Prefix holds anything JSON escapes.
 var (
 	encodedUser    = []byte(`{"role":"user",`)
-	encodedFraming = []byte(`{"role":"user","content":"` + FramingPrefix)
+	encodedFraming = []byte(`{"role":"user","content":"` + framing.Prefix)
 )
 
 // IsFramingEncoded is IsFraming for an encoded message.
