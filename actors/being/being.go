@@ -194,13 +194,11 @@ func (b *Being) Receive(ctx actor.Context) {
 		}
 	case messages.StopBeing:
 		b.handleStop(ctx, msg)
-	case *messages.StopBeing:
-		b.handleStop(ctx, *msg)
 	case messages.BeingStopped:
 		b.handleChildStopped(ctx, msg)
 	case messages.SubtreeStopped:
 		b.handleSubtreeStopped(ctx)
-	case messages.DescribeRequest, *messages.DescribeRequest:
+	case messages.DescribeRequest:
 		ctx.Respond(b.describe(ctx))
 	case messages.LedgerFiguresRequest:
 		ctx.Respond(b.describeLedger())

@@ -9,13 +9,13 @@ import (
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
-// Beings with the same tools share one catalogue (SPEC §23,
-// docs/family.md#families-of-thousands): the registered catalogue, the
+// Beings with the same tools share one catalogue
+// (docs/family.md#families-of-thousands): the registered catalogue, the
 // tool list sent to the model and its size are built once per distinct
 // Las tool list and Most setting, and every being that has that list
-// points at the same, never modified, value. The table holds them weakly:
-// a catalogue no being uses any more is collected, and its entry is
-// dropped the next time the table grows.
+// points at the same, never modified, value. The table holds them
+// weakly: a catalogue no being uses any more is collected, and its entry
+// is dropped the next time the table grows.
 var catalogs = struct {
 	sync.Mutex
 	byKey map[string]weak.Pointer[catalogView]

@@ -2,7 +2,6 @@ package being
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -224,29 +223,11 @@ func (b *Being) grantChildWritten(ctx actor.Context, err error) {
 func (b *Being) removeUngranted(ctx actor.Context) {
 	// The records as they stand now, copied for the writer's job.
 	st := state.Being{Mind: state.Mind{Children: slices.Clone(b.st.Mind.Children)}, Grants: slices.Clone(b.st.Grants)}
-	root := filepath.Join(b.opts.StateDir, "children")
-	repair := b.boot
+	parent, repair := b.opts.StateDir, b.boot
 	b.writerJob(ctx, replyUngranted, func() error {
-		entries, err := os.ReadDir(root)
-		if err != nil {
-			return nil // no children/ yet
-		}
-		var dirs []string
-		for _, e := range entries {
-			if e.IsDir() {
-				dirs = append(dirs, e.Name())
-			}
-		}
-		for _, name := range st.Ungranted(dirs) {
-			if err := os.RemoveAll(filepath.Join(root, name)); err != nil {
-				return err
-			}
-			repair.removed = append(repair.removed, name)
-		}
-		if len(repair.removed) > 0 {
-			return state.SyncDir(root)
-		}
-		return nil
+		removed, err := state.RemoveUngranted(parent, &st)
+		repair.removed = removed
+		return err
 	})
 }
 

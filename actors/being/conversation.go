@@ -6,14 +6,14 @@ import (
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
-// A living being holds its conversation encoded (SPEC §23,
-// state.Being.HoldEncoded): one JSON value per message, appended as each
-// step is applied. A round's request carries the window's values as they
-// are (after the system message, the one message built per round), its
-// body bound is their exact length, and a checkpoint writes the same
-// bytes. A being driven handler by handler in a test, loaded but not
-// started, keeps the parsed conversation; both forms give the same
-// requests and the same files.
+// A living being holds its conversation encoded
+// (docs/family.md#families-of-thousands, state.Being.HoldEncoded): one
+// JSON value per message, appended as each step is applied. A round's
+// request carries the window's values as they are (after the system
+// message, the one message built per round), its body bound is their
+// exact length, and a checkpoint writes the same bytes. A being driven
+// handler by handler in a test, loaded but not started, keeps the parsed
+// conversation; both forms give the same requests and the same files.
 
 // cycleGrowth is the room the conversation kept by a checkpoint has for
 // one more ordinary cycle (a framing, a call and its result, the reply):

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/internal/prompt"
+	"github.com/wisent/singularity/internal/prompt/framing"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/test/bramatest"
@@ -49,7 +50,7 @@ func cycleOf(r bramatest.Request) string {
 	msgs := r.Completion.Messages
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if state.IsFraming(msgs[i]) {
-			rest := strings.TrimPrefix(msgs[i].Content, state.FramingPrefix)
+			rest := strings.TrimPrefix(msgs[i].Content, framing.Prefix)
 			return rest[:strings.IndexByte(rest, '.')]
 		}
 	}

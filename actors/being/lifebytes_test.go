@@ -45,6 +45,9 @@ type lifeBytes struct {
 // must be byte for byte those of testdata/life_bytes.json, which the code
 // before the conversation was held packed wrote (main at af64936): how a
 // being holds its messages in memory changes nothing it sends or writes.
+// (Its state.json's instants were written again once a tool call's
+// duration was read from the being's clock, one more reading per call;
+// the framings and request bodies are af64936's.)
 // Two lives in one run must also agree, so the figure is no accident of
 // the clock.
 func TestLifeBytes(t *testing.T) {
@@ -117,7 +120,7 @@ func liveDeterministicLife(t *testing.T, layout prompt.Layout) lifeBytes {
 		return bramatest.TextReply(fmt.Sprintf("done after %d calls", calls), usage)
 	})
 	opts := options(t, being.Run)
-	opts.Now = now
+	opts.Clock = testkit.ReadClock(now)
 	opts.PromptLayout = layout
 	opts.ContextMessages = window
 	opts.MaxCycles = cycles // then idle: the life ends where the script does

@@ -77,7 +77,7 @@ func TestFamilySpendLimit(t *testing.T) {
 				opts.SpendLimiter = limiter
 				opts.Pricing.InputPerMillion = testkit.USD("1")
 				opts.CycleInterval = time.Minute
-				opts.Now, opts.Clock = clock.Now, clock
+				opts.Clock = clock
 				_, _, _, err := state.Boot(opts.StateDir, false, opts.Identity, func() (*state.Being, error) {
 					return being.NewState(opts.Identity, opts.StartingBalance, opts.Model, state.Time{Time: start}), nil
 				})

@@ -160,8 +160,10 @@ type Options struct {
 	// StorageFault, when set (tests), is asked before every durable
 	// write and fails it with the error it returns (state.Fault).
 	StorageFault state.Fault
-	// Clock times storage retries and the backoff of failing cycles;
-	// nil means the wall clock.
+	// Clock is the being's one time source: the instants its journal
+	// records, how long a tool call took, the deadline of a tool call,
+	// storage retries, the wait between cycles and the backoff of
+	// failing cycles. Nil means the wall clock (supervision.WallClock).
 	Clock supervision.Clock
 
 	Logger *slog.Logger
@@ -169,8 +171,6 @@ type Options struct {
 	// durable write (the metrics and the narrative log); nil means none.
 	// Inherited by children.
 	Observer observe.Observer
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 
 	// inline runs durable writes and writer jobs on the caller's
 	// goroutine, their outcome handled at once: tests that drive the
@@ -180,14 +180,15 @@ type Options struct {
 
 func (o Options) now() state.Time { return state.Time{Time: o.clock().UTC()} }
 
+// clock is the options' Clock's instant.
 func (o Options) clock() time.Time {
-	if o.Now != nil {
-		return o.Now()
+	if o.Clock != nil {
+		return o.Clock.Now()
 	}
 	return time.Now()
 }
 
-// clockAfter runs f after d on the options' clock.
+// clockAfter runs f after d on the options' Clock.
 func (o Options) clockAfter(d time.Duration, f func()) func() bool {
 	if o.Clock != nil {
 		return o.Clock.AfterFunc(d, f)

@@ -90,7 +90,7 @@ func (b *Being) nextTool(ctx actor.Context) {
 	}
 	call := b.cycle.calls[b.cycle.next]
 	b.cycle.next++
-	b.cycle.tool = toolCall{call: call, began: time.Now()}
+	b.cycle.tool = toolCall{call: call, began: b.opts.clock()}
 	b.runTool(ctx, call)
 }
 
@@ -207,7 +207,8 @@ func objectArguments(text string) (json.RawMessage, bool) {
 func (b *Being) toolDone(ctx actor.Context, res toolResult) {
 	b.cycle.waiting = waitNothing
 	tool := b.cycle.tool
-	b.cycle.elapsed = time.Since(tool.began)
+	end := b.opts.clock()
+	b.cycle.elapsed = end.Sub(tool.began)
 	call := tool.call
 	name := b.catalog.cat.Canonical(call.Function.Name)
 	raw := res.outcome
@@ -215,7 +216,7 @@ func (b *Being) toolDone(ctx actor.Context, res toolResult) {
 	if reason != "" {
 		b.log.Warn("tool output rejected by the output boundary", "tool", name, "reason", reason)
 	}
-	at := b.opts.now()
+	at := state.Time{Time: end.UTC()}
 	finished := state.ToolFinished(at, b.st.Cycle, name, o.Status)
 	finished.Chat = &chat.Message{Role: chat.RoleTool, ToolCallID: call.ID, Name: name, Content: o.Envelope()}
 	finished.Action = &state.Action{Cycle: b.st.Cycle, Tool: name, Status: o.Status, At: at}

@@ -20,7 +20,7 @@ func (c *Client) authorize(h http.Header, agentID string, body *completionBody, 
 		clear(key)
 	case c.auth.Brama() && signed:
 		digest := body.sha256()
-		unix := c.now().Unix()
+		unix := c.clock.Now().Unix()
 		key := c.secret.Reveal()
 		sig := signature(key, agentID, unix, digest)
 		clear(key)

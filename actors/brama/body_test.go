@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/prompt/framing"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/internal/wire/gateway"
@@ -19,7 +20,7 @@ import (
 func TestBodyReadsAsItWrites(t *testing.T) {
 	var window state.Encoded
 	for i := range 5 {
-		raw, err := json.Marshal(chat.Message{Role: chat.RoleUser, Content: state.FramingPrefix + string(rune('1'+i)) + state.FramingEnd})
+		raw, err := json.Marshal(chat.Message{Role: chat.RoleUser, Content: framing.Prefix + string(rune('1'+i)) + framing.End})
 		require.NoError(t, err)
 		window = append(window, state.Pack(raw))
 	}

@@ -72,9 +72,9 @@ type ClientConfig struct {
 	// Transport carries the requests. Nil means a transport of the
 	// client's own whose keep-alive pool suits a family of beings.
 	Transport http.RoundTripper
-	// Now is the clock for the signed timestamp. Nil means time.Now.
-	Now func() time.Time
-	// Clock times the waits between retries. Nil means the wall clock.
+	// Clock is the client's one time source: the signed timestamp, a
+	// completion's Elapsed and the waits between retries. Nil means the
+	// wall clock (supervision.WallClock).
 	Clock supervision.Clock
 }
 
@@ -90,7 +90,6 @@ type Client struct {
 	retries     int
 	timeout     time.Duration
 	timedOut    error // the cause recorded when timeout fires
-	now         func() time.Time
 	clock       supervision.Clock
 	http        *http.Client
 	healthURL   string
@@ -116,7 +115,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		cacheKey: cfg.PromptCacheKey,
 		retries:  max(cfg.Retries, 0),
 		timeout:  cfg.Timeout,
-		now:      cfg.Now,
 		clock:    cfg.Clock,
 	}
 	if c.auth == "" {
@@ -130,9 +128,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		c.timeout = DefaultTimeout
 	}
 	c.timedOut = fmt.Errorf("timed out after %s", c.timeout)
-	if c.now == nil {
-		c.now = time.Now
-	}
 	if c.clock == nil {
 		c.clock = supervision.WallClock{}
 	}
@@ -192,7 +187,7 @@ func (c *Client) Complete(ctx context.Context, p Params) (Completion, error) {
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, c.timedOut)
 	defer cancel()
-	start := time.Now()
+	start := c.clock.Now()
 	var respBody []byte
 	attempts := 0
 	for {
@@ -202,11 +197,11 @@ func (c *Client) Complete(ctx context.Context, p Params) (Completion, error) {
 		if err == nil {
 			break
 		}
-		if attempts > c.retries || !a.retryable() || !c.wait(ctx, retryDelay(a, attempts-1, c.now())) {
-			return Completion{Elapsed: time.Since(start), Attempts: attempts, RequestBytes: body.size}, err
+		if attempts > c.retries || !a.retryable() || !c.wait(ctx, retryDelay(a, attempts-1, c.clock.Now())) {
+			return Completion{Elapsed: c.clock.Now().Sub(start), Attempts: attempts, RequestBytes: body.size}, err
 		}
 	}
-	elapsed := time.Since(start)
+	elapsed := c.clock.Now().Sub(start)
 	comp, err := parseCompletion(respBody, !c.auth.Brama(), ReservationUsage(body.size, p.MaxTokens))
 	comp.Elapsed, comp.Attempts, comp.RequestBytes = elapsed, attempts, body.size
 	return comp, err

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 func TestSignatureKnownVector(t *testing.T) {
@@ -32,9 +34,17 @@ func TestSignatureKnownVector(t *testing.T) {
 
 func TestCompleteSignsTheBytesItSends(t *testing.T) {
 	srv := newServer(t)
-	srv.Enqueue(bramatest.TextReply("hello", bramatest.Usage(12, 3)))
-	now := time.Unix(1700000123, 0)
-	c := newClient(t, srv.URL, func(cfg *ClientConfig) { cfg.Now = func() time.Time { return now } })
+	// The one clock stands still but for the exchange, which takes 1.5 s
+	// of it: the signed timestamp is taken before, Elapsed measured on it.
+	var now atomic.Int64
+	now.Store(time.Unix(1700000123, 0).UnixNano())
+	srv.SetHandler(func(*bramatest.Request) bramatest.Reply {
+		now.Add(int64(1500 * time.Millisecond))
+		return bramatest.TextReply("hello", bramatest.Usage(12, 3))
+	})
+	c := newClient(t, srv.URL, func(cfg *ClientConfig) {
+		cfg.Clock = testkit.ReadClock(func() time.Time { return time.Unix(0, now.Load()) })
+	})
 
 	got, err := c.Complete(testContext(t), sampleParams())
 	require.NoError(t, err)
@@ -42,7 +52,7 @@ func TestCompleteSignsTheBytesItSends(t *testing.T) {
 	require.Equal(t, FinishStop, got.FinishReason)
 	require.Equal(t, bramatest.Usage(12, 3), got.Usage)
 	require.False(t, got.Truncated)
-	require.Positive(t, got.Elapsed)
+	require.Equal(t, 1500*time.Millisecond, got.Elapsed, "measured on the injected clock")
 
 	reqs := srv.Completions()
 	require.Len(t, reqs, 1)

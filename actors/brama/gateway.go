@@ -55,7 +55,8 @@ type GatewayConfig struct {
 // Gateway is the family's brama actor (docs/concepts.md#the-actor-tree,
 // docs/brama.md#overview). It accepts messages.CompletionRequest,
 // messages.ModelsRequest, messages.HealthRequest and messages.DescribeRequest
-// (values or pointers) and answers each with the matching response value.
+// (values, as every message is) and answers each with the matching response
+// value.
 //
 // Every completion runs on a worker goroutine of a bounded pool
 // (GatewayConfig.Workers) that answers the sender captured when the
@@ -131,13 +132,11 @@ func (g *Gateway) Receive(ctx actor.Context) {
 		g.handleStopping()
 	case messages.CompletionRequest:
 		g.handleCompletion(ctx, msg)
-	case *messages.CompletionRequest:
-		g.handleCompletion(ctx, *msg)
-	case messages.ModelsRequest, *messages.ModelsRequest:
+	case messages.ModelsRequest:
 		g.handleModels(ctx)
-	case messages.HealthRequest, *messages.HealthRequest:
+	case messages.HealthRequest:
 		g.handleHealth(ctx)
-	case messages.DescribeRequest, *messages.DescribeRequest:
+	case messages.DescribeRequest:
 		ctx.Respond(g.describe())
 	}
 }

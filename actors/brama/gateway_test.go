@@ -263,7 +263,7 @@ func TestGatewayModelsAndHealth(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, messages.ModelsResponse{IDs: []string{"m-1", "m-2"}, Selectors: true}, res)
 
-	res, err = system.Root.RequestFuture(pid, &messages.HealthRequest{}, testWait).Result()
+	res, err = system.Root.RequestFuture(pid, messages.HealthRequest{}, testWait).Result()
 	require.NoError(t, err)
 	require.Equal(t, messages.HealthResponse{}, res)
 }

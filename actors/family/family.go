@@ -125,7 +125,7 @@ func (f *Family) Receive(ctx actor.Context) {
 		f.emit(ctx, msg) // its member has the being's children stop
 	case SubtreeDone:
 		f.subtreeDone(ctx, msg)
-	case messages.DescribeRequest, *messages.DescribeRequest:
+	case messages.DescribeRequest:
 		ctx.Respond(f.describe())
 	}
 }

@@ -59,7 +59,7 @@ func (l *Limiter) Receive(ctx actor.Context) {
 		if s, err := SettledFromWire(msg); err == nil {
 			l.window.Settle(s.Ticket, s.Amount, l.now())
 		}
-	case messages.DescribeRequest, *messages.DescribeRequest:
+	case messages.DescribeRequest:
 		ctx.Respond(l.describe())
 	}
 }

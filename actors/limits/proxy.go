@@ -60,7 +60,7 @@ func (p *Proxy) Receive(ctx actor.Context) {
 		p.settle(msg)
 	case unreached:
 		p.unreached++
-	case messages.DescribeRequest, *messages.DescribeRequest:
+	case messages.DescribeRequest:
 		ctx.Respond(messages.Description{Kind: "limits", Name: Name, Status: "running",
 			Figures: map[string]any{"limiter": "the family's, on the member that holds its lock", "unreached": p.unreached}})
 	}

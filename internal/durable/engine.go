@@ -15,9 +15,9 @@
 // events then. A write that fails is held and tried again with a backoff
 // that doubles from 1 s to 5 min (docs/cycle.md#storage-faults).
 //
-// The commit of a step is behind Committer: a local append and fsync of
-// the journal. A family across machines adds a Fence (internal/fence):
-// the step then counts only once the fence accepted it too.
+// The commit of a step is a local append and fsync of the journal. A
+// family across machines adds a Fence (internal/fence): the step then
+// counts only once the fence accepted it too.
 package durable
 
 import (
@@ -44,16 +44,9 @@ const (
 // reads it: it hands it back with the write's Committed or Checkpointed.
 type Tag uint32
 
-// Committer makes one encoded step durable: lines hold n journal events,
-// one per line. It runs on a writer goroutine, one call at a time per
-// engine; an error leaves the step to be committed again.
-type Committer interface {
-	Commit(lines []byte, n int) error
-}
-
 // Fence makes a committed step count in a family across machines
-// (internal/fence): the engine asks it once the Committer has appended
-// and fsynced the step, with last the seq of the step's last event, and
+// (internal/fence): the engine asks it once the journal has the step
+// appended and fsynced, with last the seq of the step's last event, and
 // answers Committed only when it returns nil. A step of no events is not
 // fenced. An error is final (the fence lost its lock, or cannot tell
 // whether the step was accepted): the step stays appended but does not
@@ -71,12 +64,6 @@ type StepFence interface {
 	Fence
 	FenceStep(step []state.Event) error
 }
-
-// localCommit is the single-machine Committer: one append and one fsync
-// of the journal.
-type localCommit struct{ journal *state.Journal }
-
-func (c localCommit) Commit(lines []byte, n int) error { return c.journal.AppendEncoded(lines, n) }
 
 // Config is what an engine needs from its owner.
 type Config struct {
@@ -102,8 +89,6 @@ type Config struct {
 	// SegmentBytes: a checkpoint starts a new journal segment past this
 	// size; zero means DefaultSegmentBytes.
 	SegmentBytes int64
-	// Committer commits steps; nil means the local journal's fsync.
-	Committer Committer
 	// Fence, when set, must accept every committed step before it
 	// counts; nil (a single process) means none.
 	Fence    Fence
@@ -120,7 +105,6 @@ type Engine struct {
 	store   *state.Store
 	journal *state.Journal
 	archive *state.Archive
-	commit  Committer
 
 	// slot is the write in flight or held for storage; queued waits for
 	// it (a step behind a failed background checkpoint written again).
@@ -177,10 +161,6 @@ func (e *Engine) Opened() bool { return e.journal != nil }
 
 func (e *Engine) install(store *state.Store, journal *state.Journal, archive *state.Archive) {
 	e.store, e.journal, e.archive = store, journal, archive
-	e.commit = e.cfg.Committer
-	if e.commit == nil {
-		e.commit = localCommit{journal}
-	}
 }
 
 // SetLogger makes log the engine's logger (the owner's, once it knows

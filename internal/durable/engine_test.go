@@ -24,37 +24,35 @@ func (c *timers) after(_ time.Duration, f func()) func() bool {
 	return func() bool { return true }
 }
 
-// recorder is a Committer that counts and can refuse commits, in front
-// of the local one: the seam a fenced commit plugs into.
-type recorder struct {
-	next    Committer
+// journalFault is a state.Fault that counts the journal's appends and
+// fails them while refuse is set: a disk that comes and goes.
+type journalFault struct {
 	refuse  atomic.Bool
-	commits int
-	events  int
+	appends atomic.Int32
 }
 
-func (r *recorder) Commit(lines []byte, n int) error {
-	if r.refuse.Load() {
-		return errors.New("fence lost")
+func (f *journalFault) fault(file string) error {
+	if file != state.JournalFile {
+		return nil
 	}
-	r.commits++
-	r.events += n
-	return r.next.Commit(lines, n)
+	if f.refuse.Load() {
+		return errors.New("disk gone")
+	}
+	f.appends.Add(1)
+	return nil
 }
 
-// TestStepCommitsThroughTheCommitter: a step is durable only through the
-// engine's Committer; one it refuses is held, answered Unavailable,
+// TestFailedAppendIsHeldAndRetried: a step is durable only once the
+// journal took it; one whose append fails is held, answered Unavailable,
 // retried on the backoff and answered Committed once it goes through,
 // with the storage warning queued for the next step.
-func TestStepCommitsThroughTheCommitter(t *testing.T) {
+func TestFailedAppendIsHeldAndRetried(t *testing.T) {
 	dir := testkit.BootedDir(t)
 	clock := &timers{}
-	rec := &recorder{}
-	e, _, err := Open(dir, Config{Inline: true, AfterFunc: clock.after})
+	disk := &journalFault{}
+	e, _, err := Open(dir, Config{Inline: true, AfterFunc: clock.after, Fault: disk.fault})
 	require.NoError(t, err)
 	defer e.Close()
-	rec.next = e.commit
-	e.commit = rec
 
 	at := state.Now()
 	out := e.Step(7, []state.Event{state.Started(at)}, at, 0)
@@ -64,9 +62,9 @@ func TestStepCommitsThroughTheCommitter(t *testing.T) {
 	assert.Equal(t, Tag(7), c.Tag)
 	require.Len(t, c.Events, 1)
 	assert.Equal(t, uint64(1), c.Events[0].Seq)
-	assert.Equal(t, 1, rec.commits)
+	assert.Equal(t, int32(1), disk.appends.Load())
 
-	rec.refuse.Store(true)
+	disk.refuse.Store(true)
 	out = e.Step(8, []state.Event{state.Warning(at, 1, "hello")}, at, 1)
 	require.Len(t, out, 1)
 	u, ok := out[0].(Unavailable)
@@ -78,7 +76,7 @@ func TestStepCommitsThroughTheCommitter(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, events, 1, "nothing of the held step is in the journal")
 
-	rec.refuse.Store(false)
+	disk.refuse.Store(false)
 	require.Len(t, clock.due, 1)
 	// The backoff's timer posts a retry; inline, the test hands it over.
 	retry := Signal{e: e, kind: writeRetry, id: e.slot.id}
@@ -97,7 +95,7 @@ func TestStepCommitsThroughTheCommitter(t *testing.T) {
 	out = e.Step(9, nil, at, 1)
 	c = out[0].(Committed)
 	require.Len(t, c.Events, 1)
-	assert.Equal(t, "storage unavailable: fence lost", c.Events[0].Message)
+	assert.Equal(t, "storage unavailable: state: cannot append to "+filepath.Join(dir, state.JournalFile)+": disk gone", c.Events[0].Message)
 	assert.Equal(t, 1, c.Events[0].Repeats)
 }
 

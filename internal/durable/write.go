@@ -241,15 +241,15 @@ func (e *Engine) run(w *write) []Event {
 	if cp := w.checkpoint; cp != nil && cp.generation == 0 {
 		cp.generation = w.id
 	}
-	journal, archive, store, commit, segment := e.journal, e.archive, e.store, e.commit, e.segmentBytes()
+	journal, archive, store, segment := e.journal, e.archive, e.store, e.segmentBytes()
 	fence, obs := e.cfg.Fence, e.cfg.Observer
 	if e.cfg.Inline {
-		w.err = timed(obs, func() error { return w.attempt(commit, fence, journal, archive, store, segment) })
+		w.err = timed(obs, func() error { return w.attempt(fence, journal, archive, store, segment) })
 		return e.done(w)
 	}
 	post, id := e.cfg.Post, w.id
 	e.cfg.Writers.Do(func() {
-		w.err = timed(obs, func() error { return w.attempt(commit, fence, journal, archive, store, segment) })
+		w.err = timed(obs, func() error { return w.attempt(fence, journal, archive, store, segment) })
 		cp := w.checkpoint
 		background := w.err == nil && cp != nil && cp.background
 		post(Signal{e: e, kind: writeDone, id: id})
@@ -408,9 +408,9 @@ func fenceStep(f Fence, step []state.Event) error {
 }
 
 // attempt does what is left of w; it runs on a writer goroutine.
-func (w *write) attempt(c Committer, f Fence, j *state.Journal, a *state.Archive, s *state.Store, segment int64) error {
+func (w *write) attempt(f Fence, j *state.Journal, a *state.Archive, s *state.Store, segment int64) error {
 	if !w.appended {
-		if err := c.Commit(w.lines, len(w.step)); err != nil {
+		if err := j.AppendEncoded(w.lines, len(w.step)); err != nil {
 			return err
 		}
 		w.appended = true

@@ -2,9 +2,11 @@ package fence
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -18,7 +20,24 @@ import (
 	"github.com/wisent/singularity/test/testkit"
 )
 
-func TestMain(m *testing.M) { testkit.VerifyMain(m) }
+// TestMain skips the package's example where no etcd is installed, as
+// etcdtest.Start skips a test: an example cannot skip itself, and it runs
+// against a real etcd (etcdtest.Launch).
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if etcdtest.Binary() == "" {
+		skip := flag.Lookup("test.skip")
+		pattern := "^Example$"
+		if old := skip.Value.String(); old != "" {
+			pattern = old + "|" + pattern
+		}
+		if err := skip.Value.Set(pattern); err != nil {
+			panic(err)
+		}
+		fmt.Fprintln(os.Stderr, "fence: Example skipped:", etcdtest.ErrNotInstalled)
+	}
+	testkit.VerifyMain(m)
+}
 
 // member opens a session of family on srv with a lease of 2 s, closed
 // when the test ends.

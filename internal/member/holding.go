@@ -23,10 +23,14 @@ import (
 // directory, children/<uuid>.
 const RootBeing = placement.RootBeing
 
-// Holding is a member's hold on a whole family under the root being's
-// lock (docs/cluster.md#placement): it loads each being of the family as
-// that lock's holder, and fences its steps by the lock, each being
-// committing its own record. It is being.Options.Holding.
+// Holding is a member's hold under one lock (docs/cluster.md#placement):
+// it loads each being it is asked for as that lock's holder, and fences
+// the being's steps by the lock, each being committing its own record. A
+// member that holds the family as one unit has one Holding, under the
+// root being's lock, for every being of the family; a member of a family
+// spread over members has one for each being it runs, under that being's
+// own lock. A refused step of any being it loaded loses the whole hold
+// (Lost). It is being.Options.Holding.
 type Holding struct {
 	root    string
 	lock    *fence.Lock
@@ -47,9 +51,11 @@ type Holding struct {
 // files at once (see Hold), whichever hold they load under.
 var recovering = make(chan struct{}, runtime.GOMAXPROCS(0))
 
-// NewHolding returns the hold of the family whose root being lives in
-// root, held by lock (the root's) on session; commits go through batch
-// (nil: a transaction each).
+// NewHolding returns a hold under lock on session, in the family whose
+// root being lives in root (which names every being's id, BeingID): the
+// root being's lock for the family as one unit, a being's own when the
+// family is spread over members. Commits go through batch (nil: a
+// transaction each).
 func NewHolding(session *fence.Session, lock *fence.Lock, batch *fence.Batcher, root string, timeout time.Duration) *Holding {
 	return &Holding{root: filepath.Clean(root), lock: lock, session: session, batch: batch, timeout: timeout, lost: make(chan struct{}), loaded: map[string]bool{}}
 }
@@ -65,12 +71,13 @@ func BeingID(root, dir string) string {
 
 // Hold reads the commit record of the being in dir and loads it as the
 // lock's holder (fence.Recover, which writes nothing). The fence it
-// returns commits that being's record under the root's lock.
+// returns commits that being's record under the hold's lock.
 //
 // A being loads once a hold. A second load is the being's restart by its
 // supervisor: its own directory under this token is no longer new, and a
 // step it had in flight may still be committing, so the hold is lost
-// instead (Lost), and the family is loaded anew under a new token.
+// instead (Lost), and what the hold held is loaded anew under a new
+// token.
 func (h *Holding) Hold(dir string) (durable.Held, durable.Fence, error) {
 	id := BeingID(h.root, dir)
 	h.mu.Lock()
@@ -176,8 +183,9 @@ func Fresh(root string, id state.Identity, newBeing func() (*state.Being, error)
 }
 
 // watched is a being's committer whose refusal ends the whole hold: a
-// member whose hold is lost stops every being of it and takes the
-// family's lock anew, or leaves it to another member.
+// member whose hold is lost stops every being loaded under it (the whole
+// family, or the one spread being) and lets the lock go, for itself or
+// another member to take anew.
 type watched struct {
 	committer *fence.Committer
 	hold      *Holding

@@ -2,15 +2,20 @@
 // that spans processes: it joins the family in etcd under the member's
 // lease, refusing a name that is taken, a state root or family that is
 // not the family's, and a protocol another live member does not speak;
-// it holds the family under the root's lock (Holding); and it watches
-// the other members' processes, ending the lease of one that is gone
-// (Lifeline).
+// it holds beings under a lock (Holding): the whole family under the
+// root's, or, in a family spread over members, each being under its own;
+// and it watches the other members' processes, ending the lease of one
+// that is gone (Lifeline).
 //
 // Keys, under the family's prefix /singularity/<family>/:
 //
 //	family          {"root_id": R}: which shared root the family lives on
-//	member/<name>   {"name", "address", "protocol", "root_id"}, on the
-//	                member's lease, so it is gone when the member is
+//	member/<name>   {"name", "address", "protocol", "root_id", "lease",
+//	                "placement"}, on the member's lease, so it is gone
+//	                when the member is
+//	ended           {"status": S}: the family ended with its root's
+//	                status S, written under the root's lock; no member
+//	                holds the family again
 //
 // The shared root holds cluster.json, {"family": F, "root_id": R},
 // written once, by the first member, before the family record.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/wisent/singularity/internal/prompt/framing"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tiers"
@@ -30,17 +31,17 @@ const (
 // FramingActions of them, newest first, as tool:status joined by ", ".
 func Framing(cycle uint64, remaining, earned, net money.Amount, model string, recentActions []state.Action) string {
 	var b strings.Builder
-	b.WriteString(state.FramingPrefix)
+	b.WriteString(framing.Prefix)
 	b.WriteString(strconv.FormatUint(cycle, 10))
-	b.WriteString(state.FramingAfterCycle)
+	b.WriteString(framing.AfterCycle)
 	b.WriteString(remaining.String())
-	b.WriteString(state.FramingAfterBalance)
+	b.WriteString(framing.AfterBalance)
 	b.WriteString(earned.String())
-	b.WriteString(state.FramingAfterEarned)
+	b.WriteString(framing.AfterEarned)
 	b.WriteString(net.String())
-	b.WriteString(state.FramingAfterNet)
+	b.WriteString(framing.AfterNet)
 	b.WriteString(model)
-	b.WriteString(state.FramingAfterModel)
+	b.WriteString(framing.AfterModel)
 	for i, n := len(recentActions)-1, 0; i >= 0 && n < FramingActions; i, n = i-1, n+1 {
 		if n > 0 {
 			b.WriteString(", ")
@@ -49,7 +50,7 @@ func Framing(cycle uint64, remaining, earned, net money.Amount, model string, re
 		b.WriteByte(':')
 		b.WriteString(recentActions[i].Status)
 	}
-	b.WriteString(state.FramingEnd)
+	b.WriteString(framing.End)
 	// The text stays in the conversation for up to a whole window: keep
 	// its exact size, not the builder's doubled capacity.
 	return strings.Clone(b.String())

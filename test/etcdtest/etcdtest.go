@@ -12,6 +12,8 @@
 //     Kill (SIGKILL), Pause (SIGSTOP, the server frozen with its ports
 //     open) and Resume; Restart starts it again on the same data
 //     directory and ports, so what was committed is still there.
+//   - Launch runs the same etcd outside a test, for a runnable example:
+//     it answers ErrNotInstalled without a binary, and Close ends it.
 //   - Nothing here sleeps: readiness is a read with a deadline, retried
 //     by the etcd client itself, raced against the process's exit.
 package etcdtest
@@ -19,6 +21,7 @@ package etcdtest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -69,22 +72,71 @@ func Start(t testing.TB) *Server {
 	t.Helper()
 	bin := Binary()
 	if bin == "" {
-		t.Skip("etcd is not installed (Debian's etcd-server; .ci/run installs it)")
+		t.Skip(notInstalled)
 	}
 	dir := t.TempDir()
 	s := &Server{t: t, bin: bin, dir: dir, logPath: filepath.Join(dir, "etcd.log")}
 	t.Cleanup(s.cleanup)
-	// A port found free may be taken by another process before etcd
-	// binds it: a start that fails is tried again on new ports.
+	if err := s.startOnFreePorts(); err != nil {
+		t.Fatalf("etcdtest: %v\n%s", err, s.logTail())
+	}
+	return s
+}
+
+// notInstalled is why a test without etcd is skipped.
+const notInstalled = "etcd is not installed (Debian's etcd-server; .ci/run installs it)"
+
+// ErrNotInstalled is Launch's error without an etcd binary.
+var ErrNotInstalled = errors.New(notInstalled)
+
+// Launch runs etcd outside a test, for a runnable example: its data
+// directory is made under the system's temporary directory, and Close
+// stops etcd and removes it. Only Endpoints and Close are for a launched
+// server. Without an etcd binary it returns ErrNotInstalled; the package
+// of the example skips it then (its TestMain, with -test.skip).
+func Launch() (*Server, error) {
+	bin := Binary()
+	if bin == "" {
+		return nil, ErrNotInstalled
+	}
+	dir, err := os.MkdirTemp("", "etcdtest-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{bin: bin, dir: dir, logPath: filepath.Join(dir, "etcd.log")}
+	if err := s.startOnFreePorts(); err != nil {
+		err = fmt.Errorf("etcdtest: %w\n%s", err, s.logTail())
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close stops a launched etcd and removes its data directory.
+func (s *Server) Close() {
+	s.end(syscall.SIGKILL)
+	_ = os.RemoveAll(s.dir)
+}
+
+// startOnFreePorts starts etcd on two free ports. A port found free may
+// be taken by another process before etcd binds it: a start that fails
+// is tried again on new ports.
+func (s *Server) startOnFreePorts() error {
 	var err error
 	for range 3 {
-		s.client, s.peer = "http://"+freeAddr(t), "http://"+freeAddr(t)
+		var client, peer string
+		if client, err = freeAddr(); err != nil {
+			return err
+		}
+		if peer, err = freeAddr(); err != nil {
+			return err
+		}
+		s.client, s.peer = "http://"+client, "http://"+peer
 		if err = s.start(); err == nil {
-			return s
+			return nil
 		}
 	}
-	t.Fatalf("etcdtest: %v\n%s", err, s.logTail())
-	return nil
+	return err
 }
 
 // LogPath is the file etcd logs to, in the test's temporary directory.
@@ -303,23 +355,22 @@ func (s *Server) logTail() string {
 // take a port of that range as its own end, and the restart would find
 // its port in use (seen: "bind: address already in use"). Where the
 // range cannot be read, or no port below it is free, any free port.
-func freeAddr(t testing.TB) string {
-	t.Helper()
+func freeAddr() (string, error) {
 	if low := ephemeralLow(); low > firstPort {
 		for range 100 {
 			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(firstPort+rand.IntN(low-firstPort)))
 			if l, err := net.Listen("tcp", addr); err == nil {
 				_ = l.Close()
-				return addr
+				return addr, nil
 			}
 		}
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("etcdtest: %v", err)
+		return "", err
 	}
 	defer l.Close()
-	return l.Addr().String()
+	return l.Addr().String(), nil
 }
 
 // firstPort is the lowest port freeAddr picks below the ephemeral range.

@@ -66,7 +66,9 @@ func TestFreeAddrIsBelowTheEphemeralRange(t *testing.T) {
 		t.Skip("no ephemeral range to stay below on this system")
 	}
 	for range 20 {
-		_, port, err := net.SplitHostPort(freeAddr(t))
+		addr, err := freeAddr()
+		require.NoError(t, err)
+		_, port, err := net.SplitHostPort(addr)
 		require.NoError(t, err)
 		n, err := strconv.Atoi(port)
 		require.NoError(t, err)

@@ -515,7 +515,7 @@ func (sw *scaleWorld) stop(tb testing.TB) {
 }
 
 // TestTwoThousandBeings is the family scale in the normal suite
-// (SPEC §21 and §23): 2,000 beings in one process, built-in tools only,
+// (docs/family.md#families-of-thousands): 2,000 beings in one process, built-in tools only,
 // a small window and a short life. Every being completes its cycles,
 // the process stays under 200 OS threads, and once they stopped every
 // being's books and their sum are exact.
@@ -589,7 +589,7 @@ func BenchmarkActorCost(b *testing.B) {
 }
 
 // BenchmarkFamilyStatus is what `singularity status` does over a family
-// of 10,000 beings (SPEC §22): accounts.Read of a root that endowed 100
+// of 10,000 beings (docs/family.md#families-of-thousands): accounts.Read of a root that endowed 100
 // children, each of which endowed 99, every one a state.json and a
 // journal. status-ms is one read of the whole family. With SCALE_KEEP
 // set the family is left in SCALE_DIR for the command itself.

@@ -55,3 +55,15 @@ func (c *StepClock) Next(tb testing.TB, limit time.Duration) *Timer {
 		return nil
 	}
 }
+
+// ReadClock is a supervision.Clock whose instants are what the function
+// returns while its timers are the wall clock's: for tests that pin the
+// instants the code under test records (a signed timestamp, a journal's
+// times) but leave its waits to real time.
+type ReadClock func() time.Time
+
+// Now is the function's instant.
+func (c ReadClock) Now() time.Time { return c() }
+
+// AfterFunc is time.AfterFunc.
+func (ReadClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/wisent/singularity/internal/prompt/framing"
 	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
@@ -55,7 +56,7 @@ func benchFamily(b *testing.B, n int) string {
 			before(j, st)
 		}
 		for c := uint64(1); c <= 5; c++ {
-			step(state.CycleStarted(at, c, chat.Message{Role: chat.RoleUser, Content: state.FramingPrefix + strconv.FormatUint(c, 10) + ". Balance: 1.49 USD. Earned: 0 USD. Net profit: -0.01 USD. Current model: test-model. Recent actions: singularity_memory_recall:success. Inspect opportunities and choose the next useful action. A plain response ends only this cycle; the being continues living while solvent."}))
+			step(state.CycleStarted(at, c, chat.Message{Role: chat.RoleUser, Content: framing.Prefix + strconv.FormatUint(c, 10) + ". Balance: 1.49 USD. Earned: 0 USD. Net profit: -0.01 USD. Current model: test-model. Recent actions: singularity_memory_recall:success. Inspect opportunities and choose the next useful action. A plain response ends only this cycle; the being continues living while solvent."}))
 			call := chat.ToolCall{ID: "call_1", Type: "function", Function: chat.FunctionCall{Name: "singularity_memory_recall", Arguments: `{"query":"price"}`}}
 			step(state.ModelCompleted(at, c, chat.Usage{PromptTokens: 400, CompletionTokens: 20, TotalTokens: 420}, chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{call}}),
 				state.Debited(at, c, testkit.USD("0.000072"), testkit.USD("0.0000001"), 420))

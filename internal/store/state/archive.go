@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/wisent/singularity/internal/prompt/framing"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/supervision/fault"
 )
@@ -69,13 +70,9 @@ func (a *Archive) Close() error {
 	return a.file.close()
 }
 
-// FramingPrefix starts every cycle's framing message
-// (docs/cycle.md#the-framing-message).
-const FramingPrefix = "Begin autonomous cycle "
-
 // IsFraming reports whether m is a cycle's framing message.
 func IsFraming(m chat.Message) bool {
-	return m.Role == chat.RoleUser && strings.HasPrefix(m.Content, FramingPrefix)
+	return m.Role == chat.RoleUser && strings.HasPrefix(m.Content, framing.Prefix)
 }
 
 // Window applies the conversation window of

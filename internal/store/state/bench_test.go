@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wisent/singularity/internal/prompt/framing"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/wire/chat"
 )
@@ -26,7 +27,7 @@ func benchBeing(n int) *Being {
 	for i := 0; len(b.Conversation) < n; i++ {
 		c := strconv.Itoa(i)
 		b.Conversation = append(b.Conversation,
-			chat.Message{Role: chat.RoleUser, Content: FramingPrefix + c + ". Balance: 9.98 USD. Earned: 0 USD. Net profit: -0.02 USD. Current model: any. Recent actions: singularity_memory_remember:success. Inspect opportunities and choose the next useful action. A plain response ends only this cycle; the being continues living while solvent."},
+			chat.Message{Role: chat.RoleUser, Content: framing.Prefix + c + ". Balance: 9.98 USD. Earned: 0 USD. Net profit: -0.02 USD. Current model: any. Recent actions: singularity_memory_remember:success. Inspect opportunities and choose the next useful action. A plain response ends only this cycle; the being continues living while solvent."},
 			chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "call_" + c, Type: "function", Function: chat.FunctionCall{Name: "singularity_memory_remember", Arguments: `{"kind":"lead","text":"Bakery owner wants a weekly price survey."}`}}}},
 			chat.Message{Role: chat.RoleTool, ToolCallID: "call_" + c, Name: "singularity_memory_remember", Content: `{"chat_id":null,"content":{"memory_id":"0b6f2f3e-3a0c-4f3e-9d55-2f6a1c0e8b11"},"error_code":null,"message_id":null,"status":"success"}`},
 			chat.Message{Role: chat.RoleAssistant, Content: "Noted the lead; will follow up next cycle."},

@@ -72,3 +72,34 @@ func CheckChildDir(dir string) error {
 func oneElement(id string) bool {
 	return id != "" && id != "." && id != ".." && !strings.ContainsRune(id, filepath.Separator) && !strings.ContainsRune(id, '/')
 }
+
+// RemoveUngranted removes the directories in parent's children/ that b
+// accounts for by neither a grant nor a child record (Ungranted), and
+// returns their names. The removal is durable when it returns: the
+// children/ directory is fsynced once anything was removed, so a child
+// directory made after it cannot come back beside a removed one after a
+// power loss. A parent without children/ has nothing to remove. An error
+// leaves the names removed so far in removed.
+func RemoveUngranted(parent string, b *Being) (removed []string, err error) {
+	root := filepath.Join(parent, ChildrenDir)
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, nil // no children/ yet
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, e.Name())
+		}
+	}
+	for _, name := range b.Ungranted(dirs) {
+		if err := os.RemoveAll(filepath.Join(root, name)); err != nil {
+			return removed, err
+		}
+		removed = append(removed, name)
+	}
+	if len(removed) > 0 {
+		return removed, syncDir(root)
+	}
+	return removed, nil
+}

@@ -5,14 +5,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
 // Every step that makes a write durable goes through the functions of
 // this file: the data written, the file's fsync, the rename or link that
 // publishes it, and the fsync of its directory
-// (docs/state.md#atomic-save). Tests watch them (watchDurability) to
+// (docs/state.md#atomic-save). The package's tests watch them to
 // check the order of each kind of write, so that a missing fsync fails a
 // test instead of passing unseen.
 
@@ -29,36 +29,16 @@ const (
 	opSyncDir  durableOp = "fsync dir"
 )
 
-// durability is the watcher of the steps, nil outside tests.
-var durability struct {
-	sync.Mutex
-	watch func(op durableOp, path string)
-}
-
-// WatchDurability calls watch with every durable step the package makes
-// from now on, as the step's name ("write", "fsync", "rename", "link",
-// "mkdir", "fsync dir", "truncate") and the file's path, until the
-// returned function is called. It is for tests of other packages that
-// must see a step made (one watcher at a time; the steps of every being
-// of the process reach it).
-func WatchDurability(watch func(op, path string)) (stop func()) {
-	durability.Lock()
-	durability.watch = func(op durableOp, path string) { watch(string(op), path) }
-	durability.Unlock()
-	return func() {
-		durability.Lock()
-		durability.watch = nil
-		durability.Unlock()
-	}
-}
+// watcher, when set, is told of every step that succeeded, with the
+// file's path. It is the window this package's own tests have on the
+// order of the steps (watchDurability in durability_test.go); nothing
+// outside the package can set it, and in a running process it stays nil.
+var watcher atomic.Pointer[func(op durableOp, path string)]
 
 // done reports a step that succeeded.
 func done(op durableOp, path string) {
-	durability.Lock()
-	watch := durability.watch
-	durability.Unlock()
-	if watch != nil {
-		watch(op, path)
+	if watch := watcher.Load(); watch != nil {
+		(*watch)(op, path)
 	}
 }
 

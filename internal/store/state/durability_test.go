@@ -18,15 +18,19 @@ func watchDurability(t *testing.T) func() []string {
 	t.Helper()
 	var mu sync.Mutex
 	var ops []string
-	t.Cleanup(WatchDurability(func(op, path string) {
+	watch := func(op durableOp, path string) {
 		name := filepath.Base(path)
 		if strings.HasSuffix(name, ".tmp") {
 			name = "<tmp>"
 		}
 		mu.Lock()
-		ops = append(ops, op+" "+name)
+		ops = append(ops, string(op)+" "+name)
 		mu.Unlock()
-	}))
+	}
+	if !watcher.CompareAndSwap(nil, &watch) {
+		t.Fatal("another test watches the durable steps")
+	}
+	t.Cleanup(func() { watcher.Store(nil) })
 	return func() []string {
 		mu.Lock()
 		defer mu.Unlock()
@@ -42,7 +46,7 @@ func watchDurability(t *testing.T) func() []string {
 // directory's fsync. Every fsync of the package is one of these steps, so
 // removing any of them fails this test (the call sites: syncFile in
 // writeAtomic, appendLines and the eager repair of openAppend; syncDir in
-// writeAtomic, openAppend's creation, MakeDir and SyncDir).
+// writeAtomic, openAppend's creation, MakeDir and RemoveUngranted).
 func TestDurableWriteOrder(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	ops := watchDurability(t)
@@ -92,15 +96,23 @@ func TestDurableWriteOrder(t *testing.T) {
 	}
 	expect(t, "a rotation", ops(), "rename activity-1.jsonl", "fsync dir state")
 
-	if err := SyncDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	expect(t, "a removal's directory", ops(), "fsync dir state")
-
 	if err := MakeDir(filepath.Join(dir, "children", "c1")); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, "a child's directory", ops(), "mkdir children", "fsync dir state", "mkdir c1", "fsync dir children")
+	removed, err := RemoveUngranted(dir, b)
+	if err != nil || len(removed) != 1 || removed[0] != "c1" {
+		t.Fatalf("RemoveUngranted: %q, %v; want [c1]", removed, err)
+	}
+	expect(t, "the removal of a directory without a grant", ops(), "fsync dir children")
+	if removed, err = RemoveUngranted(dir, b); err != nil || len(removed) != 0 {
+		t.Fatalf("RemoveUngranted again: %q, %v; want none", removed, err)
+	}
+	expect(t, "nothing left to remove", ops())
+	if err := MakeDir(filepath.Join(dir, "children", "c1")); err != nil {
+		t.Fatal(err)
+	}
+	ops()
 	if err := MakeDir(filepath.Join(dir, "children", "c1")); err != nil {
 		t.Fatal(err)
 	}

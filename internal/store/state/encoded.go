@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/wisent/singularity/internal/prompt/framing"
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
-// Encoded is a conversation held encoded (SPEC §23): one value per
-// message, each exactly the JSON text encoding/json writes for a
-// chat.Message (and so as state.json and a completion request carry
-// it), held packed (Packed). A living being holds its conversation this
-// way (Being.HoldEncoded), so that its heap holds two hundred packed byte
+// Encoded is a conversation held encoded
+// (docs/family.md#families-of-thousands): one value per message, each
+// exactly the JSON text encoding/json writes for a chat.Message (and so
+// as state.json and a completion request carry it), held packed
+// (Packed). A living being holds its conversation this way
+// (Being.HoldEncoded), so that its heap holds two hundred packed byte
 // strings rather than two hundred parsed messages, and a request or a
 // checkpoint copies the bytes out (AppendJSON) instead of encoding them
 // again. The values are never changed once made; slices of an Encoded
@@ -84,10 +86,10 @@ func (c Encoded) appendElements(dst []byte) []byte {
 
 // The encoded forms of a user message and of a framing one: Role is
 // chat.Message's first field and Content its second, and neither the
-// role nor FramingPrefix holds anything JSON escapes.
+// role nor framing.Prefix holds anything JSON escapes.
 var (
 	encodedUser    = []byte(`{"role":"user",`)
-	encodedFraming = []byte(`{"role":"user","content":"` + FramingPrefix)
+	encodedFraming = []byte(`{"role":"user","content":"` + framing.Prefix)
 )
 
 // IsFramingEncoded is IsFraming for an encoded message.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/prompt/framing"
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
@@ -16,7 +17,7 @@ func encodedLife() []Event {
 	at := Now()
 	call := chat.ToolCall{ID: "call_1", Type: "function", Function: chat.FunctionCall{Name: "f", Arguments: `{"q":"<b> & \"x\""}`}}
 	return []Event{
-		CycleStarted(at, 1, chat.Message{Role: chat.RoleUser, Content: FramingPrefix + "1. <html> & \u2028"}, chat.Message{Role: chat.RoleUser, Content: "stimulus \x01 \t"}),
+		CycleStarted(at, 1, chat.Message{Role: chat.RoleUser, Content: framing.Prefix + "1. <html> & \u2028"}, chat.Message{Role: chat.RoleUser, Content: "stimulus \x01 \t"}),
 		ModelCompleted(at, 1, chat.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2}, chat.Message{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{call}}),
 		func() Event {
 			e := ToolFinished(at, 1, "f", "success")
@@ -24,9 +25,9 @@ func encodedLife() []Event {
 			return e
 		}(),
 		ModelCompleted(at, 1, chat.Usage{}, chat.Message{Role: chat.RoleAssistant, Content: "done"}),
-		CycleStarted(at, 2, chat.Message{Role: chat.RoleUser, Content: FramingPrefix + "2."}),
+		CycleStarted(at, 2, chat.Message{Role: chat.RoleUser, Content: framing.Prefix + "2."}),
 		// Cycle 2 failed before its completion: cycle 3 replaces it.
-		CycleStarted(at, 3, chat.Message{Role: chat.RoleUser, Content: FramingPrefix + "3."}),
+		CycleStarted(at, 3, chat.Message{Role: chat.RoleUser, Content: framing.Prefix + "3."}),
 	}
 }
 

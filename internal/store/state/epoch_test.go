@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/wisent/singularity/internal/prompt/framing"
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
@@ -12,7 +13,7 @@ import (
 func conversationOf(n ...int) []chat.Message {
 	var conv []chat.Message
 	for c, size := range n {
-		conv = append(conv, chat.Message{Role: chat.RoleUser, Content: FramingPrefix + strconv.Itoa(c+1) + "."})
+		conv = append(conv, chat.Message{Role: chat.RoleUser, Content: framing.Prefix + strconv.Itoa(c+1) + "."})
 		for range size - 1 {
 			conv = append(conv, chat.Message{Role: chat.RoleAssistant, Content: "x"})
 		}
@@ -65,7 +66,7 @@ func TestWindowEpochStaysPut(t *testing.T) {
 	starts := map[string]bool{conv[0].Content: true}
 	cuts := 0
 	for cycle := 6; cycle <= 30; cycle++ {
-		conv = append(conv, chat.Message{Role: chat.RoleUser, Content: FramingPrefix + strconv.Itoa(cycle) + "."})
+		conv = append(conv, chat.Message{Role: chat.RoleUser, Content: framing.Prefix + strconv.Itoa(cycle) + "."})
 		var first string
 		for round := 0; round < 3; round++ {
 			kept, _ := WindowEpoch(conv, limit)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/wisent/singularity/internal/prompt/framing"
 )
 
 // Packed is one message of a held conversation: its JSON encoding
@@ -43,24 +45,12 @@ const (
 	copyReach = 1<<16 - 1
 )
 
-// Words of the framing message (docs/cycle.md#the-framing-message)
-// between its figures: package prompt writes them, packPhrases holds
-// them.
-const (
-	FramingAfterCycle   = ". Balance: "
-	FramingAfterBalance = " USD. Earned: "
-	FramingAfterEarned  = " USD. Net profit: "
-	FramingAfterNet     = " USD. Current model: "
-	FramingAfterModel   = ". Recent actions: "
-	FramingEnd          = ". Inspect opportunities and choose the next useful action. A plain response ends only this cycle; the being continues living while solvent."
-)
-
 // packPhrases are the phrases a reference may name, as they appear in an
 // encoded message (JSON-escaped where they hold anything JSON escapes).
 // The order is the references' numbering, and matters only in memory: a
 // longer phrase must come before one it starts with.
 var packPhrases = [...]string{
-	`{"role":"user","content":"` + FramingPrefix,
+	`{"role":"user","content":"` + framing.Prefix,
 	`{"role":"user","content":"`,
 	`{"role":"assistant","content":"`,
 	`{"role":"tool","content":"`,
@@ -70,13 +60,13 @@ var packPhrases = [...]string{
 	`","type":"function","function":{"name":"`,
 	`","arguments":"`,
 	`"}}]}`,
-	FramingEnd + `"}`,
-	FramingAfterCycle,
-	FramingAfterBalance,
-	FramingAfterEarned,
-	FramingAfterNet,
-	FramingAfterModel,
-	FramingEnd,
+	framing.End + `"}`,
+	framing.AfterCycle,
+	framing.AfterBalance,
+	framing.AfterEarned,
+	framing.AfterNet,
+	framing.AfterModel,
+	framing.End,
 	`:success, `,
 	`:failed, `,
 	`:indeterminate, `,

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/prompt/framing"
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
@@ -16,9 +17,9 @@ import (
 // its length without unpacking, and its prefixes; and the phrases and
 // repeats a conversation is full of take less room than the text.
 func TestPackRoundTrip(t *testing.T) {
-	framing := FramingPrefix + "57" + FramingAfterCycle + "9.87 USD" + FramingAfterBalance + "0" +
-		FramingAfterEarned + "-0.13" + FramingAfterNet + "test-model" + FramingAfterModel +
-		strings.Repeat("memory_recall:success, ", 9) + "memory_recall:success" + FramingEnd
+	framing := framing.Prefix + "57" + framing.AfterCycle + "9.87 USD" + framing.AfterBalance + "0" +
+		framing.AfterEarned + "-0.13" + framing.AfterNet + "test-model" + framing.AfterModel +
+		strings.Repeat("memory_recall:success, ", 9) + "memory_recall:success" + framing.End
 	cases := []struct {
 		name   string
 		msg    chat.Message
@@ -76,7 +77,7 @@ func TestPackedUnknownReference(t *testing.T) {
 // FuzzPack: any bytes pack and unpack to themselves, with the length and
 // the prefixes right.
 func FuzzPack(f *testing.F) {
-	f.Add([]byte(`{"role":"user","content":"` + FramingPrefix + `1. Balance: 1 USD."}`))
+	f.Add([]byte(`{"role":"user","content":"` + framing.Prefix + `1. Balance: 1 USD."}`))
 	f.Add([]byte("\x01\x00\x01\xff"))
 	f.Add([]byte(strings.Repeat("ab:success, ", 30)))
 	f.Fuzz(func(t *testing.T, raw []byte) {

@@ -302,7 +302,3 @@ func (s *Store) writeAtomic(data []byte, create bool) (err error) {
 	}
 	return nil
 }
-
-// SyncDir makes the entries of dir durable (after a rename or a removal
-// in it).
-func SyncDir(dir string) error { return syncDir(dir) }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/wisent/singularity/internal/prompt/framing"
 	"github.com/wisent/singularity/internal/wire/chat"
 )
 
@@ -17,13 +18,13 @@ func conv(spec string) []chat.Message {
 	for i, c := range spec {
 		switch c {
 		case 'F':
-			out = append(out, chat.Message{Role: chat.RoleUser, Content: FramingPrefix + strconv.Itoa(i) + ". Balance: 1 USD."})
+			out = append(out, chat.Message{Role: chat.RoleUser, Content: framing.Prefix + strconv.Itoa(i) + ". Balance: 1 USD."})
 		case 'u':
 			out = append(out, chat.Message{Role: chat.RoleUser, Content: "External observation for this cycle: Begin autonomous cycle 9"})
 		case 'a':
 			out = append(out, chat.Message{Role: chat.RoleAssistant, Content: "Begin autonomous cycle 5"})
 		case 't':
-			out = append(out, chat.Message{Role: chat.RoleTool, Content: FramingPrefix})
+			out = append(out, chat.Message{Role: chat.RoleTool, Content: framing.Prefix})
 		}
 	}
 	return out
