@@ -196,14 +196,13 @@ func parseCompletion(body []byte, lenient bool, reservation chat.Usage) (Complet
 // settlement is what one usage block is debited
 // (docs/brama.md#lenient-validation).
 type settlement struct {
-	// usage is what a lenient completion is debited, with its warnings
-	// in order.
+	// usage is what the completion is debited, accepted leniently or
+	// refused strictly, with the lenient warnings in order.
 	usage    chat.Usage
 	warnings []string
 	// refusal is strict validation's first refusal of the block (nil
-	// when it has none); billed is what a refused completion is debited.
+	// when it has none).
 	refusal error
-	billed  chat.Usage
 }
 
 // settle prices a usage block for its debit: a total that is not prompt
@@ -211,8 +210,7 @@ type settlement struct {
 // counts to their larger reading (reading.priced), and a count no request
 // could have cost to its cap (capUsage), or, when the block reports no
 // prompt tokens, to the reservation (reservedUsage). Strict validation
-// refuses each of these; a refused block is debited what a lenient one
-// would be, except that an implausible block is charged the reservation.
+// refuses each of these, and the refusal is debited the same.
 func settle(read reading, reservation chat.Usage) settlement {
 	var s settlement
 	u, err := checkUsage(read.priced())
@@ -227,20 +225,19 @@ func settle(read reading, reservation chat.Usage) settlement {
 		}
 		s.warnings = append(s.warnings, WarnCacheCounts)
 	}
-	s.usage, s.billed = u, u
 	if why := implausible(u, reservation); why != "" {
 		if s.refusal == nil {
 			s.refusal = permanent("inconsistent usage: %s", why)
 		}
-		s.billed = reservedUsage(u, reservation)
 		if u.PromptTokens == 0 {
-			s.usage = s.billed
+			u = reservedUsage(u, reservation)
 			s.warnings = append(s.warnings, WarnNoPromptCharge)
 		} else {
-			s.usage = capUsage(u, reservation)
+			u = capUsage(u, reservation)
 			s.warnings = append(s.warnings, WarnUsageCapped)
 		}
 	}
+	s.usage = u
 	return s
 }
 
@@ -306,7 +303,7 @@ func billedUsage(r responseBody, reservation chat.Usage) Completion {
 	if err != nil {
 		return Completion{}
 	}
-	return Completion{Usage: settle(read, reservation).billed, Billed: true, Model: r.Model}
+	return Completion{Usage: settle(read, reservation).usage, Billed: true, Model: r.Model}
 }
 
 // validate applies docs/brama.md#response-validation to a decoded body.

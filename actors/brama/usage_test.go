@@ -272,17 +272,18 @@ func TestNoPromptTokensChargedTheReservation(t *testing.T) {
 
 // TestLargerReadingIsCapped: the larger reading of inconsistent cache
 // counts is bounded like any count (docs/brama.md#implausible-usage): a
-// cache write of 2^64−1 tokens is capped with its parts, leniently, and
-// Brama's refusal is charged the reservation.
+// cache write of 2^64−1 tokens is capped with its parts, and Brama's
+// refusal is debited the same.
 func TestLargerReadingIsCapped(t *testing.T) {
 	reservation := ReservationUsage(300, 64)
 	body := []byte(`{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,` +
 		`"cache_read_input_tokens":1,"cache_creation_input_tokens":18446744073709551615}}`)
 	strict, err := parseCompletion(body, false, reservation)
 	requireBramaError(t, err, fault.Permanent, "brama: inconsistent usage: 1 cached and 18446744073709551615 cache-write tokens for 10 prompt tokens")
-	require.Equal(t, Completion{Usage: reservation, Billed: true}, strict)
+	capped := chat.Usage{PromptTokens: 1200, CompletionTokens: 5, TotalTokens: 1205, CachedTokens: 1, CacheWriteTokens: 1199}
+	require.Equal(t, Completion{Usage: capped, Billed: true}, strict)
 	lenient, err := parseCompletion(body, true, reservation)
 	require.NoError(t, err)
-	require.Equal(t, chat.Usage{PromptTokens: 1200, CompletionTokens: 5, TotalTokens: 1205, CachedTokens: 1, CacheWriteTokens: 1199}, lenient.Usage)
+	require.Equal(t, capped, lenient.Usage)
 	require.Equal(t, []string{WarnCacheCounts, WarnUsageCapped}, lenient.Warnings)
 }
