@@ -389,8 +389,9 @@ func TestEncodeMatchesRequestBody(t *testing.T) {
 // TestImplausibleUsage is docs/brama.md#implausible-usage: a usage block
 // no request could have cost (more prompt tokens than 4 per request byte,
 // more completion tokens than 4 times max_tokens) is refused by Brama's
-// strict validation, and debited its counts capped, with a warning
-// by the lenient one. A reply of 2^64−1 tokens is never debited as such.
+// strict validation and capped with a warning by the lenient one; both
+// debit the capped counts. A reply of 2^64−1 tokens is never debited as
+// such.
 func TestImplausibleUsage(t *testing.T) {
 	reservation := ReservationUsage(300, 64) // a 300-byte request, max_tokens 64
 	reply := func(prompt, completion uint64) string {
