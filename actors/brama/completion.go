@@ -241,15 +241,19 @@ func settle(read reading, reservation chat.Usage) settlement {
 	return s
 }
 
-// reservedUsage is what a usage block no request could have cost is
+// reservedUsage is what a usage block that reports no prompt tokens is
 // charged: the reservation (every request byte as a prompt token and
 // max_tokens as completion tokens, docs/brama.md#charging-without-usage),
 // with the block's completion tokens in place of max_tokens when they are
-// more and still plausible, so that the charge is never below what the
+// more, capped as in capUsage, so that the charge is never below what the
 // block itself bills.
 func reservedUsage(u, reservation chat.Usage) chat.Usage {
 	r := reservation
-	if c, m := u.CompletionTokens, r.CompletionTokens; c > m && (m == 0 || c <= m*plausibleFactor) {
+	c, m := u.CompletionTokens, r.CompletionTokens
+	if m > 0 {
+		c = min(c, m*plausibleFactor)
+	}
+	if c > m {
 		r.CompletionTokens = c
 		r.TotalTokens = addSat(r.PromptTokens, c)
 	}

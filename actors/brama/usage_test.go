@@ -230,9 +230,9 @@ func TestPromptCacheKey(t *testing.T) {
 // for a block that reports no prompt tokens for a request of some bytes
 // (an empty block, zeros, prompt_tokens left out): Brama's strict
 // validation refuses it, and both modes charge the reservation, or the
-// block's own completion tokens when they are more and plausible. A
-// block whose cache counts make its larger reading hold prompt tokens is
-// priced at that reading.
+// block's own completion tokens when they are more (capped at 4 times
+// max_tokens). A block whose cache counts make its larger reading hold
+// prompt tokens is priced at that reading.
 func TestNoPromptTokensChargedTheReservation(t *testing.T) {
 	reservation := ReservationUsage(300, 64) // a 300-byte request, max_tokens 64
 	const refusal = "brama: inconsistent usage: 0 prompt tokens for a request of 300 bytes"
@@ -247,7 +247,7 @@ func TestNoPromptTokensChargedTheReservation(t *testing.T) {
 		{"all zeros", `{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}`, reservation, refusal, []string{WarnNoPromptCharge}},
 		{"prompt_tokens left out", `{"completion_tokens":40}`, reservation, refusal, []string{WarnNoPromptCharge}},
 		{"more completion tokens than max_tokens", `{"completion_tokens":100,"total_tokens":100}`, bramatest.Usage(300, 100), refusal, []string{WarnNoPromptCharge}},
-		{"implausible completion tokens", `{"completion_tokens":5000}`, reservation, refusal, []string{WarnNoPromptCharge}},
+		{"implausible completion tokens", `{"completion_tokens":5000}`, bramatest.Usage(300, 256), refusal, []string{WarnNoPromptCharge}},
 		{"cached tokens beside no prompt tokens", `{"prompt_tokens":0,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":4}}`,
 			chat.Usage{PromptTokens: 4, CompletionTokens: 5, TotalTokens: 9, CachedTokens: 4},
 			"brama: inconsistent usage: 4 cached tokens for 0 prompt tokens", []string{WarnCacheCounts}},
