@@ -72,16 +72,19 @@ type Completion struct {
 	// Usage always satisfies Total = Prompt + Completion: a zero total is
 	// recomputed. Leniently, a total that differs from the sum has its
 	// excess counted as completion tokens (the larger count is debited),
-	// and a missing block is ReservationUsage (NoUsage). Its cached and
-	// cache-write tokens together never exceed its prompt tokens
+	// and a missing block is ReservationUsage (NoUsage). Inconsistent
+	// cache counts are their larger reading, and a block without prompt
+	// tokens is charged the reservation. Its cached and cache-write tokens
+	// together never exceed its prompt tokens
 	// (docs/brama.md#cached-prompt-tokens).
 	Usage chat.Usage
 	// NoUsage reports a lenient completion without a usage block: Usage is
 	// the reservation's token bound, not the gateway's count.
 	NoUsage bool
 	// Billed is set with an error: the refused completion carried a
-	// well-formed usage block, which Usage holds, and the gateway billed
-	// it (docs/brama.md#billed-rejections). The caller debits it before
+	// readable usage block, which the gateway billed, and Usage holds
+	// what it is debited, as another gateway's completion would be
+	// (docs/brama.md#billed-rejections). The caller debits it before
 	// handling the error.
 	Billed bool
 	// Truncated reports a "length" finish: the caller journals the
