@@ -94,6 +94,7 @@ FUZZ_TARGETS := \
 	./internal/store/money:FuzzParse \
 	./internal/store/money:FuzzUnmarshalJSON \
 	./actors/brama:FuzzParseCompletion \
+	./actors/brama:FuzzUsageDebit \
 	./internal/wire/mcpwire:FuzzClassify \
 	./internal/store/state:FuzzReadJournal \
 	./internal/store/state:FuzzLoad \

@@ -181,6 +181,9 @@ func Load(f Flags, env LookupEnv) (Runtime, error) {
 	if rt.Brama, err = loadBrama(f.Brama); err != nil {
 		return Runtime{}, err
 	}
+	if err = tierPrices(rt.Tiers, rt.Brama.Prices); err != nil {
+		return Runtime{}, err
+	}
 	if f.Las.ServersFile == "" {
 		if err = required(requiredLas(f.Las), env); err != nil {
 			return Runtime{}, err
@@ -647,6 +650,26 @@ func loadTiers(path string) (tiers.Table, error) {
 		return nil, configError("SINGULARITY_TIERS_FILE: %w", err)
 	}
 	return table, nil
+}
+
+// tierPrices refuses a tier whose model the prices file does not list
+// (docs/money.md#survival-tiers): with BRAMA_PRICES_FILE, a model id a
+// tier switches to would otherwise be priced by the two price variables
+// without anyone having chosen them. A selector is priced by the model
+// that answers.
+func tierPrices(t tiers.Table, p prices.Table) error {
+	if p == nil {
+		return nil
+	}
+	for i, tier := range t {
+		if tier.Model == "" || gateway.IsSelector(tier.Model) {
+			continue
+		}
+		if _, ok := p[tier.Model]; !ok {
+			return configError("SINGULARITY_TIERS_FILE: tier %d: model %q has no price in BRAMA_PRICES_FILE", i+1, tier.Model)
+		}
+	}
+	return nil
 }
 
 func parseServiceURL(name, text string) (*url.URL, error) {

@@ -396,3 +396,30 @@ func TestTiersFile(t *testing.T) {
 		assert.Equal(t, 2, fault.ExitCode(err))
 	}
 }
+
+// TestTierModelNeedsAPrice: with BRAMA_PRICES_FILE, a tier that switches to
+// a model id the file does not list is refused (exit 2); a selector, a
+// tier without a model and a listed model are not, nor is any tier model
+// without a prices file.
+func TestTierModelNeedsAPrice(t *testing.T) {
+	f := newFixture(t)
+	prices := filepath.Join(f.dir, "prices.json")
+	require.NoError(t, os.WriteFile(prices, []byte(`{"cheap": {"input_usd_per_million": "0.1", "output_usd_per_million": "0.4"}}`), 0o600))
+	write := func(text string) string {
+		path := filepath.Join(f.dir, "tiers.json")
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+		return path
+	}
+	load := func(tiersFile, pricesFile string) error {
+		_, err := Load(withFlags(f.flags(), func(c *Flags) { c.Loop.TiersFile, c.Brama.PricesFile = tiersFile, pricesFile }), noEnv)
+		return err
+	}
+	ok := write(`[{"below_usd": "5"}, {"below_usd": "2", "model": "any"}, {"below_usd": "1", "model": "cheap"}]`)
+	require.NoError(t, load(ok, prices))
+	unpriced := write(`[{"below_usd": "5", "model": "cheap"}, {"below_usd": "1", "model": "cheaper"}]`)
+	require.NoError(t, load(unpriced, ""), "without a prices file every model pays the two variables")
+	err := load(unpriced, prices)
+	require.Error(t, err)
+	assert.Equal(t, `configuration: SINGULARITY_TIERS_FILE: tier 2: model "cheaper" has no price in BRAMA_PRICES_FILE`, err.Error())
+	assert.Equal(t, 2, fault.ExitCode(err))
+}

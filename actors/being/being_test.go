@@ -335,7 +335,7 @@ func TestShutdownGraceAbandonsLasCall(t *testing.T) {
 func TestOnceExhaustedMidCycle(t *testing.T) {
 	t.Parallel()
 	srv := newBrama(t)
-	srv.Enqueue(bramatest.ToolCallsReply(bramatest.Usage(0, 2000),
+	srv.Enqueue(bramatest.ToolCallsReply(bramatest.Usage(10, 2000),
 		bramatest.Call("m", "singularity_memory_remember", `{"kind":"k","text":"t"}`)))
 	opts := options(t, being.Once)
 	// The round reserves 2048 output tokens (0.002048) and costs 0.002;

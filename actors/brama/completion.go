@@ -27,7 +27,8 @@ const (
 	WarnUsageMismatch  = "usage total does not match prompt plus completion"
 	WarnNoUsageCharged = "completion reported no usage; charged its reservation"
 	WarnUsageCapped    = "completion reported implausible usage; capped at 4 tokens per request byte and 4 times max_tokens"
-	WarnCacheCounts    = "completion reported cached tokens its prompt tokens cannot hold; debited at the input price"
+	WarnCacheCounts    = "completion reported inconsistent cache counts; debited at their larger reading"
+	WarnNoPromptCharge = "completion reported no prompt tokens; charged its reservation"
 )
 
 // plausibleFactor bounds the usage a completion may report
@@ -71,16 +72,19 @@ type Completion struct {
 	// Usage always satisfies Total = Prompt + Completion: a zero total is
 	// recomputed. Leniently, a total that differs from the sum has its
 	// excess counted as completion tokens (the larger count is debited),
-	// and a missing block is ReservationUsage (NoUsage). Its cached and
-	// cache-write tokens together never exceed its prompt tokens
+	// and a missing block is ReservationUsage (NoUsage). Inconsistent
+	// cache counts are their larger reading, and a block without prompt
+	// tokens is charged the reservation. Its cached and cache-write tokens
+	// together never exceed its prompt tokens
 	// (docs/brama.md#cached-prompt-tokens).
 	Usage chat.Usage
 	// NoUsage reports a lenient completion without a usage block: Usage is
 	// the reservation's token bound, not the gateway's count.
 	NoUsage bool
 	// Billed is set with an error: the refused completion carried a
-	// well-formed usage block, which Usage holds, and the gateway billed
-	// it (docs/brama.md#billed-rejections). The caller debits it before
+	// readable usage block, which the gateway billed, and Usage holds
+	// what it is debited, as another gateway's completion would be
+	// (docs/brama.md#billed-rejections). The caller debits it before
 	// handling the error.
 	Billed bool
 	// Truncated reports a "length" finish: the caller journals the
@@ -116,17 +120,44 @@ type requestBody struct {
 }
 
 // responseBody is the part of an OpenAI-compatible completion the runtime
-// reads. Pointers tell an absent or null field from a zero one.
+// reads. Pointers tell an absent or null field from a zero one; the usage
+// block is kept as it came, for readUsage.
 type responseBody struct {
-	Model   string `json:"model"`
-	Choices []struct {
-		Message struct {
-			Content   *string         `json:"content"`
-			ToolCalls []chat.ToolCall `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *chat.UsageReport `json:"usage"`
+	Model   string
+	Choices []responseChoice
+	Usage   json.RawMessage
+}
+
+// responseChoice is one choice of a completion.
+type responseChoice struct {
+	Message struct {
+		Content   *string         `json:"content"`
+		ToolCalls []chat.ToolCall `json:"tool_calls"`
+	} `json:"message"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+// decodeResponse decodes a completion body by the exact names of its
+// fields, as the provider wrote them. A body that is a JSON object keeps
+// its usage block even when another field does not decode, so that its
+// refusal can be billed (docs/brama.md#billed-rejections).
+func decodeResponse(body []byte) (responseBody, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(body, &top); err != nil {
+		return responseBody{}, err
+	}
+	r := responseBody{Usage: top["usage"]}
+	if raw := top["model"]; !absent(raw) {
+		if err := json.Unmarshal(raw, &r.Model); err != nil {
+			return r, err
+		}
+	}
+	if raw := top["choices"]; !absent(raw) {
+		if err := json.Unmarshal(raw, &r.Choices); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
 }
 
 // permanent returns a permanent Brama error with the given message.
@@ -150,35 +181,102 @@ func ReservationUsage(requestBytes, maxTokens int) chat.Usage {
 // (docs/brama.md#response-validation). Every failure is permanent: retrying
 // would get the same answer. lenient applies the rules for gateways other
 // than Brama; reservation is what a lenient completion without usage is
-// charged. A failure whose body still holds a well-formed usage block
-// returns it with Billed set.
+// charged. A failure whose body still holds a readable usage block
+// returns what it is debited, with Billed set.
 func parseCompletion(body []byte, lenient bool, reservation chat.Usage) (Completion, error) {
-	var r responseBody
-	if err := json.Unmarshal(body, &r); err != nil {
-		return billed(body), permanent("invalid completion response: %w", err)
-	}
-	comp, err := validate(&r, lenient, reservation)
+	r, err := decodeResponse(body)
 	if err != nil {
-		if r.Usage != nil && implausible(fromReport(*r.Usage).usage, reservation) != "" {
-			// Never debit a count no request could have cost: a refusal
-			// with one is charged its reservation.
-			return Completion{Usage: reservation, Billed: true, Model: r.Model}, err
+		err = permanent("invalid completion response: %w", err)
+	} else {
+		var comp Completion
+		if comp, err = validate(&r, lenient, reservation); err == nil {
+			return comp, nil
 		}
-		return billedUsage(r.Model, r.Usage), err
 	}
-	return comp, nil
+	return billedUsage(r, reservation), err
+}
+
+// settlement is what one usage block is debited
+// (docs/brama.md#lenient-validation).
+type settlement struct {
+	// usage is what the completion is debited, accepted leniently or
+	// refused strictly, with the lenient warnings in order.
+	usage    chat.Usage
+	warnings []string
+	// refusal is strict validation's first refusal of the block (nil
+	// when it has none).
+	refusal error
+}
+
+// settle prices a usage block for its debit: a total that is not prompt
+// plus completion gives way to the larger count, inconsistent cache
+// counts to their larger reading (reading.priced), and a count no request
+// could have cost to its cap (capUsage), or, when the block reports no
+// prompt tokens, to the reservation (reservedUsage). Strict validation
+// refuses each of these, and the refusal is debited the same.
+func settle(read reading, reservation chat.Usage) settlement {
+	var s settlement
+	u, err := checkUsage(read.priced())
+	if err != nil {
+		s.refusal = err
+		u = largerUsage(read.priced())
+		s.warnings = append(s.warnings, WarnUsageMismatch)
+	}
+	if read.why != "" {
+		if s.refusal == nil {
+			s.refusal = permanent("inconsistent usage: %s", read.why)
+		}
+		s.warnings = append(s.warnings, WarnCacheCounts)
+	}
+	if why := implausible(u, reservation); why != "" {
+		if s.refusal == nil {
+			s.refusal = permanent("inconsistent usage: %s", why)
+		}
+		if u.PromptTokens == 0 {
+			u = reservedUsage(u, reservation)
+			s.warnings = append(s.warnings, WarnNoPromptCharge)
+		} else {
+			u = capUsage(u, reservation)
+			s.warnings = append(s.warnings, WarnUsageCapped)
+		}
+	}
+	s.usage = u
+	return s
+}
+
+// reservedUsage is what a usage block that reports no prompt tokens is
+// charged: the reservation (every request byte as a prompt token and
+// max_tokens as completion tokens, docs/brama.md#charging-without-usage),
+// with the block's completion tokens in place of max_tokens when they are
+// more, capped as in capUsage, so that the charge is never below what the
+// block itself bills.
+func reservedUsage(u, reservation chat.Usage) chat.Usage {
+	r := reservation
+	c, m := u.CompletionTokens, r.CompletionTokens
+	if m > 0 {
+		c = min(c, m*plausibleFactor)
+	}
+	if c > m {
+		r.CompletionTokens = c
+		r.TotalTokens = addSat(r.PromptTokens, c)
+	}
+	return r
 }
 
 // implausible says how usage exceeds what the request could have cost
-// (more prompt tokens than plausibleFactor per request byte, or more
-// completion tokens than plausibleFactor times max_tokens; reservation
-// holds the bytes and max_tokens), or "" when it does not. A zero part of
-// the reservation bounds nothing.
+// (more prompt tokens than plausibleFactor per request byte, none at all
+// for a request of some bytes, or more completion tokens than
+// plausibleFactor times max_tokens; reservation holds the bytes and
+// max_tokens), or "" when it does not. A zero part of the reservation
+// bounds nothing.
 func implausible(u chat.Usage, reservation chat.Usage) string {
-	if b := reservation.PromptTokens; b > 0 && u.PromptTokens > b*plausibleFactor {
+	b, m := reservation.PromptTokens, reservation.CompletionTokens
+	switch {
+	case b > 0 && u.PromptTokens > b*plausibleFactor:
 		return fmt.Sprintf("%d prompt tokens for a request of %d bytes", u.PromptTokens, b)
-	}
-	if m := reservation.CompletionTokens; m > 0 && u.CompletionTokens > m*plausibleFactor {
+	case b > 0 && u.PromptTokens == 0:
+		return fmt.Sprintf("0 prompt tokens for a request of %d bytes", b)
+	case m > 0 && u.CompletionTokens > m*plausibleFactor:
 		return fmt.Sprintf("%d completion tokens for max_tokens %d", u.CompletionTokens, m)
 	}
 	return ""
@@ -201,31 +299,18 @@ func capUsage(u chat.Usage, reservation chat.Usage) chat.Usage {
 	return u
 }
 
-// billedUsage is the Completion of a refusal: its usage with Billed when
-// the block is well formed, else nothing. Cache counts the prompt tokens
-// cannot hold are dropped: the prompt is debited at the input price.
-func billedUsage(model string, usage *chat.UsageReport) Completion {
-	if usage == nil {
+// billedUsage is the Completion of a refusal: what its usage block is
+// debited (settle), with Billed, when the block can be read; else
+// nothing.
+func billedUsage(r responseBody, reservation chat.Usage) Completion {
+	if absent(r.Usage) {
 		return Completion{}
 	}
-	u, err := checkUsage(fromReport(*usage).usage)
+	read, err := readUsage(r.Usage)
 	if err != nil {
 		return Completion{}
 	}
-	return Completion{Usage: u, Billed: true, Model: model}
-}
-
-// billed is the usage block of a body that did not decode as a whole
-// (a choice of the wrong shape), when the block itself is well formed.
-func billed(body []byte) Completion {
-	var r struct {
-		Model string            `json:"model"`
-		Usage *chat.UsageReport `json:"usage"`
-	}
-	if json.Unmarshal(body, &r) != nil {
-		return Completion{}
-	}
-	return billedUsage(r.Model, r.Usage)
+	return Completion{Usage: settle(read, reservation).usage, Billed: true, Model: r.Model}
 }
 
 // validate applies docs/brama.md#response-validation to a decoded body.
@@ -268,34 +353,22 @@ func validate(r *responseBody, lenient bool, reservation chat.Usage) (Completion
 	var usage chat.Usage
 	noUsage := false
 	switch {
-	case r.Usage == nil && lenient:
+	case absent(r.Usage) && lenient:
 		usage, noUsage = reservation, true
 		warnings = append(warnings, WarnNoUsageCharged)
-	case r.Usage == nil:
+	case absent(r.Usage):
 		return Completion{}, permanent("invalid completion response: missing usage")
 	default:
-		read := fromReport(*r.Usage)
-		var err error
-		if usage, err = checkUsage(read.usage); err != nil {
-			if !lenient {
-				return Completion{}, err
-			}
-			usage = largerUsage(read.usage)
-			warnings = append(warnings, WarnUsageMismatch)
+		read, err := readUsage(r.Usage)
+		if err != nil {
+			return Completion{}, permanent("invalid completion response: %w", err)
 		}
-		if read.why != "" {
-			if !lenient {
-				return Completion{}, permanent("inconsistent usage: %s", read.why)
-			}
-			warnings = append(warnings, WarnCacheCounts)
+		s := settle(read, reservation)
+		if s.refusal != nil && !lenient {
+			return Completion{}, s.refusal
 		}
-	}
-	if why := implausible(usage, reservation); why != "" && !noUsage {
-		if !lenient {
-			return Completion{}, permanent("inconsistent usage: %s", why)
-		}
-		usage = capUsage(usage, reservation)
-		warnings = append(warnings, WarnUsageCapped)
+		usage = s.usage
+		warnings = append(warnings, s.warnings...)
 	}
 	msg := chat.Message{Role: chat.RoleAssistant, ToolCalls: calls}
 	if content != nil {

@@ -132,7 +132,7 @@ func TestResponseValidation(t *testing.T) {
 		{
 			name: "negative tokens",
 			body: `{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":{"prompt_tokens":-1,"completion_tokens":5,"total_tokens":4}}`,
-			err:  "brama: invalid completion response: json: cannot unmarshal number -1", prefix: true,
+			err:  "brama: invalid completion response: usage: prompt_tokens is not a token count",
 		},
 		{
 			name: "usage missing",
@@ -297,26 +297,30 @@ func TestBilledRejection(t *testing.T) {
 	tests := []struct {
 		name   string
 		body   string
-		billed bool
+		billed chat.Usage // zero when nothing is billed
 	}{
-		{"stop with calls", `{"model":"m","choices":[{"message":{"tool_calls":[{"id":"c","type":"function","function":{"name":"e","arguments":"{}"}}]},"finish_reason":"stop"}],` + okUsage + `}`, true},
-		{"no choice", `{"choices":[],` + okUsage + `}`, true},
-		{"choices of the wrong shape", `{"choices":{},` + okUsage + `}`, true},
-		{"usage inconsistent", `{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":16}}`, false},
-		{"usage of the wrong shape", `{"choices":[],"usage":{"prompt_tokens":"ten"}}`, false},
-		{"no usage", `{"choices":[]}`, false},
-		{"not JSON", `<html>`, false},
+		{"stop with calls", `{"model":"m","choices":[{"message":{"tool_calls":[{"id":"c","type":"function","function":{"name":"e","arguments":"{}"}}]},"finish_reason":"stop"}],` + okUsage + `}`, bramatest.Usage(10, 5)},
+		{"no choice", `{"choices":[],` + okUsage + `}`, bramatest.Usage(10, 5)},
+		{"choices of the wrong shape", `{"choices":{},` + okUsage + `}`, bramatest.Usage(10, 5)},
+		{"a model of the wrong shape", `{"model":5,"choices":[],` + okUsage + `}`, bramatest.Usage(10, 5)},
+		{"usage total larger than its counts: the larger count", `{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":16}}`,
+			chat.Usage{PromptTokens: 10, CompletionTokens: 6, TotalTokens: 16}},
+		{"a cache count that is no token count: every prompt token at the input price", `{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":"4"}}}`,
+			bramatest.Usage(10, 5)},
+		{"usage of the wrong shape", `{"choices":[],"usage":{"prompt_tokens":"ten"}}`, chat.Usage{}},
+		{"no usage", `{"choices":[]}`, chat.Usage{}},
+		{"not JSON", `<html>`, chat.Usage{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := parseCompletion([]byte(tt.body), false, chat.Usage{})
 			requireBramaKind(t, err, fault.Permanent)
-			if !tt.billed {
+			if tt.billed == (chat.Usage{}) {
 				require.Equal(t, Completion{}, got)
 				return
 			}
 			require.True(t, got.Billed)
-			require.Equal(t, bramatest.Usage(10, 5), got.Usage)
+			require.Equal(t, tt.billed, got.Usage)
 		})
 	}
 }
@@ -385,8 +389,9 @@ func TestEncodeMatchesRequestBody(t *testing.T) {
 // TestImplausibleUsage is docs/brama.md#implausible-usage: a usage block
 // no request could have cost (more prompt tokens than 4 per request byte,
 // more completion tokens than 4 times max_tokens) is refused by Brama's
-// strict validation, charged the reservation, and capped with a warning
-// by the lenient one. A reply of 2^64−1 tokens is never debited as such.
+// strict validation and capped with a warning by the lenient one; both
+// debit the capped counts. A reply of 2^64−1 tokens is never debited as
+// such.
 func TestImplausibleUsage(t *testing.T) {
 	reservation := ReservationUsage(300, 64) // a 300-byte request, max_tokens 64
 	reply := func(prompt, completion uint64) string {
@@ -416,14 +421,14 @@ func TestImplausibleUsage(t *testing.T) {
 				return
 			}
 			requireBramaError(t, err, fault.Permanent, tt.strictErr)
-			require.Equal(t, Completion{Usage: reservation, Billed: true, Model: "m"}, strict, "the refusal is charged its reservation")
+			require.Equal(t, Completion{Usage: tt.capped, Billed: true, Model: "m"}, strict, "the refusal is debited its capped counts")
 			require.Equal(t, tt.capped, lenient.Usage)
 			require.Equal(t, []string{WarnUsageCapped}, lenient.Warnings)
 		})
 	}
-	// A refusal for another reason with an implausible block is charged
-	// the reservation too, never the block.
+	// A refusal for another reason with an implausible block is debited
+	// its capped counts too, never the block.
 	refused, err := parseCompletion([]byte(`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":18446744073709551615}}`), false, reservation)
 	requireBramaKind(t, err, fault.Permanent)
-	require.Equal(t, Completion{Usage: reservation, Billed: true}, refused)
+	require.Equal(t, Completion{Usage: bramatest.Usage(1, 256), Billed: true}, refused)
 }

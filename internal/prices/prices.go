@@ -95,7 +95,8 @@ const (
 // "cache_write_input_usd_per_million": "<decimal>"}, …}. The first two
 // prices are required, the two cache prices optional (nil, meaning the
 // input price, when absent); each is a decimal string ≥ 0. Other fields
-// are refused so a misspelt price is not read as a missing one. The error
+// are refused so a misspelt price is not read as a missing one, and so is
+// a field given twice, which JSON would read as its last value. The error
 // says what is wrong, naming the model; the caller prefixes the variable.
 func Parse(data []byte) (Table, error) {
 	var raw map[string]json.RawMessage
@@ -113,6 +114,9 @@ func Parse(data []byte) (Table, error) {
 		var fields map[string]json.RawMessage
 		if err := strictjson.Decode(raw[model], &fields); err != nil || fields == nil {
 			return nil, fmt.Errorf("model %q: must be an object with %s and %s", model, fieldInput, fieldOutput)
+		}
+		if name, ok := strictjson.RepeatedKey(raw[model]); ok {
+			return nil, fmt.Errorf("model %q: %s is given twice", model, name)
 		}
 		for _, k := range slices.Sorted(maps.Keys(fields)) {
 			if k != fieldInput && k != fieldOutput && k != fieldCached && k != fieldCacheWrite {

@@ -45,6 +45,8 @@ func TestParse(t *testing.T) {
 		{`{"m": {"input_usd_per_million": "1", "output_usd_per_million": "1", "cached": "1"}}`, `model "m": unknown field "cached"`},
 		{`{"": {"input_usd_per_million": "1", "output_usd_per_million": "1"}}`, "a model id is empty"},
 		{`{"m": {"input_usd_per_million": "1", "output_usd_per_million": "1"}, "n": {"input_usd_per_million": "1", "output_usd_per_million": "1"}, "m": {"input_usd_per_million": "2", "output_usd_per_million": "2"}}`, `model "m" is listed twice`},
+		{`{"m": {"input_usd_per_million": "100", "output_usd_per_million": "1", "input_usd_per_million": "0"}}`, `model "m": input_usd_per_million is given twice`},
+		{`{"m": {"input_usd_per_million": "1", "output_usd_per_million": "1", "cached_input_usd_per_million": "0", "cached_input_usd_per_million": "0"}}`, `model "m": cached_input_usd_per_million is given twice`},
 		{`{"m": {"input_usd_per_million": "1e400", "output_usd_per_million": "1"}}`, `model "m": input_usd_per_million is out of range`},
 		{`{"m": {"input_usd_per_million": "1", "output_usd_per_million": "1e99999999999999999999"}}`, `model "m": output_usd_per_million is out of range`},
 		{`{"m": {"input_usd_per_million": "1", "output_usd_per_million": "12345678901234567890123456789012345678901234567890"}}`, `model "m": output_usd_per_million is out of range`},

@@ -19,8 +19,8 @@ import (
 // the prices file's cached and cache-write prices apply, model_completed
 // journals the counts (and a completion without them is written as
 // before), a usage whose cached count exceeds its prompt is debited at
-// the input price with its warning, and with BRAMA_PROMPT_CACHE_KEY the
-// body names the being.
+// its larger reading (the cached tokens beside the prompt) with its
+// warning, and with BRAMA_PROMPT_CACHE_KEY the body names the being.
 func TestCachedTokensPricedFromPricesFile(t *testing.T) {
 	t.Parallel()
 	w := newGatewayWorld(t, "bearer", "gpt-cached")
@@ -41,9 +41,10 @@ func TestCachedTokensPricedFromPricesFile(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 
 	events := w.journal()
-	// 440×2 + 2048×0.5 + 512×2.5 + 20×8; all 1000 at 2 + 10×8, twice.
-	assert.Equal(t, []string{"0.003344", "0.00208", "0.00208"}, debits(events))
-	assert.Equal(t, []string{"completion reported cached tokens its prompt tokens cannot hold; debited at the input price"}, warnings(events))
+	// 440×2 + 2048×0.5 + 512×2.5 + 20×8; 1000×2 + 1001×0.5 + 10×8;
+	// 1000×2 + 10×8.
+	assert.Equal(t, []string{"0.003344", "0.0025805", "0.00208"}, debits(events))
+	assert.Equal(t, []string{warnCacheCounts}, warnings(events))
 
 	raw, err := os.ReadFile(filepath.Join(w.stateDir, "activity.jsonl"))
 	require.NoError(t, err)
@@ -57,9 +58,9 @@ func TestCachedTokensPricedFromPricesFile(t *testing.T) {
 	}
 	assert.Equal(t, []string{
 		`{"prompt_tokens":3000,"completion_tokens":20,"total_tokens":3020,"cached_tokens":2048,"cache_write_tokens":512,"reasoning_tokens":8}`,
+		`{"prompt_tokens":2001,"completion_tokens":10,"total_tokens":2011,"cached_tokens":1001}`,
 		`{"prompt_tokens":1000,"completion_tokens":10,"total_tokens":1010}`,
-		`{"prompt_tokens":1000,"completion_tokens":10,"total_tokens":1010}`,
-	}, completed, "cache counts journaled only when the provider reported them")
+	}, completed, "cache counts journaled only when the provider reported them, as the reading debited")
 
 	for _, req := range w.brama.Completions() {
 		assert.True(t, strings.HasSuffix(string(req.Body), `,"prompt_cache_key":"`+w.env["SINGULARITY_AGENT_ID"]+`"}`), "the root's id is its agent id")

@@ -71,9 +71,11 @@ type Usage struct {
 }
 
 // UsageReport is a completion's usage block as OpenAI-compatible servers
-// write it, with every form of cached, cache-write and reasoning counts
-// the runtime reads (docs/brama.md#cached-prompt-tokens). A pointer is nil
-// when the field is absent or null.
+// write it, with the forms of cached, cache-write and reasoning counts of
+// docs/brama.md#cached-prompt-tokens; test gateways answer with it. A
+// pointer is nil when the field is absent or null. (The gateway reads a
+// block field by field, so that a quirky count is not an undecodable
+// answer.)
 type UsageReport struct {
 	PromptTokens     uint64 `json:"prompt_tokens"`
 	CompletionTokens uint64 `json:"completion_tokens"`
