@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/store/budget"
 	"github.com/wisent/singularity/internal/store/money"
 )
 
@@ -66,7 +66,7 @@ func FuzzUsageDebit(f *testing.F) {
 				continue
 			}
 			for _, p := range fuzzPricings {
-				debit := ledger.ComputeDebit(p, c.Usage, 0).API.Mul(money.FromInt(1_000_000))
+				debit := budget.ComputeDebit(p, c.Usage, 0).API.Mul(money.FromInt(1_000_000))
 				for _, r := range readings {
 					if bill := r.bill(p.Tokens()); debit.Cmp(bill) < 0 {
 						t.Fatalf("usage %s (lenient %v, %d bytes, max_tokens %d) debited as %+v: %s millionths at %+v, below the reading %+v: %s",
@@ -81,7 +81,7 @@ func FuzzUsageDebit(f *testing.F) {
 // fuzzPricings are token prices per million where the cache is cheaper
 // than input and writing to it dearer (Anthropic's), where the cache is
 // dearer than input, and where only some parts are priced at all.
-var fuzzPricings = func() []ledger.Pricing {
+var fuzzPricings = func() []budget.Pricing {
 	d := func(s string) *money.Amount {
 		v, err := money.Parse(s)
 		if err != nil {
@@ -89,10 +89,10 @@ var fuzzPricings = func() []ledger.Pricing {
 		}
 		return &v
 	}
-	pair := func(in, out, cached, write string) ledger.Pricing {
-		return ledger.Pricing{}.WithTokens(prices.Pair{Input: *d(in), Output: *d(out), CachedInput: d(cached), CacheWriteInput: d(write)})
+	pair := func(in, out, cached, write string) budget.Pricing {
+		return budget.Pricing{}.WithTokens(prices.Pair{Input: *d(in), Output: *d(out), CachedInput: d(cached), CacheWriteInput: d(write)})
 	}
-	return []ledger.Pricing{
+	return []budget.Pricing{
 		pair("3", "15", "0.3", "3.75"),
 		pair("2", "8", "5", "0.5"),
 		pair("1", "0", "0", "0"),
