@@ -40,6 +40,9 @@ const minSecretLen = 4
 // most of the same statuses in every node.
 type guard struct {
 	secrets []string // values of secret-named environment variables
+	// runtime are the runtime's secret values, in all their forms
+	// (HandlerConfig.Secrets); nil for none.
+	runtime *boundary.Secrets
 
 	keys  sync.Map // figure key → bool, keyAllowed's verdict
 	texts sync.Map // text past plainText → the text as served (itself or Redacted)
@@ -84,8 +87,11 @@ func (g *guard) text(s string) string {
 }
 
 // holdsSecret reports whether s contains the value of a secret-named
-// environment variable.
+// environment variable or one of the runtime's secrets.
 func (g *guard) holdsSecret(s string) bool {
+	if g.runtime.Mentioned([]byte(s)) {
+		return true
+	}
 	for _, secret := range g.secrets {
 		if strings.Contains(s, secret) {
 			return true
@@ -207,4 +213,53 @@ func normalize(v any) any {
 		return "(unencodable)"
 	}
 	return out
+}
+
+// node replaces, in n and its children, every text that holds one of the
+// guard's secrets by Redacted (a figure's value, at any depth; a key that
+// holds one is dropped). A guard with no secret leaves n as it is.
+func (g *guard) node(n *Node) {
+	if g.runtime.Len() == 0 && len(g.secrets) == 0 {
+		return
+	}
+	for _, p := range []*string{&n.PID, &n.Kind, &n.Name, &n.Status} {
+		if g.holdsSecret(*p) {
+			*p = Redacted
+		}
+	}
+	n.Figures = g.secretFree(n.Figures).(map[string]any)
+	for i := range n.Children {
+		g.node(&n.Children[i])
+	}
+}
+
+// secretFree is v with every string holding a secret replaced by
+// Redacted and every key holding one dropped.
+func (g *guard) secretFree(v any) any {
+	switch v := v.(type) {
+	case string:
+		if g.holdsSecret(v) {
+			return Redacted
+		}
+		return v
+	case map[string]any:
+		if v == nil {
+			return v
+		}
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			if !g.holdsSecret(k) {
+				out[k] = g.secretFree(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = g.secretFree(e)
+		}
+		return out
+	default:
+		return v
+	}
 }

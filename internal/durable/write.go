@@ -8,6 +8,7 @@ import (
 
 	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/boundary"
 )
 
 // Event is what the engine answers: Committed, Checkpointed, Landed,
@@ -142,7 +143,9 @@ type checkpoint struct {
 
 // Step makes events durable as one step: the queued warnings first,
 // each event without a time stamped at, and without a cycle (but
-// started) given cycle. Its Committed comes when the step is durable.
+// started) given cycle, every secret redacted (Config.Secrets). Its
+// Committed comes when the step is durable, with the events as
+// journaled.
 func (e *Engine) Step(tag Tag, events []state.Event, at state.Time, cycle uint64) []Event {
 	step := append(e.takeWarnings(), events...)
 	for i := range step {
@@ -152,6 +155,7 @@ func (e *Engine) Step(tag Tag, events []state.Event, at state.Time, cycle uint64
 		if step[i].Type != state.EventStarted && step[i].Cycle == 0 {
 			step[i].Cycle = cycle
 		}
+		step[i] = redactEvent(step[i], e.cfg.Secrets)
 	}
 	numbered, lines, err := e.journal.Encode(step)
 	if err != nil {
@@ -183,10 +187,14 @@ func (e *Engine) Checkpoint(tag Tag, snapshot state.Being, kept, archived state.
 	if background {
 		snapshot.OwnSlices()
 	}
-	encoder := &e.encoder
+	encoder, secrets := &e.encoder, e.cfg.Secrets
 	cp := &checkpoint{archived: archived, kept: kept, seq: seq, updatedAt: snapshot.UpdatedAt, background: background,
 		lock: &e.lock, backlog: &e.backlog, encode: func() ([]byte, error) {
-			return encoder.Encode(&snapshot)
+			data, err := encoder.Encode(&snapshot)
+			if err != nil {
+				return nil, err
+			}
+			return secrets.RedactJSON(data), nil
 		}}
 	return e.submit(&write{tag: tag, checkpoint: cp, appended: true})
 }
@@ -488,4 +496,25 @@ func (cp *checkpoint) write(a *state.Archive, s *state.Store) error {
 	}
 	cp.data = nil // the next checkpoint encodes its own
 	return nil
+}
+
+// redactEvent is ev with every secret replaced by boundary.Redacted in
+// each of its texts, nested JSON (a tool call's arguments) included: the
+// event goes through its journal line, which it is read back from when
+// the line mentions a secret.
+func redactEvent(ev state.Event, secrets *boundary.Secrets) state.Event {
+	if secrets.Len() == 0 {
+		return ev
+	}
+	line, err := ev.MarshalJSON()
+	if err != nil || !secrets.Mentioned(line) {
+		return ev // an unencodable event is the journal's to refuse
+	}
+	var clean state.Event
+	if err := clean.UnmarshalJSON(secrets.RedactJSON(line)); err != nil {
+		// Only a bug makes a redacted line unreadable: end like a crash would.
+		panic(fmt.Errorf("redacted journal event %s: %w", ev.Type, err))
+	}
+	clean.Seq = ev.Seq
+	return clean
 }

@@ -27,9 +27,11 @@ type Secrets struct {
 }
 
 // NewSecrets returns the set of the given values; empty ones are dropped.
-// Each value is held in all its forms (identity.Forms): as is and as
-// JSON string encoders escape it, so a peer that echoes a secret
-// JSON-escaped (`\/` for "/", \u0026 for "&") has it redacted too.
+// Each value is held in all its forms (identity.Forms): as is,
+// percent-encoded and in base64, each as JSON string encoders escape it
+// once or twice, so a peer that echoes a secret JSON-escaped (`\/` for
+// "/", \u0026 for "&") has it redacted too; the credential of an
+// auth-scheme value ("Bearer <token>") is held as a secret of its own.
 func NewSecrets(values ...[]byte) *Secrets {
 	seen, held := map[string]bool{}, map[string]bool{}
 	s := &Secrets{}
@@ -73,9 +75,9 @@ func (s *Secrets) RedactString(text string) string {
 	return text
 }
 
-// mentionedIn reports whether raw JSON may hold a secret value, as
-// written or JSON-escaped.
-func (s *Secrets) mentionedIn(raw []byte) bool {
+// Mentioned reports whether raw (JSON or any text) may hold a secret
+// value in one of its forms.
+func (s *Secrets) Mentioned(raw []byte) bool {
 	if s == nil {
 		return false
 	}
@@ -85,6 +87,22 @@ func (s *Secrets) mentionedIn(raw []byte) bool {
 		}
 	}
 	return false
+}
+
+// RedactJSON returns the JSON document raw with every secret value
+// replaced by Redacted in each of its strings (object keys, and strings
+// holding JSON documents, included), member order and number literals
+// kept. A document that mentions no secret is returned as it is; one
+// that is not valid JSON is redacted as text.
+func (s *Secrets) RedactJSON(raw []byte) []byte {
+	if !s.Mentioned(raw) {
+		return raw
+	}
+	out, err := Screen{Secrets: s}.rewriteDocument(raw, 0)
+	if err != nil {
+		return []byte(s.RedactString(string(raw)))
+	}
+	return out
 }
 
 // escaped is v as it appears inside a JSON string literal.
@@ -160,7 +178,7 @@ func (s Screen) touches(raw []byte) bool {
 	if ws := s.workspace(); ws != "" && (bytes.Contains(raw, []byte(ws)) || bytes.Contains(raw, escaped(ws))) {
 		return true
 	}
-	return s.Secrets.mentionedIn(raw)
+	return s.Secrets.Mentioned(raw)
 }
 
 // maxRewriteNesting bounds how deep text holding JSON is rewritten; deeper
