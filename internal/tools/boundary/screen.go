@@ -24,6 +24,10 @@ const Redacted = "[redacted]"
 type Secrets struct {
 	n     int      // how many values were given
 	forms []string // every form of every value, longest first, so a secret holding another goes whole
+	// bare are the forms without their backslashes, distinct and not
+	// empty: a value JSON-escaped to any depth holds one of them once
+	// its own backslashes are dropped (Mentioned).
+	bare [][]byte
 }
 
 // NewSecrets returns the set of the given values; empty ones are dropped.
@@ -49,7 +53,29 @@ func NewSecrets(values ...[]byte) *Secrets {
 		}
 	}
 	sort.SliceStable(s.forms, func(i, j int) bool { return len(s.forms[i]) > len(s.forms[j]) })
+	bare := map[string]bool{}
+	for _, f := range s.forms {
+		if b := withoutBackslashes([]byte(f)); len(b) > 0 && !bare[string(b)] {
+			bare[string(b)] = true
+			s.bare = append(s.bare, b)
+		}
+	}
 	return s
+}
+
+// withoutBackslashes is text with every backslash dropped; text itself
+// when it has none.
+func withoutBackslashes(text []byte) []byte {
+	if bytes.IndexByte(text, '\\') < 0 {
+		return text
+	}
+	out := make([]byte, 0, len(text))
+	for _, c := range text {
+		if c != '\\' {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Len is how many secret values the set holds.
@@ -76,13 +102,21 @@ func (s *Secrets) RedactString(text string) string {
 }
 
 // Mentioned reports whether raw (JSON or any text) may hold a secret
-// value in one of its forms.
+// value in one of its forms, JSON-escaped to any depth: a JSON string
+// inside a JSON document inside a JSON string, and so on. It may say
+// yes of text that holds none; it never says no of text that holds one.
 func (s *Secrets) Mentioned(raw []byte) bool {
 	if s == nil {
 		return false
 	}
 	for _, v := range s.forms {
 		if bytes.Contains(raw, []byte(v)) {
+			return true
+		}
+	}
+	bare := withoutBackslashes(raw)
+	for _, b := range s.bare {
+		if bytes.Contains(bare, b) {
 			return true
 		}
 	}
