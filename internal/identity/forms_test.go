@@ -87,7 +87,7 @@ func TestFormsOfAnAuthSchemeValue(t *testing.T) {
 		{"Bearer tok-9f3a2c7e", "tok-9f3a2c7e"},
 		{"Basic  dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA=="},
 		{"token ghp_0123456789", "ghp_0123456789"},
-		{"Bearer short", ""},         // too short to be a secret alone
+		{"Bearer short", ""},          // too short to be a secret alone
 		{"a passphrase of words", ""}, // not one credential
 		{"sk-plain-key-value", ""},
 	}
