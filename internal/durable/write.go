@@ -155,9 +155,14 @@ func (e *Engine) Step(tag Tag, events []state.Event, at state.Time, cycle uint64
 		if step[i].Type != state.EventStarted && step[i].Cycle == 0 {
 			step[i].Cycle = cycle
 		}
-		step[i] = redactEvent(step[i], e.cfg.Secrets)
 	}
 	numbered, lines, err := e.journal.Encode(step)
+	if err == nil && e.cfg.Secrets.Mentioned(lines) {
+		for i := range step {
+			step[i] = redactEvent(step[i], e.cfg.Secrets)
+		}
+		numbered, lines, err = e.journal.Encode(step)
+	}
 	if err != nil {
 		// Only a bug makes an event unencodable: end like a crash would.
 		panic(err)
@@ -503,9 +508,6 @@ func (cp *checkpoint) write(a *state.Archive, s *state.Store) error {
 // event goes through its journal line, which it is read back from when
 // the line mentions a secret.
 func redactEvent(ev state.Event, secrets *boundary.Secrets) state.Event {
-	if secrets.Len() == 0 {
-		return ev
-	}
 	line, err := ev.MarshalJSON()
 	if err != nil || !secrets.Mentioned(line) {
 		return ev // an unencodable event is the journal's to refuse
