@@ -131,7 +131,7 @@ func (g *guard) key(k string) bool {
 	if v, ok := g.keys.Load(k); ok {
 		return v.(bool)
 	}
-	ok := keyAllowed(k)
+	ok := keyAllowed(k) && !g.holdsSecret(k)
 	g.keys.Store(k, ok)
 	return ok
 }
@@ -215,51 +215,21 @@ func normalize(v any) any {
 	return out
 }
 
-// node replaces, in n and its children, every text that holds one of the
-// guard's secrets by Redacted (a figure's value, at any depth; a key that
-// holds one is dropped). A guard with no secret leaves n as it is.
+// node screens n and its children again, as Collect does, now with the
+// guard's secrets: a text holding one becomes Redacted, a figure key
+// holding one is dropped. A guard with no secret leaves n as it is.
 func (g *guard) node(n *Node) {
 	if g.runtime.Len() == 0 && len(g.secrets) == 0 {
 		return
 	}
-	for _, p := range []*string{&n.PID, &n.Kind, &n.Name, &n.Status} {
-		if g.holdsSecret(*p) {
-			*p = Redacted
-		}
+	if g.holdsSecret(n.PID) {
+		n.PID = Redacted
 	}
-	n.Figures = g.secretFree(n.Figures).(map[string]any)
+	n.Kind, n.Name, n.Status = g.text(n.Kind), g.text(n.Name), g.text(n.Status)
+	if n.Figures != nil {
+		n.Figures = g.value(n.Figures).(map[string]any)
+	}
 	for i := range n.Children {
 		g.node(&n.Children[i])
-	}
-}
-
-// secretFree is v with every string holding a secret replaced by
-// Redacted and every key holding one dropped.
-func (g *guard) secretFree(v any) any {
-	switch v := v.(type) {
-	case string:
-		if g.holdsSecret(v) {
-			return Redacted
-		}
-		return v
-	case map[string]any:
-		if v == nil {
-			return v
-		}
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			if !g.holdsSecret(k) {
-				out[k] = g.secretFree(e)
-			}
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = g.secretFree(e)
-		}
-		return out
-	default:
-		return v
 	}
 }

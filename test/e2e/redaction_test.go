@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -174,22 +172,12 @@ func TestModelEchoedKeyRedactedEverywhere(t *testing.T) {
 	w.env["SINGULARITY_DEBUG_ADDR"] = "127.0.0.1:0"
 	echoingGateway(w, apiKeyValue)
 	p := w.start("run")
-	p.stderr.waitFor(t, "debug endpoint listening", waitLimit)
-	base := regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)/debug/`).FindStringSubmatch(p.stderr.String())
-	require.Len(t, base, 2, p.stderr.String())
+	base := p.debugBase(t)
 	w.waitJournal(waitLimit, "two cycles ended", func(events []state.Event) bool {
 		return testkit.Count(events, state.EventToolFinished) >= 6 && testkit.Count(events, state.EventModelCompleted) >= 4
 	})
-	var outputs []string
-	for _, route := range []string{"/debug/actors", "/debug/actors?format=text", "/debug/", "/debug/beings/" + w.loadState().Identity.AgentID + "/journal", "/debug/beings/" + w.loadState().Identity.AgentID + "/journal?format=html"} {
-		res, err := http.Get(base[1] + route)
-		require.NoError(t, err, route)
-		body, err := io.ReadAll(res.Body)
-		res.Body.Close()
-		require.NoError(t, err, route)
-		require.Equal(t, http.StatusOK, res.StatusCode, "%s: %s", route, body)
-		outputs = append(outputs, string(body))
-	}
+	journal := "/debug/beings/" + w.loadState().Identity.AgentID + "/journal"
+	outputs := debugBodies(t, base, "/debug/actors", "/debug/actors?format=text", "/debug/", journal, journal+"?format=html")
 	assert.Contains(t, outputs[3], "[redacted]", "the journal view shows the echo, redacted")
 	st := w.run("status", "--format", "json")
 	p.signal(os.Interrupt)

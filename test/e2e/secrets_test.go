@@ -184,22 +184,11 @@ func TestInlineEnvSecretInLiveOutputs(t *testing.T) {
 		return bramatest.ToolCallsReply(bramatest.Usage(100, 10), bramatest.Call("call-env", "lab__chaos__env", `{}`))
 	})
 	p := w.start("run")
-	p.stderr.waitFor(t, "debug endpoint listening", waitLimit)
-	base := regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)/debug/`).FindStringSubmatch(p.stderr.String())
-	require.Len(t, base, 2, p.stderr.String())
+	base := p.debugBase(t)
 	w.waitJournal(waitLimit, "the env tool answered", func(events []state.Event) bool {
 		return testkit.Count(events, state.EventToolFinished) >= 2
 	})
-	var outputs []string
-	for _, route := range []string{"/debug/actors", "/debug/actors?format=text", "/debug/", "/debug/beings/" + w.loadState().Identity.AgentID + "/journal", "/metrics"} {
-		res, err := http.Get(base[1] + route)
-		require.NoError(t, err, route)
-		body, err := io.ReadAll(res.Body)
-		res.Body.Close()
-		require.NoError(t, err, route)
-		require.Equal(t, http.StatusOK, res.StatusCode, "%s: %s", route, body)
-		outputs = append(outputs, string(body))
-	}
+	outputs := debugBodies(t, base, "/debug/actors", "/debug/actors?format=text", "/debug/", "/debug/beings/"+w.loadState().Identity.AgentID+"/journal", "/metrics")
 	assert.Contains(t, outputs[3], "API_KEY=[redacted]", "the journal tail shows the tool's answer, redacted")
 	st := w.run("status", "--format", "json")
 	outputs = append(outputs, st.stdout, st.stderr)
@@ -211,4 +200,30 @@ func TestInlineEnvSecretInLiveOutputs(t *testing.T) {
 		assert.NotContains(t, string(req.Body), apiKey, "request to Brama")
 	}
 	assertNowhere(t, w, apiKey, outputs)
+}
+
+// debugBase waits for p's debug endpoint and returns its base URL.
+func (p *process) debugBase(t *testing.T) string {
+	t.Helper()
+	p.stderr.waitFor(t, "debug endpoint listening", waitLimit)
+	base := regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)/debug/`).FindStringSubmatch(p.stderr.String())
+	require.Len(t, base, 2, p.stderr.String())
+	return base[1]
+}
+
+// debugBodies GETs each route of the debug endpoint at base, which must
+// answer 200, and returns the bodies in order.
+func debugBodies(t *testing.T, base string, routes ...string) []string {
+	t.Helper()
+	var bodies []string
+	for _, route := range routes {
+		res, err := http.Get(base + route)
+		require.NoError(t, err, route)
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.NoError(t, err, route)
+		require.Equal(t, http.StatusOK, res.StatusCode, "%s: %s", route, body)
+		bodies = append(bodies, string(body))
+	}
+	return bodies
 }
