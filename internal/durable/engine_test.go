@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/boundary"
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/test/testkit"
 )
 
@@ -221,4 +224,38 @@ func TestStepCountsOnlyOnceFenced(t *testing.T) {
 	after, err := os.ReadFile(filepath.Join(dir, state.StateFile))
 	require.NoError(t, err)
 	assert.Equal(t, before, after, "state.json is not written after the refusal")
+}
+
+// TestStepRedactsSecrets: a step whose events hold a secret (a warning,
+// the model's reply and the arguments of its tool call) is journaled and
+// committed with it redacted, so what the owner applies and the tool it
+// runs next see "[redacted]"; a step without one is journaled as given.
+func TestStepRedactsSecrets(t *testing.T) {
+	const key = "sk-step-key/8e2f"
+	dir := testkit.BootedDir(t)
+	e, _, err := Open(dir, Config{Inline: true, Secrets: boundary.NewSecrets([]byte(key))})
+	require.NoError(t, err)
+	defer e.Close()
+	at := state.Now()
+	reply := chat.Message{Role: chat.RoleAssistant, Content: "the key is " + key, ToolCalls: []chat.ToolCall{{
+		ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "singularity_file_write", Arguments: `{"path":"k.txt","content":"` + strings.ReplaceAll(key, "/", `\/`) + `"}`},
+	}}}
+	out := e.Step(1, []state.Event{state.Warning(at, 1, "echoed "+key), state.ModelCompleted(at, 1, chat.Usage{}, reply), state.Warning(at, 1, "plain")}, at, 1)
+	require.Len(t, out, 1)
+	c, ok := out[0].(Committed)
+	require.True(t, ok, "%#v", out[0])
+	require.Len(t, c.Events, 3)
+	assert.Equal(t, "echoed [redacted]", c.Events[0].Message)
+	assert.Equal(t, "the key is [redacted]", c.Events[1].Chat.Content)
+	assert.JSONEq(t, `{"path":"k.txt","content":"[redacted]"}`, c.Events[1].Chat.ToolCalls[0].Function.Arguments)
+	assert.Equal(t, "plain", c.Events[2].Message)
+	assert.Equal(t, []uint64{1, 2, 3}, []uint64{c.Events[0].Seq, c.Events[1].Seq, c.Events[2].Seq})
+	journaled, err := state.ReadJournal(filepath.Join(dir, state.JournalFile))
+	require.NoError(t, err)
+	require.Len(t, journaled, 3)
+	assert.Equal(t, c.Events[0].Message, journaled[0].Message)
+	assert.Equal(t, c.Events[1].Chat, journaled[1].Chat)
+	data, err := os.ReadFile(filepath.Join(dir, state.JournalFile))
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "sk-step-key")
 }
