@@ -59,6 +59,8 @@ func writeAll(t *testing.T, secrets *boundary.Secrets, text string) []string {
 			t.Fatalf("the checkpoint answered %#v", ev)
 		}
 	}
+	_, err = state.Load(dir)
+	require.NoError(t, err, "a redacted checkpoint loads")
 
 	var log bytes.Buffer
 	logging.Redacting(slog.New(slog.NewJSONHandler(&log, nil)), secrets).

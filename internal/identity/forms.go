@@ -123,16 +123,29 @@ func lowerHex(c byte) byte {
 }
 
 // jsonForms are v as the JSON encoders of Forms write it inside a string
-// literal, without the quotes (v itself may be among them).
+// literal, without the quotes (v itself may be among them). An escape
+// option that changes nothing in v (HTML escaping of a value without
+// '<', '>' or '&', …) is not tried.
 func jsonForms(v string) []string {
 	out := []string{encodingJSON(v, true), encodingJSON(v, false)}
+	html, slash := strings.ContainsAny(v, "<>&"), strings.Contains(v, "/")
+	nonASCII, control := false, false
+	for i := 0; i < len(v); i++ {
+		nonASCII = nonASCII || v[i] >= utf8.RuneSelf
+		control = control || v[i] < 0x20 && v[i] != '\n' && v[i] != '\r' && v[i] != '\t'
+	}
 	for mask := 0; mask < 1<<4; mask++ {
-		out = append(out, escape(v, escapeOptions{
+		o := escapeOptions{
 			html:     mask&1 != 0,
 			slash:    mask&2 != 0,
 			nonASCII: mask&4 != 0,
 			upperHex: mask&8 != 0,
-		}))
+		}
+		if o.html && !html || o.slash && !slash || o.nonASCII && !nonASCII ||
+			o.upperHex && !(control || o.html || o.nonASCII) {
+			continue
+		}
+		out = append(out, escape(v, o))
 	}
 	return out
 }
