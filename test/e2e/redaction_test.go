@@ -62,16 +62,10 @@ func withHeaderServer(t *testing.T, w *world, srv *httptest.Server, token string
 	t.Helper()
 	keyFile := filepath.Join(w.dir, "far.header")
 	require.NoError(t, os.WriteFile(keyFile, []byte("Bearer "+token+"\n"), 0o600))
-	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"far": map[string]any{
+	w.useServer(t, "far", map[string]any{
 		"url":     srv.URL,
 		"headers": map[string]any{"Authorization": map[string]string{"file": keyFile}},
-	}}})
-	require.NoError(t, err)
-	path := filepath.Join(w.dir, "servers.json")
-	require.NoError(t, os.WriteFile(path, servers, 0o600))
-	w.env["LAS_SERVERS_FILE"] = path
-	w.env["SINGULARITY_REQUIRED_SURFACES"] = "far"
-	w.env["SINGULARITY_LOG_LEVEL"] = "debug"
+	})
 }
 
 // assertNowhereAll is assertNowhere for each text, the requests to the
@@ -104,15 +98,8 @@ func TestHeaderBearerCredentialAlone(t *testing.T) {
 	const token = "far-token-7c1e9a02b4"
 	w := newWorld(t, `{}`)
 	withHeaderServer(t, w, headerServer(t, token, "Describe nothing"), token)
-	w.brama.Enqueue(
-		bramatest.ToolCallsReply(bramatest.Usage(100, 10), bramatest.Call("call-who", "far__whoami", `{}`)),
-		bramatest.TextReply("Known.", bramatest.Usage(100, 10)),
-	)
-	r := w.run("once")
-	require.Equal(t, 0, r.code, r.stderr)
-	reqs := w.brama.Completions()
-	require.Len(t, reqs, 2)
-	assert.Contains(t, toolMessage(t, reqs[1].Body, "call-who"), "you are [redacted]")
+	r, msg := w.callOnce(t, "call-who", "far__whoami")
+	assert.Contains(t, msg, "you are [redacted]")
 	j := w.run("journal")
 	assertNowhereAll(t, w, []string{token}, []string{r.stdout, r.stderr, j.stdout, j.stderr})
 }

@@ -99,32 +99,16 @@ func TestServersFileInlineEnvSecret(t *testing.T) {
 		long    = "long-value-9d0c" // any name, but long
 	)
 	w := newWorld(t, `{}`)
-	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"lab": map[string]any{
-			"command": w.lasBin,
-			"env": map[string]string{
-				"API_KEY":      apiKey,
-				"GITHUB_TOKEN": shortKy,
-				"REGION_NOTE":  long,
-				"VERBOSE":      "1",
-			},
+	w.useServer(t, "lab", map[string]any{
+		"command": w.lasBin,
+		"env": map[string]string{
+			"API_KEY":      apiKey,
+			"GITHUB_TOKEN": shortKy,
+			"REGION_NOTE":  long,
+			"VERBOSE":      "1",
 		},
-	}})
-	require.NoError(t, err)
-	path := filepath.Join(w.dir, "servers.json")
-	require.NoError(t, os.WriteFile(path, servers, 0o600))
-	w.env["LAS_SERVERS_FILE"] = path
-	w.env["SINGULARITY_REQUIRED_SURFACES"] = "lab"
-	w.env["SINGULARITY_LOG_LEVEL"] = "debug"
-	w.brama.Enqueue(
-		bramatest.ToolCallsReply(bramatest.Usage(100, 10), bramatest.Call("call-env", "lab__chaos__env", `{}`)),
-		bramatest.TextReply("Seen.", bramatest.Usage(100, 10)),
-	)
-	r := w.run("once")
-	require.Equal(t, 0, r.code, r.stderr)
-	reqs := w.brama.Completions()
-	require.Len(t, reqs, 2)
-	msg := toolMessage(t, reqs[1].Body, "call-env")
+	})
+	r, msg := w.callOnce(t, "call-env", "lab__chaos__env")
 	for _, want := range []string{"API_KEY=[redacted]", "GITHUB_TOKEN=[redacted]", "REGION_NOTE=[redacted]", "VERBOSE=1"} {
 		assert.Contains(t, msg, want)
 	}
@@ -136,6 +120,35 @@ func TestServersFileInlineEnvSecret(t *testing.T) {
 		}
 		assertNowhere(t, w, secret, outputs)
 	}
+}
+
+// useServer makes server, as a servers file entry, w's only MCP server
+// under name (its surface, required), with debug logs.
+func (w *world) useServer(t *testing.T, name string, server map[string]any) {
+	t.Helper()
+	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{name: server}})
+	require.NoError(t, err)
+	path := filepath.Join(w.dir, "servers.json")
+	require.NoError(t, os.WriteFile(path, servers, 0o600))
+	w.env["LAS_SERVERS_FILE"] = path
+	w.env["SINGULARITY_REQUIRED_SURFACES"] = name
+	w.env["SINGULARITY_LOG_LEVEL"] = "debug"
+}
+
+// callOnce runs `once` with a model that calls tool (call id) with no
+// arguments, then ends the cycle; it returns the run and the tool message
+// the model was sent.
+func (w *world) callOnce(t *testing.T, id, tool string) (result, string) {
+	t.Helper()
+	w.brama.Enqueue(
+		bramatest.ToolCallsReply(bramatest.Usage(100, 10), bramatest.Call(id, tool, `{}`)),
+		bramatest.TextReply("Seen.", bramatest.Usage(100, 10)),
+	)
+	r := w.run("once")
+	require.Equal(t, 0, r.code, r.stderr)
+	reqs := w.brama.Completions()
+	require.Len(t, reqs, 2)
+	return r, toolMessage(t, reqs[1].Body, id)
 }
 
 // toolMessage is the content of the tool message answering call id in a
@@ -171,14 +184,7 @@ func TestInlineEnvSecretInLiveOutputs(t *testing.T) {
 	t.Parallel()
 	const apiKey = "inline-api-key-live-77c2a"
 	w := newWorld(t, `{}`)
-	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"lab": map[string]any{"command": w.lasBin, "env": map[string]string{"API_KEY": apiKey}},
-	}})
-	require.NoError(t, err)
-	path := filepath.Join(w.dir, "servers.json")
-	require.NoError(t, os.WriteFile(path, servers, 0o600))
-	w.env["LAS_SERVERS_FILE"] = path
-	w.env["SINGULARITY_REQUIRED_SURFACES"] = "lab"
+	w.useServer(t, "lab", map[string]any{"command": w.lasBin, "env": map[string]string{"API_KEY": apiKey}})
 	w.env["SINGULARITY_DEBUG_ADDR"] = "127.0.0.1:0"
 	w.brama.SetHandler(func(*bramatest.Request) bramatest.Reply {
 		return bramatest.ToolCallsReply(bramatest.Usage(100, 10), bramatest.Call("call-env", "lab__chaos__env", `{}`))
