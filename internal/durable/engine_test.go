@@ -259,3 +259,56 @@ func TestStepRedactsSecrets(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotContains(t, string(data), "sk-step-key")
 }
+
+// TestStepKeepsValuesASecretIsPartOf: a secret that is part of an amount
+// leaves the amount whole (the event must stay readable); the event's
+// free texts are still redacted.
+func TestStepKeepsValuesASecretIsPartOf(t *testing.T) {
+	const key = "12345678"
+	dir := testkit.BootedDir(t)
+	e, _, err := Open(dir, Config{Inline: true, Secrets: boundary.NewSecrets([]byte(key))})
+	require.NoError(t, err)
+	defer e.Close()
+	at := state.Now()
+	credited := state.RevenueCredited(at, 1, testkit.USD("0.12345678"), "tool "+key)
+	out := e.Step(1, []state.Event{credited, state.Warning(at, 1, "echoed "+key)}, at, 1)
+	require.Len(t, out, 1)
+	c, ok := out[0].(Committed)
+	require.True(t, ok, "%#v", out[0])
+	assert.Equal(t, "0.12345678", c.Events[0].Amount.String())
+	assert.Equal(t, "tool [redacted]", c.Events[0].Source)
+	assert.Equal(t, "echoed [redacted]", c.Events[1].Message)
+	journaled, err := state.ReadJournal(filepath.Join(dir, state.JournalFile))
+	require.NoError(t, err)
+	require.Len(t, journaled, 2)
+	assert.Equal(t, "0.12345678", journaled[0].Amount.String())
+}
+
+// TestCheckpointRedactsSecrets: a checkpoint whose snapshot holds a
+// secret in its mind has it redacted from state.json; when the secret is
+// also part of an amount, the amount stays whole and state.json loads.
+func TestCheckpointRedactsSecrets(t *testing.T) {
+	const key = "12345678"
+	dir := testkit.BootedDir(t)
+	e, st, err := Open(dir, Config{Inline: true, Secrets: boundary.NewSecrets([]byte(key))})
+	require.NoError(t, err)
+	defer e.Close()
+	for _, amount := range []string{"10", "0.12345678"} {
+		snapshot := *st
+		snapshot.Budget.Starting, snapshot.Budget.Remaining = testkit.USD(amount), testkit.USD(amount)
+		snapshot.Mind.SystemPrompt = "the key is " + key
+		snapshot.Mind.Learnings = []string{"keep " + key}
+		for _, ev := range e.Checkpoint(1, snapshot, nil, nil, false) {
+			switch ev.(type) {
+			case Checkpointed, Landed:
+			default:
+				t.Fatalf("the checkpoint answered %#v", ev)
+			}
+		}
+		saved, err := state.Load(dir)
+		require.NoError(t, err, amount)
+		assert.Equal(t, "the key is [redacted]", saved.Mind.SystemPrompt, amount)
+		assert.Equal(t, []string{"keep [redacted]"}, saved.Mind.Learnings, amount)
+		assert.Equal(t, amount, saved.Budget.Remaining.String())
+	}
+}
