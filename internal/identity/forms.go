@@ -76,16 +76,6 @@ func secretValues(value string) []string {
 	return out
 }
 
-// Credential returns the credential of an auth-scheme value
-// ("Bearer <token>": "<token>") of at least eight bytes, and whether
-// value is one.
-func Credential(value string) (string, bool) {
-	if v := secretValues(value); len(v) > 1 {
-		return v[1], true
-	}
-	return "", false
-}
-
 // wholeForms is v as is, percent-encoded and in base64, each of the whole
 // value.
 func wholeForms(v string) []string {
