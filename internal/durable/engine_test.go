@@ -226,16 +226,24 @@ func TestStepCountsOnlyOnceFenced(t *testing.T) {
 	assert.Equal(t, before, after, "state.json is not written after the refusal")
 }
 
+// secretEngine opens an inline engine on a booted directory, with key
+// its one secret; it is closed when the test ends.
+func secretEngine(t *testing.T, key string) (*Engine, *state.Being, string) {
+	t.Helper()
+	dir := testkit.BootedDir(t)
+	e, st, err := Open(dir, Config{Inline: true, Secrets: boundary.NewSecrets([]byte(key))})
+	require.NoError(t, err)
+	t.Cleanup(e.Close)
+	return e, st, dir
+}
+
 // TestStepRedactsSecrets: a step whose events hold a secret (a warning,
 // the model's reply and the arguments of its tool call) is journaled and
 // committed with it redacted, so what the owner applies and the tool it
 // runs next see "[redacted]"; a step without one is journaled as given.
 func TestStepRedactsSecrets(t *testing.T) {
 	const key = "sk-step-key/8e2f"
-	dir := testkit.BootedDir(t)
-	e, _, err := Open(dir, Config{Inline: true, Secrets: boundary.NewSecrets([]byte(key))})
-	require.NoError(t, err)
-	defer e.Close()
+	e, _, dir := secretEngine(t, key)
 	at := state.Now()
 	reply := chat.Message{Role: chat.RoleAssistant, Content: "the key is " + key, ToolCalls: []chat.ToolCall{{
 		ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "singularity_file_write", Arguments: `{"path":"k.txt","content":"` + strings.ReplaceAll(key, "/", `\/`) + `"}`},
@@ -265,10 +273,7 @@ func TestStepRedactsSecrets(t *testing.T) {
 // free texts are still redacted.
 func TestStepKeepsValuesASecretIsPartOf(t *testing.T) {
 	const key = "12345678"
-	dir := testkit.BootedDir(t)
-	e, _, err := Open(dir, Config{Inline: true, Secrets: boundary.NewSecrets([]byte(key))})
-	require.NoError(t, err)
-	defer e.Close()
+	e, _, dir := secretEngine(t, key)
 	at := state.Now()
 	credited := state.RevenueCredited(at, 1, testkit.USD("0.12345678"), "tool "+key)
 	out := e.Step(1, []state.Event{credited, state.Warning(at, 1, "echoed "+key)}, at, 1)
@@ -289,10 +294,7 @@ func TestStepKeepsValuesASecretIsPartOf(t *testing.T) {
 // also part of an amount, the amount stays whole and state.json loads.
 func TestCheckpointRedactsSecrets(t *testing.T) {
 	const key = "12345678"
-	dir := testkit.BootedDir(t)
-	e, st, err := Open(dir, Config{Inline: true, Secrets: boundary.NewSecrets([]byte(key))})
-	require.NoError(t, err)
-	defer e.Close()
+	e, st, dir := secretEngine(t, key)
 	for _, amount := range []string{"10", "0.12345678"} {
 		snapshot := *st
 		snapshot.Budget.Starting, snapshot.Budget.Remaining = testkit.USD(amount), testkit.USD(amount)
