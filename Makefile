@@ -101,7 +101,8 @@ FUZZ_TARGETS := \
 	./internal/store/state:FuzzIndentCompact \
 	./internal/store/state:FuzzMemoryJSON \
 	./internal/store/state:FuzzPack \
-	./internal/tools/boundary:FuzzCheck
+	./internal/tools/boundary:FuzzCheck \
+	./internal/durable:FuzzSecretForms
 
 fuzz:
 	@set -e; log=$$(mktemp); trap 'rm -f "$$log" "$$log.rc"' EXIT; \

@@ -204,7 +204,7 @@ func Load(f Flags, env LookupEnv) (Runtime, error) {
 		return Runtime{}, err
 	}
 	if f.Most.TokenFile != "" {
-		if rt.Most.Token, err = ReadSecretFile(f.Most.TokenFile); err != nil {
+		if rt.Most.Token, err = readSecretOption("MOST_SERVICE_TOKEN_FILE", f.Most.TokenFile); err != nil {
 			return Runtime{}, err
 		}
 	}
@@ -804,14 +804,14 @@ func bramaCredentials(b *Brama, f BramaFlags, env LookupEnv) error {
 		if f.APIKeyFile == "" {
 			return fault.New(fault.ClassSecret, "BRAMA_API_KEY_FILE is required when BRAMA_AUTH is bearer")
 		}
-		b.APIKey, err = ReadSecretFile(f.APIKeyFile)
+		b.APIKey, err = readSecretOption("BRAMA_API_KEY_FILE", f.APIKeyFile)
 	}
 	return err
 }
 
 func bramaSecret(file string, env LookupEnv) (identity.Secret, error) {
 	if file != "" {
-		return ReadSecretFile(file)
+		return readSecretOption("BRAMA_HMAC_SECRET_FILE", file)
 	}
 	if v, ok := env(AuthSecretEnv); ok && v != "" {
 		return identity.NewSecret([]byte(v)), nil

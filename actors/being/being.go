@@ -267,7 +267,7 @@ func (b *Being) engineConfig(ctx actor.Context) durable.Config {
 	cfg := durable.Config{
 		Writers: b.opts.Writers, Inline: b.opts.inline, AfterFunc: b.opts.clockAfter, Now: b.opts.clock,
 		Fault: b.opts.StorageFault, CheckpointEvents: b.opts.CheckpointEvents, SegmentBytes: b.opts.SegmentBytes,
-		Observer: b.opts.Observer, Log: b.log, Fence: b.opts.Fence,
+		Observer: b.opts.Observer, Log: b.log, Fence: b.opts.Fence, Secrets: b.opts.Secrets,
 	}
 	if ctx != nil {
 		if system := ctx.ActorSystem(); system != nil {

@@ -113,7 +113,9 @@ type Options struct {
 	Most *most.Client
 	// Secrets are the secret values the runtime holds; the output
 	// boundary replaces each by "[redacted]" in every tool result
-	// (docs/tools.md#the-output-boundary). Nil redacts nothing.
+	// (docs/tools.md#the-output-boundary), and the durable engine in
+	// every journaled event and checkpoint, whatever wrote it
+	// (docs/configuration.md#secret-files). Nil redacts nothing.
 	Secrets *boundary.Secrets
 
 	// Fresh, when set, is a being the boot gates created but did not

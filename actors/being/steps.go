@@ -135,6 +135,11 @@ func (b *Being) committed(ctx actor.Context, ev durable.Committed) {
 	}
 	for _, e := range ev.Events {
 		b.st.Apply(e)
+		if e.Type == state.EventModelCompleted && e.Chat != nil && b.cycle != nil {
+			// The tools run, and the cycle ends, on the message as
+			// journaled: with every secret redacted.
+			b.cycle.reply = *e.Chat
+		}
 	}
 	if o := b.opts.Observer; o != nil {
 		step := observe.Step{Being: b.me, Events: ev.Events, Status: b.st.Status, Balance: b.st.Budget.Remaining, Tier: b.st.Tier}

@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/wisent/singularity/internal/mailbox"
+	"github.com/wisent/singularity/internal/tools/boundary"
 	"github.com/wisent/singularity/internal/tools/catalog"
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/internal/wire/chat"
@@ -428,6 +429,7 @@ func (a *Las) handleListed(ctx actor.Context, m toolsListed) {
 		a.endListing(ctx)
 		return
 	}
+	m.tools = screenTools(m.tools, a.opts.Secrets)
 	if a.phase == phaseReady {
 		// Only a complete list that passes the catalogue's rules
 		// replaces the one in use (docs/las.md#re-lists).
@@ -743,6 +745,24 @@ func reply(ctx actor.Context, to *actor.PID, msg any) {
 }
 
 func cloneTools(tools []chat.Tool) []chat.Tool { return append([]chat.Tool(nil), tools...) }
+
+// screenTools returns tools with every secret redacted from their
+// descriptions and parameter schemas, which reach the model with every
+// completion and the `tools` command's output
+// (docs/tools.md#the-output-boundary). Names are the catalogue's to
+// refuse.
+func screenTools(tools []chat.Tool, secrets *boundary.Secrets) []chat.Tool {
+	if secrets.Len() == 0 {
+		return tools
+	}
+	out := make([]chat.Tool, len(tools))
+	for i, t := range tools {
+		t.Function.Description = secrets.RedactString(t.Function.Description)
+		t.Function.Parameters = secrets.RedactJSON(t.Function.Parameters)
+		out[i] = t
+	}
+	return out
+}
 
 // seconds prints a deadline in whole seconds, or with the fraction a
 // sub-second deadline needs.

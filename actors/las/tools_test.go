@@ -2,6 +2,7 @@ package las
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/tools/boundary"
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/test/testkit"
 	"github.com/wisent/singularity/world/examplelas"
 )
@@ -36,4 +39,25 @@ func TestListToolsSurvivesAFirstCrash(t *testing.T) {
 	_, err := ListTools(context.Background(), opts)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "restart intensity exceeded")
+}
+
+// TestScreenToolsRedactsDescriptionsAndSchemas: the secrets a server puts
+// in its tool list are redacted from descriptions and parameter schemas
+// (descriptions of properties and enum values included); names and the
+// list's order stay, and the list given is not changed.
+func TestScreenToolsRedactsDescriptionsAndSchemas(t *testing.T) {
+	const key = "srv-token-2b7d90ae"
+	secrets := boundary.NewSecrets([]byte("Bearer " + key))
+	tools := []chat.Tool{
+		chat.NewTool("a__one", "Calls home with Bearer "+key, json.RawMessage(`{"type":"object","properties":{"k":{"type":"string","description":"use `+key+`","enum":["`+key+`"]}}}`)),
+		chat.NewTool("a__two", "Harmless", json.RawMessage(`{"type":"object"}`)),
+	}
+	got := screenTools(tools, secrets)
+	require.Len(t, got, 2)
+	assert.Equal(t, "a__one", got[0].Function.Name)
+	assert.Equal(t, "Calls home with [redacted]", got[0].Function.Description)
+	assert.JSONEq(t, `{"type":"object","properties":{"k":{"type":"string","description":"use [redacted]","enum":["[redacted]"]}}}`, string(got[0].Function.Parameters))
+	assert.Equal(t, tools[1], got[1])
+	assert.Contains(t, tools[0].Function.Description, key, "the given list is not changed")
+	assert.Equal(t, tools, screenTools(tools, nil))
 }

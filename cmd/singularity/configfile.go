@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -79,6 +80,20 @@ func (r fileResolver) Resolve(_ *kong.Context, _ *kong.Path, flag *kong.Flag) (a
 	return v, nil
 }
 
+// redactedPath stands in `config` for a secret file's path that may be
+// the key itself (config.HidesSecretPath).
+const redactedPath = "[redacted: no such file]"
+
+// namesSecretFile reports whether f is an option naming a secret file.
+func namesSecretFile(f *kong.Flag) bool {
+	for _, env := range f.Envs {
+		if slices.Contains(config.SecretFileVariables, env) {
+			return true
+		}
+	}
+	return false
+}
+
 // configCmd prints the effective configuration.
 type configCmd struct {
 	config.Flags `embed:""`
@@ -87,7 +102,9 @@ type configCmd struct {
 // Run prints every option of the configuration as a TOML line, in the
 // flags' order, with the place its value came from: "flag", "env
 // <VARIABLE>", "file <path>" or "default". Values are the options' own:
-// secrets live in files, and the file options hold only their paths.
+// secrets live in files, and the file options hold only their paths; a
+// secret file's path that does not exist and looks like a key is shown
+// as redactedPath.
 func (c *configCmd) Run(e *env) error {
 	fmt.Fprintln(e.stdout, "# the effective configuration: a flag, else its environment variable, else the configuration file, else the default")
 	for _, group := range e.kctx.Selected().AllFlags(true) {
@@ -98,6 +115,8 @@ func (c *configCmd) Run(e *env) error {
 			value := fmt.Sprint(e.kctx.FlagValue(f))
 			if b, ok := e.kctx.FlagValue(f).(bool); ok {
 				value = strconv.FormatBool(b)
+			} else if namesSecretFile(f) && config.HidesSecretPath(value) {
+				value = strconv.Quote(redactedPath)
 			} else {
 				value = strconv.Quote(value)
 			}

@@ -353,7 +353,7 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options, by held)
 		return nil, fault.Errorf(fault.ClassRuntime, "spawn family: %w", err)
 	}
 	l := &live{system: system, family: pid, events: events, stopEvents: stopEvents, debug: dbg, log: e.log, grace: rt.ShutdownGrace, writers: writers}
-	cfg := debug.HandlerConfig{Root: system.Root, PID: pid, StateDir: rt.StateDir, Committed: by.committed, Member: by.member}
+	cfg := debug.HandlerConfig{Root: system.Root, PID: pid, StateDir: rt.StateDir, Committed: by.committed, Member: by.member, Secrets: e.secrets}
 	if reg != nil {
 		cfg.Metrics = reg.Handler()
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/keeper"
 	"github.com/wisent/singularity/internal/logging"
+	"github.com/wisent/singularity/internal/tools/boundary"
 	"github.com/wisent/singularity/supervision/fault"
 )
 
@@ -53,6 +54,17 @@ type env struct {
 	kctx      *kong.Context
 	file      *config.File
 	lookupEnv func(string) (string, bool)
+	// secrets are the configuration's secret values once it is loaded
+	// (nil before): redacted from the log and from the error sentence
+	// (docs/configuration.md#secret-files).
+	secrets *boundary.Secrets
+}
+
+// holdSecrets makes secrets the command's: every line e.log writes, and
+// the sentence of the error it ends with, has them redacted.
+func (e *env) holdSecrets(secrets *boundary.Secrets) {
+	e.secrets = secrets
+	e.log = logging.Redacting(e.log, secrets)
 }
 
 // exitRequest carries kong's exit code (after --help) out of Parse.
@@ -125,15 +137,20 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 	e.ctx, e.log = ctx, log
 	err = kctx.Run(e)
 	if err != nil {
-		fmt.Fprintln(stderr, fault.Line(err))
+		fmt.Fprintln(stderr, e.secrets.RedactString(fault.Line(err)))
 		return fault.ExitCode(err)
 	}
 	return 0
 }
 
-// loadConfig validates the flags against the process environment.
-func loadConfig(f config.Flags) (config.Runtime, error) {
-	return config.Load(f, os.LookupEnv)
+// loadConfig validates the flags against the process environment; the
+// configuration's secrets are the command's from then on (holdSecrets).
+func (e *env) loadConfig(f config.Flags) (config.Runtime, error) {
+	rt, err := config.Load(f, os.LookupEnv)
+	if err == nil {
+		e.holdSecrets(secrets(rt))
+	}
+	return rt, err
 }
 
 type runCmd struct {
@@ -142,7 +159,7 @@ type runCmd struct {
 }
 
 func (r *runCmd) Run(e *env) error {
-	rt, err := loadConfig(r.Flags)
+	rt, err := e.loadConfig(r.Flags)
 	if err != nil {
 		return err
 	}
@@ -161,7 +178,7 @@ type onceCmd struct {
 }
 
 func (o *onceCmd) Run(e *env) error {
-	rt, err := loadConfig(o.Flags)
+	rt, err := e.loadConfig(o.Flags)
 	if err != nil {
 		return err
 	}
@@ -173,7 +190,7 @@ type doctorCmd struct {
 }
 
 func (d *doctorCmd) Run(e *env) error {
-	rt, err := loadConfig(d.Flags)
+	rt, err := e.loadConfig(d.Flags)
 	if err != nil {
 		return err
 	}

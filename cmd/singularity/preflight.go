@@ -91,6 +91,7 @@ func runTools(e *env, t *toolsCmd) error {
 	}
 	rt := config.Runtime{Las: l, MCPTimeout: las.ToolsCommandTimeout, Workspace: ws}
 	rt.Identity.AgentID = t.AgentID
+	e.holdSecrets(secrets(rt))
 	opts := lasOptions(rt, e.log)
 	if opts != nil {
 		opts.RequiredSurfaces = nil

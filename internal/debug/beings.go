@@ -12,6 +12,7 @@ import (
 
 	"github.com/wisent/singularity/internal/journalview"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/boundary"
 )
 
 // Journal tail bounds (docs/debug.md#routes).
@@ -31,6 +32,9 @@ type beings struct {
 	// life reads a being's committed events, for a family across
 	// processes (HandlerConfig.Committed); nil reads its journal files.
 	life Committed
+	// secrets are redacted from the journal lines served
+	// (HandlerConfig.Secrets).
+	secrets *boundary.Secrets
 
 	mu     sync.Mutex
 	walked time.Time // the last walk of the family's directories
@@ -43,8 +47,8 @@ type beings struct {
 // newest n when n is not negative.
 type Committed func(ctx context.Context, dir string, after uint64, n int) ([]state.Event, error)
 
-func newBeings(root string, life Committed) *beings {
-	return &beings{root: root, life: life, dirs: map[string]journalview.Being{}, series: map[string]*journalview.Series{}}
+func newBeings(root string, life Committed, secrets *boundary.Secrets) *beings {
+	return &beings{root: root, life: life, secrets: secrets, dirs: map[string]journalview.Being{}, series: map[string]*journalview.Series{}}
 }
 
 // find returns the being with agent id id, walking the family again when
@@ -134,6 +138,7 @@ func (s *beings) serveJournal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := processGuard()
+	g.runtime = s.secrets
 	for i := range lines {
 		lines[i].Raw = g.line(lines[i].Raw)
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/wisent/singularity/internal/tools/boundary"
 )
 
 // HandlerConfig says where the tree starts and how long collecting it may
@@ -47,6 +49,10 @@ type HandlerConfig struct {
 	// and PID: a member that does not hold its family asks the member
 	// that does. Its error is served as 503 with the error's sentence.
 	Elsewhere func(ctx context.Context) (Node, error)
+	// Secrets are the runtime's secret values: a text of the tree or a
+	// journal line that holds one, in any of its forms, is served as
+	// Redacted (docs/debug.md#redaction). Nil adds none to the guard's.
+	Secrets *boundary.Secrets
 }
 
 //go:embed page.html
@@ -79,7 +85,7 @@ func Handler(cfg HandlerConfig) http.Handler {
 	mux.HandleFunc("GET /debug/{$}", func(w http.ResponseWriter, r *http.Request) {
 		servePage(w, r, cfg)
 	})
-	b := newBeings(cfg.StateDir, cfg.Committed)
+	b := newBeings(cfg.StateDir, cfg.Committed, cfg.Secrets)
 	mux.HandleFunc("GET /debug/beings/{id}/journal", b.serveJournal)
 	mux.HandleFunc("GET /debug/beings/{id}/balance", b.serveBalance)
 	if cfg.Metrics != nil {

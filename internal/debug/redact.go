@@ -40,6 +40,9 @@ const minSecretLen = 4
 // most of the same statuses in every node.
 type guard struct {
 	secrets []string // values of secret-named environment variables
+	// runtime are the runtime's secret values, in all their forms
+	// (HandlerConfig.Secrets); nil for none.
+	runtime *boundary.Secrets
 
 	keys  sync.Map // figure key → bool, keyAllowed's verdict
 	texts sync.Map // text past plainText → the text as served (itself or Redacted)
@@ -84,8 +87,11 @@ func (g *guard) text(s string) string {
 }
 
 // holdsSecret reports whether s contains the value of a secret-named
-// environment variable.
+// environment variable or one of the runtime's secrets.
 func (g *guard) holdsSecret(s string) bool {
+	if g.runtime.Mentioned([]byte(s)) {
+		return true
+	}
 	for _, secret := range g.secrets {
 		if strings.Contains(s, secret) {
 			return true
@@ -125,7 +131,7 @@ func (g *guard) key(k string) bool {
 	if v, ok := g.keys.Load(k); ok {
 		return v.(bool)
 	}
-	ok := keyAllowed(k)
+	ok := keyAllowed(k) && !g.holdsSecret(k)
 	g.keys.Store(k, ok)
 	return ok
 }
@@ -207,4 +213,23 @@ func normalize(v any) any {
 		return "(unencodable)"
 	}
 	return out
+}
+
+// node screens n and its children again, as Collect does, now with the
+// guard's secrets: a text holding one becomes Redacted, a figure key
+// holding one is dropped. A guard with no secret leaves n as it is.
+func (g *guard) node(n *Node) {
+	if g.runtime.Len() == 0 && len(g.secrets) == 0 {
+		return
+	}
+	if g.holdsSecret(n.PID) {
+		n.PID = Redacted
+	}
+	n.Kind, n.Name, n.Status = g.text(n.Kind), g.text(n.Name), g.text(n.Status)
+	if n.Figures != nil {
+		n.Figures = g.value(n.Figures).(map[string]any)
+	}
+	for i := range n.Children {
+		g.node(&n.Children[i])
+	}
 }

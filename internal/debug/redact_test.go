@@ -1,6 +1,7 @@
 package debug
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -129,4 +130,31 @@ func TestGuardCachesVerdicts(t *testing.T) {
 		assert.True(t, g.key("cycle"))
 		assert.False(t, g.key("api_key"))
 	}
+}
+
+// TestTreeOfRedactsRuntimeSecrets: a tree holding one of the runtime's
+// secrets (HandlerConfig.Secrets), as written or encoded, in a status,
+// a figure's value or a figure's key, is served with that text
+// "(redacted)" and that key dropped; other texts stay.
+func TestTreeOfRedactsRuntimeSecrets(t *testing.T) {
+	const key = "sk-debug-tree-4f1a9c"
+	tree := Node{PID: "family", Kind: "family", Name: "family", Status: "running", Children: []Node{{
+		PID: "family/being-ada", Kind: "being", Name: "Ada", Status: "echoed " + key,
+		Figures: map[string]any{
+			"last_error": "c2stZGVidWctdHJlZS00ZjFhOWM=", // base64 of the key
+			"nested":     map[string]any{"list": []any{"fine", "Bearer " + key}},
+			key:          "a key of its own",
+			"cycle":      json.Number("3"),
+		},
+	}}}
+	cfg := HandlerConfig{Secrets: boundary.NewSecrets([]byte(key)), Elsewhere: func(context.Context) (Node, error) { return tree, nil }}
+	got, err := TreeOf(context.Background(), cfg)
+	require.NoError(t, err)
+	ada := got.Children[0]
+	assert.Equal(t, "running", got.Status)
+	assert.Equal(t, Redacted, ada.Status)
+	assert.Equal(t, Redacted, ada.Figures["last_error"])
+	assert.Equal(t, []any{"fine", Redacted}, ada.Figures["nested"].(map[string]any)["list"])
+	assert.NotContains(t, ada.Figures, key)
+	assert.Equal(t, json.Number("3"), ada.Figures["cycle"])
 }

@@ -17,15 +17,22 @@ const maxTreeDepth = 256
 // asks the one that does), else collected from cfg.Root and cfg.PID,
 // with the family's ledger added and, on a member of a family across
 // processes (cfg.Member), each being labelled with that member.
+//
+// A text of the tree that holds one of cfg.Secrets is Redacted.
 func TreeOf(ctx context.Context, cfg HandlerConfig) (Node, error) {
 	if cfg.Elsewhere != nil {
-		return cfg.Elsewhere(ctx)
+		tree, err := cfg.Elsewhere(ctx)
+		if err == nil {
+			(&guard{runtime: cfg.Secrets}).node(&tree)
+		}
+		return tree, err
 	}
 	tree := Collect(ctx, cfg.Root, cfg.PID, cfg.Deadline)
 	AddFamilyLedger(&tree)
 	if cfg.Member != "" {
 		labelBeings(&tree, cfg.Member)
 	}
+	(&guard{runtime: cfg.Secrets}).node(&tree)
 	return tree, nil
 }
 

@@ -27,6 +27,7 @@ import (
 
 	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/boundary"
 )
 
 // Storage retry bounds (docs/cycle.md#storage-faults).
@@ -91,7 +92,12 @@ type Config struct {
 	SegmentBytes int64
 	// Fence, when set, must accept every committed step before it
 	// counts; nil (a single process) means none.
-	Fence    Fence
+	Fence Fence
+	// Secrets are redacted from every event of a step before it is
+	// journaled (so the events applied hold no secret either) and from
+	// every checkpoint (docs/configuration.md#secret-files); nil redacts
+	// nothing.
+	Secrets  *boundary.Secrets
 	Observer observe.Observer
 	Log      *slog.Logger
 }

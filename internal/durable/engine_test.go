@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/boundary"
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/test/testkit"
 )
 
@@ -219,4 +222,93 @@ func TestStepCountsOnlyOnceFenced(t *testing.T) {
 	after, err := os.ReadFile(filepath.Join(dir, state.StateFile))
 	require.NoError(t, err)
 	assert.Equal(t, before, after, "state.json is not written after the refusal")
+}
+
+// secretEngine opens an inline engine on a booted directory, with key
+// its one secret; it is closed when the test ends.
+func secretEngine(t *testing.T, key string) (*Engine, *state.Being, string) {
+	t.Helper()
+	dir := testkit.BootedDir(t)
+	e, st, err := Open(dir, Config{Inline: true, Secrets: boundary.NewSecrets([]byte(key))})
+	require.NoError(t, err)
+	t.Cleanup(e.Close)
+	return e, st, dir
+}
+
+// TestStepRedactsSecrets: a step whose events hold a secret (a warning,
+// the model's reply and the arguments of its tool call) is journaled and
+// committed with it redacted, so what the owner applies and the tool it
+// runs next see "[redacted]"; a step without one is journaled as given.
+func TestStepRedactsSecrets(t *testing.T) {
+	const key = "sk-step-key/8e2f"
+	e, _, dir := secretEngine(t, key)
+	at := state.Now()
+	reply := chat.Message{Role: chat.RoleAssistant, Content: "the key is " + key, ToolCalls: []chat.ToolCall{{
+		ID: "c1", Type: "function", Function: chat.FunctionCall{Name: "singularity_file_write", Arguments: `{"path":"k.txt","content":"` + strings.ReplaceAll(key, "/", `\/`) + `"}`},
+	}}}
+	out := e.Step(1, []state.Event{state.Warning(at, 1, "echoed "+key), state.ModelCompleted(at, 1, chat.Usage{}, reply), state.Warning(at, 1, "plain")}, at, 1)
+	require.Len(t, out, 1)
+	c, ok := out[0].(Committed)
+	require.True(t, ok, "%#v", out[0])
+	require.Len(t, c.Events, 3)
+	assert.Equal(t, "echoed [redacted]", c.Events[0].Message)
+	assert.Equal(t, "the key is [redacted]", c.Events[1].Chat.Content)
+	assert.JSONEq(t, `{"path":"k.txt","content":"[redacted]"}`, c.Events[1].Chat.ToolCalls[0].Function.Arguments)
+	assert.Equal(t, "plain", c.Events[2].Message)
+	assert.Equal(t, []uint64{1, 2, 3}, []uint64{c.Events[0].Seq, c.Events[1].Seq, c.Events[2].Seq})
+	journaled, err := state.ReadJournal(filepath.Join(dir, state.JournalFile))
+	require.NoError(t, err)
+	require.Len(t, journaled, 3)
+	assert.Equal(t, c.Events[0].Message, journaled[0].Message)
+	assert.Equal(t, c.Events[1].Chat, journaled[1].Chat)
+	data, err := os.ReadFile(filepath.Join(dir, state.JournalFile))
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "sk-step-key")
+}
+
+// TestStepKeepsValuesASecretIsPartOf: a secret that is part of an amount
+// leaves the amount whole (the event must stay readable); the event's
+// free texts are still redacted.
+func TestStepKeepsValuesASecretIsPartOf(t *testing.T) {
+	const key = "12345678"
+	e, _, dir := secretEngine(t, key)
+	at := state.Now()
+	credited := state.RevenueCredited(at, 1, testkit.USD("0.12345678"), "tool "+key)
+	out := e.Step(1, []state.Event{credited, state.Warning(at, 1, "echoed "+key)}, at, 1)
+	require.Len(t, out, 1)
+	c, ok := out[0].(Committed)
+	require.True(t, ok, "%#v", out[0])
+	assert.Equal(t, "0.12345678", c.Events[0].Amount.String())
+	assert.Equal(t, "tool [redacted]", c.Events[0].Source)
+	assert.Equal(t, "echoed [redacted]", c.Events[1].Message)
+	journaled, err := state.ReadJournal(filepath.Join(dir, state.JournalFile))
+	require.NoError(t, err)
+	require.Len(t, journaled, 2)
+	assert.Equal(t, "0.12345678", journaled[0].Amount.String())
+}
+
+// TestCheckpointRedactsSecrets: a checkpoint whose snapshot holds a
+// secret in its mind has it redacted from state.json; when the secret is
+// also part of an amount, the amount stays whole and state.json loads.
+func TestCheckpointRedactsSecrets(t *testing.T) {
+	const key = "12345678"
+	e, st, dir := secretEngine(t, key)
+	for _, amount := range []string{"10", "0.12345678"} {
+		snapshot := *st
+		snapshot.Budget.Starting, snapshot.Budget.Remaining = testkit.USD(amount), testkit.USD(amount)
+		snapshot.Mind.SystemPrompt = "the key is " + key
+		snapshot.Mind.Learnings = []string{"keep " + key}
+		for _, ev := range e.Checkpoint(1, snapshot, nil, nil, false) {
+			switch ev.(type) {
+			case Checkpointed, Landed:
+			default:
+				t.Fatalf("the checkpoint answered %#v", ev)
+			}
+		}
+		saved, err := state.Load(dir)
+		require.NoError(t, err, amount)
+		assert.Equal(t, "the key is [redacted]", saved.Mind.SystemPrompt, amount)
+		assert.Equal(t, []string{"keep [redacted]"}, saved.Mind.Learnings, amount)
+		assert.Equal(t, amount, saved.Budget.Remaining.String())
+	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/boundary"
+	"github.com/wisent/singularity/internal/wire/chat"
 )
 
 // Event is what the engine answers: Committed, Checkpointed, Landed,
@@ -142,7 +144,9 @@ type checkpoint struct {
 
 // Step makes events durable as one step: the queued warnings first,
 // each event without a time stamped at, and without a cycle (but
-// started) given cycle. Its Committed comes when the step is durable.
+// started) given cycle, every secret redacted (Config.Secrets). Its
+// Committed comes when the step is durable, with the events as
+// journaled.
 func (e *Engine) Step(tag Tag, events []state.Event, at state.Time, cycle uint64) []Event {
 	step := append(e.takeWarnings(), events...)
 	for i := range step {
@@ -154,6 +158,12 @@ func (e *Engine) Step(tag Tag, events []state.Event, at state.Time, cycle uint64
 		}
 	}
 	numbered, lines, err := e.journal.Encode(step)
+	if err == nil && e.cfg.Secrets.Mentioned(lines) {
+		for i := range step {
+			step[i] = redactEvent(step[i], e.cfg.Secrets)
+		}
+		numbered, lines, err = e.journal.Encode(step)
+	}
 	if err != nil {
 		// Only a bug makes an event unencodable: end like a crash would.
 		panic(err)
@@ -183,10 +193,10 @@ func (e *Engine) Checkpoint(tag Tag, snapshot state.Being, kept, archived state.
 	if background {
 		snapshot.OwnSlices()
 	}
-	encoder := &e.encoder
+	encoder, secrets := &e.encoder, e.cfg.Secrets
 	cp := &checkpoint{archived: archived, kept: kept, seq: seq, updatedAt: snapshot.UpdatedAt, background: background,
 		lock: &e.lock, backlog: &e.backlog, encode: func() ([]byte, error) {
-			return encoder.Encode(&snapshot)
+			return encodeRedacted(encoder, &snapshot, secrets)
 		}}
 	return e.submit(&write{tag: tag, checkpoint: cp, appended: true})
 }
@@ -488,4 +498,102 @@ func (cp *checkpoint) write(a *state.Archive, s *state.Store) error {
 	}
 	cp.data = nil // the next checkpoint encodes its own
 	return nil
+}
+
+// encodeRedacted renders snapshot as state.json with every secret
+// redacted. A secret that is part of a value the state cannot do without
+// (an amount, a time) leaves that value alone: only the mind's texts are
+// redacted then.
+func encodeRedacted(encoder *state.EncodeCache, snapshot *state.Being, secrets *boundary.Secrets) ([]byte, error) {
+	data, err := encoder.Encode(snapshot)
+	if err != nil || !secrets.Mentioned(data) {
+		return data, err
+	}
+	if clean := secrets.RedactJSON(data); decodes(clean) {
+		return clean, nil
+	}
+	texts := *snapshot
+	texts.Mind = redactMind(snapshot.Mind, secrets)
+	return encoder.Encode(&texts)
+}
+
+// decodes reports whether data is a state.json that loads.
+func decodes(data []byte) bool {
+	_, err := state.Decode(state.StateFile, data)
+	return err == nil
+}
+
+// redactMind is m with every secret redacted from its texts.
+func redactMind(m state.Mind, secrets *boundary.Secrets) state.Mind {
+	text := secrets.RedactString
+	m.SystemPrompt = text(m.SystemPrompt)
+	rules, learnings, memories := make([]string, len(m.Rules)), make([]string, len(m.Learnings)), make([]state.Memory, len(m.Memories))
+	for i, r := range m.Rules {
+		rules[i] = text(r)
+	}
+	for i, l := range m.Learnings {
+		learnings[i] = text(l)
+	}
+	for i, mem := range m.Memories {
+		mem.Kind, mem.Text = text(mem.Kind), text(mem.Text)
+		memories[i] = mem
+	}
+	m.Rules, m.Learnings, m.Memories = rules, learnings, memories
+	return m
+}
+
+// redactEvent is ev with every secret replaced by boundary.Redacted in
+// each of its texts, nested JSON (a tool call's arguments) included: the
+// event goes through its journal line, which it is read back from when
+// the line mentions a secret. A secret that is part of a value the line
+// cannot do without (an amount, a time: a secret such as "20260101")
+// leaves that value alone: only the event's free texts are redacted then.
+func redactEvent(ev state.Event, secrets *boundary.Secrets) state.Event {
+	line, err := ev.MarshalJSON()
+	if err != nil || !secrets.Mentioned(line) {
+		return ev // an unencodable event is the journal's to refuse
+	}
+	var clean state.Event
+	if err := clean.UnmarshalJSON(secrets.RedactJSON(line)); err != nil {
+		return redactTexts(ev, secrets)
+	}
+	clean.Seq = ev.Seq
+	return clean
+}
+
+// redactTexts is ev with every secret redacted from its free texts: a
+// warning's message, the texts of the mind, and the content, name and
+// tool-call arguments of each chat message.
+func redactTexts(ev state.Event, secrets *boundary.Secrets) state.Event {
+	text := secrets.RedactString
+	message := func(m chat.Message) chat.Message {
+		m.Content, m.Name = text(m.Content), text(m.Name)
+		calls := make([]chat.ToolCall, len(m.ToolCalls))
+		for i, c := range m.ToolCalls {
+			c.Function.Arguments = string(secrets.RedactJSON([]byte(c.Function.Arguments)))
+			calls[i] = c
+		}
+		if m.ToolCalls != nil {
+			m.ToolCalls = calls
+		}
+		return m
+	}
+	ev.Message, ev.Text, ev.Source = text(ev.Message), text(ev.Text), text(ev.Source)
+	if ev.Chat != nil {
+		m := message(*ev.Chat)
+		ev.Chat = &m
+	}
+	if ev.Messages != nil {
+		msgs := make([]chat.Message, len(ev.Messages))
+		for i, m := range ev.Messages {
+			msgs[i] = message(m)
+		}
+		ev.Messages = msgs
+	}
+	if ev.Memory != nil {
+		m := *ev.Memory
+		m.Kind, m.Text = text(m.Kind), text(m.Text)
+		ev.Memory = &m
+	}
+	return ev
 }

@@ -99,32 +99,16 @@ func TestServersFileInlineEnvSecret(t *testing.T) {
 		long    = "long-value-9d0c" // any name, but long
 	)
 	w := newWorld(t, `{}`)
-	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"lab": map[string]any{
-			"command": w.lasBin,
-			"env": map[string]string{
-				"API_KEY":      apiKey,
-				"GITHUB_TOKEN": shortKy,
-				"REGION_NOTE":  long,
-				"VERBOSE":      "1",
-			},
+	w.useServer(t, "lab", map[string]any{
+		"command": w.lasBin,
+		"env": map[string]string{
+			"API_KEY":      apiKey,
+			"GITHUB_TOKEN": shortKy,
+			"REGION_NOTE":  long,
+			"VERBOSE":      "1",
 		},
-	}})
-	require.NoError(t, err)
-	path := filepath.Join(w.dir, "servers.json")
-	require.NoError(t, os.WriteFile(path, servers, 0o600))
-	w.env["LAS_SERVERS_FILE"] = path
-	w.env["SINGULARITY_REQUIRED_SURFACES"] = "lab"
-	w.env["SINGULARITY_LOG_LEVEL"] = "debug"
-	w.brama.Enqueue(
-		bramatest.ToolCallsReply(bramatest.Usage(100, 10), bramatest.Call("call-env", "lab__chaos__env", `{}`)),
-		bramatest.TextReply("Seen.", bramatest.Usage(100, 10)),
-	)
-	r := w.run("once")
-	require.Equal(t, 0, r.code, r.stderr)
-	reqs := w.brama.Completions()
-	require.Len(t, reqs, 2)
-	msg := toolMessage(t, reqs[1].Body, "call-env")
+	})
+	r, msg := w.callOnce(t, "call-env", "lab__chaos__env")
 	for _, want := range []string{"API_KEY=[redacted]", "GITHUB_TOKEN=[redacted]", "REGION_NOTE=[redacted]", "VERBOSE=1"} {
 		assert.Contains(t, msg, want)
 	}
@@ -136,6 +120,35 @@ func TestServersFileInlineEnvSecret(t *testing.T) {
 		}
 		assertNowhere(t, w, secret, outputs)
 	}
+}
+
+// useServer makes server, as a servers file entry, w's only MCP server
+// under name (its surface, required), with debug logs.
+func (w *world) useServer(t *testing.T, name string, server map[string]any) {
+	t.Helper()
+	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{name: server}})
+	require.NoError(t, err)
+	path := filepath.Join(w.dir, "servers.json")
+	require.NoError(t, os.WriteFile(path, servers, 0o600))
+	w.env["LAS_SERVERS_FILE"] = path
+	w.env["SINGULARITY_REQUIRED_SURFACES"] = name
+	w.env["SINGULARITY_LOG_LEVEL"] = "debug"
+}
+
+// callOnce runs `once` with a model that calls tool (call id) with no
+// arguments, then ends the cycle; it returns the run and the tool message
+// the model was sent.
+func (w *world) callOnce(t *testing.T, id, tool string) (result, string) {
+	t.Helper()
+	w.brama.Enqueue(
+		bramatest.ToolCallsReply(bramatest.Usage(100, 10), bramatest.Call(id, tool, `{}`)),
+		bramatest.TextReply("Seen.", bramatest.Usage(100, 10)),
+	)
+	r := w.run("once")
+	require.Equal(t, 0, r.code, r.stderr)
+	reqs := w.brama.Completions()
+	require.Len(t, reqs, 2)
+	return r, toolMessage(t, reqs[1].Body, id)
 }
 
 // toolMessage is the content of the tool message answering call id in a
@@ -171,35 +184,17 @@ func TestInlineEnvSecretInLiveOutputs(t *testing.T) {
 	t.Parallel()
 	const apiKey = "inline-api-key-live-77c2a"
 	w := newWorld(t, `{}`)
-	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"lab": map[string]any{"command": w.lasBin, "env": map[string]string{"API_KEY": apiKey}},
-	}})
-	require.NoError(t, err)
-	path := filepath.Join(w.dir, "servers.json")
-	require.NoError(t, os.WriteFile(path, servers, 0o600))
-	w.env["LAS_SERVERS_FILE"] = path
-	w.env["SINGULARITY_REQUIRED_SURFACES"] = "lab"
+	w.useServer(t, "lab", map[string]any{"command": w.lasBin, "env": map[string]string{"API_KEY": apiKey}})
 	w.env["SINGULARITY_DEBUG_ADDR"] = "127.0.0.1:0"
 	w.brama.SetHandler(func(*bramatest.Request) bramatest.Reply {
 		return bramatest.ToolCallsReply(bramatest.Usage(100, 10), bramatest.Call("call-env", "lab__chaos__env", `{}`))
 	})
 	p := w.start("run")
-	p.stderr.waitFor(t, "debug endpoint listening", waitLimit)
-	base := regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)/debug/`).FindStringSubmatch(p.stderr.String())
-	require.Len(t, base, 2, p.stderr.String())
+	base := p.debugBase(t)
 	w.waitJournal(waitLimit, "the env tool answered", func(events []state.Event) bool {
 		return testkit.Count(events, state.EventToolFinished) >= 2
 	})
-	var outputs []string
-	for _, route := range []string{"/debug/actors", "/debug/actors?format=text", "/debug/", "/debug/beings/" + w.loadState().Identity.AgentID + "/journal", "/metrics"} {
-		res, err := http.Get(base[1] + route)
-		require.NoError(t, err, route)
-		body, err := io.ReadAll(res.Body)
-		res.Body.Close()
-		require.NoError(t, err, route)
-		require.Equal(t, http.StatusOK, res.StatusCode, "%s: %s", route, body)
-		outputs = append(outputs, string(body))
-	}
+	outputs := debugBodies(t, base, "/debug/actors", "/debug/actors?format=text", "/debug/", "/debug/beings/"+w.loadState().Identity.AgentID+"/journal", "/metrics")
 	assert.Contains(t, outputs[3], "API_KEY=[redacted]", "the journal tail shows the tool's answer, redacted")
 	st := w.run("status", "--format", "json")
 	outputs = append(outputs, st.stdout, st.stderr)
@@ -211,4 +206,30 @@ func TestInlineEnvSecretInLiveOutputs(t *testing.T) {
 		assert.NotContains(t, string(req.Body), apiKey, "request to Brama")
 	}
 	assertNowhere(t, w, apiKey, outputs)
+}
+
+// debugBase waits for p's debug endpoint and returns its base URL.
+func (p *process) debugBase(t *testing.T) string {
+	t.Helper()
+	p.stderr.waitFor(t, "debug endpoint listening", waitLimit)
+	base := regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)/debug/`).FindStringSubmatch(p.stderr.String())
+	require.Len(t, base, 2, p.stderr.String())
+	return base[1]
+}
+
+// debugBodies GETs each route of the debug endpoint at base, which must
+// answer 200, and returns the bodies in order.
+func debugBodies(t *testing.T, base string, routes ...string) []string {
+	t.Helper()
+	var bodies []string
+	for _, route := range routes {
+		res, err := http.Get(base + route)
+		require.NoError(t, err, route)
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.NoError(t, err, route)
+		require.Equal(t, http.StatusOK, res.StatusCode, "%s: %s", route, body)
+		bodies = append(bodies, string(body))
+	}
+	return bodies
 }

@@ -24,12 +24,18 @@ const Redacted = "[redacted]"
 type Secrets struct {
 	n     int      // how many values were given
 	forms []string // every form of every value, longest first, so a secret holding another goes whole
+	// bare are the forms without their backslashes, distinct and not
+	// empty: a value JSON-escaped to any depth holds one of them once
+	// its own backslashes are dropped (Mentioned).
+	bare [][]byte
 }
 
 // NewSecrets returns the set of the given values; empty ones are dropped.
-// Each value is held in all its forms (identity.Forms): as is and as
-// JSON string encoders escape it, so a peer that echoes a secret
-// JSON-escaped (`\/` for "/", \u0026 for "&") has it redacted too.
+// Each value is held in all its forms (identity.Forms): as is,
+// percent-encoded and in base64, each as JSON string encoders escape it
+// once or twice, so a peer that echoes a secret JSON-escaped (`\/` for
+// "/", \u0026 for "&") has it redacted too; the credential of an
+// auth-scheme value ("Bearer <token>") is held as a secret of its own.
 func NewSecrets(values ...[]byte) *Secrets {
 	seen, held := map[string]bool{}, map[string]bool{}
 	s := &Secrets{}
@@ -47,7 +53,29 @@ func NewSecrets(values ...[]byte) *Secrets {
 		}
 	}
 	sort.SliceStable(s.forms, func(i, j int) bool { return len(s.forms[i]) > len(s.forms[j]) })
+	bare := map[string]bool{}
+	for _, f := range s.forms {
+		if b := withoutBackslashes([]byte(f)); len(b) > 0 && !bare[string(b)] {
+			bare[string(b)] = true
+			s.bare = append(s.bare, b)
+		}
+	}
 	return s
+}
+
+// withoutBackslashes is text with every backslash dropped; text itself
+// when it has none.
+func withoutBackslashes(text []byte) []byte {
+	if bytes.IndexByte(text, '\\') < 0 {
+		return text
+	}
+	out := make([]byte, 0, len(text))
+	for _, c := range text {
+		if c != '\\' {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Len is how many secret values the set holds.
@@ -73,9 +101,11 @@ func (s *Secrets) RedactString(text string) string {
 	return text
 }
 
-// mentionedIn reports whether raw JSON may hold a secret value, as
-// written or JSON-escaped.
-func (s *Secrets) mentionedIn(raw []byte) bool {
+// Mentioned reports whether raw (JSON or any text) may hold a secret
+// value in one of its forms, JSON-escaped to any depth: a JSON string
+// inside a JSON document inside a JSON string, and so on. It may say
+// yes of text that holds none; it never says no of text that holds one.
+func (s *Secrets) Mentioned(raw []byte) bool {
 	if s == nil {
 		return false
 	}
@@ -84,7 +114,29 @@ func (s *Secrets) mentionedIn(raw []byte) bool {
 			return true
 		}
 	}
+	bare := withoutBackslashes(raw)
+	for _, b := range s.bare {
+		if bytes.Contains(bare, b) {
+			return true
+		}
+	}
 	return false
+}
+
+// RedactJSON returns the JSON document raw with every secret value
+// replaced by Redacted in each of its strings (object keys, and strings
+// holding JSON documents, included), member order and number literals
+// kept. A document that mentions no secret is returned as it is; one
+// that is not valid JSON is redacted as text.
+func (s *Secrets) RedactJSON(raw []byte) []byte {
+	if !s.Mentioned(raw) {
+		return raw
+	}
+	out, err := Screen{Secrets: s}.rewriteDocument(raw, 0)
+	if err != nil {
+		return []byte(s.RedactString(string(raw)))
+	}
+	return out
 }
 
 // escaped is v as it appears inside a JSON string literal.
@@ -160,7 +212,7 @@ func (s Screen) touches(raw []byte) bool {
 	if ws := s.workspace(); ws != "" && (bytes.Contains(raw, []byte(ws)) || bytes.Contains(raw, escaped(ws))) {
 		return true
 	}
-	return s.Secrets.mentionedIn(raw)
+	return s.Secrets.Mentioned(raw)
 }
 
 // maxRewriteNesting bounds how deep text holding JSON is rewritten; deeper

@@ -114,6 +114,12 @@ func TestSecretsRedactJSONEscapedForms(t *testing.T) {
 		{"quote and backslash", `k"\y`, `key k\"\\y`},
 		{"non-ASCII escaped", "klucz-ż", `key klucz-\u017c`},
 		{"astral escaped", "k-😀", `key k-\ud83d\ude00`},
+		{"percent", "k y/&", "key k+y%2F%26"},
+		{"percent lower hex", "k y/&", "key k%20y%2f&"},
+		{"base64", "sk-?>>?", "key c2stPz4+Pw=="},
+		{"base64url unpadded", "sk-?>>?", "key c2stPz4-Pw"},
+		{"escaped twice", "sk-a/b", `key sk-a\\\/b`},
+		{"bearer credential alone", "Bearer tok-12345678", "key tok-12345678"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,6 +128,42 @@ func TestSecretsRedactJSONEscapedForms(t *testing.T) {
 			assert.Equal(t, 1, s.Len())
 		})
 	}
+}
+
+// TestSecretsRedactJSONAtAnyDepth: a secret inside JSON text inside a
+// JSON string, to any depth, is found by Mentioned and redacted by
+// RedactJSON in the decoded strings; member order and numbers are kept,
+// and a document that mentions no secret is returned as it is.
+func TestSecretsRedactJSONAtAnyDepth(t *testing.T) {
+	const key = "sk-deep/key&1"
+	s := NewSecrets([]byte(key))
+	nest := func(v any) string {
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		return string(b)
+	}
+	tests := []struct {
+		name, doc string
+	}{
+		{"a member", nest(map[string]any{"z": 1.50, "a": "the key " + key})},
+		{"arguments", nest(map[string]any{"arguments": nest(map[string]string{"content": "the key " + key})})},
+		{"three deep", nest(map[string]any{"m": nest(map[string]any{"arguments": nest(map[string]string{"content": key})})})},
+		{"in a key", `{"` + key + `":true}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.True(t, s.Mentioned([]byte(tt.doc)))
+			out := s.RedactJSON([]byte(tt.doc))
+			require.True(t, json.Valid(out), "%s", out)
+			assert.False(t, s.Mentioned(out), "%s", out)
+			assert.Contains(t, string(out), Redacted)
+		})
+	}
+	order := []byte(`{"z":1.50,"a":"` + key + `"}`)
+	assert.Equal(t, `{"z":1.50,"a":"[redacted]"}`, string(s.RedactJSON(order)))
+	clean := []byte(`{"z": 1.50, "a": "nothing"}`)
+	assert.Equal(t, clean, s.RedactJSON(clean), "untouched, spacing and all")
+	assert.False(t, s.Mentioned(clean))
 }
 
 func TestRewriteLeavesUntouchedResultsAlone(t *testing.T) {
