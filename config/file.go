@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -39,13 +38,14 @@ type File struct {
 // ReadFile reads and parses the configuration file at path. Every key
 // must be one of known (the flags' long names); the first that is not is
 // refused with "configuration: <path>: unknown key <key>". A file that
-// cannot be read, is not TOML, names a key twice (within tables too) or
+// cannot be read, is not a regular file, is larger than
+// MaxConfigFileBytes, is not TOML, names a key twice (within tables too) or
 // holds a value that is no scalar or list of scalars is refused with a
 // sentence naming the file.
 func ReadFile(path string, known map[string]bool) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path, MaxConfigFileBytes)
 	if err != nil {
-		return nil, configError("%s: %w", path, osError{err})
+		return nil, configError("%s: %w", path, err)
 	}
 	var doc map[string]any
 	if _, err := toml.Decode(string(data), &doc); err != nil {
