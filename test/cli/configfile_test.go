@@ -83,11 +83,7 @@ resume = true
 func TestConfigFileRefusals(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		path := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
-		return path
-	}
+	write := writer(t, dir)
 	missing := filepath.Join(dir, "missing.toml")
 	cases := []struct {
 		name, path, want string
@@ -124,12 +120,7 @@ func TestConfigFileRefusals(t *testing.T) {
 // for an option that is not money.
 func TestConfigFileAmountsAreNeverFloats(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	write := func(name, text string) string {
-		path := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
-		return path
-	}
+	write := writer(t, t.TempDir())
 	for _, tc := range []struct{ key, literal string }{
 		{"starting-balance-usd", "0.123456789012345678"},
 		{"starting-balance-usd", "1.00000000000000001"},
@@ -155,4 +146,14 @@ cycle-interval-secs = 2.5
 	assert.Equal(t, "0.123456789012345678", values["starting-balance-usd"])
 	assert.Equal(t, "3", values["input-price-usd-per-million"])
 	assert.Equal(t, "2.5", values["cycle-interval-secs"])
+}
+
+// writer returns a function that writes a file of text named name in
+// dir, owner-only, and returns its path.
+func writer(t *testing.T, dir string) func(name, text string) string {
+	return func(name, text string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+		return path
+	}
 }

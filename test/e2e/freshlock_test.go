@@ -98,12 +98,7 @@ func (w *world) waitLive(p *process, what string, cond func([]state.Event) bool)
 // its process when it opens.
 func (w *world) startTogether(args ...string) [2]*process {
 	w.t.Helper()
-	var both [2]*process
-	for i := range both {
-		cmd := w.command(args...)
-		both[i] = &process{t: w.t, cmd: cmd, stdout: newSyncBuffer(), stderr: newSyncBuffer(), done: make(chan error, 1)}
-		cmd.Stdout, cmd.Stderr = both[i].stdout, both[i].stderr
-	}
+	both := [2]*process{w.prepare(args...), w.prepare(args...)}
 	barrier := make(chan struct{})
 	var started sync.WaitGroup
 	errs := make([]error, len(both))
@@ -119,13 +114,7 @@ func (w *world) startTogether(args ...string) [2]*process {
 	started.Wait()
 	for i, p := range both {
 		require.NoError(w.t, errs[i])
-		go func() { p.done <- p.cmd.Wait() }()
-		w.t.Cleanup(func() {
-			if p.cmd.ProcessState == nil {
-				_ = p.cmd.Process.Kill()
-				<-p.done
-			}
-		})
+		p.started()
 	}
 	return both
 }
