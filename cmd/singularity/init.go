@@ -30,7 +30,7 @@ type initCmd struct {
 	Model   string    `name:"model" help:"The model id to think with."`
 	Auth    string    `name:"auth" help:"bearer (an API key) or none (a keyless local server); default bearer."`
 	KeyFile string    `name:"key-file" help:"File holding the API key (bearer); the configuration names it, never the key."`
-	Prices  pricePair `name:"prices" help:"INPUT,OUTPUT: the model's USD per million prompt and completion tokens (default 0,0)."`
+	Prices  pricePair `name:"prices" placeholder:"IN,OUT" help:"INPUT,OUTPUT: the model's USD per million prompt and completion tokens (default 0,0)."`
 }
 
 // pricePair is init's --prices. It takes the argument after the flag
