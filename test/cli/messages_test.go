@@ -3,6 +3,7 @@ package cli_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,6 +105,9 @@ func TestUnreadableChildIsOneSentence(t *testing.T) {
 				assert.Equal(t, 4, r.code, "%v: %s", args, r.stderr)
 				assert.Equal(t, "singularity: "+tc.want(stateDir)+"\n", r.stderr, "%v", args)
 			}
+			st := status(t, stateDir, "--format", "json")
+			assert.Equal(t, []string{strings.TrimPrefix(tc.want(stateDir), "state: ")}, parseStatus(t, st.stdout).Unreadable,
+				"the JSON lists the child once, without the class")
 		})
 	}
 }

@@ -43,10 +43,7 @@ func OpenRegular(path, what string) (*os.File, error) {
 // readFault is the state fault of a refused read of the file at path.
 func readFault(what, path string, err error) error {
 	var large *boundedfile.TooLargeError
-	switch {
-	case errors.Is(err, boundedfile.ErrNotRegular):
-		return fault.Errorf(fault.ClassState, "%s %s is %w", what, path, err)
-	case errors.As(err, &large):
+	if errors.Is(err, boundedfile.ErrNotRegular) || errors.As(err, &large) {
 		return fault.Errorf(fault.ClassState, "%s %s is %w", what, path, err)
 	}
 	return fault.Errorf(fault.ClassState, "cannot read %s %s: %w", what, path, err)
