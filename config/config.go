@@ -624,9 +624,9 @@ func loadPrices(path string) (prices.Table, error) {
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := readFile(path, MaxPricesFileBytes)
 	if err != nil {
-		return nil, configError("BRAMA_PRICES_FILE: %s: %w", path, osError{err})
+		return nil, configError("BRAMA_PRICES_FILE: %s: %w", path, err)
 	}
 	table, err := prices.Parse(data)
 	if err != nil {
@@ -641,9 +641,9 @@ func loadTiers(path string) (tiers.Table, error) {
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := readFile(path, MaxTiersFileBytes)
 	if err != nil {
-		return nil, configError("SINGULARITY_TIERS_FILE: %s: %w", path, osError{err})
+		return nil, configError("SINGULARITY_TIERS_FILE: %s: %w", path, err)
 	}
 	table, err := tiers.Parse(data)
 	if err != nil {
@@ -821,22 +821,13 @@ func bramaSecret(file string, env LookupEnv) (identity.Secret, error) {
 
 // ReadSecretFile reads a credential from path
 // (docs/configuration.md#variables): it must be a regular file, not group- or
-// world-accessible, and non-empty once trailing CR and LF are stripped.
+// world-accessible, at most MaxSecretFileBytes, and non-empty once
+// trailing CR and LF are stripped.
 // Errors name the path, never the value.
 func ReadSecretFile(path string) (identity.Secret, error) {
-	info, err := os.Stat(path)
+	data, err := readSecretBytes(path)
 	if err != nil {
-		return identity.Secret{}, fault.Errorf(fault.ClassSecret, "%s: %w", path, osError{err})
-	}
-	if !info.Mode().IsRegular() {
-		return identity.Secret{}, fault.Errorf(fault.ClassSecret, "not a regular file: %s", path)
-	}
-	if info.Mode().Perm()&0o077 != 0 {
-		return identity.Secret{}, fault.Errorf(fault.ClassSecret, "%s must not be group/world accessible", path)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return identity.Secret{}, fault.Errorf(fault.ClassSecret, "%s: %w", path, osError{err})
+		return identity.Secret{}, err
 	}
 	value := strings.TrimRight(string(data), "\r\n")
 	if value == "" {

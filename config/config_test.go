@@ -347,8 +347,13 @@ func TestSecretFileRefusals(t *testing.T) {
 	fifo := filepath.Join(dir, "fifo")
 	require.NoError(t, mkfifo(fifo))
 	missing := filepath.Join(dir, "missing")
+	large := write("large", strings.Repeat("topsecret", MaxSecretFileBytes/9+1), 0o600)
+	zero := filepath.Join(dir, "zero")
+	require.NoError(t, os.Symlink("/dev/zero", zero))
 	cases := []struct{ path, want string }{
 		{dir, "secret file: not a regular file: " + dir},
+		{zero, "secret file: not a regular file: " + zero},
+		{large, "secret file: " + large + " is larger than the 64 KiB cap"},
 		{fifo, "secret file: not a regular file: " + fifo},
 		{group, "secret file: " + group + " must not be group/world accessible"},
 		{world, "secret file: " + world + " must not be group/world accessible"},

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -39,13 +38,15 @@ type File struct {
 // ReadFile reads and parses the configuration file at path. Every key
 // must be one of known (the flags' long names); the first that is not is
 // refused with "configuration: <path>: unknown key <key>". A file that
-// cannot be read, is not TOML, names a key twice (within tables too) or
-// holds a value that is no scalar or list of scalars is refused with a
-// sentence naming the file.
+// cannot be read, is not a regular file, is larger than
+// MaxConfigFileBytes, is not TOML, names a key twice (within tables too),
+// holds a value that is no scalar or list of scalars, or writes an amount
+// (IsAmountKey) as a TOML float is refused with a sentence naming the
+// file.
 func ReadFile(path string, known map[string]bool) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path, MaxConfigFileBytes)
 	if err != nil {
-		return nil, configError("%s: %w", path, osError{err})
+		return nil, configError("%s: %w", path, err)
 	}
 	var doc map[string]any
 	if _, err := toml.Decode(string(data), &doc); err != nil {
@@ -79,6 +80,9 @@ func (f *File) collect(prefix string, table map[string]any, known map[string]boo
 		if _, twice := f.Values[key]; twice {
 			return configError("%s: key %s is given twice", f.Path, key)
 		}
+		if _, float := value.(float64); float && IsAmountKey(key) {
+			return configError("%s: %s: write an amount as a quoted decimal string (%s = \"0.5\"), never a TOML float, which is rounded to binary", f.Path, where, key)
+		}
 		text, err := valueText(value)
 		if err != nil {
 			return configError("%s: %s: %w", f.Path, where, err)
@@ -100,6 +104,15 @@ func IsPathKey(key string) bool {
 		return true
 	}
 	return strings.HasSuffix(key, "-file")
+}
+
+// IsAmountKey reports whether the option key is an amount of money: its
+// name holds "usd" (starting-balance-usd, input-price-usd-per-million,
+// …). The file must write an amount as a string or an integer, whose
+// text is exact; a TOML float is a binary64 by the TOML specification,
+// so its digits past the 17th are lost before any reader sees them.
+func IsAmountKey(key string) bool {
+	return slices.Contains(strings.Split(key, "-"), "usd")
 }
 
 // valueText writes a TOML value as a flag's text.

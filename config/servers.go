@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -55,25 +54,14 @@ func serversError(format string, args ...any) error {
 	return configError("LAS_SERVERS_FILE: "+format, args...)
 }
 
-// maxServersFileBytes bounds the servers file.
-const maxServersFileBytes = 1 << 20
-
 // LoadServers reads and validates a servers file in the "mcpServers"
 // format of Claude Desktop, Cursor, VS Code and cagent. Servers come back
 // in file order. Values {"file": "<absolute path>"} are read as secret
 // files (their refusals are the "secret file: …" sentences, exit 2).
 func LoadServers(path string) ([]Server, error) {
-	f, err := os.Open(path)
+	data, err := readFile(path, MaxServersFileBytes)
 	if err != nil {
-		return nil, serversError("%w", osError{err})
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxServersFileBytes+1))
-	if err != nil {
-		return nil, serversError("%w", osError{err})
-	}
-	if len(data) > maxServersFileBytes {
-		return nil, serversError("larger than 1 MiB")
+		return nil, serversError("%w", err)
 	}
 	var doc struct {
 		MCPServers json.RawMessage `json:"mcpServers"`

@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/alecthomas/kong"
 	"golang.org/x/sys/unix"
 
+	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/supervision/fault"
 )
@@ -22,12 +25,30 @@ import (
 // file, a servers file, a prices file and an empty workspace, for any
 // OpenAI-compatible provider, with no Wisent identity.
 type initCmd struct {
-	Dir     string `arg:"" optional:"" default:"." help:"Directory to write into (made if missing)."`
-	BaseURL string `name:"base-url" help:"The provider's OpenAI-compatible base URL (for example https://api.openai.com/v1)."`
-	Model   string `name:"model" help:"The model id to think with."`
-	Auth    string `name:"auth" help:"bearer (an API key) or none (a keyless local server); default bearer."`
-	KeyFile string `name:"key-file" help:"File holding the API key (bearer); the configuration names it, never the key."`
-	Prices  string `name:"prices" help:"INPUT,OUTPUT: the model's USD per million prompt and completion tokens (default 0,0)."`
+	Dir     string    `arg:"" optional:"" default:"." help:"Directory to write into (made if missing)."`
+	BaseURL string    `name:"base-url" help:"The provider's OpenAI-compatible base URL (for example https://api.openai.com/v1)."`
+	Model   string    `name:"model" help:"The model id to think with."`
+	Auth    string    `name:"auth" help:"bearer (an API key) or none (a keyless local server); default bearer."`
+	KeyFile string    `name:"key-file" help:"File holding the API key (bearer); the configuration names it, never the key."`
+	Prices  pricePair `name:"prices" placeholder:"IN,OUT" help:"INPUT,OUTPUT: the model's USD per million prompt and completion tokens (default 0,0)."`
+}
+
+// pricePair is init's --prices. It takes the argument after the flag
+// even when that starts with a hyphen, as a negative price does
+// ("--prices -1,1"), so that its refusal is about the prices, not a
+// short flag of the parser's; only a long flag ("--model") is never
+// taken for it.
+type pricePair string
+
+// Decode takes the value of --prices.
+func (p *pricePair) Decode(ctx *kong.DecodeContext) error {
+	t := ctx.Scan.Pop()
+	text, ok := t.Value.(string)
+	if t.IsEOL() || !ok || (t.InferredType() == kong.FlagToken && t.Type != kong.FlagValueToken) {
+		return errors.New("must be INPUT,OUTPUT (USD per million tokens)")
+	}
+	*p = pricePair(text)
+	return nil
 }
 
 // filesystemServer is the example MCP server the servers file starts:
@@ -112,6 +133,9 @@ func (c *initCmd) answers(in io.Reader, out io.Writer, terminal bool) (initAnswe
 	if err := ask(&a.baseURL, "base-url", "The provider's base URL (OpenAI-compatible, e.g. https://api.openai.com/v1)", ""); err != nil {
 		return a, err
 	}
+	if u, err := url.Parse(a.baseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return a, fault.Errorf(fault.ClassConfiguration, "init: --base-url must be an http or https URL, as https://api.openai.com/v1")
+	}
 	if err := ask(&a.model, "model", "The model id", ""); err != nil {
 		return a, err
 	}
@@ -125,13 +149,19 @@ func (c *initCmd) answers(in io.Reader, out io.Writer, terminal bool) (initAnswe
 		if err := ask(&a.keyFile, "key-file", "The file holding the API key", ""); err != nil {
 			return a, err
 		}
+		// The key file must already be what run will read: a refusal
+		// is run's own "secret file: …" sentence, and the key is never
+		// shown.
+		if _, err := config.ReadSecretFile(a.keyFile); err != nil {
+			return a, err
+		}
 		if a.keyFile, err = filepath.Abs(a.keyFile); err != nil {
 			return a, fault.Errorf(fault.ClassConfiguration, "init: %w", err)
 		}
 	} else if a.keyFile != "" {
 		return a, fault.Errorf(fault.ClassConfiguration, "init: --key-file needs --auth bearer")
 	}
-	pair := c.Prices
+	pair := string(c.Prices)
 	if err := ask(&pair, "prices", "USD per million prompt and completion tokens, INPUT,OUTPUT", "0,0"); err != nil {
 		return a, err
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -11,12 +13,17 @@ import (
 // it refuses the first missing value by its flag.
 func TestInitAsksOnATerminal(t *testing.T) {
 	var out bytes.Buffer
-	c := &initCmd{Dir: t.TempDir(), Model: "gpt-4o-mini"}
-	a, err := c.answers(strings.NewReader("https://api.example.com/v1\n\n/keys/k\n0.15,0.6\n"), &out, true)
+	dir := t.TempDir()
+	key := filepath.Join(dir, "k")
+	if err := os.WriteFile(key, []byte("sk-test\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &initCmd{Dir: dir, Model: "gpt-4o-mini"}
+	a, err := c.answers(strings.NewReader("https://api.example.com/v1\n\n"+key+"\n0.15,0.6\n"), &out, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.baseURL != "https://api.example.com/v1" || a.model != "gpt-4o-mini" || a.auth != "bearer" || a.keyFile != "/keys/k" || a.input != "0.15" || a.output != "0.6" {
+	if a.baseURL != "https://api.example.com/v1" || a.model != "gpt-4o-mini" || a.auth != "bearer" || a.keyFile != key || a.input != "0.15" || a.output != "0.6" {
 		t.Errorf("answers %+v", a)
 	}
 	if got := strings.Count(out.String(), ": "); got != 4 {
@@ -28,17 +35,21 @@ func TestInitAsksOnATerminal(t *testing.T) {
 		want string
 	}{
 		{initCmd{Dir: ".", Model: "m"}, "configuration: init: --base-url is required when stdin is not a terminal"},
-		{initCmd{Dir: ".", BaseURL: "u", Model: "m"}, "configuration: init: --key-file is required when stdin is not a terminal"},
-		{initCmd{Dir: ".", BaseURL: "u", Model: "m", Auth: "oauth"}, "configuration: init: --auth must be bearer or none"},
-		{initCmd{Dir: ".", BaseURL: "u", Model: "m", Auth: "none", KeyFile: "k"}, "configuration: init: --key-file needs --auth bearer"},
-		{initCmd{Dir: ".", BaseURL: "u", Model: "m", Auth: "none", Prices: "1"}, "configuration: init: --prices must be INPUT,OUTPUT (USD per million tokens)"},
+		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m"}, "configuration: init: --key-file is required when stdin is not a terminal"},
+		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", Auth: "oauth"}, "configuration: init: --auth must be bearer or none"},
+		{initCmd{Dir: ".", BaseURL: "ftp://u/v1", Model: "m"}, "configuration: init: --base-url must be an http or https URL, as https://api.openai.com/v1"},
+		{initCmd{Dir: ".", BaseURL: "::not a url::", Model: "m"}, "configuration: init: --base-url must be an http or https URL, as https://api.openai.com/v1"},
+		{initCmd{Dir: ".", BaseURL: "https:///v1", Model: "m"}, "configuration: init: --base-url must be an http or https URL, as https://api.openai.com/v1"},
+		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", KeyFile: "/nonexistent/k"}, "secret file: /nonexistent/k: no such file or directory"},
+		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", Auth: "none", KeyFile: "k"}, "configuration: init: --key-file needs --auth bearer"},
+		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", Auth: "none", Prices: "1"}, "configuration: init: --prices must be INPUT,OUTPUT (USD per million tokens)"},
 	} {
 		_, err := tc.c.answers(strings.NewReader(""), &out, false)
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%+v: error %v, want %q", tc.c, err, tc.want)
 		}
 	}
-	a, err = (&initCmd{Dir: ".", BaseURL: "u", Model: "m", Auth: "none", Prices: "x,1"}).answers(strings.NewReader(""), &out, false)
+	a, err = (&initCmd{Dir: ".", BaseURL: "http://u", Model: "m", Auth: "none", Prices: "x,1"}).answers(strings.NewReader(""), &out, false)
 	if err != nil {
 		t.Fatal(err)
 	}

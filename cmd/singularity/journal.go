@@ -136,7 +136,17 @@ type onDisk struct {
 	order []*followed
 }
 
+// family lists the family at the first look. It is refused first as
+// status refuses it (a child record that points out of the family, a
+// loop, a child whose state cannot be read): the same sentence, exit 4.
 func (d *onDisk) family() ([]journalview.Being, error) {
+	whole, err := accounts.Read(d.j.StateDir)
+	if err == nil && len(whole.Unreadable) > 0 {
+		err = whole.Unreadable[0]
+	}
+	if err != nil {
+		return nil, fault.Errorf(fault.ClassState, "%w", err)
+	}
 	fam, err := journalview.FamilySeen(d.j.StateDir, d.seen)
 	if err != nil {
 		return nil, fault.Errorf(fault.ClassState, "cannot read the family at %s: %w", d.j.StateDir, err)

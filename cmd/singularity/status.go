@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -213,7 +214,12 @@ func writeStatusJSON(w io.Writer, fam *accounts.Family) error {
 		Earned: t.Earned.String(), Remaining: t.Remaining.String(), InTransit: t.InTransit.String(), Off: t.Off.String()}
 	out.FamilyLedger = fam.Verdict()
 	for _, err := range fam.Unreadable {
-		out.Unreadable = append(out.Unreadable, err.Error())
+		// Each is "child <name>: <why>", without the class's prefix.
+		text := err.Error()
+		if fe, ok := errors.AsType[*fault.Error](err); ok {
+			text = fe.Msg
+		}
+		out.Unreadable = append(out.Unreadable, text)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -109,15 +109,12 @@ func (o *opened) close() {
 	o.lock.Unlock()
 }
 
-// create writes a fresh being's directory, locked first (a runtime that
-// made the same directory a moment before holds it); it runs on a writer
-// goroutine.
+// create writes a fresh being's directory, locked before anything in it
+// is touched (state.OpenLocked: a runtime that made the same directory a
+// moment before holds it, and may be saving its first state.json); it
+// runs on a writer goroutine.
 func create(dir string, fresh *state.Being, fault state.Fault) (o *opened, err error) {
-	store, err := state.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	lock, err := state.LockDir(dir)
+	store, lock, err := state.OpenLocked(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -176,11 +173,7 @@ func OpenHeld(dir string, held Held, cfg Config) (e *Engine, st *state.Being, er
 		return nil, nil, fmt.Errorf("durable: a holder needs a token, a checkpoint and a next seq")
 	}
 	own := state.HolderDir(dir, held.Token)
-	store, err := state.Open(own)
-	if err != nil {
-		return nil, nil, err
-	}
-	lock, err := state.LockDir(own)
+	store, lock, err := state.OpenLocked(own)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -34,6 +34,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/wisent/singularity/internal/boundedfile"
 	"github.com/wisent/singularity/internal/fence"
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/wire/clusterpb"
@@ -41,6 +42,9 @@ import (
 
 // MarkerFile is the shared root's record of the family it holds.
 const MarkerFile = "cluster.json"
+
+// maxMarkerBytes caps the marker read: it holds two identifiers.
+const maxMarkerBytes = 64 << 10
 
 // The refusals of Join. Each is wrapped in a one-line sentence naming
 // what differs.
@@ -214,7 +218,7 @@ func newRootID() string {
 
 func readMarker(root string) (marker, bool, error) {
 	path := filepath.Join(root, MarkerFile)
-	data, err := os.ReadFile(path)
+	data, err := boundedfile.Read(path, maxMarkerBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return marker{}, false, nil
 	}

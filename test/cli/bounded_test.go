@@ -23,15 +23,24 @@ import (
 // shows as a failure rather than a hung test.
 func runWithin(t *testing.T, deadline time.Duration, args ...string) result {
 	t.Helper()
+	r, _ := runMeasured(t, deadline, map[string]string{}, args...)
+	return r
+}
+
+// runMeasured is runWithin in the environment env, which also returns
+// the command's peak resident memory in bytes.
+func runMeasured(t *testing.T, deadline time.Duration, env map[string]string, args ...string) (result, int64) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testkit.Singularity(t), args...)
-	cmd.Env = testkit.Environ(map[string]string{})
+	cmd.Env = testkit.Environ(env)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	require.NoError(t, ctx.Err(), "singularity %v did not finish within %v", args, deadline)
-	return result{stdout.String(), stderr.String(), testkit.ExitCode(t, err)}
+	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
+	return result{stdout.String(), stderr.String(), testkit.ExitCode(t, err)}, peak
 }
 
 // TestStatusAndJournalRefuseUnboundedFiles: a journal or a state.json

@@ -83,11 +83,7 @@ resume = true
 func TestConfigFileRefusals(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		path := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
-		return path
-	}
+	write := writer(t, dir)
 	missing := filepath.Join(dir, "missing.toml")
 	cases := []struct {
 		name, path, want string
@@ -113,5 +109,51 @@ func TestConfigFileRefusals(t *testing.T) {
 				assert.Empty(t, r.stdout)
 			}
 		})
+	}
+}
+
+// TestConfigFileAmountsAreNeverFloats: an amount of money written as a
+// TOML float would reach the ledger rounded to binary64
+// (0.123456789012345678 is 0.12345678901234568 there), so it is refused
+// with a sentence asking for a quoted string; a quoted string and an
+// integer are taken digit for digit, and a float stays a float's value
+// for an option that is not money.
+func TestConfigFileAmountsAreNeverFloats(t *testing.T) {
+	t.Parallel()
+	write := writer(t, t.TempDir())
+	for _, tc := range []struct{ key, literal string }{
+		{"starting-balance-usd", "0.123456789012345678"},
+		{"starting-balance-usd", "1.00000000000000001"},
+		{"starting-balance-usd", "10.0"},
+		{"input-price-usd-per-million", "2.5e0"},
+		{"spend-limit-usd-per-hour", "inf"},
+	} {
+		path := write(tc.key+tc.literal+".toml", "[being]\n"+tc.key+" = "+tc.literal+"\n")
+		for _, args := range [][]string{{"config", "--config", path}, {"once", "--config", path}} {
+			r := run(t, map[string]string{}, args...)
+			assert.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
+			assert.Equal(t, "singularity: configuration: "+path+": being."+tc.key+": write an amount as a quoted decimal string ("+
+				tc.key+` = "0.5"), never a TOML float, which is rounded to binary`+"\n", r.stderr, "%v", args)
+			assert.Empty(t, r.stdout)
+		}
+	}
+
+	exact := write("exact.toml", `starting-balance-usd = "0.123456789012345678"
+input-price-usd-per-million = 3
+cycle-interval-secs = 2.5
+`)
+	values, _ := effective(t, map[string]string{}, "--config", exact)
+	assert.Equal(t, "0.123456789012345678", values["starting-balance-usd"])
+	assert.Equal(t, "3", values["input-price-usd-per-million"])
+	assert.Equal(t, "2.5", values["cycle-interval-secs"])
+}
+
+// writer returns a function that writes a file of text named name in
+// dir, owner-only, and returns its path.
+func writer(t *testing.T, dir string) func(name, text string) string {
+	return func(name, text string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+		return path
 	}
 }

@@ -32,7 +32,8 @@ type statusJSON struct {
 		Starting, Granted, Spent, Earned, Off string
 		Remaining                             string
 	} `json:"totals"`
-	FamilyLedger string `json:"family_ledger"`
+	FamilyLedger string   `json:"family_ledger"`
+	Unreadable   []string `json:"unreadable"`
 }
 
 func status(t *testing.T, dir string, args ...string) result {

@@ -169,18 +169,30 @@ func (s *syncBuffer) waitFor(t *testing.T, text string, limit time.Duration) {
 
 func (w *world) start(args ...string) *process {
 	w.t.Helper()
+	p := w.prepare(args...)
+	require.NoError(w.t, p.cmd.Start())
+	p.started()
+	return p
+}
+
+// prepare is the binary ready to start with args, its output captured.
+func (w *world) prepare(args ...string) *process {
 	cmd := w.command(args...)
 	p := &process{t: w.t, cmd: cmd, stdout: newSyncBuffer(), stderr: newSyncBuffer(), done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
-	require.NoError(w.t, cmd.Start())
-	go func() { p.done <- cmd.Wait() }()
-	w.t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
+	return p
+}
+
+// started waits for the process just started in the background, and
+// kills it when the test ends if it is still running.
+func (p *process) started() {
+	go func() { p.done <- p.cmd.Wait() }()
+	p.t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
 			<-p.done
 		}
 	})
-	return p
 }
 
 func (p *process) signal(sig os.Signal) { require.NoError(p.t, p.cmd.Process.Signal(sig)) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // Being is one being of a family as its state directory shows it.
@@ -130,17 +131,25 @@ func (r *reader) visit(dir string, child bool) error {
 // node is one being read, or why it could not be, and its children in
 // the order of its records then its pending grants.
 type node struct {
-	being    *Being
-	name     string
-	err      error
+	being *Being
+	name  string
+	err   error
+	// named is set when err names the child already (a refused record:
+	// state.ChildDir's "child <name>: …").
+	named    bool
 	children []*node
 }
 
 // flatten lists the tree depth first, parents before their children,
-// as the table shows it.
+// as the table shows it. A child that could not be read is listed in
+// Unreadable as one state fault naming it once: "child <name>: <why>".
 func (n *node) flatten(f *Family) {
 	if n.err != nil {
-		f.Unreadable = append(f.Unreadable, fmt.Errorf("child %s: %w", n.name, n.err))
+		err := n.err
+		if !n.named {
+			err = fault.Errorf(fault.ClassState, "child %s: %w", n.name, err)
+		}
+		f.Unreadable = append(f.Unreadable, err)
 		return
 	}
 	f.Beings = append(f.Beings, *n.being)
@@ -202,7 +211,7 @@ func (r *reader) read(dir, name string, depth int, root bool) *node {
 		go func() {
 			defer wg.Done()
 			if k.err != nil {
-				n.children[i] = &node{name: k.name, err: k.err}
+				n.children[i] = &node{name: k.name, err: k.err, named: true}
 				return
 			}
 			n.children[i] = r.read(k.dir, k.name, depth+1, false)

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"io"
 	"os"
-	"syscall"
 
+	"github.com/wisent/singularity/internal/boundedfile"
 	"github.com/wisent/singularity/supervision/fault"
 )
 
@@ -25,31 +25,28 @@ const (
 // ErrLineTooLong reports a journal line longer than MaxLine.
 var ErrLineTooLong = errors.New("line longer than the 16 MiB cap")
 
-// errNotRegular reports a path that is not a regular file.
-var errNotRegular = errors.New("not a regular file")
-
 // OpenRegular opens path for reading and returns it only if it is a
-// regular file; what names the file in the sentence of a refusal
-// ("journal", "state file"). The open never blocks (a FIFO or a device is
-// opened non-blocking), and the check is made on what was opened, so a
-// path swapped meanwhile cannot slip through. A refusal is a state fault:
-// "<what> <path> is not a regular file" or "cannot read <what> <path>:
-// <error>".
+// regular file (boundedfile.Open); what names the file in the sentence
+// of a refusal ("journal", "state file"). The open never blocks (a FIFO
+// or a device is opened non-blocking), and the check is made on what was
+// opened, so a path swapped meanwhile cannot slip through. A refusal is
+// a state fault: "<what> <path> is not a regular file" or "cannot read
+// <what> <path>: <error>".
 func OpenRegular(path, what string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := boundedfile.Open(path)
 	if err != nil {
-		return nil, fault.Errorf(fault.ClassState, "cannot read %s %s: %w", what, path, err)
-	}
-	info, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
-		return nil, fault.Errorf(fault.ClassState, "cannot read %s %s: %w", what, path, err)
-	}
-	if !info.Mode().IsRegular() {
-		_ = f.Close()
-		return nil, fault.Errorf(fault.ClassState, "%s %s is %w", what, path, errNotRegular)
+		return nil, readFault(what, path, err)
 	}
 	return f, nil
+}
+
+// readFault is the state fault of a refused read of the file at path.
+func readFault(what, path string, err error) error {
+	var large *boundedfile.TooLargeError
+	if errors.Is(err, boundedfile.ErrNotRegular) || errors.As(err, &large) {
+		return fault.Errorf(fault.ClassState, "%s %s is %w", what, path, err)
+	}
+	return fault.Errorf(fault.ClassState, "cannot read %s %s: %w", what, path, err)
 }
 
 // ReadCheckpoint returns the bytes of the state.json at path: a regular
@@ -57,29 +54,9 @@ func OpenRegular(path, what string) (*os.File, error) {
 // taking in more than the cap. A larger file is refused with "state file
 // <path> is larger than the 256 MiB cap".
 func ReadCheckpoint(path string) ([]byte, error) {
-	f, err := OpenRegular(path, "state file")
+	data, err := boundedfile.Read(path, MaxCheckpoint)
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	tooLarge := func() error {
-		return fault.Errorf(fault.ClassState, "state file %s is larger than the %d MiB cap", path, MaxCheckpoint>>20)
-	}
-	info, err := f.Stat()
-	if err != nil {
-		return nil, fault.Errorf(fault.ClassState, "cannot read state file %s: %w", path, err)
-	}
-	if info.Size() > MaxCheckpoint {
-		return nil, tooLarge()
-	}
-	// The file may grow after the Stat: read one byte past the cap to
-	// tell.
-	data, err := io.ReadAll(io.LimitReader(f, MaxCheckpoint+1))
-	if err != nil {
-		return nil, fault.Errorf(fault.ClassState, "cannot read state file %s: %w", path, err)
-	}
-	if len(data) > MaxCheckpoint {
-		return nil, tooLarge()
+		return nil, readFault("state file", path, err)
 	}
 	return data, nil
 }

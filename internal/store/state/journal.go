@@ -16,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/wisent/singularity/internal/boundedfile"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/supervision/fault"
 )
@@ -124,7 +125,7 @@ func openAppend(path, what string, lazy bool) (*appendFile, int64, error) {
 	// Non-blocking, so that a FIFO is refused rather than waited on.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NONBLOCK, FileMode)
 	if errors.Is(err, syscall.EISDIR) {
-		return nil, 0, fault.Errorf(fault.ClassState, "%s %s is %w", what, path, errNotRegular)
+		return nil, 0, fault.Errorf(fault.ClassState, "%s %s is %w", what, path, boundedfile.ErrNotRegular)
 	}
 	if err != nil {
 		return fail("open", err)
@@ -136,7 +137,7 @@ func openAppend(path, what string, lazy bool) (*appendFile, int64, error) {
 	}
 	if !info.Mode().IsRegular() {
 		_ = f.Close()
-		return nil, 0, fault.Errorf(fault.ClassState, "%s %s is %w", what, path, errNotRegular)
+		return nil, 0, fault.Errorf(fault.ClassState, "%s %s is %w", what, path, boundedfile.ErrNotRegular)
 	}
 	whole, err := lastNewline(f, info.Size())
 	if errors.Is(err, ErrLineTooLong) {

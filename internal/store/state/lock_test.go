@@ -84,3 +84,37 @@ func TestLockDirOfMissingDirectory(t *testing.T) {
 		t.Fatalf("err = %v, want a state error", err)
 	}
 }
+
+// TestOpenLockedLocksBeforeTouching: OpenLocked makes a missing
+// directory and holds its lock; on a directory another holds it is
+// refused with ErrInUse and leaves a save's temporary file where it is,
+// and once the lock is free it removes the leftover.
+func TestOpenLockedLocksBeforeTouching(t *testing.T) {
+	dir := t.TempDir() + "/new/being"
+	store, lock, err := OpenLocked(dir)
+	if err != nil {
+		t.Fatalf("open a new directory: %v", err)
+	}
+	if store.Dir() != dir {
+		t.Fatalf("store dir %s, want %s", store.Dir(), dir)
+	}
+	temp := dir + "/." + StateFile + ".7.tmp"
+	if err := os.WriteFile(temp, []byte("{}"), FileMode); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := OpenLocked(dir); !errors.Is(err, ErrInUse) {
+		t.Fatalf("second open: %v, want ErrInUse", err)
+	}
+	if _, err := os.Stat(temp); err != nil {
+		t.Fatalf("the holder's temporary file was touched: %v", err)
+	}
+	lock.Unlock()
+	_, again, err := OpenLocked(dir)
+	if err != nil {
+		t.Fatalf("open once free: %v", err)
+	}
+	defer again.Unlock()
+	if _, err := os.Stat(temp); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the leftover of a crashed save is still there: %v", err)
+	}
+}

@@ -65,7 +65,8 @@ func (s *Store) faultFor(name string) func() error {
 // Open makes dir (mode 0700, parents included, each durable: MakeDir) if
 // it does not exist and
 // removes temporary files left behind by a save that crashed. It never
-// touches state.json.
+// touches state.json. It takes no lock: a runtime that lives in dir
+// opens it with OpenLocked.
 //
 // A directory that already exists must be owned by the effective user of
 // the process and is tightened to 0700 (docs/state.md#boot-gates); one
@@ -73,9 +74,46 @@ func (s *Store) faultFor(name string) func() error {
 // not owned by this user" before anything in it is touched, its mode
 // included.
 func Open(dir string) (*Store, error) {
-	if err := MakeDir(dir); err != nil {
-		return nil, fault.Errorf(fault.ClassState, "cannot create state directory %s: %w", dir, err)
+	if err := makeStateDir(dir); err != nil {
+		return nil, err
 	}
+	return claim(dir)
+}
+
+// OpenLocked is Open under dir's lock (LockDir), taken before anything
+// in dir is touched: the directory is made if it is missing (the lock is
+// held on the directory itself), then locked, and only then claimed and
+// rid of stale temporary files. So of two runtimes that open one new
+// directory at once, the one refused ("state directory <dir> is in use
+// by another runtime") has removed nothing, not even the temporary file
+// of the other's first save. The caller unlocks the lock.
+func OpenLocked(dir string) (*Store, *DirLock, error) {
+	if err := makeStateDir(dir); err != nil {
+		return nil, nil, err
+	}
+	lock, err := LockDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := claim(dir)
+	if err != nil {
+		lock.Unlock()
+		return nil, nil, err
+	}
+	return s, lock, nil
+}
+
+// makeStateDir is MakeDir with the state fault of its failure.
+func makeStateDir(dir string) error {
+	if err := MakeDir(dir); err != nil {
+		return fault.Errorf(fault.ClassState, "cannot create state directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// claim checks and tightens dir (claimDir) and removes the temporary
+// files of saves that crashed.
+func claim(dir string) (*Store, error) {
 	if err := claimDir(dir); err != nil {
 		return nil, err
 	}
