@@ -77,9 +77,9 @@ func Open(path string) (*os.File, error) {
 // Read returns the content of the regular file at path (see Open) if it
 // holds at most limit bytes. A file whose size is past limit is refused
 // by its fstat before anything is read, and one that grows past limit
-// while it is read is refused as soon as limit+1 bytes are in, so neither time
-// nor memory depends on the file: a sparse file of terabytes costs one
-// fstat.
+// while it is read is refused as soon as limit+1 bytes are in, so
+// neither time nor memory depends on the file: a sparse file of
+// terabytes costs one fstat.
 func Read(path string, limit int64) ([]byte, error) {
 	f, err := Open(path)
 	if err != nil {
