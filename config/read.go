@@ -27,12 +27,12 @@ const (
 )
 
 // readFile returns the bytes of the regular file at path if it holds at
-// most max bytes (boundedfile.Read). A refusal reads, without the path,
+// most limit bytes (boundedfile.Read). A refusal reads, without the path,
 // as the os error ("no such file or directory"), "not a regular file" or
 // "larger than the <cap> cap", for the caller's sentence to name the
 // file.
-func readFile(path string, max int64) ([]byte, error) {
-	data, err := boundedfile.Read(path, max)
+func readFile(path string, limit int64) ([]byte, error) {
+	data, err := boundedfile.Read(path, limit)
 	if err != nil {
 		return nil, osError{err}
 	}

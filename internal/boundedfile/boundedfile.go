@@ -75,35 +75,35 @@ func Open(path string) (*os.File, error) {
 }
 
 // Read returns the content of the regular file at path (see Open) if it
-// holds at most max bytes. A file whose size is past max is refused by
-// its fstat before anything is read, and one that grows past max while
-// it is read is refused as soon as max+1 bytes are in, so neither time
-// nor memory depends on the file: a sparse file of terabytes costs one
-// fstat.
-func Read(path string, max int64) ([]byte, error) {
+// holds at most limit bytes. A file whose size is past limit is refused
+// by its fstat before anything is read, and one that grows past limit
+// while it is read is refused as soon as limit+1 bytes are in, so
+// neither time nor memory depends on the file: a sparse file of
+// terabytes costs one fstat.
+func Read(path string, limit int64) ([]byte, error) {
 	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadOpen(f, max)
+	return ReadOpen(f, limit)
 }
 
 // ReadOpen is Read on a file already opened by Open. It does not close f.
-func ReadOpen(f *os.File, max int64) ([]byte, error) {
+func ReadOpen(f *os.File, limit int64) ([]byte, error) {
 	info, err := f.Stat()
 	if err != nil {
 		return nil, err
 	}
-	if info.Size() > max {
-		return nil, &TooLargeError{Cap: max}
+	if info.Size() > limit {
+		return nil, &TooLargeError{Cap: limit}
 	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(data)) > max {
-		return nil, &TooLargeError{Cap: max}
+	if int64(len(data)) > limit {
+		return nil, &TooLargeError{Cap: limit}
 	}
 	return data, nil
 }

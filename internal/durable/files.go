@@ -29,6 +29,7 @@ func Open(dir string, cfg Config) (e *Engine, st *state.Being, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	store.RemoveLeftovers() // under the lock
 	store.SetFault(cfg.Fault)
 	st, err = store.Load()
 	if err != nil {

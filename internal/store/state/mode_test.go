@@ -114,7 +114,7 @@ func TestOpenRefusesForeignDirectory(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "being")
 			preCreate(t, dir, tt.mode)
-			// A crash leftover that an accepted Open would remove.
+			// A crash leftover, which a refused Open must leave.
 			stale := filepath.Join(dir, ".state.json.42.tmp")
 			require.NoError(t, os.WriteFile(stale, []byte("{"), FileMode))
 			var before [32]byte

@@ -28,7 +28,8 @@ const (
 )
 
 // tempPattern names the temporary files of atomic saves; leftovers from a
-// crash are removed when the directory is opened.
+// crash are removed by the holder of the directory's lock
+// (RemoveLeftovers).
 const tempPattern = "." + StateFile + ".*.tmp"
 
 // Store is one being's state directory. A Store performs no locking:
@@ -63,10 +64,11 @@ func (s *Store) faultFor(name string) func() error {
 }
 
 // Open makes dir (mode 0700, parents included, each durable: MakeDir) if
-// it does not exist and
-// removes temporary files left behind by a save that crashed. It never
-// touches state.json. It takes no lock: a runtime that lives in dir
-// opens it with OpenLocked.
+// it does not exist. It never touches state.json, and it removes
+// nothing: it takes no lock, and another runtime may be saving in dir
+// (the temporary files of crashed saves are removed under the lock, by
+// OpenLocked or RemoveLeftovers). A runtime that lives in dir opens it
+// with OpenLocked.
 //
 // A directory that already exists must be owned by the effective user of
 // the process and is tightened to 0700 (docs/state.md#boot-gates); one
@@ -77,16 +79,20 @@ func Open(dir string) (*Store, error) {
 	if err := makeStateDir(dir); err != nil {
 		return nil, err
 	}
-	return claim(dir)
+	if err := claimDir(dir); err != nil {
+		return nil, err
+	}
+	return &Store{dir: dir}, nil
 }
 
 // OpenLocked is Open under dir's lock (LockDir), taken before anything
 // in dir is touched: the directory is made if it is missing (the lock is
 // held on the directory itself), then locked, and only then claimed and
-// rid of stale temporary files. So of two runtimes that open one new
-// directory at once, the one refused ("state directory <dir> is in use
-// by another runtime") has removed nothing, not even the temporary file
-// of the other's first save. The caller unlocks the lock.
+// rid of the temporary files of crashed saves (RemoveLeftovers). So of
+// two runtimes that open one new directory at once, the one refused
+// ("state directory <dir> is in use by another runtime") has removed
+// nothing, not even the temporary file of the other's first save. The
+// caller unlocks the lock.
 func OpenLocked(dir string) (*Store, *DirLock, error) {
 	if err := makeStateDir(dir); err != nil {
 		return nil, nil, err
@@ -95,12 +101,23 @@ func OpenLocked(dir string) (*Store, *DirLock, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	s, err := claim(dir)
-	if err != nil {
+	if err := claimDir(dir); err != nil {
 		lock.Unlock()
 		return nil, nil, err
 	}
+	s := &Store{dir: dir}
+	s.RemoveLeftovers()
 	return s, lock, nil
+}
+
+// RemoveLeftovers removes the temporary files that saves which crashed
+// left in the directory. Only the holder of the directory's lock may
+// call it: anyone else could remove the file of a save in progress.
+func (s *Store) RemoveLeftovers() {
+	stale, _ := filepath.Glob(filepath.Join(s.dir, tempPattern))
+	for _, p := range stale {
+		_ = os.Remove(p) // best effort: a leftover temp file is harmless
+	}
 }
 
 // makeStateDir is MakeDir with the state fault of its failure.
@@ -109,20 +126,6 @@ func makeStateDir(dir string) error {
 		return fault.Errorf(fault.ClassState, "cannot create state directory %s: %w", dir, err)
 	}
 	return nil
-}
-
-// claim checks and tightens dir (claimDir) and removes the temporary
-// files of saves that crashed.
-func claim(dir string) (*Store, error) {
-	if err := claimDir(dir); err != nil {
-		return nil, err
-	}
-	s := &Store{dir: dir}
-	stale, _ := filepath.Glob(filepath.Join(dir, tempPattern))
-	for _, p := range stale {
-		_ = os.Remove(p) // best effort: a leftover temp file is harmless
-	}
-	return s, nil
 }
 
 // claimDir checks that the state directory dir belongs to the effective

@@ -221,7 +221,10 @@ func assertMode(t *testing.T, path string, want os.FileMode) {
 	assert.Equal(t, want, info.Mode().Perm(), path)
 }
 
-func TestOpenRemovesStaleTempFiles(t *testing.T) {
+// TestStaleTempFilesGoOnlyUnderTheLock: Open, which takes no lock,
+// leaves the temporary file of a save (it may be another runtime's, in
+// progress); OpenLocked removes it, and nothing else.
+func TestStaleTempFilesGoOnlyUnderTheLock(t *testing.T) {
 	dir := t.TempDir()
 	stale := filepath.Join(dir, ".state.json.123.tmp")
 	require.NoError(t, os.WriteFile(stale, []byte("{"), FileMode))
@@ -229,6 +232,10 @@ func TestOpenRemovesStaleTempFiles(t *testing.T) {
 	require.NoError(t, os.WriteFile(other, nil, FileMode))
 	_, err := Open(dir)
 	require.NoError(t, err)
+	assert.FileExists(t, stale, "no lock, nothing removed")
+	_, lock, err := OpenLocked(dir)
+	require.NoError(t, err)
+	defer lock.Unlock()
 	assert.NoFileExists(t, stale)
 	assert.FileExists(t, other)
 }
