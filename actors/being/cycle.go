@@ -5,7 +5,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-		"github.com/wisent/singularity/internal/prompt"
+	"github.com/wisent/singularity/internal/prompt"
 	"github.com/wisent/singularity/internal/store/budget"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"

@@ -113,7 +113,7 @@ func TestPromptCacheLayouts(t *testing.T) {
 	assert.Less(t, stable.perCycle(), 0.6*seed.perCycle())
 }
 
-// BenchmarkPromptCache is issue 26's life: 300 cycles of a growing mind
+// BenchmarkPromptCache is a long cached life: 300 cycles of a growing mind
 // (a memory every cycle, a Las call and a built-in per cycle) with the
 // default window of 200 messages, against the caching gateway, once per
 // layout. It reports, over cycles 200–300, cached-% (the share of prompt
