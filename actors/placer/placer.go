@@ -173,9 +173,9 @@ func New(cfg Config) *Placer {
 
 // placed is a being this member holds.
 type placed struct {
-	id, dir string
-	lock    placement.Lock
-	hold    Hold
+	dir  string
+	lock placement.Lock
+	hold Hold
 	member.HeldBeing
 	// gone is closed once the being is let go.
 	gone chan struct{}
@@ -244,8 +244,8 @@ type (
 		id  string
 		err error
 	}
-	// let is a being's lock let go (its end recorded first when
-	// recorded is set); familyEnded: the root's end was recorded.
+	// let is a being's lock let go, its end recorded first when it
+	// ended; familyEnded: the root's end was recorded.
 	let struct {
 		id          string
 		familyEnded bool
@@ -464,9 +464,7 @@ func tryAll(c context.Context, store placement.Store, ids []string, log *slog.Lo
 func (p *Placer) handleLocked(ctx actor.Context, msg locked) {
 	for _, t := range msg.taken {
 		switch {
-		case p.over:
-			p.unlock(ctx, t.id, t.lock, nil)
-		case p.stopping || p.leaving:
+		case p.over || p.stopping || p.leaving:
 			p.unlock(ctx, t.id, t.lock, nil)
 		case t.err != nil:
 			wait := p.retries.Failed(t.id, p.clock.Now())
@@ -482,7 +480,7 @@ func (p *Placer) handleLocked(ctx actor.Context, msg locked) {
 // activate has the family start the being t took.
 func (p *Placer) activate(ctx actor.Context, t taken) {
 	hold := p.cfg.Hold(t.lock)
-	b := &placed{id: t.id, dir: t.dir, lock: t.lock, hold: hold, HeldBeing: member.HeldBeing{ID: t.id}, gone: make(chan struct{})}
+	b := &placed{dir: t.dir, lock: t.lock, hold: hold, HeldBeing: member.HeldBeing{ID: t.id}, gone: make(chan struct{})}
 	p.mine[t.id] = b
 	self, system := ctx.Self(), ctx.ActorSystem()
 	go func() {
@@ -535,7 +533,7 @@ func (p *Placer) subtrees(ctx actor.Context, pl placement.Placement) {
 			b.AwaitingChildren = false
 			ctx.Send(p.family, family.SubtreeDone{Dir: b.dir})
 		case member.SubtreeStopForGood:
-			p.log.Info("a being stops for good with its parent", "being", b.id)
+			p.log.Info("a being stops for good with its parent", "being", b.ID)
 			p.release(ctx, b, true)
 		}
 	}
@@ -560,7 +558,7 @@ func (p *Placer) handleSubtreeStopping(ctx actor.Context, msg messages.SubtreeSt
 	if b == nil {
 		return
 	}
-	store, l, id := p.cfg.Store, b.lock, b.id
+	store, l, id := p.cfg.Store, b.lock, b.ID
 	p.call(ctx, func(c context.Context) any {
 		return childrenStopping{id: id, err: store.StopChildren(c, l)}
 	})
@@ -600,26 +598,26 @@ func (p *Placer) handleReleased(ctx actor.Context, msg messages.BeingReleased) {
 	if b == nil {
 		return
 	}
-	delete(p.mine, b.id)
+	delete(p.mine, b.ID)
 	close(b.gone)
 	if b.hold.Err() != nil {
-		p.unlock(ctx, b.id, b.lock, nil)
+		p.unlock(ctx, b.ID, b.lock, nil)
 		return
 	}
-	end := member.EndOf(b.id, msg.Status, msg.Err != nil, b.ForGood)
+	end := member.EndOf(b.ID, msg.Status, msg.Err != nil, b.ForGood)
 	switch end {
 	case member.EndLetGo:
 		if msg.Err != nil {
-			wait := p.retries.Failed(b.id, p.clock.Now())
+			wait := p.retries.Failed(b.ID, p.clock.Now())
 			p.log.Warn("a being failed on this member; it is let go, and this member takes it again no sooner than after a wait",
-				"being", b.id, "wait", wait, "err", msg.Err)
+				"being", b.ID, "wait", wait, "err", msg.Err)
 		} else {
-			p.retries.Stopped(b.id)
+			p.retries.Stopped(b.ID)
 		}
-		p.unlock(ctx, b.id, b.lock, nil)
+		p.unlock(ctx, b.ID, b.lock, nil)
 	case member.EndRecorded, member.EndFamily:
 		status := msg.Status
-		p.unlock(ctx, b.id, b.lock, func(c context.Context) (bool, error) {
+		p.unlock(ctx, b.ID, b.lock, func(c context.Context) (bool, error) {
 			err := p.cfg.Store.End(c, b.lock, status)
 			return end == member.EndFamily && err == nil, err
 		})

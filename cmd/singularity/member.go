@@ -273,7 +273,7 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 		_ = lock.Unlock(ctx)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
-	status, ended, err := member.Ended(ctx, m.session)
+	status, ended, err := m.session.FamilyEnded(ctx)
 	cancel()
 	switch {
 	case err != nil:

@@ -38,7 +38,7 @@ func placementOf(cl config.Cluster) string {
 // lease ends, at once, to join again.
 func (m *memberRun) spread() (rejoin bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
-	status, ended, err := member.Ended(ctx, m.session)
+	status, ended, err := m.session.FamilyEnded(ctx)
 	cancel()
 	switch {
 	case err != nil:
@@ -62,7 +62,7 @@ func (m *memberRun) spread() (rejoin bool, err error) {
 	lim := &limiter{m: m}
 	by := held{member: m.cl.Member, placed: true, committed: member.CommittedOf(m.session, m.rt.StateDir), show: m.show.spreadOver(m.session)}
 	if lim.limited() {
-		by.limiter = limits.ProxyProps(m.show.system, limiterLocator(m.session, m.cl.Family), 0)
+		by.limiter = limits.ProxyProps(m.show.system, limiterLocator(m.session), 0)
 		defer lim.drop()
 	}
 	batch := fence.NewBatcher(m.session)
@@ -76,13 +76,12 @@ func (m *memberRun) spread() (rejoin bool, err error) {
 			// The store is fence's: its locks are fence's.
 			return member.NewHolding(m.session, l.(*fence.Lock), batch, m.rt.StateDir, m.cl.Lease)
 		},
-		Identity:   childIdentity,
-		AfterLook:  lim.take,
-		RetryFirst: m.cl.Lease,
-		RetryMost:  retryMost,
-		StopGrace:  2*m.rt.ShutdownGrace + stopLimit,
-		Done:       done,
-		Logger:     m.log,
+		Identity:  childIdentity,
+		AfterLook: lim.take,
+		RetryMost: retryMost,
+		StopGrace: 2*m.rt.ShutdownGrace + stopLimit,
+		Done:      done,
+		Logger:    m.log,
 	}
 	var placerPID *actor.PID
 	by.listener = func(system *actor.ActorSystem) (*actor.PID, error) {
@@ -287,7 +286,7 @@ func (lim *limiter) drop() {
 
 // limiterLocator finds the member that runs the family's limiter,
 // asking etcd at most once a second.
-func limiterLocator(session *fence.Session, family string) limits.Locate {
+func limiterLocator(session *fence.Session) limits.Locate {
 	var (
 		mu      sync.Mutex
 		address string

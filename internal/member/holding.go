@@ -233,11 +233,6 @@ func (h *Holding) End(ctx context.Context, status string) error {
 	return h.lock.EndFamily(ctx, status)
 }
 
-// Ended says whether the family ended, and the root's last status.
-func Ended(ctx context.Context, s *fence.Session) (string, bool, error) {
-	return s.FamilyEnded(ctx)
-}
-
 // Records reads the commit records of family from etcd at endpoints
 // without joining it (no lease, nothing written), by being id.
 func Records(ctx context.Context, endpoints []string, family string) (map[string]fence.Record, error) {
