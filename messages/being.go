@@ -13,7 +13,7 @@ import (
 type StopBeing struct {
 	Now bool
 	// Subtree stops the being for good in a family spread over members
-	// (being.Options.Spread): its children, wherever they run, stop
+	// (a being.Placement whose children run elsewhere): its children, wherever they run, stop
 	// before it (SubtreeStopping), as when it ends by itself.
 	Subtree bool
 }

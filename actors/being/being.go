@@ -51,6 +51,10 @@ type Being struct {
 	// the state as applied (every event of it durable).
 	engine *durable.Engine
 	st     *state.Being
+	// held says the being loaded as its placement's holder; fence is
+	// the fence its steps pass (nil when alone).
+	held  bool
+	fence durable.Fence
 
 	ledger  *actor.PID
 	las     lasSide
@@ -267,7 +271,7 @@ func (b *Being) engineConfig(ctx actor.Context) durable.Config {
 	cfg := durable.Config{
 		Writers: b.opts.Writers, Inline: b.opts.inline, AfterFunc: b.opts.clockAfter, Now: b.opts.clock,
 		Fault: b.opts.StorageFault, CheckpointEvents: b.opts.CheckpointEvents, SegmentBytes: b.opts.SegmentBytes,
-		Observer: b.opts.Observer, Log: b.log, Fence: b.opts.Fence, Secrets: b.opts.Secrets,
+		Observer: b.opts.Observer, Log: b.log, Fence: b.fence, Secrets: b.opts.Secrets,
 	}
 	if ctx != nil {
 		if system := ctx.ActorSystem(); system != nil {
@@ -294,14 +298,12 @@ func (b *Being) load(ctx actor.Context) error {
 		st     *state.Being
 		err    error
 	)
-	if b.opts.Held == nil && b.opts.Holding != nil {
-		held, fence, err := b.opts.Holding.Hold(b.opts.StateDir)
-		if err != nil {
-			return err
-		}
-		b.opts.Held, b.opts.Fence = &held, fence
+	held, fence, err := b.opts.placement().Hold(b.opts.StateDir)
+	if err != nil {
+		return err
 	}
-	if held := b.opts.Held; held != nil {
+	b.held, b.fence = held != nil, fence
+	if held != nil {
 		engine, st, err = durable.OpenHeld(b.opts.StateDir, *held, b.engineConfig(ctx))
 	} else {
 		engine, st, err = durable.Open(b.opts.StateDir, b.engineConfig(ctx))
@@ -311,7 +313,7 @@ func (b *Being) load(ctx actor.Context) error {
 	}
 	b.engine, b.st = engine, st
 	b.settleMode()
-	if held := b.opts.Held; held != nil && held.Untrusted > 0 {
+	if held != nil && held.Untrusted > 0 {
 		b.warn(fmt.Sprintf("left out %d journal event(s) an earlier holder wrote but never committed", held.Untrusted))
 	}
 	if err := b.recover(engine.Loaded()); err != nil {
@@ -330,7 +332,7 @@ func (b *Being) load(ctx actor.Context) error {
 // trusted checkpoint, loaded here, tells how the child's life stands.
 func (b *Being) settleMode() {
 	ended := b.st.Status == state.StatusExhausted || b.st.Status == state.StatusFailed
-	if b.opts.Mode == Run && b.opts.Holding != nil && b.isChild() && ended {
+	if b.opts.Mode == Run && b.held && b.isChild() && ended {
 		b.opts.Mode = Dormant
 	}
 }

@@ -259,7 +259,7 @@ func bootChild(dir string, id state.Identity, fresh *state.Being, fault state.Fa
 func (b *Being) startChild(ctx actor.Context, c *childStart) {
 	ref := &childRef{id: c.id, name: c.name}
 	b.children = append(b.children, ref)
-	if b.opts.Mode == Once || b.opts.Spread {
+	if b.opts.Mode == Once || b.opts.placement().ChildrenElsewhere() {
 		return
 	}
 	opts := c.opts
@@ -282,7 +282,7 @@ func (b *Being) resumeChildren(ctx actor.Context) {
 	for _, rec := range b.st.Mind.Children {
 		ref := &childRef{id: rec.ID, name: rec.Name}
 		b.children = append(b.children, ref)
-		if b.opts.Mode == Once || b.opts.Mode == Dormant || b.opts.Spread {
+		if b.opts.Mode == Once || b.opts.Mode == Dormant || b.opts.placement().ChildrenElsewhere() {
 			continue
 		}
 		// The directory is <state_dir>/children/<id>, whatever the record

@@ -91,10 +91,9 @@ func TestTakeoverKeepsEndedChildrenDormant(t *testing.T) {
 	first := holderSession(t, etcd)
 	lockA, err := first.Lock(ctxWithin(t), member.RootBeing)
 	require.NoError(t, err)
-	held, hold, err := member.NewHolding(first, lockA, nil, opts.StateDir, waitLimit).Hold(childDir)
-	require.NoError(t, err)
 	childOpts := opts
-	childOpts.StateDir, childOpts.Identity, childOpts.Held, childOpts.Fence = childDir, childIdentity, &held, hold
+	childOpts.StateDir, childOpts.Identity = childDir, childIdentity
+	childOpts.Placement = member.NewHolding(first, lockA, nil, opts.StateDir, waitLimit)
 	stopped := resume(t, srv, childOpts).stopped()
 	require.Equal(t, state.StatusExhausted, stopped.Status)
 	base, err := state.Load(childDir)
@@ -107,7 +106,7 @@ func TestTakeoverKeepsEndedChildrenDormant(t *testing.T) {
 	lockB, err := next.Lock(ctxWithin(t), member.RootBeing)
 	require.NoError(t, err)
 	rootOpts := opts
-	rootOpts.Holding = member.NewHolding(next, lockB, nil, opts.StateDir, waitLimit)
+	rootOpts.Placement = member.NewHolding(next, lockB, nil, opts.StateDir, waitLimit)
 	h, d := startParentOfBo(t, srv, rootOpts, childID)
 	assert.Equal(t, state.StatusExhausted, d.Status)
 	require.Len(t, d.Children, 1, "a dormant child has its ledger and no Las")

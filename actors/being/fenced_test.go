@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/internal/durable"
 	"github.com/wisent/singularity/internal/fence"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/outcome"
@@ -40,10 +41,19 @@ func holdBeing(t *testing.T, srv *etcdtest.Server, opts being.Options, id string
 	rec := fence.Record{Token: token, Seq: seq}
 	held, err := fence.Recover(opts.StateDir, l.Token(), rec)
 	require.NoError(t, err)
-	opts.Held = &held
-	opts.Fence = fence.NewCommitter(l, nil)
+	opts.Placement = heldOnce{held: held, fence: fence.NewCommitter(l, nil)}
 	return opts, s, l, rec
 }
+
+// heldOnce places a being as the holder of what a test recovered, under
+// the test's lock.
+type heldOnce struct {
+	held  durable.Held
+	fence durable.Fence
+}
+
+func (h heldOnce) Hold(string) (*durable.Held, durable.Fence, error) { return &h.held, h.fence, nil }
+func (heldOnce) ChildrenElsewhere() bool                             { return false }
 
 // trustedLife is every trusted event of the being in dir, in order, and
 // what was left out, as a next holder would judge it from rec.
@@ -139,7 +149,7 @@ func TestFencedBeingStopsAndItsNextHolderGoesOn(t *testing.T) {
 	journalB, err := state.ReadHolding(state.Holding{Token: lockB.Token(), Dir: state.HolderDir(base.StateDir, lockB.Token())})
 	require.NoError(t, err)
 	assert.Equal(t, atTakeover.Seq+1, journalB[0].Seq, "B numbers on from what A committed")
-	if n := optsB.Held.Untrusted; n > 0 {
+	if n := optsB.Placement.(heldOnce).held.Untrusted; n > 0 {
 		assert.Contains(t, warnings(journalB), fmt.Sprintf("left out %d journal event(s) an earlier holder wrote but never committed", n))
 	}
 

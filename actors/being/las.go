@@ -80,7 +80,7 @@ func (b *Being) afterLasReady(ctx actor.Context) {
 	if b.opts.Mode == Dormant {
 		b.phase = phaseIdle
 		b.resumeChildren(ctx)
-		if b.opts.Spread {
+		if b.opts.placement().ChildrenElsewhere() {
 			// Nothing keeps an ended being of a spread family: it stops,
 			// and its member records its end.
 			b.handleStop(ctx, messages.StopBeing{})

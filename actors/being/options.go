@@ -10,7 +10,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/wisent/singularity/actors/las"
-	"github.com/wisent/singularity/internal/durable"
 	"github.com/wisent/singularity/internal/observe"
 	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/budget"
@@ -124,28 +123,9 @@ type Options struct {
 	// behind. Nil means StateDir already holds the state. Never
 	// inherited.
 	Fresh *state.Being
-	// Held, when set, is what this member loads as the being's new holder
-	// in a family across machines (fence.Recover): the being loads it
-	// instead of StateDir's state.json and journal, and writes its own
-	// files in state.HolderDir(StateDir, Held.Token). Never inherited.
-	Held *durable.Held
-	// Fence, when set, must accept every step before it counts (the
-	// holder's fence.Committer); a step it refuses stops the being, which
-	// writes nothing more (docs/cluster.md#a-fenced-being). Never
-	// inherited.
-	Fence durable.Fence
-	// Holding, when set, is a clustered member's hold on this being and
-	// every being it spawns or resumes (docs/cluster.md#placement): each
-	// loads through it as its holder and runs fenced, as if Held and
-	// Fence were set. Inherited by children.
-	Holding Holding
-	// Spread says the family's beings are spread over the members of a
-	// family across machines (docs/cluster.md#placement): this being's
-	// children are registered with the step that records them and
-	// activated by whichever member takes their lock, never started
-	// here, and a being that loads as ended stops at once, so that its
-	// member records its end. Inherited by children.
-	Spread bool
+	// Placement is where the being runs (Placement); nil is Alone.
+	// Inherited by children.
+	Placement Placement
 	// Writers is the family's pool for durable writes; nil runs each
 	// write on a goroutine of its own.
 	Writers *state.Writers
@@ -198,12 +178,6 @@ func (o Options) clockAfter(d time.Duration, f func()) func() bool {
 	return time.AfterFunc(d, f).Stop
 }
 
-// Holding loads a being of a clustered family as its holder: what the
-// holder loads (fence.Recover) and the fence every step must pass.
-type Holding interface {
-	Hold(dir string) (durable.Held, durable.Fence, error)
-}
-
 // Child is the options of this being's child living in dir, named as
 // its state says: what a member of a family spread over members
 // activates a child with (docs/cluster.md#placement).
@@ -216,7 +190,7 @@ func (o Options) child(dir, name, ticker, specialty string) Options {
 	c := o
 	c.StateDir = dir
 	c.Stimulus = ""
-	c.Fresh, c.Held, c.Fence = nil, nil, nil
+	c.Fresh = nil
 	c.Identity.Name = name
 	c.Identity.Ticker = ticker
 	c.Identity.Specialty = specialty

@@ -255,7 +255,7 @@ func (b *Being) continueShutdown(ctx actor.Context) {
 				ctx.Send(ref.pid, messages.StopBeing{Now: b.stop.now})
 			}
 		}
-		if b.opts.Spread && b.stop.subtree && len(b.st.Mind.Children) > 0 {
+		if b.opts.placement().ChildrenElsewhere() && b.stop.subtree && len(b.st.Mind.Children) > 0 {
 			// Its children run on whichever members hold them, from the
 			// moment their records committed, whether this being had
 			// got to them yet or not: its member stops them.

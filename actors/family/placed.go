@@ -14,12 +14,12 @@ import (
 // Activate asks a placed family (Options.Placed) to start the being
 // living in Dir, whose lock its member took: the root (Dir is the
 // root's StateDir) or a child named as its state says. The being runs
-// with the root's options, fenced by Holding, its children left to
-// the members (being.Options.Spread).
+// with the root's options in Placement, which fences it under its own
+// lock and leaves its children to the members.
 type Activate struct {
 	Dir                     string
 	Name, Ticker, Specialty string
-	Holding                 being.Holding
+	Placement               being.Placement
 }
 
 // Release asks a placed family to stop the being living in Dir at its
@@ -67,7 +67,7 @@ func (f *Family) activate(ctx actor.Context, msg Activate) {
 		opts = opts.Child(dir, msg.Name, msg.Ticker, msg.Specialty)
 	}
 	opts.Mode = being.Run
-	opts.Holding, opts.Spread = msg.Holding, true
+	opts.Placement = msg.Placement
 	opts.Gateway = f.gateway
 	if f.limits != nil {
 		opts.SpendLimiter = f.limits

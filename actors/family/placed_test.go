@@ -82,8 +82,8 @@ func TestPlacedFamily(t *testing.T) {
 	}
 	require.Len(t, describe().Children, 1, "a placed family runs its gateway and no root of its own")
 
-	system.Root.Send(pid, family.Activate{Dir: root})
-	system.Root.Send(pid, family.Activate{Dir: child, Name: "Bo", Ticker: childID.Ticker, Specialty: childID.Specialty})
+	system.Root.Send(pid, family.Activate{Dir: root, Placement: spreadAlone{}})
+	system.Root.Send(pid, family.Activate{Dir: child, Name: "Bo", Ticker: childID.Ticker, Specialty: childID.Specialty, Placement: spreadAlone{}})
 	require.Len(t, describe().Children, 3, "the gateway and the two beings activated")
 
 	system.Root.Send(pid, family.Release{Dir: child})
@@ -110,3 +110,9 @@ func TestPlacedFamily(t *testing.T) {
 	system.Root.Send(pid, messages.ShutdownFamily{})
 	require.Equal(t, messages.FamilyStopped{Status: state.StatusStopped}, next[messages.FamilyStopped](t, events))
 }
+
+// spreadAlone places a being of a spread family on its own files,
+// unfenced: the family's part of the placement, without etcd.
+type spreadAlone struct{ being.Alone }
+
+func (spreadAlone) ChildrenElsewhere() bool { return true }

@@ -31,11 +31,11 @@ import (
 	"github.com/wisent/singularity/supervision"
 )
 
-// Hold is a being's hold under its lock: what the being loads and
-// fences its steps through (being.Holding), and the news that one of its
-// steps was refused.
+// Hold is a being's hold under its lock: its placement (what it loads,
+// the fence its steps pass, its children left to the members), and the
+// news that one of its steps was refused.
 type Hold interface {
-	being.Holding
+	being.Placement
 	// Lost is closed once a step of the being was refused.
 	Lost() <-chan struct{}
 	// Err is the refusal that lost the hold, nil while it holds.
@@ -491,7 +491,7 @@ func (p *Placer) activate(ctx actor.Context, t taken) {
 		}
 	}()
 	p.log.Info("this member holds a being", "being", t.id, "token", t.lock.Token())
-	ctx.Send(p.family, family.Activate{Dir: t.dir, Name: t.name, Ticker: t.ticker, Specialty: t.specialty, Holding: hold})
+	ctx.Send(p.family, family.Activate{Dir: t.dir, Name: t.name, Ticker: t.ticker, Specialty: t.specialty, Placement: hold})
 }
 
 // release asks the family to stop b at its next round boundary.

@@ -60,9 +60,10 @@ type hold struct {
 	err  error
 }
 
-func (h *hold) Hold(string) (durable.Held, durable.Fence, error) { return durable.Held{}, nil, nil }
-func (h *hold) Lost() <-chan struct{}                            { return h.lost }
-func (h *hold) Err() error                                       { return h.err }
+func (h *hold) Hold(string) (*durable.Held, durable.Fence, error) { return nil, nil, nil }
+func (h *hold) ChildrenElsewhere() bool                           { return true }
+func (h *hold) Lost() <-chan struct{}                             { return h.lost }
+func (h *hold) Err() error                                        { return h.err }
 func (h *hold) lose(err error) {
 	h.once.Do(func() { h.err = err; close(h.lost) })
 }

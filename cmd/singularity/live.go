@@ -277,7 +277,7 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options, by held)
 		fresh *state.Being
 		id    state.Identity
 	)
-	if rootOpts.Holding != nil || by.placed {
+	if rootOpts.Placement != nil || by.placed {
 		// A member holding a clustered family: the root's first state is
 		// written (clusterBoot), and each being loads through the hold.
 		id, err = clusterIdentity(rt)

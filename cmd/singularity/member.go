@@ -298,7 +298,7 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 		unlock()
 		return false, err
 	}
-	rootOpts.Holding = hold
+	rootOpts.Placement = hold
 	l, err := startFamilyWith(m.e, m.rt, rootOpts, held{member: m.cl.Member, token: lock.Token(), committed: hold.Committed, show: m.show.hold})
 	if err != nil {
 		unlock()

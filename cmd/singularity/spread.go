@@ -74,7 +74,7 @@ func (m *memberRun) spread() (rejoin bool, err error) {
 		Lease: m.cl.Lease,
 		Hold: func(l placement.Lock) placer.Hold {
 			// The store is fence's: its locks are fence's.
-			return member.NewHolding(m.session, l.(*fence.Lock), batch, m.rt.StateDir, m.cl.Lease)
+			return member.NewSpreadHolding(m.session, l.(*fence.Lock), batch, m.rt.StateDir, m.cl.Lease)
 		},
 		Identity:  childIdentity,
 		AfterLook: lim.take,

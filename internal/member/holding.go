@@ -30,7 +30,7 @@ const RootBeing = placement.RootBeing
 // root being's lock, for every being of the family; a member of a family
 // spread over members has one for each being it runs, under that being's
 // own lock. A refused step of any being it loaded loses the whole hold
-// (Lost). It is being.Options.Holding.
+// (Lost). It is a being's being.Placement.
 type Holding struct {
 	root    string
 	lock    *fence.Lock
@@ -38,6 +38,9 @@ type Holding struct {
 	batch   *fence.Batcher
 	// timeout bounds reading a commit record.
 	timeout time.Duration
+	// spread: a being of a family spread over members, under its own
+	// lock; its children are left to the members.
+	spread bool
 
 	lost chan struct{}
 	mu   sync.Mutex
@@ -60,6 +63,19 @@ func NewHolding(session *fence.Session, lock *fence.Lock, batch *fence.Batcher, 
 	return &Holding{root: filepath.Clean(root), lock: lock, session: session, batch: batch, timeout: timeout, lost: make(chan struct{}), loaded: map[string]bool{}}
 }
 
+// NewSpreadHolding is NewHolding for one being of a family spread over
+// its members, under that being's own lock: its children are activated
+// by whichever member takes their locks (ChildrenElsewhere).
+func NewSpreadHolding(session *fence.Session, lock *fence.Lock, batch *fence.Batcher, root string, timeout time.Duration) *Holding {
+	h := NewHolding(session, lock, batch, root, timeout)
+	h.spread = true
+	return h
+}
+
+// ChildrenElsewhere says whether the held beings' children run on
+// whichever member holds them (a spread family), not under this hold.
+func (h *Holding) ChildrenElsewhere() bool { return h.spread }
+
 // BeingID is the id in etcd of the being whose directory is dir, in the
 // family whose root lives in root.
 func BeingID(root, dir string) string {
@@ -78,7 +94,7 @@ func BeingID(root, dir string) string {
 // step it had in flight may still be committing, so the hold is lost
 // instead (Lost), and what the hold held is loaded anew under a new
 // token.
-func (h *Holding) Hold(dir string) (durable.Held, durable.Fence, error) {
+func (h *Holding) Hold(dir string) (*durable.Held, durable.Fence, error) {
 	id := BeingID(h.root, dir)
 	h.mu.Lock()
 	again := h.loaded[filepath.Clean(dir)]
@@ -87,15 +103,15 @@ func (h *Holding) Hold(dir string) (durable.Held, durable.Fence, error) {
 	if again {
 		err := fmt.Errorf("being %s restarted under token %d: the family is to be held anew", id, h.lock.Token())
 		h.lose(err)
-		return durable.Held{}, nil, err
+		return nil, nil, err
 	}
 	cover, err := h.lock.Cover(id)
 	if err != nil {
-		return durable.Held{}, nil, fmt.Errorf("hold %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("hold %s: %w", dir, err)
 	}
 	token, seq, err := h.committed(id)
 	if err != nil {
-		return durable.Held{}, nil, fmt.Errorf("hold %s: %w", dir, err)
+		return nil, nil, fmt.Errorf("hold %s: %w", dir, err)
 	}
 	// A takeover loads every being of the family at once, and reading
 	// a being's holders' files is work for a CPU: as many at a time as
@@ -108,9 +124,9 @@ func (h *Holding) Hold(dir string) (durable.Held, durable.Fence, error) {
 	held, err := fence.Recover(dir, h.lock.Token(), fence.Record{Token: token, Seq: seq})
 	<-recovering
 	if err != nil {
-		return durable.Held{}, nil, err
+		return nil, nil, err
 	}
-	return held, watched{committer: fence.NewCommitter(cover, h.batch), hold: h}, nil
+	return &held, watched{committer: fence.NewCommitter(cover, h.batch), hold: h}, nil
 }
 
 // committed reads the commit record of being id. A try that runs out of

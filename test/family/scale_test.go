@@ -254,7 +254,7 @@ type scaleConfig struct {
 	// hold, when set, fences every being's steps as a member holding
 	// the family does (docs/cluster.md#placement): one lock, a commit
 	// record each, the member's batcher.
-	hold being.Holding
+	hold being.Placement
 }
 
 // scaleFigures are what a scale world measured after the life.
@@ -438,7 +438,7 @@ func startScale(tb testing.TB, cfg scaleConfig) *scaleWorld {
 	sw := &scaleWorld{system: system, brama: z, writers: writers, stopped: make(chan struct{}), k: k, dirs: dirs, heapBefore: before.HeapInuse}
 	if cfg.hold != nil {
 		for i := range opts {
-			opts[i].Holding = cfg.hold
+			opts[i].Placement = cfg.hold
 		}
 	}
 	failed := make(chan messages.BeingStopped, 1)
