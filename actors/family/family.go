@@ -54,11 +54,14 @@ type Options struct {
 	// (docs/cluster.md#placement); the description shows them.
 	Member string
 	Token  uint64
-	// Placed runs the family as one member's part of a family spread
-	// over members (docs/cluster.md#placement): no root being of its
-	// own, but every being the member activates (Activate), each
-	// reported as messages.BeingReleased once it ended. ShutdownFamily
-	// stops them all, and FamilyStopped comes once they have.
+	// Placed starts the family with no root being of its own: it is
+	// one member's part of a family spread over members
+	// (docs/cluster.md#placement) and runs the beings its member
+	// activates (Activate), each reported as messages.BeingReleased once
+	// it ended. It is read at the start only: the family runs whatever
+	// beings it has alike, ShutdownFamily stops them all, and
+	// FamilyStopped comes once they have (the root's end, when it has
+	// a root, is the family's).
 	Placed bool
 }
 
@@ -112,11 +115,7 @@ func (f *Family) Receive(ctx actor.Context) {
 	case messages.CycleReport:
 		f.emit(ctx, msg)
 	case messages.BeingStopped:
-		if f.opts.Placed {
-			f.placedStopped(ctx, msg)
-			return
-		}
-		f.handleRootStopped(ctx, msg)
+		f.handleBeingStopped(ctx, msg)
 	case Activate:
 		f.activate(ctx, msg)
 	case Release:
@@ -164,24 +163,37 @@ func (f *Family) handleStarted(ctx actor.Context) {
 }
 
 func (f *Family) handleShutdown(ctx actor.Context, msg messages.ShutdownFamily) {
-	if f.opts.Placed {
-		f.shutdownPlaced(ctx, msg.Now)
-		return
-	}
-	if f.root == nil {
-		f.finish(ctx, messages.FamilyStopped{Status: "stopped"})
-		return
-	}
+	f.stopAll(ctx, msg.Now)
+}
+
+// stopAll stops every being the family runs, its root (children first)
+// or the beings its member activated; the family ends once they all
+// have.
+func (f *Family) stopAll(ctx actor.Context, now bool) {
 	f.stopping = true
-	ctx.Send(f.root, messages.StopBeing{Now: msg.Now})
+	if f.root != nil {
+		ctx.Send(f.root, messages.StopBeing{Now: now})
+	}
+	for _, p := range f.beings {
+		ctx.Send(p.pid, messages.StopBeing{Now: now})
+	}
+	f.finishWhenEmpty(ctx)
+}
+
+// handleBeingStopped takes the end of a being the family runs: the
+// root's ends the family, an activated being's is reported.
+func (f *Family) handleBeingStopped(ctx actor.Context, msg messages.BeingStopped) {
+	if f.root == nil {
+		f.placedStopped(ctx, msg)
+		return
+	}
+	f.handleRootStopped(ctx, msg)
 }
 
 // handleRootStopped ends the family once the root being (and so every
 // child) has finished: the gateway stops last.
 func (f *Family) handleRootStopped(ctx actor.Context, msg messages.BeingStopped) {
-	if f.root != nil {
-		ctx.Stop(f.root)
-	}
+	ctx.Stop(f.root)
 	f.root = nil
 	stopped := messages.FamilyStopped{Status: msg.Status, Err: msg.Err}
 	if f.failure != nil {
@@ -196,7 +208,7 @@ func (f *Family) handleRootStopped(ctx actor.Context, msg messages.BeingStopped)
 // children first, every state saved — and the family ends as failed.
 func (f *Family) handleTerminated(ctx actor.Context, msg *actor.Terminated) {
 	switch {
-	case f.opts.Placed && f.placedTerminated(ctx, msg.Who):
+	case f.placedTerminated(ctx, msg.Who):
 	case f.root != nil && msg.Who.Equal(f.root):
 		f.root = nil
 		f.finish(ctx, messages.FamilyStopped{Status: state.StatusFailed, Err: fault.New(fault.ClassRuntime, "root being stopped unexpectedly")})
@@ -207,16 +219,7 @@ func (f *Family) handleTerminated(ctx actor.Context, msg *actor.Terminated) {
 		}
 		f.failure = fault.New(fault.ClassRuntime, "brama gateway stopped unexpectedly")
 		f.log.Error("brama gateway stopped; stopping the family")
-		if f.opts.Placed {
-			f.shutdownPlaced(ctx, false)
-			return
-		}
-		if f.root == nil {
-			f.finish(ctx, messages.FamilyStopped{Status: state.StatusFailed, Err: f.failure})
-			return
-		}
-		f.stopping = true
-		ctx.Send(f.root, messages.StopBeing{})
+		f.stopAll(ctx, false)
 	}
 }
 

@@ -101,7 +101,7 @@ func (f *Family) placedStopped(ctx actor.Context, msg messages.BeingStopped) {
 		ctx.Stop(p.pid)
 		f.emit(ctx, messages.BeingReleased{Dir: dir, Status: msg.Status, Err: msg.Err})
 	}
-	f.finishPlaced(ctx)
+	f.finishWhenEmpty(ctx)
 }
 
 // placedTerminated reports a placed being whose actor ended without its
@@ -111,25 +111,16 @@ func (f *Family) placedTerminated(ctx actor.Context, who *actor.PID) bool {
 		if p.pid.Equal(who) {
 			delete(f.beings, dir)
 			f.emit(ctx, messages.BeingReleased{Dir: dir, Status: state.StatusFailed, Err: fault.New(fault.ClassRuntime, "being stopped unexpectedly")})
-			f.finishPlaced(ctx)
+			f.finishWhenEmpty(ctx)
 			return true
 		}
 	}
 	return false
 }
 
-// shutdownPlaced stops every placed being; the family ends once they
-// all have.
-func (f *Family) shutdownPlaced(ctx actor.Context, now bool) {
-	f.stopping = true
-	for _, p := range f.beings {
-		ctx.Send(p.pid, messages.StopBeing{Now: now})
-	}
-	f.finishPlaced(ctx)
-}
-
-func (f *Family) finishPlaced(ctx actor.Context) {
-	if !f.stopping || len(f.beings) > 0 {
+// finishWhenEmpty ends a stopping family once it runs no being.
+func (f *Family) finishWhenEmpty(ctx actor.Context) {
+	if !f.stopping || f.root != nil || len(f.beings) > 0 {
 		return
 	}
 	stopped := messages.FamilyStopped{Status: state.StatusStopped}
