@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: all build test vet bench bench-long bench-scale scale-run fuzz demo peers crash cluster-failover cluster-family-failover cluster-crash cluster-family-crash cluster-demo clean proto
+.PHONY: all build install test vet bench bench-long bench-scale scale-run fuzz demo peers crash cluster-failover cluster-family-failover cluster-crash cluster-family-crash cluster-demo clean proto
 
 all: build
 
@@ -23,6 +23,18 @@ LDFLAGS       := -X main.revision=$(REVISION) -X main.revisionTime=$(REVISION_TI
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/examplelas
+
+# `make install` puts singularity and singularity-keeper side by side (the
+# runtime starts each Las under the keeper it finds beside itself,
+# docs/las.md#leftovers): in $(PREFIX)/bin when PREFIX is given
+# (PREFIX=/usr/local), else where `go install` would, GOBIN or
+# $(go env GOPATH)/bin. The revision is embedded as `make build` does.
+PREFIX ?=
+INSTALL_DIR = $(if $(PREFIX),$(PREFIX)/bin,$(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin))
+
+install:
+	mkdir -p '$(INSTALL_DIR)'
+	$(GO) build -ldflags '$(LDFLAGS)' -o '$(INSTALL_DIR)/' ./cmd/singularity ./cmd/singularity-keeper
 
 # The messages members send each other (internal/wire/clusterpb), generated
 # with Debian's protoc (apt-get install protobuf-compiler) and protoc-gen-go
