@@ -55,7 +55,7 @@ test: vet
 # Every benchmark but the long ones, which have targets of their own:
 # a few minutes in all. The files they write live in the tests'
 # temporary directory (the machine's disk), so figures with fsync in
-# them move with the disk (README.md#measured says where each figure of
+# them move with the disk (docs/measurements.md says where each figure of
 # record was taken).
 LONG_BENCHMARKS := ^(BenchmarkFamilyScale|BenchmarkFamilyStatus|BenchmarkLongLife|BenchmarkPairRSS|BenchmarkRead)$$
 
@@ -140,7 +140,7 @@ crash:
 # SIGKILLs of a random member, each followed by the checks of
 # docs/cluster.md#failure and the time until every being cycles again.
 # The family is the demo world's four beings, spawning, or CLUSTER_BEINGS
-# (300 for the figure of docs/cluster.md#measured: the four and funded
+# (300 for the figure of docs/measurements.md: the four and funded
 # children seeded on the root, each with its own Las process); the
 # normal suite kills 3 members of the four. CLUSTER_SEED repeats the
 # choice of members. Needs etcd (Debian's etcd-server).
