@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: all build test vet bench bench-long bench-scale scale-run fuzz demo peers crash cluster-failover cluster-family-failover cluster-crash cluster-family-crash cluster-demo clean proto
+.PHONY: all build install test vet bench bench-long bench-scale scale-run fuzz demo peers crash cluster-failover cluster-family-failover cluster-crash cluster-family-crash cluster-demo clean proto
 
 all: build
 
@@ -23,6 +23,18 @@ LDFLAGS       := -X main.revision=$(REVISION) -X main.revisionTime=$(REVISION_TI
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/examplelas
+
+# `make install` puts singularity and singularity-keeper side by side (the
+# runtime starts each Las under the keeper it finds beside itself,
+# docs/las.md#leftovers): in $(PREFIX)/bin when PREFIX is given
+# (PREFIX=/usr/local), else where `go install` would, GOBIN or
+# $(go env GOPATH)/bin. The revision is embedded as `make build` does.
+PREFIX ?=
+INSTALL_DIR = $(if $(PREFIX),$(PREFIX)/bin,$(or $(shell $(GO) env GOBIN),$(shell $(GO) env GOPATH)/bin))
+
+install:
+	mkdir -p '$(INSTALL_DIR)'
+	$(GO) build -ldflags '$(LDFLAGS)' -o '$(INSTALL_DIR)/' ./cmd/singularity ./cmd/singularity-keeper
 
 # The messages members send each other (internal/wire/clusterpb), generated
 # with Debian's protoc (apt-get install protobuf-compiler) and protoc-gen-go
@@ -43,7 +55,7 @@ test: vet
 # Every benchmark but the long ones, which have targets of their own:
 # a few minutes in all. The files they write live in the tests'
 # temporary directory (the machine's disk), so figures with fsync in
-# them move with the disk (README.md#measured says where each figure of
+# them move with the disk (docs/measurements.md says where each figure of
 # record was taken).
 LONG_BENCHMARKS := ^(BenchmarkFamilyScale|BenchmarkFamilyStatus|BenchmarkLongLife|BenchmarkPairRSS|BenchmarkRead)$$
 
@@ -128,7 +140,7 @@ crash:
 # SIGKILLs of a random member, each followed by the checks of
 # docs/cluster.md#failure and the time until every being cycles again.
 # The family is the demo world's four beings, spawning, or CLUSTER_BEINGS
-# (300 for the figure of docs/cluster.md#measured: the four and funded
+# (300 for the figure of docs/measurements.md: the four and funded
 # children seeded on the root, each with its own Las process); the
 # normal suite kills 3 members of the four. CLUSTER_SEED repeats the
 # choice of members. Needs etcd (Debian's etcd-server).

@@ -250,15 +250,22 @@ func (d *demoCmd) configuration(sandbox, bramaURL string, secret []byte) (config
 	return config.Load(f, func(string) (string, bool) { return "", false })
 }
 
-// writeSummary prints each being of the family from its own state
-// directory: cycles, starting balance, what it granted its children,
-// balance, earned and net profit, rounded for reading
+// summaryLegend is the line above the summary table that says what its
+// columns hold.
+const summaryLegend = "columns: cycles lived; in USD, rounded: starting balance, granted to children, balance, earned, net = earned - spent; cached: prompt tokens the simulated Brama served from its prompt cache"
+
+// writeSummary prints summaryLegend, then each being of the family from
+// its own state directory: cycles, starting balance, what it granted its
+// children, balance, earned and net profit, rounded for reading
 // (docs/money.md#shown-to-people), and the prompt tokens the simulated
 // Brama served from its cache, summed over its journal; then the family
 // ledger, computed exactly (docs/money.md#the-family-ledger).
 func writeSummary(w io.Writer, rootDir string) error {
 	fam, err := accounts.Read(rootDir)
 	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(w, summaryLegend); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)

@@ -140,7 +140,9 @@ func generic(raw []byte) []string {
 	return kv
 }
 
-func usd(a money.Amount) string { return a.Human() }
+// usd is an amount exactly as the journal holds it, its shortest exact
+// decimal: a reader sums the lines to the ledger's figures.
+func usd(a money.Amount) string { return a.String() }
 
 // cut shortens s to textLimit characters.
 func cut(s string) string {

@@ -187,8 +187,8 @@ func TestTextAndJSON(t *testing.T) {
 	}{
 		{state.Started(t0), "2026-03-01T12:00:00.000Z Ada started seq=7"},
 		{state.Debited(t0, 2, testkit.USD("0.0000365"), testkit.USD("0.01"), 42),
-			"2026-03-01T12:00:00.000Z Ada cost_debited seq=7 cycle=2 amount=0.01 tokens=42"},
-		{state.Debited(t0, 2, testkit.USD("0.0000365"), money.Zero, 0), "2026-03-01T12:00:00.000Z Ada cost_debited seq=7 cycle=2 amount=0.000037"},
+			"2026-03-01T12:00:00.000Z Ada cost_debited seq=7 cycle=2 amount=0.0100365 tokens=42"},
+		{state.Debited(t0, 2, testkit.USD("0.0000365"), money.Zero, 0), "2026-03-01T12:00:00.000Z Ada cost_debited seq=7 cycle=2 amount=0.0000365"},
 		{state.ToolFinished(t0, 2, "echo__echo", "failed"), "2026-03-01T12:00:00.000Z Ada tool_finished seq=7 cycle=2 tool=echo__echo status=failed"},
 		{state.RevenueCredited(t0, 2, testkit.USD("0.05"), "finance__sell"), "2026-03-01T12:00:00.000Z Ada revenue_credited seq=7 cycle=2 amount=0.05 source=finance__sell"},
 		{state.Warning(t0, 2, "a b"), `2026-03-01T12:00:00.000Z Ada warning seq=7 cycle=2 message="a b"`},
@@ -200,7 +200,7 @@ func TestTextAndJSON(t *testing.T) {
 	}
 	unknown := journalview.Line{Raw: []byte(`{"type":"endowment_granted","seq":9,"at":"2026-03-01T12:00:00.000000Z","cycle":3,"child_id":"c-1","amount":"0.125"}`)}
 	require.NoError(t, json.Unmarshal(unknown.Raw, &unknown.Head))
-	assert.Equal(t, "2026-03-01T12:00:00.000Z Ada endowment_granted seq=9 cycle=3 amount=0.13 child_id=c-1", journalview.Text("Ada", unknown))
+	assert.Equal(t, "2026-03-01T12:00:00.000Z Ada endowment_granted seq=9 cycle=3 amount=0.125 child_id=c-1", journalview.Text("Ada", unknown))
 	assert.Equal(t, `{"being":"Ada","being_id":"id-1","type":"endowment_granted","seq":9,"at":"2026-03-01T12:00:00.000000Z","cycle":3,"child_id":"c-1","amount":"0.125"}`,
 		string(journalview.JSON("Ada", "id-1", unknown)))
 }

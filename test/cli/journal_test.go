@@ -88,3 +88,39 @@ func TestJournalTail(t *testing.T) {
 	}
 	require.NoError(t, cmd.Wait(), "Ctrl-C ends --follow with exit 0")
 }
+
+// TestJournalTextAmountsAreExact: the text journal prints each amount
+// exactly as the journal holds it (the JSON journal's decimal), never
+// rounded for reading: the demo's debits have twelve decimal places.
+func TestJournalTextAmountsAreExact(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	demo := run(t, map[string]string{}, "demo", "--cycles", "1", "--dir", dir)
+	require.Equal(t, 0, demo.code, demo.stderr)
+	journal := func(args ...string) []string {
+		t.Helper()
+		r := run(t, map[string]string{}, append([]string{"journal", "--state-dir", filepath.Join(dir, "state")}, args...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		return strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	}
+	text, jsonLines := journal(), journal("--format", "json")
+	require.Len(t, text, len(jsonLines))
+	amounts := 0
+	for i, line := range jsonLines {
+		var e struct {
+			Type   string `json:"type"`
+			Amount string `json:"amount"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &e))
+		if e.Amount == "" {
+			continue
+		}
+		amounts++
+		key := "amount="
+		if e.Type == "tier_changed" {
+			key = "remaining="
+		}
+		assert.Contains(t, strings.Fields(text[i]), key+e.Amount, "%s\n%s", text[i], line)
+	}
+	assert.Positive(t, amounts, "the demo's journal moves money")
+}

@@ -70,6 +70,9 @@ func summary(t *testing.T, stdout string) map[string]row {
 	_, table, ok := strings.Cut(stdout, "Summary (simulated money):\n")
 	require.True(t, ok, "no summary in:\n%s", stdout)
 	lines := strings.Split(strings.TrimRight(table, "\n"), "\n")
+	require.Equal(t, "columns: cycles lived; in USD, rounded: starting balance, granted to children, balance, earned, net = earned - spent; cached: prompt tokens the simulated Brama served from its prompt cache",
+		lines[0], "one line says what the columns hold")
+	lines = lines[1:]
 	require.Regexp(t, `^being\s+status\s+cycles\s+starting\s+granted\s+balance\s+earned\s+net\s+cached\s*$`, lines[0])
 	require.Equal(t, "family ledger: exact", lines[len(lines)-1], "the family's money is conserved")
 	rows := map[string]row{}

@@ -93,17 +93,24 @@ func startMockOpenAI(t *testing.T) string {
 	}
 }
 
-// quickStart is the README's "Standalone in one file" block, line by line.
-func quickStart(t *testing.T) []string {
+// quickStart is the README's "Standalone in one file" section: its
+// first sh block (the quick start) and its second (reading what the
+// being did), each line by line.
+func quickStart(t *testing.T) (start, read []string) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(testkit.ModuleRoot(t), "README.md"))
 	require.NoError(t, err)
 	text := string(data)
-	start := strings.Index(text, "\n## Standalone in one file\n")
-	require.GreaterOrEqual(t, start, 0, "the README has the section")
-	block := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(text[start:])
-	require.NotNil(t, block)
-	return strings.Split(strings.TrimSpace(block[1]), "\n")
+	at := strings.Index(text, "\n## Standalone in one file\n")
+	require.GreaterOrEqual(t, at, 0, "the README has the section")
+	section := text[at+1:]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	blocks := regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(section, -1)
+	require.Len(t, blocks, 2, "the quick start and the reading of it")
+	lines := func(b []string) []string { return strings.Split(strings.TrimSpace(b[1]), "\n") }
+	return lines(blocks[0]), lines(blocks[1])
 }
 
 // TestReadmeStandaloneQuickStart runs the README's standalone quick start
@@ -118,7 +125,7 @@ func quickStart(t *testing.T) []string {
 func TestReadmeStandaloneQuickStart(t *testing.T) {
 	t.Parallel()
 	base := startMockOpenAI(t)
-	lines := quickStart(t)
+	lines, read := quickStart(t)
 	require.GreaterOrEqual(t, len(lines), 4)
 	home := t.TempDir()
 	binDir := filepath.Dir(testkit.Singularity(t))
@@ -238,6 +245,17 @@ func TestReadmeStandaloneQuickStart(t *testing.T) {
 	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 	assert.Equal(t, state.StatusStopped, st.Status)
 	assert.NotContains(t, stderr.String(), mockKey)
+
+	// The second block: status and journal, found from the same file.
+	require.Len(t, read, 2)
+	status, err := sh(read[0]).Output()
+	require.NoError(t, err, read[0])
+	assert.Contains(t, string(status), "family ledger: exact", read[0])
+	journal, err := sh(read[1]).Output()
+	require.NoError(t, err, read[1])
+	jl := strings.Split(strings.TrimSpace(string(journal)), "\n")
+	assert.Len(t, jl, min(20, len(events)), "--tail 20 of the being's %d events", len(events))
+	assert.Contains(t, jl[len(jl)-1], " stopped ", "the newest event is the being's stop")
 }
 
 // lastJSON is the last line of out that is a JSON object (logs go before

@@ -151,16 +151,13 @@ const UnknownToolMessage = "tool is not in the current catalog"
 // UnknownTool is the outcome of a call to a name not in the catalogue.
 func UnknownTool() outcome.Outcome { return outcome.Failure("unknown_tool", UnknownToolMessage) }
 
-// TableHeader is the first line of FormatTable.
-const TableHeader = "NAME\tDESCRIPTION"
-
-// FormatTable renders tools as the `tools --format table` output: the
-// header TableHeader, then one "name<TAB>description" line per tool, each
-// ending in a newline. Line breaks inside a description are folded to
-// spaces so each tool stays one line.
+// FormatTable renders tools as the `tools --format table` output: one
+// "name<TAB>description" line per tool, each ending in a newline, and no
+// header, so scripts read every line as a tool. Line breaks and tabs
+// inside a description are folded to spaces so each tool stays one line
+// of two fields. No tools is the empty string.
 func FormatTable(tools []chat.Tool) string {
 	var b strings.Builder
-	b.WriteString(TableHeader + "\n")
 	for _, t := range tools {
 		b.WriteString(t.Function.Name)
 		b.WriteByte('\t')
