@@ -4,13 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/internal/keeper"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // TestReapLeftoversSharesSweeps: calls made while a sweep runs wait for
@@ -89,15 +94,38 @@ func TestReapLeftoversSharesSweeps(t *testing.T) {
 
 // TestSweepsNeverReapAStartingServer: while leftovers are swept without
 // pause, as when a family's Las all restart at once, many servers start,
-// answer and stop; each one lives until its own session stops it, and
-// none is reaped by a sweep (the session would then end with "waitid:
-// no child processes" moments after its start).
+// answer and stop, by themselves or under a keeper; each one lives until
+// its own session stops it, and none is reaped by a sweep (the session
+// would then end with "waitid: no child processes" or "signal: killed"
+// moments after its start).
 func TestSweepsNeverReapAStartingServer(t *testing.T) {
 	if err := BecomeSubreaper(); err != nil {
 		t.Skipf("this process cannot be a child subreaper: %v", err)
 	}
+	for _, tc := range []struct {
+		name   string
+		keeper bool
+	}{
+		{"its own process", false},
+		{"under a keeper", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := fakeServerConfig(t)
+			if tc.keeper {
+				bin := testkit.Build(t, "./cmd/singularity-keeper")
+				cfg.Args = []string{keeper.Command, strconv.Itoa(os.Getpid()), cfg.Path}
+				cfg.Path, cfg.DeathSignal, cfg.Keeper = bin, keeper.DeathSignal, true
+			}
+			startStorm(t, cfg)
+		})
+	}
+}
+
+// startStorm starts, pings and stops servers of cfg on several workers
+// at once while two sweepers sweep leftovers without pause, and fails t
+// for each server that did not live until its session stopped it.
+func startStorm(t *testing.T, cfg Config) {
 	const workers, rounds = 8, 8
-	cfg := fakeServerConfig(t)
 	cfg.Timeout, cfg.ShutdownGrace, cfg.TermGrace = 10*time.Second, 10*time.Second, 2*time.Second
 
 	stop := make(chan struct{})
