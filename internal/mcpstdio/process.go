@@ -92,7 +92,7 @@ func (s *Session) spawn() error {
 		}
 		cmd.ExtraFiles = []*os.File{reportW} // the keeper's keeper.ReportFD
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startTracked(cmd); err != nil {
 		closeAll(stdinR, stdinW, stdoutR, stdoutW, stderrR, stderrW)
 		if reportR != nil {
 			closeAll(reportR, reportW)
@@ -101,7 +101,6 @@ func (s *Session) spawn() error {
 	}
 	// The child holds its own copies now.
 	closeAll(stdinR, stdoutW, stderrW)
-	trackGroup(cmd.Process.Pid)
 	if reportR != nil {
 		_ = reportW.Close()
 		if err := readStartReport(reportR); err != nil {

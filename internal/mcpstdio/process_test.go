@@ -121,6 +121,7 @@ func TestStderrLineOverOneMiB(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-s.Done()
+	s.Kill(errors.New("the test is done with it"))
 	mu.Lock()
 	defer mu.Unlock()
 	if len(lines) != 1 || lines[0] != "before" {
