@@ -83,6 +83,16 @@ type BeingReleased struct {
 
 func (s BeingReleased) String() string { return "BeingReleased{" + s.Dir + " " + s.Status + "}" }
 
+// BeingStarted tells a being's parent that the being has booted: its
+// Las is up and its boot step durable (or, dormant, it has loaded). Dir
+// is its state directory. A member activating a takeover starts the
+// next beings once the first have (docs/cluster.md#beings-spread-over-members).
+type BeingStarted struct {
+	Dir string
+}
+
+func (s BeingStarted) String() string { return "BeingStarted{" + s.Dir + "}" }
+
 // SubtreeStopping is what a being of a family spread over members tells
 // its family when it stops for good with children on record: its member
 // has every child stop for good, wherever it runs, and answers

@@ -79,6 +79,7 @@ func (b *Being) afterLasReady(ctx actor.Context) {
 	}
 	if b.opts.Mode == Dormant {
 		b.phase = phaseIdle
+		b.sendParent(ctx, messages.BeingStarted{Dir: b.opts.StateDir})
 		b.resumeChildren(ctx)
 		if b.opts.placement().ChildrenElsewhere() {
 			// Nothing keeps an ended being of a spread family: it stops,
@@ -117,6 +118,7 @@ func (b *Being) commitBoot(ctx actor.Context) {
 // goes on with its shutdown instead.
 func (b *Being) bootDurable(ctx actor.Context) {
 	b.booted = true
+	b.sendParent(ctx, messages.BeingStarted{Dir: b.opts.StateDir})
 	if b.phase != phaseBooting {
 		return
 	}

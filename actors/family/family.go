@@ -122,6 +122,8 @@ func (f *Family) Receive(ctx actor.Context) {
 		f.release(ctx, msg)
 	case messages.SubtreeStopping:
 		f.emit(ctx, msg) // its member has the being's children stop
+	case messages.BeingStarted:
+		f.emit(ctx, msg) // its member starts the next of a takeover
 	case SubtreeDone:
 		f.subtreeDone(ctx, msg)
 	case messages.DescribeRequest:

@@ -17,6 +17,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"time"
 
@@ -65,6 +66,12 @@ type Config struct {
 	// again a being that failed on it (member.Retries); zero means the
 	// lease and 5 minutes.
 	RetryFirst, RetryMost time.Duration
+	// Wave is the most beings of this member starting at once (loading,
+	// starting their Las, booting): a takeover of many beings is
+	// activated in waves, the next being starting as soon as one has
+	// (messages.BeingStarted), so that a member taking over a dead one's
+	// share does not start every Las at once. Zero means 8 per CPU.
+	Wave int
 	// StopGrace is how long the beings of a member that leaves may take
 	// to stop children first before the rest stop at once; zero means
 	// twice the lease.
@@ -115,6 +122,10 @@ type Placer struct {
 	family  *actor.PID
 	mine    map[string]*placed // by being id
 	retries *member.Retries
+	// waiting are the beings taken and not started yet, in the order
+	// they were taken; starting counts those started and not booted.
+	waiting  []string
+	starting int
 
 	// stopping: the family stops for good (its end): beings stop
 	// children first, and none is taken. leaving: the member leaves.
@@ -155,6 +166,9 @@ func New(cfg Config) *Placer {
 	if cfg.RetryMost <= 0 {
 		cfg.RetryMost = 5 * time.Minute
 	}
+	if cfg.Wave <= 0 {
+		cfg.Wave = 8 * runtime.GOMAXPROCS(0)
+	}
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 2 * cfg.Lease
 	}
@@ -175,8 +189,13 @@ func New(cfg Config) *Placer {
 type placed struct {
 	dir  string
 	lock placement.Lock
-	hold Hold
+	hold Hold // nil while it waits for its wave
 	member.HeldBeing
+	// activation is what the family is told when the being's wave
+	// comes; nil once told.
+	activation *family.Activate
+	// starting: told, and not booted yet.
+	starting bool
 	// gone is closed once the being is let go.
 	gone chan struct{}
 }
@@ -213,6 +232,8 @@ func (p *Placer) Receive(ctx actor.Context) {
 		p.handleSubtreeStopping(ctx, msg)
 	case messages.BeingReleased:
 		p.handleReleased(ctx, msg)
+	case messages.BeingStarted:
+		p.handleStarted(ctx, msg)
 	case messages.FamilyStopped:
 		p.handleFamilyStopped(ctx, msg)
 	case messages.CycleReport:
@@ -477,11 +498,35 @@ func (p *Placer) handleLocked(ctx actor.Context, msg locked) {
 	p.lookDone(ctx)
 }
 
-// activate has the family start the being t took.
+// activate holds the being t took, and has the family start it when its
+// wave comes.
 func (p *Placer) activate(ctx actor.Context, t taken) {
-	hold := p.cfg.Hold(t.lock)
-	b := &placed{dir: t.dir, lock: t.lock, hold: hold, HeldBeing: member.HeldBeing{ID: t.id}, gone: make(chan struct{})}
-	p.mine[t.id] = b
+	p.mine[t.id] = &placed{dir: t.dir, lock: t.lock, HeldBeing: member.HeldBeing{ID: t.id}, gone: make(chan struct{}),
+		activation: &family.Activate{Dir: t.dir, Name: t.name, Ticker: t.ticker, Specialty: t.specialty}}
+	p.waiting = append(p.waiting, t.id)
+	p.log.Info("this member holds a being", "being", t.id, "token", t.lock.Token())
+	p.nextWave(ctx)
+}
+
+// nextWave starts waiting beings while fewer than a wave are starting.
+func (p *Placer) nextWave(ctx actor.Context) {
+	for p.starting < p.cfg.Wave && len(p.waiting) > 0 {
+		id := p.waiting[0]
+		p.waiting = p.waiting[1:]
+		if b := p.mine[id]; b != nil && b.activation != nil {
+			p.start(ctx, b)
+		}
+	}
+}
+
+// start has the family start b under a hold of its lock.
+func (p *Placer) start(ctx actor.Context, b *placed) {
+	hold := p.cfg.Hold(b.lock)
+	b.hold = hold
+	msg := *b.activation
+	msg.Placement = hold
+	b.activation, b.starting = nil, true
+	p.starting++
 	self, system := ctx.Self(), ctx.ActorSystem()
 	go func() {
 		select {
@@ -490,12 +535,38 @@ func (p *Placer) activate(ctx actor.Context, t taken) {
 		case <-b.gone:
 		}
 	}()
-	p.log.Info("this member holds a being", "being", t.id, "token", t.lock.Token())
-	ctx.Send(p.family, family.Activate{Dir: t.dir, Name: t.name, Ticker: t.ticker, Specialty: t.specialty, Placement: hold})
+	ctx.Send(p.family, msg)
 }
 
-// release asks the family to stop b at its next round boundary.
+// booted counts b out of the starting beings.
+func (p *Placer) booted(b *placed) {
+	if b.starting {
+		b.starting = false
+		p.starting--
+	}
+}
+
+// handleStarted starts the next waiting being once one has booted.
+func (p *Placer) handleStarted(ctx actor.Context, msg messages.BeingStarted) {
+	if b := p.byDir(msg.Dir); b != nil {
+		p.booted(b)
+	}
+	p.nextWave(ctx)
+}
+
+// release asks the family to stop b at its next round boundary. A being
+// still waiting for its wave is let go at once, its lock with it, unless
+// it stops for good: then it starts now, to stop its children first.
 func (p *Placer) release(ctx actor.Context, b *placed, forGood bool) {
+	if b.activation != nil && !forGood {
+		delete(p.mine, b.ID)
+		close(b.gone)
+		p.unlock(ctx, b.ID, b.lock, nil)
+		return
+	}
+	if b.activation != nil {
+		p.start(ctx, b)
+	}
 	b.Releasing = true
 	b.ForGood = b.ForGood || forGood
 	ctx.Send(p.family, family.Release{Dir: b.dir, ForGood: forGood})
@@ -600,7 +671,9 @@ func (p *Placer) handleReleased(ctx actor.Context, msg messages.BeingReleased) {
 	}
 	delete(p.mine, b.ID)
 	close(b.gone)
-	if b.hold.Err() != nil {
+	p.booted(b)
+	defer p.nextWave(ctx)
+	if b.hold == nil || b.hold.Err() != nil {
 		p.unlock(ctx, b.ID, b.lock, nil)
 		return
 	}

@@ -86,6 +86,13 @@ type member struct {
 	reads map[string]int            // the identity reads, by being
 }
 
+// holdsMade is how many beings the placer has started under a hold.
+func (m *member) holdsMade() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.holds)
+}
+
 // identityReads is how often the placer read being's identity.
 func (m *member) identityReads(being string) int {
 	m.mu.Lock()
@@ -102,7 +109,7 @@ func (m *member) lock(being string) placement.Lock {
 
 // start starts a member named name of fam; identityErr fails the
 // identity of the children it names.
-func start(t *testing.T, fam *placement.Memory, name string, identityErr map[string]bool) *member {
+func start(t *testing.T, fam *placement.Memory, name string, identityErr map[string]bool, mods ...func(*placer.Config)) *member {
 	t.Helper()
 	store, err := fam.Join(name)
 	require.NoError(t, err)
@@ -116,7 +123,7 @@ func start(t *testing.T, fam *placement.Memory, name string, identityErr map[str
 			m.told <- msg
 		}
 	}))
-	m.placer = system.Root.Spawn(placer.Props(placer.Config{
+	cfg := placer.Config{
 		Store: store,
 		Root:  root,
 		Lease: time.Second,
@@ -141,7 +148,11 @@ func start(t *testing.T, fam *placement.Memory, name string, identityErr map[str
 		Done:    m.done,
 		Clock:   m.clock,
 		Shuffle: func([]string) {},
-	}))
+	}
+	for _, mod := range mods {
+		mod(&cfg)
+	}
+	m.placer = system.Root.Spawn(placer.Props(cfg))
 	t.Cleanup(func() { _ = system.Root.StopFuture(m.placer).Wait() })
 	return m
 }
@@ -376,4 +387,38 @@ func TestABeingThatCannotBeActivatedIsTriedAgainAfterItsWait(t *testing.T) {
 	got = activations(m, 1)
 	assert.Contains(t, got, childDir("c"))
 	assert.Equal(t, 2, m.identityReads("a"), "its second wait is twice the first")
+}
+
+func TestATakeoverStartsInWaves(t *testing.T) {
+	fam := placement.NewMemory()
+	registerChildren(t, fam, "a", "b", "c", "d")
+	m := start(t, fam, "m1", nil, func(c *placer.Config) { c.Wave = 2 })
+	m.begin(nil)
+	first := activations(m, 2)
+	assert.Contains(t, first, root)
+	assert.Contains(t, first, childDir("a"))
+	m.system.Root.Send(m.placer, messages.BeingStarted{Dir: root})
+	assert.Equal(t, childDir("b"), next[family.Activate](m).Dir, "one booted, one more starts")
+	assert.Equal(t, 3, m.holdsMade(), "c and d wait: their holds are not made yet")
+	// A being that ends before it booted frees its place in the wave too.
+	m.system.Root.Send(m.placer, messages.BeingReleased{Dir: childDir("a"), Status: state.StatusFailed, Err: errors.New("its Las did not start")})
+	assert.Equal(t, childDir("c"), next[family.Activate](m).Dir)
+	m.system.Root.Send(m.placer, messages.BeingStarted{Dir: childDir("b")})
+	assert.Equal(t, childDir("d"), next[family.Activate](m).Dir)
+}
+
+func TestABeingWaitingForItsWaveIsLetGoAtOnce(t *testing.T) {
+	fam := placement.NewMemory()
+	registerChildren(t, fam, "a")
+	m := start(t, fam, "m1", nil, func(c *placer.Config) { c.Wave = 1 })
+	m.begin(nil)
+	assert.Equal(t, root, next[family.Activate](m).Dir)
+	m.system.Root.Send(m.placer, placer.Leave{})
+	// a never started: it is let go without the family hearing of it,
+	// and the root, its parent, stops after it.
+	r := next[family.Release](m)
+	assert.Equal(t, root, r.Dir)
+	p, err := m.store.Look(context.Background())
+	require.NoError(t, err)
+	assert.NotContains(t, p.LeavingHeld, "a", "a's lock was let go")
 }
