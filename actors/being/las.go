@@ -168,6 +168,15 @@ func (b *Being) handleLasEvent(ctx actor.Context, msg any) {
 			// Las gave up before the boot catalogue was known: the ask
 			// for it will never be answered.
 			b.epoch++
+			if e.Reason == supervision.ReasonIntensityExceeded && b.opts.placement().ChildrenElsewhere() {
+				// A being of a spread family does not start without its
+				// Las (a takeover starts many at once): nothing is
+				// written yet, and its member tries it again after a
+				// wait, here or on another member
+				// (docs/cluster.md#beings-spread-over-members).
+				b.failStart(ctx, fault.New(fault.ClassMCP, "Las did not start ("+e.Reason+"): the being's member tries it again after a wait"))
+				return
+			}
 			if e.Reason == supervision.ReasonIntensityExceeded {
 				// Restarted past the intensity at boot
 				// (docs/las.md#las-at-boot): built-in tools only, unless

@@ -17,8 +17,10 @@ type Placement interface {
 	// whichever member takes their lock, never started by the being: a
 	// child is registered with the step that records it, a being that
 	// loads as ended stops at once so that its member records its end,
-	// and a being that stops for good has its member stop its children
-	// first (docs/cluster.md#beings-spread-over-members).
+	// a being that stops for good has its member stop its children
+	// first, and a being whose Las does not start at boot fails its
+	// start, writing nothing, for its member to try it again after a
+	// wait (docs/cluster.md#beings-spread-over-members).
 	ChildrenElsewhere() bool
 }
 

@@ -241,6 +241,32 @@ func TestLasFailingAtEveryBoot(t *testing.T) {
 	}
 }
 
+// TestSpreadBeingWithoutItsLasIsTriedAgain: a being of a spread family
+// whose Las is restarted past the intensity at boot (a takeover starting
+// many at once) does not live on built-in tools: it fails its start,
+// writing nothing, and its member tries it again after a wait.
+func TestSpreadBeingWithoutItsLasIsTriedAgain(t *testing.T) {
+	t.Parallel()
+	opts := options(t, being.Run)
+	opts.MCPTimeout = 300 * time.Millisecond
+	withExampleLas(t, &opts, `{"exit_on_start":true}`)
+	opts.Placement = spreadPlacement{}
+	h := start(t, newBrama(t), opts)
+	stopped := h.stopped()
+	require.Error(t, stopped.Err)
+	assert.Contains(t, stopped.Err.Error(), "the being's member tries it again after a wait")
+	assert.Equal(t, state.StatusFailed, stopped.Status)
+	for _, e := range h.journal() {
+		assert.NotEqual(t, state.EventStarted, e.Type, "nothing of the start is written")
+	}
+}
+
+// spreadPlacement is a being of a spread family on its own files: its
+// children left to the members, without etcd.
+type spreadPlacement struct{ being.Alone }
+
+func (spreadPlacement) ChildrenElsewhere() bool { return true }
+
 // TestWithheldFinanceResultStillEarns: a finance__ tool whose successful
 // result the output boundary withholds (it echoes a raw path) reads
 // success to the model, and its revenue is credited from the result as
