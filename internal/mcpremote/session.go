@@ -30,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wisent/singularity/internal/tools/outcome"
@@ -287,7 +288,9 @@ func (s *Session) listTools(ctx context.Context) ([]chat.Tool, error) {
 
 // CallTool sends tools/call and returns its outcome. When ctx ends first
 // it returns ctx's error (the SDK tells the server the request is
-// cancelled). A connection that fails during the call answers it
+// cancelled). A JSON-RPC error object the server answers with is an
+// outcome as from a stdio server (mcpwire.ErrorOutcome), and the session
+// goes on. A connection that fails during the call answers it
 // indeterminate and ends the session with ErrBroken.
 func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage) (wait func() (outcome.Outcome, error)) {
 	return asyncValue(func() (outcome.Outcome, error) { return s.callTool(ctx, name, args) })
@@ -307,6 +310,12 @@ func (s *Session) callTool(ctx context.Context, name string, args json.RawMessag
 		}
 		if ended := s.Err(); ended != nil {
 			return outcome.Outcome{}, ended
+		}
+		var answer *jsonrpc.Error
+		if errors.As(err, &answer) {
+			// The server answered with an error object: the session is
+			// sound, and the call is classified as a stdio server's.
+			return mcpwire.ErrorOutcome(int(answer.Code), s.cfg.Redact(answer.Message)), nil
 		}
 		// The request may have reached the server: the effect is
 		// unknown, and the call is never sent again.
