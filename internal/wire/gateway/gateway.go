@@ -34,6 +34,12 @@ var (
 	ErrSelectorModel = errors.New("BRAMA_MODEL must name a model when BRAMA_AUTH is not hmac")
 )
 
+// ErrModelNotServed marks a completion the gateway refused with HTTP 404
+// for a reason other than the credentials: the model asked for is not
+// served (docs/brama.md#unserved-models). The being tries another model
+// on it; the error's kind and sentence stay those of its status.
+var ErrModelNotServed = errors.New("model not served")
+
 // ParseAuth reads BRAMA_AUTH; the empty string is AuthHMAC. Any other
 // value is refused with ErrAuth.
 func ParseAuth(s string) (Auth, error) {
