@@ -95,7 +95,7 @@ func TestTierModelNotListedRefused(t *testing.T) {
 		_, err := os.Stat(w.stateDir)
 		assert.True(t, os.IsNotExist(err), "%s started nothing", command)
 	}
-	assert.Empty(t, w.brama.Completions())
+	assert.Zero(t, len(w.brama.Completions()), "no completion asked")
 
 	w.brama.SetModels("test-model", "cheap-model", "ghost-model")
 	r := w.run("doctor")
