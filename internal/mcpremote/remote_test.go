@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -294,5 +295,31 @@ func TestErrorObjectKeepsTheSession(t *testing.T) {
 		if err := s.Err(); err != nil {
 			t.Fatalf("session ended after %s: %v", tt.tool, err)
 		}
+	}
+}
+
+// TestErrorObject: only an error object a server answered with, the
+// direct cause of the SDK's "calling" error, is an answer; the SDK's own
+// transport failures wrap an error object of theirs deeper down.
+func TestErrorObject(t *testing.T) {
+	answer := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "n must be positive"}
+	rejected := &jsonrpc.Error{Code: -32005, Message: "rejected by transport"}
+	tests := []struct {
+		name string
+		err  error
+		want *jsonrpc.Error
+	}{
+		{"an answer", fmt.Errorf("calling %q: %w", "tools/call", answer), answer},
+		{"a transport failure", fmt.Errorf("calling %q: %w", "tools/call", fmt.Errorf("POST: %w: %w", rejected, io.ErrUnexpectedEOF)), nil},
+		{"a plain failure", fmt.Errorf("calling %q: %w", "tools/call", io.EOF), nil},
+		{"a bare error object", answer, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := errorObject(tt.err)
+			if ok != (tt.want != nil) || got != tt.want {
+				t.Errorf("errorObject() = %v, %v; want %v", got, ok, tt.want)
+			}
+		})
 	}
 }

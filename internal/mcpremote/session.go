@@ -311,8 +311,7 @@ func (s *Session) callTool(ctx context.Context, name string, args json.RawMessag
 		if ended := s.Err(); ended != nil {
 			return outcome.Outcome{}, ended
 		}
-		var answer *jsonrpc.Error
-		if errors.As(err, &answer) {
+		if answer, ok := errorObject(err); ok {
 			// The server answered with an error object: the session is
 			// sound, and the call is classified as a stdio server's.
 			return mcpwire.ErrorOutcome(int(answer.Code), s.cfg.Redact(answer.Message)), nil
@@ -331,6 +330,18 @@ func (s *Session) callTool(ctx context.Context, name string, args json.RawMessag
 	default:
 		return outcome.Succeeded(b), nil
 	}
+}
+
+// errorObject is the JSON-RPC error object a server answered a request
+// with, when err (from the SDK's session) is one. The SDK returns such an
+// answer as the direct cause of the request's error ("calling %q: %w").
+// Its own transport failures are *jsonrpc.Error values too (wrapped in
+// jsonrpc2.ErrRejected, -32005), but deeper down, beside the failure:
+// errors.As would take them for an answer, and a dropped connection for
+// a sound session.
+func errorObject(err error) (*jsonrpc.Error, bool) {
+	answer, ok := errors.Unwrap(err).(*jsonrpc.Error)
+	return answer, ok && answer != nil
 }
 
 // Ping sends ping and waits for its answer until ctx ends.
