@@ -141,10 +141,7 @@ func TestOwnSwitchWinsInsideTheTier(t *testing.T) {
 	h := start(t, srv, opts, withTierPrices)
 	h.reportFor(4)
 	h.shutdown()
-	var models []string
-	for _, r := range srv.Completions() {
-		models = append(models, r.Completion.Model)
-	}
+	models := srv.AskedModels()
 	require.GreaterOrEqual(t, len(models), 5)
 	assert.Equal(t, []string{"dear", "cheap", "dear", "dear", "dear"}, models[:5],
 		"cycle 1 dear; cycle 2 enters the tier on cheap and switches back; cycles 3 and 4 stay on the being's choice")
@@ -176,10 +173,7 @@ func TestUnservedModelFallsBackAlongTheTiers(t *testing.T) {
 	h.reportFor(4)
 	h.shutdown()
 
-	var asked []string
-	for _, req := range srv.Completions() {
-		asked = append(asked, req.Completion.Model)
-	}
+	asked := srv.AskedModels()
 	require.GreaterOrEqual(t, len(asked), 4)
 	assert.Equal(t, []string{"ghost", "cheap", "dear", "dear"}, asked[:4])
 	events := h.journal()

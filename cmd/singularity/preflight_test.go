@@ -70,7 +70,9 @@ func TestBootTierModels(t *testing.T) {
 	listing := bramatest.Start(t, bramatest.Config{Auth: "none", Models: []string{"base", "cheap"}})
 	noList := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(noList.Close)
-	tier := func(model string) tiers.Table { return tiers.Table{{Below: testkit.USD("5")}, {Below: testkit.USD("1"), Model: model}} }
+	tier := func(model string) tiers.Table {
+		return tiers.Table{{Below: testkit.USD("5")}, {Below: testkit.USD("1"), Model: model}}
+	}
 	tests := []struct {
 		name  string
 		url   string

@@ -146,10 +146,7 @@ func TestUnservedTierModelFallsBack(t *testing.T) {
 			}
 			assert.Equal(t, []string{"ghost-model", "test-model"}, switched)
 			assert.Contains(t, warnings(events), "model ghost-model is not served: switched to test-model")
-			var asked []string
-			for _, req := range w.brama.Completions() {
-				asked = append(asked, req.Completion.Model)
-			}
+			asked := w.brama.AskedModels()
 			require.GreaterOrEqual(t, len(asked), 4)
 			assert.Equal(t, []string{"ghost-model", "test-model", "test-model", "test-model"}, asked[:4])
 			st := w.loadState()
@@ -177,11 +174,7 @@ func TestResumeReappliesTier(t *testing.T) {
 	r = w.run("once", "--resume")
 	require.Equal(t, 0, r.code, r.stderr)
 
-	var asked []string
-	for _, req := range w.brama.Completions() {
-		asked = append(asked, req.Completion.Model)
-	}
-	assert.Equal(t, []string{"old-model", "new-model"}, asked)
+	assert.Equal(t, []string{"old-model", "new-model"}, w.brama.AskedModels())
 	events := w.journal()
 	second := 0
 	for i, e := range events {
