@@ -2,8 +2,9 @@
 // (docs/money.md#survival-tiers): settings a being lives by once its
 // remaining balance falls below a bound, so that a poor being spends
 // less per cycle (a cheaper model, a longer interval, fewer rounds). It
-// is pure: it parses the file's JSON and says which tier a balance is
-// in; reading the file and applying the tier are the caller's.
+// is pure: it parses the file's JSON, says which tier a balance is in
+// and which model comes next when one is not served; reading the file
+// and applying the tier are the caller's.
 package tiers
 
 import (
