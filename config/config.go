@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -668,6 +669,33 @@ func tierPrices(t tiers.Table, p prices.Table) error {
 		if _, ok := p[tier.Model]; !ok {
 			return configError("SINGULARITY_TIERS_FILE: tier %d: model %q has no price in BRAMA_PRICES_FILE", i+1, tier.Model)
 		}
+	}
+	return nil
+}
+
+// TierModels is the model ids the tiers switch to, in the file's order,
+// each once: what the gateway's model list must hold
+// (CheckTierModels). Selectors are Brama's to resolve and are left out.
+func TierModels(t tiers.Table) []string {
+	var ids []string
+	for _, tier := range t {
+		if tier.Model != "" && !gateway.IsSelector(tier.Model) && !slices.Contains(ids, tier.Model) {
+			ids = append(ids, tier.Model)
+		}
+	}
+	return ids
+}
+
+// CheckTierModels refuses the first tier whose model id the gateway's
+// model list (listed) does not hold (docs/money.md#survival-tiers): a
+// being entering that tier would be refused every completion. doctor
+// and the boot of once and run ask the list for it.
+func CheckTierModels(t tiers.Table, listed []string) error {
+	for i, tier := range t {
+		if tier.Model == "" || gateway.IsSelector(tier.Model) || slices.Contains(listed, tier.Model) {
+			continue
+		}
+		return configError("SINGULARITY_TIERS_FILE: tier %d: model %q is not in the gateway's model list", i+1, tier.Model)
 	}
 	return nil
 }

@@ -73,6 +73,9 @@ type Being struct {
 	// booted is set once the boot step is durable: only then may the
 	// being write (a refused boot leaves its directory as it was).
 	booted bool
+	// tierApplied is set by the incarnation's first framing, which
+	// applies the survival tier afresh (tierChange).
+	tierApplied bool
 	// epoch invalidates replies to work abandoned at shutdown or by a
 	// crash.
 	epoch uint64

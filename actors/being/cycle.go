@@ -192,7 +192,8 @@ func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResp
 	b.cycle.waiting = waitNothing
 	if resp.Err != nil && !resp.Billed {
 		b.settle(ctx, b.cycle.ticket, money.Zero)
-		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), resp.Err)
+		switched, err := b.modelNotServed(resp.Err)
+		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), err, switched...)
 		return
 	}
 	b.noteBilledPrices(resp.Prices)
@@ -315,8 +316,9 @@ func (b *Being) report(status string, final *string, actions []string) messages.
 // decides what comes next (afterCycle). In run a cycle error is
 // journaled as a warning (with the checkpoint's step), and the next
 // cycle need not wait for state.json: the cycle's steps are durable in
-// the journal already.
-func (b *Being) endCycle(ctx actor.Context, report messages.CycleReport, err error) {
+// the journal already. events, when there are any, are journaled with
+// that step.
+func (b *Being) endCycle(ctx actor.Context, report messages.CycleReport, err error, events ...state.Event) {
 	b.closeCycle()
 	report.Err = err
 	if err != nil && b.opts.Mode != Once && !permanentBrama(err) {
@@ -327,7 +329,7 @@ func (b *Being) endCycle(ctx actor.Context, report messages.CycleReport, err err
 	if b.opts.Mode == Run {
 		n |= inBackground
 	}
-	b.commit(ctx, nil, n)
+	b.commit(ctx, events, n)
 }
 
 // afterCycle decides what follows a cycle whose end is durable

@@ -1,6 +1,7 @@
 package being_test
 
 import (
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -140,12 +141,57 @@ func TestOwnSwitchWinsInsideTheTier(t *testing.T) {
 	h := start(t, srv, opts, withTierPrices)
 	h.reportFor(4)
 	h.shutdown()
-	var models []string
-	for _, r := range srv.Completions() {
-		models = append(models, r.Completion.Model)
-	}
+	models := srv.AskedModels()
 	require.GreaterOrEqual(t, len(models), 5)
 	assert.Equal(t, []string{"dear", "cheap", "dear", "dear", "dear"}, models[:5],
 		"cycle 1 dear; cycle 2 enters the tier on cheap and switches back; cycles 3 and 4 stay on the being's choice")
 	assert.Equal(t, 1, testkit.Count(h.journal(), state.EventTierChanged))
+}
+
+// TestUnservedModelFallsBackAlongTheTiers: with Brama, a tier whose model
+// is refused with 404 (not about credentials) does not fail the being:
+// the cycle fails with a warning and model_switched to the model of the
+// tier above, which the next cycle asks (docs/brama.md#unserved-models).
+// A later refusal of that one falls back to the base model, where the
+// being lives on.
+func TestUnservedModelFallsBackAlongTheTiers(t *testing.T) {
+	table := tiers.Table{
+		{Below: testkit.USD("5"), Model: "cheap"},
+		{Below: testkit.USD("2"), Model: "ghost"},
+	}
+	srv, opts := tierWorld(t, table)
+	var cheapRefused atomic.Bool
+	srv.SetHandler(func(r *bramatest.Request) bramatest.Reply {
+		switch {
+		case r.Completion.Model == "ghost",
+			r.Completion.Model == "cheap" && !cheapRefused.Swap(true):
+			return bramatest.ErrorReply(http.StatusNotFound, "model not found: "+r.Completion.Model)
+		}
+		return bramatest.TextReply("resting", bramatest.Usage(1000, 100))
+	})
+	h := start(t, srv, opts, withTierPrices)
+	h.reportFor(4)
+	h.shutdown()
+
+	asked := srv.AskedModels()
+	require.GreaterOrEqual(t, len(asked), 4)
+	assert.Equal(t, []string{"ghost", "cheap", "dear", "dear"}, asked[:4])
+	events := h.journal()
+	var switched, warned []string
+	for _, e := range events {
+		switch e.Type {
+		case state.EventModelSwitched:
+			switched = append(switched, e.Model)
+		case state.EventWarning:
+			warned = append(warned, e.Message)
+		}
+	}
+	assert.Equal(t, []string{"ghost", "cheap", "dear"}, switched)
+	assert.Contains(t, warned, "model ghost is not served: switched to cheap")
+	assert.Contains(t, warned, "model cheap is not served: switched to dear")
+	st := h.state()
+	assert.Equal(t, state.StatusStopped, st.Status, "the being lives on")
+	assert.Equal(t, 2, st.Tier)
+	assert.Equal(t, "dear", st.Mind.CurrentModel)
+	require.NoError(t, testkit.CheckInvariant(st.Budget, events))
 }

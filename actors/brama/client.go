@@ -381,7 +381,7 @@ func (c *Client) exchange(ctx context.Context, req *http.Request, hasEffect bool
 		// The status alone classifies the failure; a body cut short
 		// only shortens the message.
 		a := attempt{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}
-		return nil, a, statusError(resp.StatusCode, c.redact(body), c.redact, hasEffect && !c.auth.Brama())
+		return nil, a, statusError(resp.StatusCode, c.redact(body), c.redact, hasEffect, !c.auth.Brama())
 	}
 	if err != nil {
 		return nil, attempt{}, transportError(ctx, err, true, hasEffect)
@@ -440,18 +440,25 @@ func transportError(ctx context.Context, err error, sent, hasEffect bool) error 
 
 // statusError is the error for a non-2xx answer
 // (docs/brama.md#error-classes): 429 and 5xx are transient, every other
-// status permanent, except that with completion set (the answer to a
-// completion sent to a gateway other than Brama) a request the gateway
-// refused rather than the credentials is transient too (rejectedRequest).
-// redact is applied to the message once it is decoded from body, which
-// JSON escapes may have hidden a credential in.
-func statusError(code int, body []byte, redact func([]byte) []byte, completion bool) error {
+// status permanent, except that the answer to a completion sent to a
+// gateway other than Brama (completion and lenient) that refused the
+// request rather than the credentials is transient too (rejectedRequest).
+// A completion refused with 404 rather than for its credentials wraps
+// gateway.ErrModelNotServed, whatever the gateway. redact is applied to
+// the message once it is decoded from body, which JSON escapes may have
+// hidden a credential in.
+func statusError(code int, body []byte, redact func([]byte) []byte, completion, lenient bool) error {
 	msg := string(redact([]byte(errorText(body))))
+	refused := completion && rejectedRequest(code, msg)
 	kind := fault.Permanent
-	if code == http.StatusTooManyRequests || code >= 500 || completion && rejectedRequest(code, msg) {
+	if code == http.StatusTooManyRequests || code >= 500 || refused && lenient {
 		kind = fault.Transient
 	}
-	return fault.Upstream(fault.ClassBrama, kind, "HTTP %d: %s", code, msg)
+	err := fault.Upstream(fault.ClassBrama, kind, "HTTP %d: %s", code, msg)
+	if refused && code == http.StatusNotFound {
+		err.Err = gateway.ErrModelNotServed
+	}
+	return err
 }
 
 // rejectedRequest reports whether a gateway other than Brama refused one

@@ -250,12 +250,15 @@ type held struct {
 }
 
 // startFamilyWith is startFamily with the root's options already made.
-// Every check that can refuse the boot here (the Brama client, the debug
-// listener) runs before bootRoot, the first step that may write: a
+// Every check that can refuse the boot here (the Brama client, the tier
+// models, the debug listener) runs before bootRoot, the first step that may write: a
 // refused boot leaves no new file behind (docs/state.md#boot-gates).
 func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options, by held) (*live, error) {
 	client, err := bramaClient(rt)
 	if err != nil {
+		return nil, err
+	}
+	if err := bootTierModels(e.ctx, client, rt, e.log); err != nil {
 		return nil, err
 	}
 	var dbg *debug.Server

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 
+	"github.com/wisent/singularity/actors/brama"
 	"github.com/wisent/singularity/actors/las"
 	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/tools/catalog"
@@ -23,7 +25,7 @@ type doctorReport struct {
 
 // runDoctor is the read-only preflight of docs/configuration.md#doctor:
 // Brama health (for another gateway, its model list), the configured model,
-// Most health when configured, and Las spawned exactly as `run` does with
+// the survival tiers' models, Most health when configured, and Las spawned exactly as `run` does with
 // its required surfaces checked. It writes no state.
 func runDoctor(e *env, rt config.Runtime) error {
 	ctx, cancel := context.WithTimeout(e.ctx, rt.HTTPTimeout*2+rt.MCPTimeout*2)
@@ -44,6 +46,13 @@ func runDoctor(e *env, rt config.Runtime) error {
 		if !ok {
 			return fault.Errorf(fault.ClassConfiguration, "configured Brama model is unavailable: %s", rt.Brama.Model)
 		}
+	}
+	unlisted, err := checkTierModels(ctx, client, rt)
+	if err != nil {
+		return err
+	}
+	if unlisted != nil {
+		return unlisted
 	}
 	mostStatus := json.RawMessage("null")
 	if rt.Most.Enabled() {
@@ -67,6 +76,35 @@ func runDoctor(e *env, rt config.Runtime) error {
 	}
 	fmt.Fprintln(e.stdout, string(out))
 	return nil
+}
+
+// checkTierModels checks the survival tiers' model ids against the
+// gateway's model list (docs/money.md#survival-tiers), asked only when a
+// tier names one. unlisted is the refusal of a tier whose model the list
+// does not hold; err is the failure to get the list, which doctor
+// reports and the boot passes over (bootTierModels).
+func checkTierModels(ctx context.Context, client *brama.Client, rt config.Runtime) (unlisted, err error) {
+	if len(config.TierModels(rt.Tiers)) == 0 {
+		return nil, nil
+	}
+	listed, err := client.Models(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return config.CheckTierModels(rt.Tiers, listed), nil
+}
+
+// bootTierModels is the check of the tiers' models when once or run
+// boots. A gateway that does not answer with a list (down for now, or
+// without one) is not checked: the boot goes on, and a tier model the
+// gateway refuses later is treated as one not served
+// (docs/brama.md#unserved-models).
+func bootTierModels(ctx context.Context, client *brama.Client, rt config.Runtime, log *slog.Logger) error {
+	unlisted, err := checkTierModels(ctx, client, rt)
+	if err != nil {
+		log.Warn("tier models not checked: no model list", "err", err)
+	}
+	return unlisted
 }
 
 // doctorSelector reports whether doctor skips the model listing: the

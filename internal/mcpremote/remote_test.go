@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wisent/singularity/internal/tools/outcome"
@@ -239,6 +241,84 @@ func TestCappedBody(t *testing.T) {
 			}
 			if err != nil || string(got) != tt.body {
 				t.Errorf("ReadAll() = %q, %v; want the body whole", got, err)
+			}
+		})
+	}
+}
+
+// TestErrorObjectKeepsTheSession: a tools/call answered with a JSON-RPC
+// error object (the official SDK's server passes a tool's *jsonrpc.Error
+// on) is indeterminate with error code mcp and the server's message,
+// redacted, as from a stdio server; the session stays up and the next
+// call goes through it.
+func TestErrorObjectKeepsTheSession(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "strict", Version: "1"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "strict", Description: "Refuses its arguments"},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "n must be positive, not secret-token"}
+		})
+	mcp.AddTool(server, &mcp.Tool{Name: "echo", Description: "Echo a message"},
+		func(_ context.Context, _ *mcp.CallToolRequest, in struct{ Message string }) (*mcp.CallToolResult, struct{ Message string }, error) {
+			return nil, in, nil
+		})
+	rec := &recorder{h: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	s := newSession(srv.URL, 0)
+	s.cfg.Redact = func(text string) string { return strings.ReplaceAll(text, "secret-token", "[redacted]") }
+	defer s.Close(errors.New("test over"))
+	if err := s.Initialize(context.Background())(); err != nil {
+		t.Fatalf("Initialize() = %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tests := []struct {
+		tool, args  string
+		wantStatus  string
+		wantContent string
+	}{
+		{"strict", `{}`, outcome.Indeterminate, `{"message":"Las answered with JSON-RPC error -32602: n must be positive, not [redacted]"}`},
+		{"strict", `{}`, outcome.Indeterminate, `{"message":"Las answered with JSON-RPC error -32602: n must be positive, not [redacted]"}`},
+		{"echo", `{"Message":"still here"}`, outcome.Success, ""},
+	}
+	for _, tt := range tests {
+		o, err := s.CallTool(ctx, tt.tool, json.RawMessage(tt.args))()
+		if err != nil {
+			t.Fatalf("CallTool(%s) error = %v", tt.tool, err)
+		}
+		if o.Status != tt.wantStatus || (tt.wantContent != "" && string(o.Content) != tt.wantContent) {
+			t.Errorf("CallTool(%s) = %s %s, want %s %s", tt.tool, o.Status, o.Content, tt.wantStatus, tt.wantContent)
+		}
+		if o.Status == outcome.Indeterminate && o.ErrorCode != "mcp" {
+			t.Errorf("CallTool(%s) error code = %q, want mcp", tt.tool, o.ErrorCode)
+		}
+		if err := s.Err(); err != nil {
+			t.Fatalf("session ended after %s: %v", tt.tool, err)
+		}
+	}
+}
+
+// TestErrorObject: only an error object a server answered with, the
+// direct cause of the SDK's "calling" error, is an answer; the SDK's own
+// transport failures wrap an error object of theirs deeper down.
+func TestErrorObject(t *testing.T) {
+	answer := &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "n must be positive"}
+	rejected := &jsonrpc.Error{Code: -32005, Message: "rejected by transport"}
+	tests := []struct {
+		name string
+		err  error
+		want *jsonrpc.Error
+	}{
+		{"an answer", fmt.Errorf("calling %q: %w", "tools/call", answer), answer},
+		{"a transport failure", fmt.Errorf("calling %q: %w", "tools/call", fmt.Errorf("POST: %w: %w", rejected, io.ErrUnexpectedEOF)), nil},
+		{"a plain failure", fmt.Errorf("calling %q: %w", "tools/call", io.EOF), nil},
+		{"a bare error object", answer, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := errorObject(tt.err)
+			if ok != (tt.want != nil) || got != tt.want {
+				t.Errorf("errorObject() = %v, %v; want %v", got, ok, tt.want)
 			}
 		})
 	}

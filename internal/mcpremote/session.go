@@ -30,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wisent/singularity/internal/tools/outcome"
@@ -287,7 +288,9 @@ func (s *Session) listTools(ctx context.Context) ([]chat.Tool, error) {
 
 // CallTool sends tools/call and returns its outcome. When ctx ends first
 // it returns ctx's error (the SDK tells the server the request is
-// cancelled). A connection that fails during the call answers it
+// cancelled). A JSON-RPC error object the server answers with is an
+// outcome as from a stdio server (mcpwire.ErrorOutcome), and the session
+// goes on. A connection that fails during the call answers it
 // indeterminate and ends the session with ErrBroken.
 func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage) (wait func() (outcome.Outcome, error)) {
 	return asyncValue(func() (outcome.Outcome, error) { return s.callTool(ctx, name, args) })
@@ -308,6 +311,11 @@ func (s *Session) callTool(ctx context.Context, name string, args json.RawMessag
 		if ended := s.Err(); ended != nil {
 			return outcome.Outcome{}, ended
 		}
+		if answer, ok := errorObject(err); ok {
+			// The server answered with an error object: the session is
+			// sound, and the call is classified as a stdio server's.
+			return mcpwire.ErrorOutcome(int(answer.Code), s.cfg.Redact(answer.Message)), nil
+		}
 		// The request may have reached the server: the effect is
 		// unknown, and the call is never sent again.
 		s.fail(fmt.Errorf("%w: %w", ErrBroken, err))
@@ -322,6 +330,18 @@ func (s *Session) callTool(ctx context.Context, name string, args json.RawMessag
 	default:
 		return outcome.Succeeded(b), nil
 	}
+}
+
+// errorObject is the JSON-RPC error object a server answered a request
+// with, when err (from the SDK's session) is one. The SDK returns such an
+// answer as the direct cause of the request's error ("calling %q: %w").
+// Its own transport failures are *jsonrpc.Error values too (wrapped in
+// jsonrpc2.ErrRejected, -32005), but deeper down, beside the failure:
+// errors.As would take them for an answer, and a dropped connection for
+// a sound session.
+func errorObject(err error) (*jsonrpc.Error, bool) {
+	answer, ok := errors.Unwrap(err).(*jsonrpc.Error)
+	return answer, ok && answer != nil
 }
 
 // Ping sends ping and waits for its answer until ctx ends.

@@ -2,8 +2,9 @@
 // (docs/money.md#survival-tiers): settings a being lives by once its
 // remaining balance falls below a bound, so that a poor being spends
 // less per cycle (a cheaper model, a longer interval, fewer rounds). It
-// is pure: it parses the file's JSON and says which tier a balance is
-// in; reading the file and applying the tier are the caller's.
+// is pure: it parses the file's JSON, says which tier a balance is in
+// and which model comes next when one is not served; reading the file
+// and applying the tier are the caller's.
 package tiers
 
 import (
@@ -13,6 +14,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"sort"
 	"time"
 
 	"github.com/wisent/singularity/internal/store/money"
@@ -153,4 +155,36 @@ func (t Table) Get(n int) (Tier, bool) {
 		return Tier{}, false
 	}
 	return t[n-1], true
+}
+
+// Fallback is the model a being with remaining tries after refused was
+// not served (docs/brama.md#unserved-models). The models it may live on
+// form a line: the model of the tier it is in, then those of the tiers
+// above it that it is also in, by rising bound, then base; each once,
+// tiers without a model skipped. Fallback is the model after refused in
+// that line, or its first when refused is not in it (a model the being
+// chose itself); "" when refused ends the line, so that a model is never
+// tried twice for one refusal and the line always ends.
+func (t Table) Fallback(remaining money.Amount, base, refused string) string {
+	var in []Tier
+	for _, tier := range t {
+		if remaining.Cmp(tier.Below) < 0 {
+			in = append(in, tier)
+		}
+	}
+	sort.SliceStable(in, func(i, j int) bool { return in[i].Below.Cmp(in[j].Below) < 0 })
+	var line []string
+	for _, tier := range in {
+		if tier.Model != "" && !slices.Contains(line, tier.Model) {
+			line = append(line, tier.Model)
+		}
+	}
+	if base != "" && !slices.Contains(line, base) {
+		line = append(line, base)
+	}
+	next := slices.Index(line, refused) + 1 // 0 when refused is not in line
+	if next < len(line) {
+		return line[next]
+	}
+	return ""
 }

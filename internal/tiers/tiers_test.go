@@ -93,3 +93,32 @@ func TestFor(t *testing.T) {
 	_, ok = table.Get(4)
 	assert.False(t, ok)
 }
+
+func TestFallback(t *testing.T) {
+	table := Table{
+		{Below: usd("5"), Model: "mid"},
+		{Below: usd("1"), Model: "cheap"},
+		{Below: usd("2.5")}, // no model
+		{Below: usd("0.5"), Model: "mid"},
+	}
+	tests := []struct {
+		name, remaining, refused, want string
+	}{
+		{"tier model, then the tier above", "0.9", "cheap", "mid"},
+		{"the tier above, then base", "0.9", "mid", "base"},
+		{"base ends the line", "0.9", "base", ""},
+		{"a model of its own: the tier's first", "0.9", "chosen", "cheap"},
+		{"a model named twice is tried once", "0.1", "mid", "cheap"},
+		{"after it, base", "0.1", "cheap", "base"},
+		{"no tier: base", "10", "chosen", "base"},
+		{"no tier, base refused", "10", "base", ""},
+		{"a tier without a model above", "2", "mid", "base"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, table.Fallback(usd(tt.remaining), "base", tt.refused))
+		})
+	}
+	assert.Equal(t, "", Table{{Below: usd("1"), Model: "base"}}.Fallback(usd("0"), "base", "base"), "base in a tier is one model")
+	assert.Equal(t, "", Table(nil).Fallback(usd("0"), "", "x"), "no line at all")
+}

@@ -272,6 +272,16 @@ func (s *Server) Completions() []Request {
 	return out
 }
 
+// AskedModels returns the model of each completion request Completions
+// returns, in its order.
+func (s *Server) AskedModels() []string {
+	var out []string
+	for _, r := range s.Completions() {
+		out = append(out, r.Completion.Model)
+	}
+	return out
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	path, ok := strings.CutPrefix(r.URL.Path, s.cfg.Prefix)
 	if !ok {

@@ -1,9 +1,11 @@
-// Package gateway is the vocabulary of the model gateway that config and
-// actors/brama share (docs/brama.md#other-openai-compatible-gateways):
-// the authentication modes of BRAMA_AUTH, the max-tokens fields of
-// BRAMA_MAX_TOKENS_FIELD, and Brama's model selectors
-// (docs/brama.md#model-selection). It is pure: no I/O, no state, and its
-// refusals are plain errors whose text is the sentence of
+// Package gateway is the vocabulary of the model gateway that config,
+// actors/brama and the being share
+// (docs/brama.md#other-openai-compatible-gateways): the authentication
+// modes of BRAMA_AUTH, the max-tokens fields of BRAMA_MAX_TOKENS_FIELD,
+// Brama's model selectors (docs/brama.md#model-selection), and the mark
+// of a completion refused because its model is not served
+// (ErrModelNotServed). It is pure: no I/O, no state, and its refusals are
+// plain errors whose text is the sentence of
 // docs/configuration.md#validation-sentences; the caller classifies them.
 package gateway
 
@@ -33,6 +35,12 @@ var (
 	ErrAuth          = errors.New("BRAMA_AUTH must be hmac, bearer or none")
 	ErrSelectorModel = errors.New("BRAMA_MODEL must name a model when BRAMA_AUTH is not hmac")
 )
+
+// ErrModelNotServed marks a completion the gateway refused with HTTP 404
+// for a reason other than the credentials: the model asked for is not
+// served (docs/brama.md#unserved-models). The being tries another model
+// on it; the error's kind and sentence stay those of its status.
+var ErrModelNotServed = errors.New("model not served")
 
 // ParseAuth reads BRAMA_AUTH; the empty string is AuthHMAC. Any other
 // value is refused with ErrAuth.

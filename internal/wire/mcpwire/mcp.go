@@ -157,13 +157,21 @@ const (
 	ErrorCodeMCP        = "mcp"
 )
 
+// ErrorOutcome is the outcome of a tools/call answered with a JSON-RPC
+// error object of code and message, whatever the transport: the server
+// answered, so the session is sound, but the remote effect is unknown
+// (docs/las.md#calls-and-deadlines).
+func ErrorOutcome(code int, message string) outcome.Outcome {
+	return outcome.Unknown(ErrorCodeMCP, fmt.Sprintf("Las answered with JSON-RPC error %d: %s", code, message))
+}
+
 // CallOutcome classifies a tools/call answer. A result without isError
 // true is a success carrying the whole result object; with it the call
 // failed (remote_tool) and the result is still shown. A JSON-RPC error
 // object leaves the remote effect unknown: indeterminate (mcp).
 func CallOutcome(m Message) outcome.Outcome {
 	if m.Error != nil {
-		return outcome.Unknown(ErrorCodeMCP, fmt.Sprintf("Las answered with JSON-RPC error %d: %s", m.Error.Code, m.Error.Message))
+		return ErrorOutcome(m.Error.Code, m.Error.Message)
 	}
 	var r struct {
 		IsError bool `json:"isError"`
