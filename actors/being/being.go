@@ -315,27 +315,35 @@ func (b *Being) load(ctx actor.Context) error {
 		return err
 	}
 	b.engine, b.st = engine, st
-	b.settleMode()
 	if held != nil && held.Untrusted > 0 {
 		b.warn(fmt.Sprintf("left out %d journal event(s) an earlier holder wrote but never committed", held.Untrusted))
 	}
 	if err := b.recover(engine.Loaded()); err != nil {
 		return err
 	}
+	b.settleMode()
 	b.closeInterruptedCalls()
 	return nil
 }
 
-// settleMode makes a child of a family across machines dormant when its
-// recovered state says it ended (exhausted or failed). Its parent chose
-// its mode from the child's state.json, as in one process
-// (docs/family.md#resume-of-children), but under a cluster that file is
-// only the child's first: each holder checkpoints into a directory of
-// its own (docs/cluster.md#the-holders-files), and only the newest
-// trusted checkpoint, loaded here, tells how the child's life stands.
+// settleMode makes a being of a family across machines dormant when its
+// committed life says it ended (exhausted or failed): its recovered
+// state, the newest trusted checkpoint with every committed event after
+// it applied. Its parent chose its mode from the child's state.json, as
+// in one process (docs/family.md#resume-of-children), but under a
+// cluster that file is only the child's first, and a holder that died
+// after committing its end but before its last checkpoint left a
+// checkpoint that lags it (docs/cluster.md#the-holders-files). A spread
+// family's root is settled alike: its member records the family's end
+// instead of reviving it once it is exhausted (a root that failed is
+// tried again, as in one process).
 func (b *Being) settleMode() {
-	ended := b.st.Status == state.StatusExhausted || b.st.Status == state.StatusFailed
-	if b.opts.Mode == Run && b.held && b.isChild() && ended {
+	if b.opts.Mode != Run || !b.held {
+		return
+	}
+	exhausted := b.st.Status == state.StatusExhausted
+	ended := exhausted || b.st.Status == state.StatusFailed
+	if (b.isChild() && ended) || (b.opts.placement().ChildrenElsewhere() && exhausted) {
 		b.opts.Mode = Dormant
 	}
 }

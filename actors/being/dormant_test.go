@@ -2,6 +2,7 @@ package being_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -74,7 +75,18 @@ func testDormantChild(t *testing.T, status string) {
 //
 // The first holder runs the child alone, as a family of its own, under
 // the root's lock: what a holder of the whole family writes of it.
+//
+// With its final checkpoint lost (the first holder was SIGKILLed once
+// its `stopped exhausted` committed, before the shutdown checkpoint), the
+// newest checkpoint the next holder finds says the child runs: the
+// committed journal decides, and the child still loads dormant.
 func TestTakeoverKeepsEndedChildrenDormant(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		t.Run(fmt.Sprintf("final checkpoint lost %t", lost), func(t *testing.T) { testTakeoverDormant(t, lost) })
+	}
+}
+
+func testTakeoverDormant(t *testing.T, checkpointLost bool) {
 	srv, opts := dormantWorld(t)
 	etcd := etcdtest.Start(t)
 
@@ -99,6 +111,9 @@ func TestTakeoverKeepsEndedChildrenDormant(t *testing.T) {
 	base, err := state.Load(childDir)
 	require.NoError(t, err)
 	require.NotContains(t, []string{state.StatusExhausted, state.StatusFailed}, base.Status, "the child's first state.json does not say it ended")
+	if checkpointLost {
+		require.NoError(t, os.Remove(filepath.Join(state.HolderDir(childDir, lockA.Token()), state.StateFile)))
+	}
 	require.NoError(t, lockA.Unlock(ctxWithin(t)))
 
 	// The next holder runs the whole family.
