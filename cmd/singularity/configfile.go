@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,6 +12,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/supervision/fault"
 )
 
 // The configuration file (docs/configuration.md#the-configuration-file)
@@ -19,23 +23,76 @@ import (
 // configEnv is the environment variable of --config.
 const configEnv = "SINGULARITY_CONFIG"
 
+// hereFile is the configuration file a command reads from the
+// directory it runs in when neither --config nor SINGULARITY_CONFIG names
+// one (docs/configuration.md#the-configuration-file).
+const hereFile = "singularity.toml"
+
+// noConfiguration is the refusal of a command that needs a configuration
+// and has none: no file named or found here, and nothing that the
+// environment-only path needs.
+var noConfiguration = fault.Errorf(fault.ClassConfiguration, "no configuration found here: run singularity init, or pass --config FILE")
+
 // configPath is the configuration file the command line or the
 // environment names: --config FILE or --config=FILE before a "--", else
-// SINGULARITY_CONFIG; "" for none.
-func configPath(args []string, lookupEnv func(string) (string, bool)) string {
+// SINGULARITY_CONFIG (set to "" it names none); else ./singularity.toml,
+// as an absolute path, when it exists and the command reads one (found
+// reports this case); "" for none.
+func configPath(args []string, lookupEnv func(string) (string, bool), commands map[string]bool) (path string, found bool) {
 	for i, a := range args {
 		if a == "--" {
 			break
 		}
 		if v, ok := strings.CutPrefix(a, "--config="); ok {
-			return v
+			return v, false
 		}
 		if a == "--config" && i+1 < len(args) {
-			return args[i+1]
+			return args[i+1], false
 		}
 	}
-	v, _ := lookupEnv(configEnv)
-	return v
+	if v, set := lookupEnv(configEnv); set {
+		return v, false
+	}
+	if !readsHere(args, commands) {
+		return "", false
+	}
+	if _, err := os.Stat(hereFile); err != nil {
+		return "", false
+	}
+	if abs, err := filepath.Abs(hereFile); err == nil {
+		return abs, true
+	}
+	return hereFile, true
+}
+
+// readsHere reports whether the command args name reads the
+// configuration file found in the directory it runs in: every command of
+// commands but init (which writes one), demo (a world of its own) and
+// the hidden example-las. The command is the first argument that is
+// neither a flag nor the value of a global flag.
+func readsHere(args []string, commands map[string]bool) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return false
+		case a == "--log-level" || a == "--log-format" || a == "--config":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return commands[a] && a != "init" && a != "demo" && a != "example-las"
+		}
+	}
+	return false
+}
+
+// commandNames are the names of app's commands.
+func commandNames(app *kong.Application) map[string]bool {
+	names := map[string]bool{}
+	for _, c := range app.Children {
+		names[c.Name] = true
+	}
+	return names
 }
 
 // optionKeys are the keys a configuration file may hold: the long name
@@ -159,4 +216,37 @@ func (e *env) source(f *kong.Flag) string {
 		return "default"
 	}
 	return "unset"
+}
+
+// unconfigured reports whether a command that boots a being has no
+// configuration at all: no file named or found here, the default
+// authentication (hmac, the seed's), and no identity option given by
+// flag or environment. The seed's environment-only path sets its
+// identity variables, so it never is.
+func (e *env) unconfigured() bool {
+	if e.file != nil || e.sourceOf("brama-auth") != "default" {
+		return false
+	}
+	for _, group := range e.kctx.Selected().AllFlags(false) {
+		for _, f := range group {
+			if f.Group != nil && f.Group.Title == "Identity" && e.source(f) != "default" && e.source(f) != "unset" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// checkStateDir refuses a reading command (status, journal) that has
+// no configuration: no file named or found here, no state directory
+// given by flag or environment, and no state directory at the default
+// place. Otherwise the state directory is the one to read.
+func (e *env) checkStateDir(dir string) error {
+	if e.file != nil || e.sourceOf("state-dir") != "default" {
+		return nil
+	}
+	if _, err := os.Lstat(dir); errors.Is(err, os.ErrNotExist) {
+		return noConfiguration
+	}
+	return nil
 }

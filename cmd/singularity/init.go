@@ -21,7 +21,7 @@ import (
 )
 
 // initCmd writes a standalone being's directory
-// (docs/configuration.md#singularity-init): a commented configuration
+// (docs/configuration.md#init): a commented configuration
 // file, a servers file, a prices file and an empty workspace, for any
 // OpenAI-compatible provider, with no Wisent identity.
 type initCmd struct {
@@ -89,7 +89,7 @@ func (c *initCmd) Run(e *env) error {
 	cfg := filepath.Join(a.dir, "singularity.toml")
 	fmt.Fprintf(e.stdout, "wrote %s, %s, %s and %s\n", cfg,
 		filepath.Join(a.dir, "servers.json"), filepath.Join(a.dir, "prices.json"), filepath.Join(a.dir, "workspace")+string(filepath.Separator))
-	fmt.Fprintf(e.stdout, "next: singularity doctor --config %s\n      singularity run --config %s\n", cfg, cfg)
+	fmt.Fprintf(e.stdout, "next: cd %s\n      singularity doctor\n      singularity run\n", a.dir)
 	return nil
 }
 
@@ -212,9 +212,10 @@ func (a initAnswers) configText() string {
 	fmt.Fprintf(&b, `# A standalone being, written by singularity init.
 # Every option of docs/configuration.md can be set here by its flag's
 # long name; a flag or an environment variable overrides the file.
-# Relative paths are this file's directory's. Run:
-#   singularity doctor --config %[1]s
-#   singularity run --config %[1]s   (later: run --resume)
+# Relative paths are this file's directory's. Every command run in
+# this directory reads it (elsewhere: --config %[1]s). Run:
+#   singularity doctor
+#   singularity run   (later: run --resume)
 
 [brama]
 brama-base-url = %[2]s
@@ -243,7 +244,7 @@ prompt-layout = "stable"
 [las]
 # MCP servers in the mcpServers format; the example is the filesystem
 # server on the workspace (npx fetches it once). Remove it, or add your
-# own (docs/las.md#servers-file).
+# own (docs/las.md#several-mcp-servers).
 las-servers-file = "servers.json"
 
 [logs]

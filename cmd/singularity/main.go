@@ -108,7 +108,8 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	var file *config.File
-	if path := configPath(args, os.LookupEnv); path != "" {
+	path, found := configPath(args, os.LookupEnv, commandNames(parser.Model))
+	if path != "" {
 		if file, err = config.ReadFile(path, optionKeys(parser.Model)); err != nil {
 			fmt.Fprintln(stderr, fault.Line(err))
 			return 2
@@ -135,6 +136,9 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 	ctx, stop := signalContext(context.Background())
 	defer stop()
 	e.ctx, e.log = ctx, log
+	if found {
+		log.Info("configuration: reading the file found here; --config FILE or SINGULARITY_CONFIG names another", "file", path)
+	}
 	err = kctx.Run(e)
 	if err != nil {
 		fmt.Fprintln(stderr, e.secrets.RedactString(fault.Line(err)))
@@ -146,6 +150,9 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 // loadConfig validates the flags against the process environment; the
 // configuration's secrets are the command's from then on (holdSecrets).
 func (e *env) loadConfig(f config.Flags) (config.Runtime, error) {
+	if e.unconfigured() {
+		return config.Runtime{}, noConfiguration
+	}
 	rt, err := config.Load(f, os.LookupEnv)
 	if err == nil {
 		e.holdSecrets(secrets(rt))

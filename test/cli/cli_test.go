@@ -4,7 +4,6 @@
 package cli_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"maps"
 	"os"
@@ -47,12 +46,7 @@ type result struct {
 
 func run(t *testing.T, env map[string]string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(testkit.Singularity(t), args...)
-	cmd.Env = testkit.Environ(env)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	code := testkit.ExitCode(t, cmd.Run())
-	return result{stdout.String(), stderr.String(), code}
+	return runIn(t, "", env, args...)
 }
 
 func TestBadConfigurationsExit2(t *testing.T) {
@@ -108,17 +102,6 @@ func TestBadConfigurationsExit2(t *testing.T) {
 				assert.NotContains(t, r.stdout+r.stderr, secretValue)
 			})
 		}
-	}
-}
-
-// TestNothingSetNamesTheFirstRequiredVariable is a new user's first run:
-// no variable at all.
-func TestNothingSetNamesTheFirstRequiredVariable(t *testing.T) {
-	for _, command := range []string{"once", "run", "doctor"} {
-		r := run(t, map[string]string{"PATH": os.Getenv("PATH")}, command)
-		assert.Equal(t, 2, r.code, command)
-		assert.Equal(t, "singularity: configuration: SINGULARITY_AGENT_ID is required\n", r.stderr, command)
-		assert.Empty(t, r.stdout)
 	}
 }
 

@@ -19,15 +19,7 @@ var configLine = regexp.MustCompile(`(?m)^([a-z0-9-]+) = ("[^"]*"|true|false) # 
 // (unquoted) and source.
 func effective(t *testing.T, env map[string]string, args ...string) (map[string]string, map[string]string) {
 	t.Helper()
-	r := run(t, env, append([]string{"config"}, args...)...)
-	require.Equal(t, 0, r.code, r.stderr)
-	values, sources := map[string]string{}, map[string]string{}
-	for _, m := range configLine.FindAllStringSubmatch(r.stdout, -1) {
-		values[m[1]] = strings.Trim(m[2], `"`)
-		sources[m[1]] = m[3]
-	}
-	require.NotEmpty(t, values, r.stdout)
-	return values, sources
+	return effectiveIn(t, "", env, args...)
 }
 
 // TestConfigFilePrecedence: a flag beats its environment variable, which
