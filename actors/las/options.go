@@ -110,6 +110,13 @@ type Options struct {
 	// roots/list (docs/las.md#several-mcp-servers); "" declares no roots
 	// capability and refuses roots/list like any other request.
 	Workspace string
+	// OnStderr, when set, receives each line Las writes on stderr,
+	// redacted, as it is logged; OnFailure each failure of an
+	// incarnation, its redacted sentence. doctor reports a server's last
+	// words with them. Both are called from the actor's goroutines and
+	// must return at once; nil means none.
+	OnStderr  func(line string)
+	OnFailure func(reason string)
 	// Secrets are redacted from Las's stderr and from failure texts
 	// before they are logged; nil redacts nothing.
 	Secrets *boundary.Secrets

@@ -194,6 +194,7 @@ func (o *onceCmd) Run(e *env) error {
 
 type doctorCmd struct {
 	config.Flags `embed:""`
+	Format       string `name:"format" default:"json" enum:"json,text" help:"Output format: json (one line) or text (one line per check)."`
 }
 
 func (d *doctorCmd) Run(e *env) error {
@@ -201,7 +202,7 @@ func (d *doctorCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	return runDoctor(e, rt)
+	return runDoctor(e, rt, d.Format)
 }
 
 type toolsCmd struct {
