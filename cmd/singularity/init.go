@@ -56,6 +56,11 @@ func (p *pricePair) Decode(ctx *kong.DecodeContext) error {
 // pinned to the version test/peers runs.
 const filesystemServer = "@modelcontextprotocol/server-filesystem@2026.8.31"
 
+// memoryServer is the example knowledge-graph server: the memory server
+// of the MCP project, at the version test/peers runs. Each being keeps
+// its graph in its own state directory (docs/las.md#per-being-values).
+const memoryServer = "@modelcontextprotocol/server-memory@2026.8.31"
+
 // initAnswers are init's inputs once every one is known.
 type initAnswers struct {
 	dir, baseURL, model, auth, keyFile string
@@ -194,6 +199,8 @@ func (a initAnswers) files() ([]initFile, error) {
 	workspace := filepath.Join(a.dir, "workspace")
 	servers, err := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{
 		"filesystem": map[string]any{"command": "npx", "args": []string{"-y", filesystemServer, workspace}},
+		"memory": map[string]any{"command": "npx", "args": []string{"-y", memoryServer},
+			"env": map[string]string{"MEMORY_FILE_PATH": "${" + config.BeingDirVar + "}/memory.jsonl"}},
 	}}, "", "  ")
 	if err != nil {
 		return nil, fault.Errorf(fault.ClassConfiguration, "init: %w", err)
@@ -242,8 +249,9 @@ prompt-layout = "stable"
 # tiers-file = "tiers.json"
 
 [las]
-# MCP servers in the mcpServers format; the example is the filesystem
-# server on the workspace (npx fetches it once). Remove it, or add your
+# MCP servers in the mcpServers format; the examples are the filesystem
+# server on the workspace and the memory server, one file per being in
+# its state directory (npx fetches each once). Remove them, or add your
 # own (docs/las.md#several-mcp-servers).
 las-servers-file = "servers.json"
 

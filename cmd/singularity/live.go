@@ -90,6 +90,12 @@ func lasServers(servers []config.Server) []las.Server {
 		ls := las.Server{Name: s.Name, Command: s.Command, Args: s.Args, Dir: s.Dir, URL: s.URL}
 		for _, e := range s.Env {
 			ls.Env = append(ls.Env, e.Name+"="+e.Reveal())
+			if e.Secret.IsSet() {
+				if ls.SecretEnv == nil {
+					ls.SecretEnv = map[string]bool{}
+				}
+				ls.SecretEnv[e.Name] = true
+			}
 		}
 		if len(s.Headers) > 0 {
 			ls.Headers = make(map[string]string, len(s.Headers))

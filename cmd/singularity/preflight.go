@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -76,7 +77,12 @@ func runDoctor(e *env, rt config.Runtime, format string) error {
 		}
 		report.LasTools = len(tools)
 	default:
-		report.Servers = checkServers(ctx, *opts)
+		// The servers start as the root's would (docs/las.md#per-being-values).
+		root := config.BeingValues{Dir: rt.StateDir, ID: filepath.Base(rt.StateDir), Workspace: rt.Workspace}
+		if abs, err := filepath.Abs(rt.StateDir); err == nil {
+			root.Dir = abs
+		}
+		report.Servers = checkServers(ctx, opts.ForBeing(root.Expand))
 		err = serversVerdict(report.Servers, opts.RequiredSurfaces)
 		for _, c := range report.Servers {
 			report.LasTools += c.Tools
