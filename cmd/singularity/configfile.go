@@ -250,3 +250,49 @@ func (e *env) checkStateDir(dir string) error {
 	}
 	return nil
 }
+
+// placed is a refusal of one option's value (config.OptionError) with
+// the option and where its value came from in front of the sentence:
+// "--<flag>: " for the command line, "<VARIABLE>: " for the environment,
+// "<file>:<line>: <key>: " for the configuration file, "default <key>: "
+// for the default; the environment and the default add nothing to a
+// sentence that names the variable already. Any other error is returned
+// as it is.
+func (e *env) placed(err error) error {
+	var oe *config.OptionError
+	if !errors.As(err, &oe) {
+		return err
+	}
+	f := e.flagOf(oe.Variable)
+	if f == nil {
+		return err
+	}
+	var where string
+	named := strings.Contains(oe.Error(), oe.Variable)
+	switch source := e.source(f); {
+	case source == "flag":
+		where = "--" + f.Name
+	case strings.HasPrefix(source, "env ") && !named:
+		where = oe.Variable
+	case strings.HasPrefix(source, "file "):
+		where = e.file.Where(f.Name) + ": " + f.Name
+	case source == "default" && !named:
+		where = "default " + f.Name
+	default:
+		return err
+	}
+	return fault.Errorf(fault.ClassConfiguration, "%s: %w", where, oe.Err)
+}
+
+// flagOf is the selected command's flag bound to the environment
+// variable name, nil for none.
+func (e *env) flagOf(variable string) *kong.Flag {
+	for _, group := range e.kctx.Selected().AllFlags(true) {
+		for _, f := range group {
+			if slices.Contains(f.Envs, variable) {
+				return f
+			}
+		}
+	}
+	return nil
+}

@@ -157,7 +157,7 @@ func (e *env) loadConfig(f config.Flags) (config.Runtime, error) {
 	if err == nil {
 		e.holdSecrets(secrets(rt))
 	}
-	return rt, err
+	return rt, e.placed(err)
 }
 
 type runCmd struct {

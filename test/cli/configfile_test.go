@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // configLine is one option of `singularity config`: key, quoted value,
@@ -147,5 +149,40 @@ func writer(t *testing.T, dir string) func(name, text string) string {
 		path := filepath.Join(dir, name)
 		require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
 		return path
+	}
+}
+
+// TestRefusalsNameKeyAndSource: a refused value names its option and
+// where it came from: the flag, the variable, or the file's line and
+// key; a sentence that names its variable already is not told it twice.
+func TestRefusalsNameKeyAndSource(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "singularity.toml")
+	require.NoError(t, os.WriteFile(file, []byte(`brama-auth = "none"
+brama-model = "m"
+
+[being]
+starting-balance-usd = "ten"
+`), 0o600))
+	path := map[string]string{"PATH": os.Getenv("PATH")}
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"file", path, nil, "configuration: " + file + ":5: starting-balance-usd: starting balance must be a decimal number"},
+		{"flag", path, []string{"--starting-balance-usd", "x"}, "configuration: --starting-balance-usd: starting balance must be a decimal number"},
+		{"variable", map[string]string{"PATH": os.Getenv("PATH"), "SINGULARITY_STARTING_BALANCE_USD": "-1"}, nil, "configuration: SINGULARITY_STARTING_BALANCE_USD: prices and balance cannot be negative"},
+		{"named variable", map[string]string{"PATH": os.Getenv("PATH"), "SINGULARITY_STARTING_BALANCE_USD": "1", "BRAMA_BASE_URL": "ftp://x"}, nil, "configuration: BRAMA_BASE_URL must use http or https"},
+		{"named in the file", path, []string{"--starting-balance-usd", "1", "--brama-model", "any"}, "configuration: --brama-model: BRAMA_MODEL must name a model when BRAMA_AUTH is not hmac"},
+	}
+	for _, c := range cases {
+		for _, command := range []string{"once", "doctor"} {
+			r := runIn(t, dir, c.env, append([]string{command}, c.args...)...)
+			assert.Equal(t, 2, r.code, c.name)
+			assert.Equal(t, "singularity: "+c.want+"\n", testkit.LastLine(r.stderr), c.name)
+		}
 	}
 }

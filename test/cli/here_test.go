@@ -99,7 +99,7 @@ func TestEnvironmentOnlyPathUnchanged(t *testing.T) {
 	env["BRAMA_TEMPERATURE"] = "3"
 	r := runIn(t, t.TempDir(), env, "doctor")
 	assert.Equal(t, 2, r.code)
-	assert.Equal(t, "singularity: configuration: temperature must be finite and between zero and two\n", r.stderr)
+	assert.Equal(t, "singularity: configuration: BRAMA_TEMPERATURE: temperature must be finite and between zero and two\n", r.stderr)
 }
 
 // effectiveIn is effective run from dir.
