@@ -12,6 +12,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/supervision/fault"
 )
 
@@ -164,6 +165,10 @@ type configCmd struct {
 // as redactedPath.
 func (c *configCmd) Run(e *env) error {
 	fmt.Fprintln(e.stdout, "# the effective configuration: a flag, else its environment variable, else the configuration file, else the default")
+	kept := keptOnResume(c.Loop.StateDir)
+	if kept != nil {
+		fmt.Fprintf(e.stdout, "# %s holds a being: resumed, it keeps what its state says for the options marked \"kept\"\n", c.Loop.StateDir)
+	}
 	for _, group := range e.kctx.Selected().AllFlags(true) {
 		for _, f := range group {
 			if len(f.Envs) == 0 || f.Name == "config" {
@@ -177,10 +182,40 @@ func (c *configCmd) Run(e *env) error {
 			} else {
 				value = strconv.Quote(value)
 			}
-			fmt.Fprintf(e.stdout, "%s = %s # %s\n", f.Name, value, e.source(f))
+			mark := ""
+			if v, ok := kept[f.Name]; ok && f.Name == "stimulus" {
+				mark = "; kept: only a fresh being's first cycle reads it"
+			} else if ok {
+				mark = "; kept: the state says " + strconv.Quote(v)
+			}
+			fmt.Fprintf(e.stdout, "%s = %s # %s%s\n", f.Name, value, e.source(f), mark)
 		}
 	}
 	return nil
+}
+
+// keptOnResume maps each option a resumed being takes from its state
+// rather than from the configuration to the value its state holds: the
+// identity (docs/state.md#identity: a value that is set must match it),
+// the model it thinks with, its starting balance and the stimulus of
+// its first cycle (none after it). Nil when dir holds no readable state.
+func keptOnResume(dir string) map[string]string {
+	st, err := state.Load(dir)
+	if err != nil {
+		return nil
+	}
+	id := st.Identity
+	return map[string]string{
+		"agent-id": id.AgentID, "agent-name": id.Name, "agent-ticker": id.Ticker,
+		"agent-type": id.AgentType, "specialty": id.Specialty, "role": id.Role,
+		"environment": id.Environment, "host": id.Host, "workload-id": id.WorkloadID,
+		"workload-public-key": id.WorkloadPublicKey, "executable-sha256": id.ExecutableDigest,
+		"code-sha256": id.CodeDigest, "policy-sha256": id.PolicyDigest,
+		"policy-sequence":      strconv.FormatUint(id.PolicySequence, 10),
+		"brama-model":          st.Mind.CurrentModel,
+		"starting-balance-usd": st.Budget.Starting.String(),
+		"stimulus":             "",
+	}
 }
 
 // sourceOf is source for the flag of the selected command named name

@@ -186,3 +186,29 @@ starting-balance-usd = "ten"
 		}
 	}
 }
+
+// TestConfigMarksWhatAResumedBeingKeeps: with a being in the state
+// directory, `config` marks the options a resumed being takes from its
+// state (its identity, its model, its starting balance, the stimulus)
+// with the state's value; the others, and every option without a being,
+// carry no mark.
+func TestConfigMarksWhatAResumedBeingKeeps(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := map[string]string{"PATH": os.Getenv("PATH")}
+	plain, plainSources := effective(t, env, "--state-dir", filepath.Join(dir, "state"))
+	require.NotEmpty(t, plain)
+	for key, source := range plainSources {
+		assert.NotContains(t, source, "kept", key)
+	}
+	demo := run(t, env, "demo", "--cycles", "1", "--dir", dir)
+	require.Equal(t, 0, demo.code, demo.stderr)
+	_, sources := effective(t, env, "--state-dir", filepath.Join(dir, "state"), "--brama-model", "gpt-x")
+	assert.Equal(t, `flag; kept: the state says "any"`, sources["brama-model"])
+	assert.Equal(t, `default; kept: the state says "Ada"`, sources["agent-name"])
+	assert.Equal(t, `default; kept: the state says "1"`, sources["starting-balance-usd"])
+	assert.Equal(t, "unset; kept: only a fresh being's first cycle reads it", sources["stimulus"])
+	assert.Equal(t, "default", sources["context-messages"])
+	r := run(t, env, "config", "--state-dir", filepath.Join(dir, "state"))
+	assert.Contains(t, r.stdout, "holds a being: resumed, it keeps what its state says")
+}
