@@ -49,12 +49,15 @@ type Runtime struct {
 	InputPerMillion  money.Amount
 	OutputPerMillion money.Amount
 
-	CycleInterval   time.Duration
-	MaxToolRounds   int
-	StateDir        string
-	Workspace       string // absolute, symlinks resolved
-	Resume          bool
-	Stimulus        string // trimmed; empty means none
+	CycleInterval time.Duration
+	MaxToolRounds int
+	StateDir      string
+	Workspace     string // absolute, symlinks resolved
+	Resume        bool
+	Stimulus      string // trimmed; empty means none
+	// SystemPrompt is a fresh root's first system prompt, trimmed; empty
+	// means the built-in one (docs/state.md#the-state-file).
+	SystemPrompt    string
 	HTTPTimeout     time.Duration
 	MCPTimeout      time.Duration
 	ShutdownGrace   time.Duration
@@ -481,6 +484,10 @@ func loadLoop(rt *Runtime, f LoopFlags) error {
 	rt.Stimulus = strings.TrimSpace(f.Stimulus)
 	if len(rt.Stimulus) > MaxStimulusBytes || strings.ContainsRune(rt.Stimulus, 0) {
 		return optionError("SINGULARITY_STIMULUS", "stimulus must be at most 65536 bytes and contain no NUL")
+	}
+	rt.SystemPrompt = strings.TrimSpace(f.SystemPrompt)
+	if len(rt.SystemPrompt) > MaxStimulusBytes || strings.ContainsRune(rt.SystemPrompt, 0) {
+		return optionError("SINGULARITY_SYSTEM_PROMPT", "system prompt must be at most 65536 bytes and contain no NUL")
 	}
 	if rt.HTTPTimeout, err = positiveSeconds("HTTP timeout", f.HTTPTimeout); err != nil {
 		return about("SINGULARITY_HTTP_TIMEOUT_SECS", err)

@@ -185,6 +185,8 @@ func (c *configCmd) Run(e *env) error {
 			mark := ""
 			if v, ok := kept[f.Name]; ok && f.Name == "stimulus" {
 				mark = "; kept: only a fresh being's first cycle reads it"
+			} else if ok && f.Name == "system-prompt" {
+				mark = "; kept: the state holds its own prompt"
 			} else if ok {
 				mark = "; kept: the state says " + strconv.Quote(v)
 			}
@@ -197,8 +199,8 @@ func (c *configCmd) Run(e *env) error {
 // keptOnResume maps each option a resumed being takes from its state
 // rather than from the configuration to the value its state holds: the
 // identity (docs/state.md#identity: a value that is set must match it),
-// the model it thinks with, its starting balance and the stimulus of
-// its first cycle (none after it). Nil when dir holds no readable state.
+// the model it thinks with, its starting balance, its system prompt and
+// the stimulus of its first cycle (none after it). Nil when dir holds no readable state.
 func keptOnResume(dir string) map[string]string {
 	st, err := state.Load(dir)
 	if err != nil {
@@ -215,6 +217,7 @@ func keptOnResume(dir string) map[string]string {
 		"brama-model":          st.Mind.CurrentModel,
 		"starting-balance-usd": st.Budget.Starting.String(),
 		"stimulus":             "",
+		"system-prompt":        "",
 	}
 }
 

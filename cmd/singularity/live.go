@@ -184,6 +184,16 @@ func bramaClient(rt config.Runtime) (*brama.Client, error) {
 	})
 }
 
+// freshRoot is the state of a fresh root being: its persona's, with the
+// configured system prompt when there is one.
+func freshRoot(rt config.Runtime) *state.Being {
+	b := being.NewState(rt.Identity, rt.StartingBalance, rt.Brama.Model, state.Now())
+	if rt.SystemPrompt != "" {
+		b.Mind.SystemPrompt = rt.SystemPrompt
+	}
+	return b
+}
+
 // bootRoot applies the boot gates of docs/state.md#boot-gates to the
 // root's state directory without writing: a fresh being comes back for
 // the root actor to write once its Las is ready (being.Options.Fresh),
@@ -193,7 +203,7 @@ func bramaClient(rt config.Runtime) (*brama.Client, error) {
 // inherit it). Refusals exit 4 and leave the directory untouched.
 func bootRoot(rt config.Runtime) (*state.Being, state.Identity, error) {
 	fresh := func() (*state.Being, error) {
-		return being.NewState(rt.Identity, rt.StartingBalance, rt.Brama.Model, state.Now()), nil
+		return freshRoot(rt), nil
 	}
 	b, resumed, err := state.CheckOpen(rt.StateDir, rt.Resume, rt.Identity, rt.IdentityOpen, fresh)
 	switch {
