@@ -214,5 +214,11 @@ type toolsCmd struct {
 }
 
 func (t *toolsCmd) Run(e *env) error {
+	if e.file == nil && e.sourceOf("las-servers-file") == "unset" && e.sourceOf("las-mcp-entrypoint") == "default" {
+		// Neither a servers file nor the seed's Las beside the runtime.
+		if _, err := os.Stat(t.Las.Entrypoint); err != nil {
+			return noConfiguration
+		}
+	}
 	return runTools(e, t)
 }

@@ -34,7 +34,7 @@ const noConfigurationHere = "singularity: configuration: no configuration found 
 func TestNothingHereSaysInit(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	for _, command := range []string{"once", "run", "doctor", "status", "journal"} {
+	for _, command := range []string{"once", "run", "doctor", "status", "journal", "tools"} {
 		r := runIn(t, dir, map[string]string{"PATH": os.Getenv("PATH")}, command)
 		assert.Equal(t, 2, r.code, command)
 		assert.Equal(t, noConfigurationHere, r.stderr, command)
