@@ -50,12 +50,15 @@ type Runtime struct {
 	InputPerMillion  money.Amount
 	OutputPerMillion money.Amount
 
-	CycleInterval   time.Duration
-	MaxToolRounds   int
-	StateDir        string
-	Workspace       string // absolute, symlinks resolved
-	Resume          bool
-	Stimulus        string // trimmed; empty means none
+	CycleInterval time.Duration
+	MaxToolRounds int
+	StateDir      string
+	Workspace     string // absolute, symlinks resolved
+	Resume        bool
+	Stimulus      string // trimmed; empty means none
+	// SystemPrompt is a fresh root's first system prompt, trimmed; empty
+	// means the built-in one (docs/state.md#the-state-file).
+	SystemPrompt    string
 	HTTPTimeout     time.Duration
 	MCPTimeout      time.Duration
 	ShutdownGrace   time.Duration
@@ -159,6 +162,34 @@ func configError(format string, args ...any) error {
 	return fault.Errorf(fault.ClassConfiguration, format, args...)
 }
 
+// OptionError is a refusal of one option's value: Variable names the
+// option (its environment variable), so that the command can say where
+// the value came from (a flag, the variable, or a line of the
+// configuration file). Its text is the refusal's own sentence.
+type OptionError struct {
+	Variable string
+	Err      error
+}
+
+func (e *OptionError) Error() string { return e.Err.Error() }
+func (e *OptionError) Unwrap() error { return e.Err }
+
+// optionError is configError about the option of variable.
+func optionError(variable, format string, args ...any) error {
+	return &OptionError{Variable: variable, Err: configError(format, args...)}
+}
+
+// about marks err, a refusal of the option of variable, with the
+// variable, unless it already names an option or is no configuration
+// refusal (a secret file's).
+func about(variable string, err error) error {
+	var oe *OptionError
+	if err == nil || errors.As(err, &oe) || fault.ClassOf(err) != fault.ClassConfiguration {
+		return err
+	}
+	return &OptionError{Variable: variable, Err: err}
+}
+
 // Load validates every option and returns the runtime configuration, or
 // the first failure as a classified error whose text is its sentence in
 // docs/configuration.md#validation-sentences.
@@ -183,7 +214,7 @@ func Load(f Flags, env LookupEnv) (Runtime, error) {
 		return Runtime{}, err
 	}
 	if err = tierPrices(rt.Tiers, rt.Brama.Prices); err != nil {
-		return Runtime{}, err
+		return Runtime{}, about("SINGULARITY_TIERS_FILE", err)
 	}
 	if f.Las.ServersFile == "" {
 		if err = required(requiredLas(f.Las), env); err != nil {
@@ -194,10 +225,10 @@ func Load(f Flags, env LookupEnv) (Runtime, error) {
 		return Runtime{}, err
 	}
 	if rt.Most.BaseURL, err = parseServiceURL("MOST_BASE_URL", f.Most.BaseURL); err != nil {
-		return Runtime{}, err
+		return Runtime{}, about("MOST_BASE_URL", err)
 	}
 	if rt.DebugAddr, err = debugAddress(f.DebugAddr, f.DebugAllow); err != nil {
-		return Runtime{}, err
+		return Runtime{}, about("SINGULARITY_DEBUG_ADDR", err)
 	}
 	rt.DebugAllowRemote = f.DebugAllow
 	rt.MetricsPerBeing = f.MetricsPerBeing
@@ -347,35 +378,35 @@ func hostIdentifier(name string) string {
 // loadIdentity validates the identity; a digest in open (none configured)
 // is the empty string and needs no form.
 func loadIdentity(f IdentityFlags, open state.IdentityFields) (state.Identity, error) {
-	ids := []struct{ label, value string }{
-		{"agent id", f.AgentID},
-		{"role", f.Role},
-		{"environment", f.Environment},
-		{"host", f.Host},
-		{"workload id", f.WorkloadID},
+	ids := []struct{ label, variable, value string }{
+		{"agent id", "SINGULARITY_AGENT_ID", f.AgentID},
+		{"role", "SINGULARITY_ROLE", f.Role},
+		{"environment", "SINGULARITY_ENVIRONMENT", f.Environment},
+		{"host", "SINGULARITY_HOST", f.Host},
+		{"workload id", "SINGULARITY_WORKLOAD_ID", f.WorkloadID},
 	}
 	for _, id := range ids {
 		if !identity.Valid(id.value) {
-			return state.Identity{}, configError("%s is not a valid immutable identifier", id.label)
+			return state.Identity{}, optionError(id.variable, "%s is not a valid immutable identifier", id.label)
 		}
 	}
 	digests := []struct {
-		label, value string
-		field        state.IdentityFields
+		label, variable, value string
+		field                  state.IdentityFields
 	}{
-		{"workload public key", f.WorkloadPublicKey, state.IdentityWorkloadPublicKey},
-		{"executable digest", f.ExecutableSHA256, state.IdentityExecutableDigest},
-		{"code digest", f.CodeSHA256, state.IdentityCodeDigest},
-		{"policy digest", f.PolicySHA256, state.IdentityPolicyDigest},
+		{"workload public key", "SINGULARITY_WORKLOAD_PUBLIC_KEY", f.WorkloadPublicKey, state.IdentityWorkloadPublicKey},
+		{"executable digest", "SINGULARITY_EXECUTABLE_SHA256", f.ExecutableSHA256, state.IdentityExecutableDigest},
+		{"code digest", "SINGULARITY_CODE_SHA256", f.CodeSHA256, state.IdentityCodeDigest},
+		{"policy digest", "SINGULARITY_POLICY_SHA256", f.PolicySHA256, state.IdentityPolicyDigest},
 	}
 	for _, d := range digests {
 		if !open.Has(d.field) && !validDigest(d.value) {
-			return state.Identity{}, configError("%s must be 64 lowercase hexadecimal characters", d.label)
+			return state.Identity{}, optionError(d.variable, "%s must be 64 lowercase hexadecimal characters", d.label)
 		}
 	}
 	seq, err := strconv.ParseUint(f.PolicySequence, 10, 64)
 	if err != nil {
-		return state.Identity{}, configError("policy sequence must be an unsigned integer")
+		return state.Identity{}, optionError("SINGULARITY_POLICY_SEQUENCE", "policy sequence must be an unsigned integer")
 	}
 	return state.Identity{
 		AgentID:           f.AgentID,
@@ -410,68 +441,72 @@ func validDigest(s string) bool {
 
 func loadLoop(rt *Runtime, f LoopFlags) error {
 	prices := []struct {
-		name, text string
-		dst        *money.Amount
+		name, variable, text string
+		dst                  *money.Amount
 	}{
-		{"starting balance", f.StartingBalance, &rt.StartingBalance},
-		{"instance price", f.InstancePerHour, &rt.InstancePerHour},
-		{"input price", f.InputPerMillion, &rt.InputPerMillion},
-		{"output price", f.OutputPerMillion, &rt.OutputPerMillion},
+		{"starting balance", "SINGULARITY_STARTING_BALANCE_USD", f.StartingBalance, &rt.StartingBalance},
+		{"instance price", "SINGULARITY_INSTANCE_USD_PER_HOUR", f.InstancePerHour, &rt.InstancePerHour},
+		{"input price", "BRAMA_INPUT_PRICE_USD_PER_MILLION", f.InputPerMillion, &rt.InputPerMillion},
+		{"output price", "BRAMA_OUTPUT_PRICE_USD_PER_MILLION", f.OutputPerMillion, &rt.OutputPerMillion},
 	}
 	for _, p := range prices {
 		v, err := money.Parse(p.text)
 		if errors.Is(err, money.ErrRange) {
-			return configError("%s is out of range", p.name)
+			return optionError(p.variable, "%s is out of range", p.name)
 		}
 		if err != nil {
-			return configError("%s must be a decimal number", p.name)
+			return optionError(p.variable, "%s must be a decimal number", p.name)
 		}
 		if v.Sign() < 0 {
-			return configError("prices and balance cannot be negative")
+			return optionError(p.variable, "prices and balance cannot be negative")
 		}
 		*p.dst = v
 	}
 	var err error
 	if rt.CycleInterval, err = seconds("cycle interval", f.CycleInterval); err != nil {
-		return err
+		return about("SINGULARITY_CYCLE_INTERVAL_SECS", err)
 	}
 	rounds, err := strconv.ParseUint(f.MaxToolRounds, 10, 31)
 	if err != nil {
-		return configError("max tool rounds must be a positive integer")
+		return optionError("SINGULARITY_MAX_TOOL_ROUNDS", "max tool rounds must be a positive integer")
 	}
 	if rounds == 0 {
-		return configError("max tool rounds must be positive")
+		return optionError("SINGULARITY_MAX_TOOL_ROUNDS", "max tool rounds must be positive")
 	}
 	rt.MaxToolRounds = int(rounds)
 	if f.StateDir == "" {
-		return configError("state directory must not be empty")
+		return optionError("SINGULARITY_STATE_DIR", "state directory must not be empty")
 	}
 	rt.StateDir = f.StateDir
 	if rt.Workspace, err = workspace(f.Workspace); err != nil {
-		return err
+		return about("SINGULARITY_WORKSPACE", err)
 	}
 	rt.Resume = f.Resume
 	rt.Stimulus = strings.TrimSpace(f.Stimulus)
 	if len(rt.Stimulus) > MaxStimulusBytes || strings.ContainsRune(rt.Stimulus, 0) {
-		return configError("stimulus must be at most 65536 bytes and contain no NUL")
+		return optionError("SINGULARITY_STIMULUS", "stimulus must be at most 65536 bytes and contain no NUL")
+	}
+	rt.SystemPrompt = strings.TrimSpace(f.SystemPrompt)
+	if len(rt.SystemPrompt) > MaxStimulusBytes || strings.ContainsRune(rt.SystemPrompt, 0) {
+		return optionError("SINGULARITY_SYSTEM_PROMPT", "system prompt must be at most 65536 bytes and contain no NUL")
 	}
 	if rt.HTTPTimeout, err = positiveSeconds("HTTP timeout", f.HTTPTimeout); err != nil {
-		return err
+		return about("SINGULARITY_HTTP_TIMEOUT_SECS", err)
 	}
 	if rt.MCPTimeout, err = positiveSeconds("MCP timeout", f.MCPTimeout); err != nil {
-		return err
+		return about("SINGULARITY_MCP_TIMEOUT_SECS", err)
 	}
 	if rt.ShutdownGrace, err = seconds("shutdown grace", f.ShutdownGrace); err != nil {
-		return err
+		return about("SINGULARITY_SHUTDOWN_GRACE_SECS", err)
 	}
 	window, err := strconv.ParseUint(f.ContextMessages, 10, 31)
 	if err != nil || window == 0 {
-		return configError("context messages must be a positive integer")
+		return optionError("SINGULARITY_CONTEXT_MESSAGES", "context messages must be a positive integer")
 	}
 	rt.ContextMessages = int(window)
 	events, err := strconv.ParseUint(strings.TrimSpace(f.CheckpointEvents), 10, 31)
 	if err != nil || events == 0 {
-		return configError("checkpoint events must be a positive integer")
+		return optionError("SINGULARITY_CHECKPOINT_EVENTS", "checkpoint events must be a positive integer")
 	}
 	rt.CheckpointEvents = int(events)
 	switch layout := prompt.Layout(strings.TrimSpace(f.PromptLayout)); layout {
@@ -480,28 +515,28 @@ func loadLoop(rt *Runtime, f LoopFlags) error {
 	case prompt.LayoutStable:
 		rt.PromptLayout = layout
 	default:
-		return configError("prompt layout must be seed or stable")
+		return optionError("SINGULARITY_PROMPT_LAYOUT", "prompt layout must be seed or stable")
 	}
 	if rt.Tiers, err = loadTiers(f.TiersFile); err != nil {
-		return err
+		return about("SINGULARITY_TIERS_FILE", err)
 	}
 	switch strings.TrimSpace(f.ChildFunding) {
 	case "transfer":
 	case "mint":
 		rt.MintChildren = true
 	default:
-		return configError("child funding must be transfer or mint")
+		return optionError("SINGULARITY_CHILD_FUNDING", "child funding must be transfer or mint")
 	}
 	tokens, err := strconv.ParseUint(strings.TrimSpace(f.MinCompletion), 10, 31)
 	if err != nil || tokens == 0 {
-		return configError("min completion tokens must be a positive integer")
+		return optionError("SINGULARITY_MIN_COMPLETION_TOKENS", "min completion tokens must be a positive integer")
 	}
 	rt.MinCompletionTokens = int(tokens)
 	if rt.SpendLimit, err = spendLimit("spend limit", f.SpendLimit); err != nil {
-		return err
+		return about("SINGULARITY_SPEND_LIMIT_USD_PER_HOUR", err)
 	}
 	if rt.FamilySpendLimit, err = spendLimit("family spend limit", f.FamilySpendLimit); err != nil {
-		return err
+		return about("SINGULARITY_FAMILY_SPEND_LIMIT_USD_PER_HOUR", err)
 	}
 	return nil
 }
@@ -579,39 +614,39 @@ func (e osError) Unwrap() error { return e.err }
 func loadBrama(f BramaFlags) (Brama, error) {
 	base, err := parseServiceURL("BRAMA_BASE_URL", f.BaseURL)
 	if err != nil {
-		return Brama{}, err
+		return Brama{}, about("BRAMA_BASE_URL", err)
 	}
 	auth, err := gateway.ParseAuth(f.Auth)
 	if err != nil {
-		return Brama{}, configError("%w", err)
+		return Brama{}, optionError("BRAMA_AUTH", "%w", err)
 	}
 	if strings.TrimSpace(f.Model) == "" {
-		return Brama{}, configError("model must not be empty")
+		return Brama{}, optionError("BRAMA_MODEL", "model must not be empty")
 	}
 	if err := auth.CheckModel(f.Model); err != nil {
-		return Brama{}, configError("%w", err)
+		return Brama{}, optionError("BRAMA_MODEL", "%w", err)
 	}
 	maxTokens, err := strconv.ParseUint(f.MaxTokens, 10, 31)
 	if err != nil || maxTokens == 0 {
-		return Brama{}, configError("max tokens must be positive")
+		return Brama{}, optionError("BRAMA_MAX_TOKENS", "max tokens must be positive")
 	}
 	field, err := gateway.ParseMaxTokensField(f.MaxField)
 	if err != nil {
-		return Brama{}, configError("%w", err)
+		return Brama{}, optionError("BRAMA_MAX_TOKENS_FIELD", "%w", err)
 	}
 	temp, err := strconv.ParseFloat(f.Temperature, 64)
 	if err != nil || math.IsNaN(temp) || math.IsInf(temp, 0) || temp < 0 || temp > 2 {
-		return Brama{}, configError("temperature must be finite and between zero and two")
+		return Brama{}, optionError("BRAMA_TEMPERATURE", "temperature must be finite and between zero and two")
 	}
 	retries := uint64(2)
 	if f.Retries != "" {
 		if retries, err = strconv.ParseUint(strings.TrimSpace(f.Retries), 10, 8); err != nil {
-			return Brama{}, configError("BRAMA_RETRIES must be an unsigned integer")
+			return Brama{}, optionError("BRAMA_RETRIES", "BRAMA_RETRIES must be an unsigned integer")
 		}
 	}
 	table, err := loadPrices(f.PricesFile)
 	if err != nil {
-		return Brama{}, err
+		return Brama{}, about("BRAMA_PRICES_FILE", err)
 	}
 	return Brama{
 		BaseURL: base, Model: f.Model, Auth: auth, MaxTokens: int(maxTokens), Temperature: temp,
@@ -727,30 +762,30 @@ func LoadLas(f LasFlags) (Las, error) {
 	if !serversMode {
 		info, err := os.Stat(f.Entrypoint)
 		if err != nil || info.IsDir() {
-			return Las{}, configError("LAS entrypoint not found: %s", f.Entrypoint)
+			return Las{}, optionError("LAS_MCP_ENTRYPOINT", "LAS entrypoint not found: %s", f.Entrypoint)
 		}
 	}
-	files := []struct{ label, path string }{
-		{"LAS release manifest", f.Manifest},
-		{"LAS release manifest signature", f.ManifestSig},
-		{"LAS release trust store", f.TrustStore},
+	files := []struct{ label, variable, path string }{
+		{"LAS release manifest", "LAS_RELEASE_MANIFEST_FILE", f.Manifest},
+		{"LAS release manifest signature", "LAS_RELEASE_MANIFEST_SIGNATURE_FILE", f.ManifestSig},
+		{"LAS release trust store", "LAS_RELEASE_TRUST_STORE_FILE", f.TrustStore},
 	}
 	for _, file := range files {
 		if serversMode && file.path == "" {
 			continue
 		}
 		if !absoluteRegularFile(file.path) {
-			return Las{}, configError("%s must be an absolute regular file", file.label)
+			return Las{}, optionError(file.variable, "%s must be an absolute regular file", file.label)
 		}
 	}
 	if (!serversMode || f.Watermark != "") && !filepath.IsAbs(f.Watermark) {
-		return Las{}, configError("LAS release watermark must be an absolute path")
+		return Las{}, optionError("LAS_RELEASE_WATERMARK_FILE", "LAS release watermark must be an absolute path")
 	}
 	var servers []Server
 	if serversMode {
 		var err error
 		if servers, err = LoadServers(f.ServersFile); err != nil {
-			return Las{}, err
+			return Las{}, about("LAS_SERVERS_FILE", err)
 		}
 	}
 	return Las{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,18 @@ type File struct {
 	// after --key= on the command line (a boolean as true or false, a
 	// list joined by commas).
 	Values map[string]string
+	// Lines maps a key to the line that sets it (1-based), for the
+	// refusal of its value.
+	Lines map[string]int
+}
+
+// Where is the place of key in the file, "<path>:<line>" (the path alone
+// when the line is unknown).
+func (f *File) Where(key string) string {
+	if n, ok := f.Lines[key]; ok {
+		return fmt.Sprintf("%s:%d", f.Path, n)
+	}
+	return f.Path
 }
 
 // ReadFile reads and parses the configuration file at path. Every key
@@ -52,9 +65,16 @@ func ReadFile(path string, known map[string]bool) (*File, error) {
 	if _, err := toml.Decode(string(data), &doc); err != nil {
 		return nil, configError("%s: %s", path, tomlReason(err))
 	}
-	f := &File{Path: path, Values: map[string]string{}}
+	f := &File{Path: path, Values: map[string]string{}, Lines: map[string]int{}}
 	if err := f.collect("", doc, known); err != nil {
 		return nil, err
+	}
+	for n, line := range strings.Split(string(data), "\n") {
+		if m := keyLine.FindStringSubmatch(line); m != nil {
+			if _, ok := f.Values[m[1]]; ok {
+				f.Lines[m[1]] = n + 1
+			}
+		}
 	}
 	return f, nil
 }
@@ -94,6 +114,9 @@ func (f *File) collect(prefix string, table map[string]any, known map[string]boo
 	}
 	return nil
 }
+
+// keyLine is a line that sets a key: the key, bare or quoted, then "=".
+var keyLine = regexp.MustCompile(`^\s*["']?([A-Za-z0-9_-]+)["']?\s*=`)
 
 // IsPathKey reports whether the option key names a file or a directory:
 // the state directory, the workspace, the Las entrypoint and every

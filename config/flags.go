@@ -53,6 +53,7 @@ type LoopFlags struct {
 	Workspace        string `name:"workspace" env:"SINGULARITY_WORKSPACE" default:"." help:"Directory the file tools are confined to."`
 	Resume           bool   `name:"resume" env:"SINGULARITY_RESUME" help:"Continue existing state."`
 	Stimulus         string `name:"stimulus" env:"SINGULARITY_STIMULUS" help:"External observation for cycle 1."`
+	SystemPrompt     string `name:"system-prompt" env:"SINGULARITY_SYSTEM_PROMPT" help:"A fresh root being's first system prompt, its first words (empty: the built-in one for its name and specialty)."`
 	HTTPTimeout      string `name:"http-timeout-secs" env:"SINGULARITY_HTTP_TIMEOUT_SECS" default:"120" help:"Brama and Most HTTP timeout in seconds."`
 	MCPTimeout       string `name:"mcp-timeout-secs" env:"SINGULARITY_MCP_TIMEOUT_SECS" default:"120" help:"Per-request Las deadline in seconds."`
 	ShutdownGrace    string `name:"shutdown-grace-secs" env:"SINGULARITY_SHUTDOWN_GRACE_SECS" default:"10" help:"Grace in seconds before the Las child is killed."`

@@ -144,13 +144,16 @@ func loadServer(name string, raw json.RawMessage) (Server, error) {
 		if len(e.Headers) > 0 {
 			return Server{}, serversError(`server %q: "headers" belong to a "url" server`, name)
 		}
-		if e.Cwd != "" {
+		if e.Cwd != "" && !hasPlaceholder(e.Cwd) {
 			if err := checkDir(name, e.Cwd); err != nil {
 				return Server{}, err
 			}
 		}
 		s.Command, s.Args, s.Dir = *e.Command, e.Args, e.Cwd
 		if s.Env, err = settings(name, "env", e.Env); err != nil {
+			return Server{}, err
+		}
+		if err := checkPlaceholders(s); err != nil {
 			return Server{}, err
 		}
 	case e.URL != nil:
@@ -176,8 +179,24 @@ func loadServer(name string, raw json.RawMessage) (Server, error) {
 	return s, nil
 }
 
+// checkPlaceholders refuses a ${SINGULARITY_…} in the command, args,
+// env values or cwd of s that names no per-being value.
+func checkPlaceholders(s Server) error {
+	texts := append([]string{s.Command, s.Dir}, s.Args...)
+	for _, e := range s.Env {
+		texts = append(texts, e.Value)
+	}
+	for _, t := range texts {
+		if p := unknownPlaceholder(t); p != "" {
+			return serversError("server %q: %s is no per-being value (%s, %s or %s)", s.Name, p, "${"+BeingDirVar+"}", "${"+BeingIDVar+"}", "${"+WorkspaceVar+"}")
+		}
+	}
+	return nil
+}
+
 // checkDir refuses a cwd that is not an existing directory, at
-// configuration time rather than as the failure of the server's spawn.
+// configuration time rather than as the failure of the server's spawn
+// (a cwd naming a per-being value is checked by the spawn).
 // A relative dir is taken from the runtime's working directory, as the
 // spawn takes it.
 func checkDir(server, dir string) error {

@@ -101,13 +101,16 @@ type lasSide struct {
 // schedule is what lies between two cycles: the timer of the next tick
 // (or of the spend limiter's retry), a tick that came while a write was
 // in flight, the count of consecutive cycles that ended in an error (the
-// wait before the next doubles with each, docs/cycle.md#storage-faults),
+// wait before the next doubles with each, docs/cycle.md#failing-cycles),
 // and the report of the cycle whose end is being written.
 type schedule struct {
 	cancel   func() bool
 	deferred bool
 	failed   int
-	ended    *cycleEnd
+	// gateway is whether the last failing cycle failed on the gateway
+	// (transiently): the wait then grows to 30 s at most.
+	gateway bool
+	ended   *cycleEnd
 }
 
 // health is what the supervisor told of the being's restarts.

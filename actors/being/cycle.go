@@ -364,6 +364,7 @@ func (b *Being) afterCycle(ctx actor.Context) {
 		return
 	case err != nil:
 		b.next.failed++
+		b.next.gateway = transientBrama(err)
 	default:
 		b.next.failed = 0
 	}
@@ -391,35 +392,44 @@ func (b *Being) observeCycle(report messages.CycleReport, err error) {
 	b.opts.Observer.CycleEnded(b.me, report.Cycle, status)
 }
 
-// Bounds of the wait after failing cycles (docs/cycle.md#storage-faults).
+// Bounds of the wait after failing cycles (docs/cycle.md#failing-cycles):
+// at most 5 min, or 30 s when the last failure was the gateway's
+// transient one, so that a being resumes within 30 s of its provider's
+// return.
 const (
 	failedCycleFloor = time.Second
 	failedCycleMax   = 5 * time.Minute
+	gatewayCycleMax  = 30 * time.Second
 )
 
 // nextWait is the sleep before the next cycle: the interval, or after n
 // failing cycles in a row the interval (at least 1 s) doubled n−1 times,
-// at most 5 min.
-func nextWait(interval time.Duration, failed int) time.Duration {
+// at most 5 min (30 s when gateway says the last failure was a transient
+// gateway error).
+func nextWait(interval time.Duration, failed int, gateway bool) time.Duration {
 	if failed == 0 {
 		return interval
 	}
+	ceiling := failedCycleMax
+	if gateway {
+		ceiling = gatewayCycleMax
+	}
 	wait := max(interval, failedCycleFloor)
 	for range failed - 1 {
-		if wait >= failedCycleMax {
+		if wait >= ceiling {
 			break
 		}
 		wait *= 2
 	}
 	// Never shorter than the interval itself, however long that is.
-	return min(wait, max(failedCycleMax, interval))
+	return min(wait, max(ceiling, interval))
 }
 
 // scheduleTick sleeps, then starts the next cycle; a stop request
 // cancels the sleep.
 func (b *Being) scheduleTick(ctx actor.Context) {
 	self, system, epoch := ctx.Self(), ctx.ActorSystem(), b.epoch
-	wait := nextWait(b.cycleInterval(), b.next.failed)
+	wait := nextWait(b.cycleInterval(), b.next.failed, b.next.gateway)
 	if wait <= 0 {
 		ctx.Send(self, tick{epoch})
 		return
@@ -450,4 +460,10 @@ func (b *Being) closeCycle() {
 // with status failed (docs/cycle.md#run-loop-errors-and-shutdown).
 func permanentBrama(err error) bool {
 	return err != nil && fault.ClassOf(err) == fault.ClassBrama && fault.KindOf(err) == fault.Permanent
+}
+
+// transientBrama reports whether err is a gateway failure that does not
+// end the being (a 429, a 5xx, a refused connection, a refused request).
+func transientBrama(err error) bool {
+	return err != nil && fault.ClassOf(err) == fault.ClassBrama && fault.KindOf(err) != fault.Permanent
 }

@@ -2,11 +2,13 @@ package being
 
 import (
 	"errors"
+	"path/filepath"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/wisent/singularity/actors/las"
+	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/durable"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
@@ -24,7 +26,7 @@ func (b *Being) startLas(ctx actor.Context) {
 		b.afterLasReady(ctx)
 		return
 	}
-	opts := *b.opts.Las
+	opts := b.opts.Las.ForBeing(b.perBeing().Expand)
 	opts.BeingName = b.st.Identity.Name
 	opts.AgentID = b.st.Identity.AgentID
 	opts.Logger = b.opts.Logger
@@ -39,6 +41,21 @@ func (b *Being) startLas(ctx actor.Context) {
 		b.opts.Observer.LasStarted(b.me, "las")
 	}
 	b.request(ctx, pid, messages.LasCatalogRequest{}, b.lasBootTimeout(), replyLasCatalog)
+}
+
+// perBeing are the being's per-being values of a servers file
+// (docs/las.md#per-being-values): its state directory and workspace,
+// absolute, and its id, the state directory's name.
+func (b *Being) perBeing() config.BeingValues {
+	return config.BeingValues{Dir: absPath(b.opts.StateDir), ID: filepath.Base(b.opts.StateDir), Workspace: absPath(b.opts.Workspace)}
+}
+
+// absPath is path made absolute, or as given when it cannot be.
+func absPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
 
 // lasCatalogAnswered takes Las's boot catalogue.

@@ -287,28 +287,35 @@ func TestStopNowGivesUpOnStorage(t *testing.T) {
 }
 
 // TestNextWait: the sleep before the next cycle after n failing cycles
-// in a row doubles from the interval (at least 1 s) up to 5 min, and is
-// never shorter than the interval itself.
+// in a row doubles from the interval (at least 1 s) up to 5 min, or up
+// to 30 s after a transient gateway failure, and is never shorter than
+// the interval itself.
 func TestNextWait(t *testing.T) {
 	tests := []struct {
 		interval time.Duration
 		failed   int
+		gateway  bool
 		want     time.Duration
 	}{
-		{0, 0, 0},
-		{5 * time.Second, 0, 5 * time.Second},
-		{0, 1, time.Second},
-		{0, 2, 2 * time.Second},
-		{0, 9, 256 * time.Second},
-		{0, 10, 5 * time.Minute},
-		{0, 1000, 5 * time.Minute},
-		{3 * time.Second, 1, 3 * time.Second},
-		{3 * time.Second, 3, 12 * time.Second},
-		{10 * time.Minute, 1, 10 * time.Minute},
-		{10 * time.Minute, 4, 10 * time.Minute},
+		{0, 0, false, 0},
+		{5 * time.Second, 0, false, 5 * time.Second},
+		{0, 1, false, time.Second},
+		{0, 2, false, 2 * time.Second},
+		{0, 9, false, 256 * time.Second},
+		{0, 10, false, 5 * time.Minute},
+		{0, 1000, false, 5 * time.Minute},
+		{3 * time.Second, 1, false, 3 * time.Second},
+		{3 * time.Second, 3, false, 12 * time.Second},
+		{10 * time.Minute, 1, false, 10 * time.Minute},
+		{10 * time.Minute, 4, false, 10 * time.Minute},
+		{0, 5, true, 16 * time.Second},
+		{0, 6, true, 30 * time.Second},
+		{0, 1000, true, 30 * time.Second},
+		{20 * time.Second, 2, true, 30 * time.Second},
+		{time.Minute, 3, true, time.Minute},
 	}
 	for _, tc := range tests {
-		assert.Equal(t, tc.want, nextWait(tc.interval, tc.failed), "interval %v, %d failed", tc.interval, tc.failed)
+		assert.Equal(t, tc.want, nextWait(tc.interval, tc.failed, tc.gateway), "interval %v, %d failed, gateway %v", tc.interval, tc.failed, tc.gateway)
 	}
 }
 

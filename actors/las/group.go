@@ -89,6 +89,10 @@ func selectServers(servers []Server, only, skip *string) []Server {
 	return out
 }
 
+// Selected are the servers of opts that LAS_ONLY and LAS_SKIP select,
+// in file order: those a being starts.
+func (o Options) Selected() []Server { return selectServers(o.Servers, o.Only, o.Skip) }
+
 func groupProps(opts Options) *actor.Props {
 	servers := selectServers(opts.Servers, opts.Only, opts.Skip)
 	cfg := opts.Supervision

@@ -329,6 +329,9 @@ func (a *Las) endSession(cause error, clean bool) {
 func (a *Las) fail(ctx actor.Context, err error) {
 	a.h.failure = err
 	a.log.Warn("Las failed", "error", a.opts.Secrets.RedactString(err.Error()), "kind", fault.KindOf(err).String())
+	if a.opts.OnFailure != nil {
+		a.opts.OnFailure(a.opts.Secrets.RedactString(err.Error()))
+	}
 	if fault.KindOf(err) == fault.Permanent {
 		for _, pid := range a.h.catalogs {
 			reply(ctx, pid, messages.LasCatalogResponse{Available: false, Err: err})

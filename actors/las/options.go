@@ -40,6 +40,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/wisent/singularity/internal/tools/boundary"
@@ -110,6 +111,13 @@ type Options struct {
 	// roots/list (docs/las.md#several-mcp-servers); "" declares no roots
 	// capability and refuses roots/list like any other request.
 	Workspace string
+	// OnStderr, when set, receives each line Las writes on stderr,
+	// redacted, as it is logged; OnFailure each failure of an
+	// incarnation, its redacted sentence. doctor reports a server's last
+	// words with them. Both are called from the actor's goroutines and
+	// must return at once; nil means none.
+	OnStderr  func(line string)
+	OnFailure func(reason string)
 	// Secrets are redacted from Las's stderr and from failure texts
 	// before they are logged; nil redacts nothing.
 	Secrets *boundary.Secrets
@@ -143,11 +151,47 @@ type Server struct {
 	Command string
 	Args    []string
 	Env     []string
-	Dir     string
+	// SecretEnv names the Env entries read from secret files: ForBeing
+	// never expands them.
+	SecretEnv map[string]bool
+	Dir       string
 	// URL, when set, is a remote server over streamable HTTP; Headers go
 	// with every request.
 	URL     string
 	Headers map[string]string
+}
+
+// ForBeing is o with expand applied to the command, every argument,
+// every env value but the secret ones and the cwd of each server: how a being's servers get
+// its per-being values (docs/las.md#per-being-values). o is unchanged.
+func (o Options) ForBeing(expand func(string) string) Options {
+	servers := make([]Server, len(o.Servers))
+	for i, s := range o.Servers {
+		s.Command, s.Dir = expand(s.Command), expand(s.Dir)
+		s.Args = mapStrings(s.Args, expand)
+		s.Env = mapStrings(s.Env, func(kv string) string {
+			name, value, _ := strings.Cut(kv, "=")
+			if s.SecretEnv[name] {
+				return kv
+			}
+			return name + "=" + expand(value)
+		})
+		servers[i] = s
+	}
+	o.Servers = servers
+	return o
+}
+
+// mapStrings is f of each of in, in a new slice (nil for nil).
+func mapStrings(in []string, f func(string) string) []string {
+	if in == nil {
+		return nil
+	}
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = f(s)
+	}
+	return out
 }
 
 // Defaults of docs/configuration.md#variables for the Las options.

@@ -121,7 +121,14 @@ func open(o Options, listChanged func()) (session, error) {
 		cfg.Path, cfg.DeathSignal, cfg.Keeper = o.Keeper, keeper.DeathSignal, true
 	}
 	prefix, log, secrets := o.stderrPrefix(), o.Logger, o.Secrets
-	cfg.Stderr = func(pid int, line string) { log.Info(prefix+secrets.RedactString(line), "pid", pid) }
+	observe := o.OnStderr
+	cfg.Stderr = func(pid int, line string) {
+		line = secrets.RedactString(line)
+		log.Info(prefix+line, "pid", pid)
+		if observe != nil {
+			observe(line)
+		}
+	}
 	s, err := mcpstdio.Start(cfg)
 	if err != nil {
 		if o.server != nil {

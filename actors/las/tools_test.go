@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,4 +61,22 @@ func TestScreenToolsRedactsDescriptionsAndSchemas(t *testing.T) {
 	assert.Equal(t, tools[1], got[1])
 	assert.Contains(t, tools[0].Function.Description, key, "the given list is not changed")
 	assert.Equal(t, tools, screenTools(tools, nil))
+}
+
+// TestForBeing: a being's servers get its values in the command, args,
+// env values and cwd; a secret env value is never expanded, and the
+// options it came from are unchanged.
+func TestForBeing(t *testing.T) {
+	opts := Options{Servers: []Server{{
+		Name: "m", Command: "/bin/${X}", Args: []string{"--dir", "${X}/a"}, Dir: "${X}",
+		Env: []string{"P=${X}/m.jsonl", "K=${X}", "E="}, SecretEnv: map[string]bool{"K": true},
+	}}}
+	expand := func(s string) string { return strings.ReplaceAll(s, "${X}", "/being") }
+	got := opts.ForBeing(expand).Servers[0]
+	assert.Equal(t, "/bin//being", got.Command)
+	assert.Equal(t, []string{"--dir", "/being/a"}, got.Args)
+	assert.Equal(t, "/being", got.Dir)
+	assert.Equal(t, []string{"P=/being/m.jsonl", "K=${X}", "E="}, got.Env)
+	assert.Equal(t, "${X}", opts.Servers[0].Dir, "the options it came from")
+	assert.Equal(t, "P=${X}/m.jsonl", opts.Servers[0].Env[0])
 }

@@ -11,17 +11,19 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/alecthomas/kong"
 	"golang.org/x/sys/unix"
 
 	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/supervision/fault"
 )
 
 // initCmd writes a standalone being's directory
-// (docs/configuration.md#singularity-init): a commented configuration
+// (docs/configuration.md#init): a commented configuration
 // file, a servers file, a prices file and an empty workspace, for any
 // OpenAI-compatible provider, with no Wisent identity.
 type initCmd struct {
@@ -31,6 +33,9 @@ type initCmd struct {
 	Auth    string    `name:"auth" help:"bearer (an API key) or none (a keyless local server); default bearer."`
 	KeyFile string    `name:"key-file" help:"File holding the API key (bearer); the configuration names it, never the key."`
 	Prices  pricePair `name:"prices" placeholder:"IN,OUT" help:"INPUT,OUTPUT: the model's USD per million prompt and completion tokens (default 0,0)."`
+	Name    string    `name:"name" help:"The being's name (default: the directory's name, capitalised)."`
+	Balance string    `name:"starting-balance" placeholder:"USD" help:"The being's starting balance in USD (default 10)."`
+	Prompt  string    `name:"prompt" help:"The being's first words: its system prompt (default: the built-in one for its name)."`
 }
 
 // pricePair is init's --prices. It takes the argument after the flag
@@ -56,10 +61,16 @@ func (p *pricePair) Decode(ctx *kong.DecodeContext) error {
 // pinned to the version test/peers runs.
 const filesystemServer = "@modelcontextprotocol/server-filesystem@2026.8.31"
 
+// memoryServer is the example knowledge-graph server: the memory server
+// of the MCP project, at the version test/peers runs. Each being keeps
+// its graph in its own state directory (docs/las.md#per-being-values).
+const memoryServer = "@modelcontextprotocol/server-memory@2026.8.31"
+
 // initAnswers are init's inputs once every one is known.
 type initAnswers struct {
 	dir, baseURL, model, auth, keyFile string
 	input, output                      string
+	name, balance, prompt              string
 }
 
 func (c *initCmd) Run(e *env) error {
@@ -89,14 +100,14 @@ func (c *initCmd) Run(e *env) error {
 	cfg := filepath.Join(a.dir, "singularity.toml")
 	fmt.Fprintf(e.stdout, "wrote %s, %s, %s and %s\n", cfg,
 		filepath.Join(a.dir, "servers.json"), filepath.Join(a.dir, "prices.json"), filepath.Join(a.dir, "workspace")+string(filepath.Separator))
-	fmt.Fprintf(e.stdout, "next: singularity doctor --config %s\n      singularity run --config %s\n", cfg, cfg)
+	fmt.Fprintf(e.stdout, "next: cd %s\n      singularity doctor\n      singularity run\n", a.dir)
 	return nil
 }
 
 // answers fills what the flags left out: from the terminal when there is
 // one, else it refuses.
 func (c *initCmd) answers(in io.Reader, out io.Writer, terminal bool) (initAnswers, error) {
-	a := initAnswers{baseURL: c.BaseURL, model: c.Model, auth: c.Auth, keyFile: c.KeyFile}
+	a := initAnswers{baseURL: c.BaseURL, model: c.Model, auth: c.Auth, keyFile: c.KeyFile, name: c.Name, balance: c.Balance, prompt: c.Prompt}
 	dir, err := filepath.Abs(c.Dir)
 	if err != nil {
 		return a, fault.Errorf(fault.ClassConfiguration, "init: %w", err)
@@ -129,6 +140,18 @@ func (c *initCmd) answers(in io.Reader, out io.Writer, terminal bool) (initAnswe
 			return fault.Errorf(fault.ClassConfiguration, "init: --%s is required", flag)
 		}
 		return nil
+	}
+	if err := ask(&a.name, "name", "The being's name", defaultName(dir)); err != nil {
+		return a, err
+	}
+	if strings.ContainsAny(a.name, "\x00\r\n") {
+		return a, fault.Errorf(fault.ClassConfiguration, "init: --name must be one line")
+	}
+	if err := ask(&a.balance, "starting-balance", "Its starting balance in USD", "10"); err != nil {
+		return a, err
+	}
+	if v, err := money.Parse(a.balance); err != nil || v.Sign() < 0 {
+		return a, fault.Errorf(fault.ClassConfiguration, "init: --starting-balance must be a decimal number of USD, as 10")
 	}
 	if err := ask(&a.baseURL, "base-url", "The provider's base URL (OpenAI-compatible, e.g. https://api.openai.com/v1)", ""); err != nil {
 		return a, err
@@ -170,7 +193,36 @@ func (c *initCmd) answers(in io.Reader, out io.Writer, terminal bool) (initAnswe
 	if !ok || a.input == "" || a.output == "" {
 		return a, fault.Errorf(fault.ClassConfiguration, "init: --prices must be INPUT,OUTPUT (USD per million tokens)")
 	}
+	if a.prompt == "" && terminal {
+		// The one question whose empty answer is an answer: the
+		// built-in prompt.
+		fmt.Fprint(out, "Its first words, the system prompt [built-in]: ")
+		if lines.Scan() {
+			a.prompt = strings.TrimSpace(lines.Text())
+		}
+	}
+	if strings.ContainsRune(a.prompt, 0) || len(a.prompt) > config.MaxStimulusBytes {
+		return a, fault.Errorf(fault.ClassConfiguration, "init: --prompt must be at most 65536 bytes and contain no NUL")
+	}
 	return a, nil
+}
+
+// defaultName is the name init offers: the directory's name with its
+// first letter capitalised ("ada" gives "Ada"), or MyAgent when that is
+// no plain word.
+func defaultName(dir string) string {
+	base := filepath.Base(dir)
+	for _, r := range base {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' && r != '_' {
+			return "MyAgent"
+		}
+	}
+	if base == "" || !unicode.IsLetter([]rune(base)[0]) {
+		return "MyAgent"
+	}
+	r := []rune(base)
+	r[0] = unicode.ToUpper(r[0])
+	return string(r)
 }
 
 // initFile is one file init writes.
@@ -194,6 +246,8 @@ func (a initAnswers) files() ([]initFile, error) {
 	workspace := filepath.Join(a.dir, "workspace")
 	servers, err := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{
 		"filesystem": map[string]any{"command": "npx", "args": []string{"-y", filesystemServer, workspace}},
+		"memory": map[string]any{"command": "npx", "args": []string{"-y", memoryServer},
+			"env": map[string]string{"MEMORY_FILE_PATH": "${" + config.BeingDirVar + "}/memory.jsonl"}},
 	}}, "", "  ")
 	if err != nil {
 		return nil, fault.Errorf(fault.ClassConfiguration, "init: %w", err)
@@ -212,9 +266,10 @@ func (a initAnswers) configText() string {
 	fmt.Fprintf(&b, `# A standalone being, written by singularity init.
 # Every option of docs/configuration.md can be set here by its flag's
 # long name; a flag or an environment variable overrides the file.
-# Relative paths are this file's directory's. Run:
-#   singularity doctor --config %[1]s
-#   singularity run --config %[1]s   (later: run --resume)
+# Relative paths are this file's directory's. Every command run in
+# this directory reads it (elsewhere: --config %[1]s). Run:
+#   singularity doctor
+#   singularity run   (later: run --resume)
 
 [brama]
 brama-base-url = %[2]s
@@ -228,9 +283,15 @@ brama-auth = %[4]s
 brama-prices-file = "prices.json"
 
 [being]
-state-dir = "state"
+`)
+	fmt.Fprintf(&b, "agent-name = %s\nstarting-balance-usd = %s\n", q(a.name), q(a.balance))
+	if a.prompt != "" {
+		fmt.Fprintf(&b, "# Its first words: a fresh being's system prompt, which it may change.\nsystem-prompt = %s\n", q(a.prompt))
+	} else {
+		b.WriteString("# Its first words (unset: the built-in system prompt for its name).\n# system-prompt = \"You are ...\"\n")
+	}
+	b.WriteString(`state-dir = "state"
 workspace = "workspace"
-starting-balance-usd = "10"
 # Seconds between cycles of run.
 cycle-interval-secs = "5"
 # stable: a prompt prefix providers can cache and bill at their cached
@@ -241,9 +302,10 @@ prompt-layout = "stable"
 # tiers-file = "tiers.json"
 
 [las]
-# MCP servers in the mcpServers format; the example is the filesystem
-# server on the workspace (npx fetches it once). Remove it, or add your
-# own (docs/las.md#servers-file).
+# MCP servers in the mcpServers format; the examples are the filesystem
+# server on the workspace and the memory server, one file per being in
+# its state directory (npx fetches each once). Remove them, or add your
+# own (docs/las.md#several-mcp-servers).
 las-servers-file = "servers.json"
 
 [logs]

@@ -18,16 +18,36 @@ func TestInitAsksOnATerminal(t *testing.T) {
 	if err := os.WriteFile(key, []byte("sk-test\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := &initCmd{Dir: dir, Model: "gpt-4o-mini"}
-	a, err := c.answers(strings.NewReader("https://api.example.com/v1\n\n"+key+"\n0.15,0.6\n"), &out, true)
+	ada := filepath.Join(dir, "ada")
+	c := &initCmd{Dir: ada, Model: "gpt-4o-mini"}
+	a, err := c.answers(strings.NewReader("\n5\nhttps://api.example.com/v1\n\n"+key+"\n0.15,0.6\nBe brief.\n"), &out, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.baseURL != "https://api.example.com/v1" || a.model != "gpt-4o-mini" || a.auth != "bearer" || a.keyFile != key || a.input != "0.15" || a.output != "0.6" {
 		t.Errorf("answers %+v", a)
 	}
-	if got := strings.Count(out.String(), ": "); got != 4 {
-		t.Errorf("asked %d questions, want 4 (the model was given):\n%s", got, out.String())
+	if a.name != "Ada" || a.balance != "5" || a.prompt != "Be brief." {
+		t.Errorf("name, balance, prompt: %q, %q, %q", a.name, a.balance, a.prompt)
+	}
+	if got := strings.Count(out.String(), ": "); got != 7 {
+		t.Errorf("asked %d questions, want 7 (the model was given):\n%s", got, out.String())
+	}
+	for _, q := range []string{"The being's name [Ada]: ", "Its starting balance in USD [10]: ", "Its first words, the system prompt [built-in]: "} {
+		if !strings.Contains(out.String(), q) {
+			t.Errorf("never asked %q:\n%s", q, out.String())
+		}
+	}
+	// Every question has a flag: with all of them, nothing is asked.
+	out.Reset()
+	all := &initCmd{Dir: ada, Model: "m", BaseURL: "http://u/v1", Auth: "none", Prices: "0,0", Name: "Bo", Balance: "2", Prompt: "Hi."}
+	if _, err := all.answers(strings.NewReader(""), &out, true); err != nil || out.Len() != 0 {
+		t.Errorf("with every flag: %v, asked %q", err, out.String())
+	}
+	for name, want := range map[string]string{"ada": "Ada", "my being": "MyAgent", "7up": "MyAgent", "zoë": "Zoë"} {
+		if got := defaultName(filepath.Join(dir, name)); got != want {
+			t.Errorf("defaultName(%q) = %q, want %q", name, got, want)
+		}
 	}
 
 	for _, tc := range []struct {
@@ -43,6 +63,8 @@ func TestInitAsksOnATerminal(t *testing.T) {
 		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", KeyFile: "/nonexistent/k"}, "secret file: /nonexistent/k: no such file or directory"},
 		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", Auth: "none", KeyFile: "k"}, "configuration: init: --key-file needs --auth bearer"},
 		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", Auth: "none", Prices: "1"}, "configuration: init: --prices must be INPUT,OUTPUT (USD per million tokens)"},
+		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", Auth: "none", Balance: "ten"}, "configuration: init: --starting-balance must be a decimal number of USD, as 10"},
+		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", Auth: "none", Balance: "-1"}, "configuration: init: --starting-balance must be a decimal number of USD, as 10"},
 	} {
 		_, err := tc.c.answers(strings.NewReader(""), &out, false)
 		if err == nil || err.Error() != tc.want {

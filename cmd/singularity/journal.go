@@ -63,6 +63,9 @@ type entry struct {
 }
 
 func (j *journalCmd) Run(e *env) error {
+	if err := e.checkStateDir(j.StateDir); err != nil {
+		return err
+	}
 	records, err := clusterRecords(e, j.Etcd, j.Family)
 	if err != nil {
 		return err

@@ -90,6 +90,12 @@ func lasServers(servers []config.Server) []las.Server {
 		ls := las.Server{Name: s.Name, Command: s.Command, Args: s.Args, Dir: s.Dir, URL: s.URL}
 		for _, e := range s.Env {
 			ls.Env = append(ls.Env, e.Name+"="+e.Reveal())
+			if e.Secret.IsSet() {
+				if ls.SecretEnv == nil {
+					ls.SecretEnv = map[string]bool{}
+				}
+				ls.SecretEnv[e.Name] = true
+			}
 		}
 		if len(s.Headers) > 0 {
 			ls.Headers = make(map[string]string, len(s.Headers))
@@ -178,6 +184,16 @@ func bramaClient(rt config.Runtime) (*brama.Client, error) {
 	})
 }
 
+// freshRoot is the state of a fresh root being: its persona's, with the
+// configured system prompt when there is one.
+func freshRoot(rt config.Runtime) *state.Being {
+	b := being.NewState(rt.Identity, rt.StartingBalance, rt.Brama.Model, state.Now())
+	if rt.SystemPrompt != "" {
+		b.Mind.SystemPrompt = rt.SystemPrompt
+	}
+	return b
+}
+
 // bootRoot applies the boot gates of docs/state.md#boot-gates to the
 // root's state directory without writing: a fresh being comes back for
 // the root actor to write once its Las is ready (being.Options.Fresh),
@@ -187,7 +203,7 @@ func bramaClient(rt config.Runtime) (*brama.Client, error) {
 // inherit it). Refusals exit 4 and leave the directory untouched.
 func bootRoot(rt config.Runtime) (*state.Being, state.Identity, error) {
 	fresh := func() (*state.Being, error) {
-		return being.NewState(rt.Identity, rt.StartingBalance, rt.Brama.Model, state.Now()), nil
+		return freshRoot(rt), nil
 	}
 	b, resumed, err := state.CheckOpen(rt.StateDir, rt.Resume, rt.Identity, rt.IdentityOpen, fresh)
 	switch {

@@ -108,7 +108,8 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 		}
 	}()
 	var file *config.File
-	if path := configPath(args, os.LookupEnv); path != "" {
+	path, found := configPath(args, os.LookupEnv, commandNames(parser.Model))
+	if path != "" {
 		if file, err = config.ReadFile(path, optionKeys(parser.Model)); err != nil {
 			fmt.Fprintln(stderr, fault.Line(err))
 			return 2
@@ -135,6 +136,9 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 	ctx, stop := signalContext(context.Background())
 	defer stop()
 	e.ctx, e.log = ctx, log
+	if found {
+		log.Info("configuration: reading the file found here; --config FILE or SINGULARITY_CONFIG names another", "file", path)
+	}
 	err = kctx.Run(e)
 	if err != nil {
 		fmt.Fprintln(stderr, e.secrets.RedactString(fault.Line(err)))
@@ -146,11 +150,14 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 // loadConfig validates the flags against the process environment; the
 // configuration's secrets are the command's from then on (holdSecrets).
 func (e *env) loadConfig(f config.Flags) (config.Runtime, error) {
+	if e.unconfigured() {
+		return config.Runtime{}, noConfiguration
+	}
 	rt, err := config.Load(f, os.LookupEnv)
 	if err == nil {
 		e.holdSecrets(secrets(rt))
 	}
-	return rt, err
+	return rt, e.placed(err)
 }
 
 type runCmd struct {
@@ -187,6 +194,7 @@ func (o *onceCmd) Run(e *env) error {
 
 type doctorCmd struct {
 	config.Flags `embed:""`
+	Format       string `name:"format" default:"json" enum:"json,text" help:"Output format: json (one line) or text (one line per check)."`
 }
 
 func (d *doctorCmd) Run(e *env) error {
@@ -194,7 +202,7 @@ func (d *doctorCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	return runDoctor(e, rt)
+	return runDoctor(e, rt, d.Format)
 }
 
 type toolsCmd struct {
@@ -206,5 +214,11 @@ type toolsCmd struct {
 }
 
 func (t *toolsCmd) Run(e *env) error {
+	if e.file == nil && e.sourceOf("las-servers-file") == "unset" && e.sourceOf("las-mcp-entrypoint") == "default" {
+		// Neither a servers file nor the seed's Las beside the runtime.
+		if _, err := os.Stat(t.Las.Entrypoint); err != nil {
+			return noConfiguration
+		}
+	}
 	return runTools(e, t)
 }

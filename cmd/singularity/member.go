@@ -285,7 +285,7 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 		return false, nil
 	}
 	if err := member.Fresh(m.rt.StateDir, m.rt.Identity, func() (*state.Being, error) {
-		return being.NewState(m.rt.Identity, m.rt.StartingBalance, m.rt.Brama.Model, state.Now()), nil
+		return freshRoot(m.rt), nil
 	}); err != nil {
 		unlock()
 		return false, err

@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/wisent/singularity/actors/brama"
 	"github.com/wisent/singularity/actors/las"
@@ -15,19 +19,27 @@ import (
 	"github.com/wisent/singularity/supervision/fault"
 )
 
-// doctorReport is what a successful `doctor` prints.
+// doctorReport is what `doctor` prints: on success, and when an MCP
+// server of a servers file failed (OK false).
 type doctorReport struct {
 	OK         bool            `json:"ok"`
 	BramaModel string          `json:"brama_model"`
 	Most       json.RawMessage `json:"most"`
 	LasTools   int             `json:"las_tools"`
+	// Servers are the servers file's servers in file order, each with
+	// its tool count or its failure; absent for the classic Las.
+	Servers []serverCheck `json:"servers,omitempty"`
 }
+
+// maxModelsShown bounds the models an unavailable model's refusal lists.
+const maxModelsShown = 20
 
 // runDoctor is the read-only preflight of docs/configuration.md#doctor:
 // Brama health (for another gateway, its model list), the configured model,
 // the survival tiers' models, Most health when configured, and Las spawned exactly as `run` does with
-// its required surfaces checked. It writes no state.
-func runDoctor(e *env, rt config.Runtime) error {
+// its required surfaces checked; with a servers file, each server on its
+// own, every one of which must list a tool. It writes no state.
+func runDoctor(e *env, rt config.Runtime, format string) error {
 	ctx, cancel := context.WithTimeout(e.ctx, rt.HTTPTimeout*2+rt.MCPTimeout*2)
 	defer cancel()
 	client, err := bramaClient(rt)
@@ -39,12 +51,12 @@ func runDoctor(e *env, rt config.Runtime) error {
 		return err
 	}
 	if !doctorSelector(client.Auth(), rt.Brama.Model) {
-		ok, err := client.Available(ctx, rt.Brama.Model)
+		ids, err := client.Models(ctx)
 		if err != nil {
 			return err
 		}
-		if !ok {
-			return fault.Errorf(fault.ClassConfiguration, "configured Brama model is unavailable: %s", rt.Brama.Model)
+		if !slices.Contains(ids, rt.Brama.Model) {
+			return fault.Errorf(fault.ClassConfiguration, "configured Brama model is unavailable: %s%s", rt.Brama.Model, offered(ids))
 		}
 	}
 	unlisted, err := checkTierModels(ctx, client, rt)
@@ -54,27 +66,86 @@ func runDoctor(e *env, rt config.Runtime) error {
 	if unlisted != nil {
 		return unlisted
 	}
-	mostStatus := json.RawMessage("null")
+	report := doctorReport{OK: true, BramaModel: rt.Brama.Model, Most: json.RawMessage("null")}
 	if rt.Most.Enabled() {
-		report, err := mostClient(rt).CheckHealth(ctx)
+		health, err := mostClient(rt).CheckHealth(ctx)
 		if err != nil {
 			return err
 		}
-		if len(report.Status) > 0 {
-			mostStatus = report.Status
+		if len(health.Status) > 0 {
+			report.Most = health.Status
 		}
 	}
-	var tools []chat.Tool
-	if opts := lasOptions(rt, e.log); opts != nil {
-		if tools, err = las.ListTools(ctx, *opts); err != nil {
+	opts := lasOptions(rt, e.log)
+	switch {
+	case opts == nil: // a servers file without servers: built-ins only
+	case len(opts.Servers) == 0:
+		tools, err := las.ListTools(ctx, *opts)
+		if err != nil {
 			return err
 		}
+		report.LasTools = len(tools)
+	default:
+		// The servers start as the root's would (docs/las.md#per-being-values).
+		root := config.BeingValues{Dir: rt.StateDir, ID: filepath.Base(rt.StateDir), Workspace: rt.Workspace}
+		if abs, err := filepath.Abs(rt.StateDir); err == nil {
+			root.Dir = abs
+		}
+		report.Servers = checkServers(ctx, opts.ForBeing(root.Expand))
+		err = serversVerdict(report.Servers, opts.RequiredSurfaces)
+		for _, c := range report.Servers {
+			report.LasTools += c.Tools
+		}
+		report.OK = err == nil
+		if werr := writeDoctor(e.stdout, report, format); werr != nil {
+			return werr
+		}
+		return err
 	}
-	out, err := json.Marshal(doctorReport{OK: true, BramaModel: rt.Brama.Model, Most: mostStatus, LasTools: len(tools)})
+	return writeDoctor(e.stdout, report, format)
+}
+
+// offered is the tail of an unavailable model's refusal: up to
+// maxModelsShown of the models the gateway lists, in its order.
+func offered(ids []string) string {
+	if len(ids) == 0 {
+		return "; the gateway lists no model"
+	}
+	shown := ids[:min(len(ids), maxModelsShown)]
+	more := ""
+	if len(ids) > len(shown) {
+		more = fmt.Sprintf(", and %d more", len(ids)-len(shown))
+	}
+	return "; the gateway offers " + strings.Join(shown, ", ") + more
+}
+
+// writeDoctor prints the report: one JSON line, or as text one line per
+// check.
+func writeDoctor(w io.Writer, r doctorReport, format string) error {
+	if format == "text" {
+		verdict := "ok"
+		if !r.OK {
+			verdict = "failed"
+		}
+		most := "not configured"
+		if string(r.Most) != "null" {
+			most = string(r.Most)
+		}
+		fmt.Fprintf(w, "doctor: %s\nmodel: %s\nmost: %s\nlas tools: %d\n", verdict, r.BramaModel, most, r.LasTools)
+		for _, c := range r.Servers {
+			if c.Error != "" {
+				fmt.Fprintf(w, "server %s: failed: %s\n", c.Name, c.Error)
+			} else {
+				fmt.Fprintf(w, "server %s: %d tools\n", c.Name, c.Tools)
+			}
+		}
+		return nil
+	}
+	out, err := json.Marshal(r)
 	if err != nil {
 		return fault.Errorf(fault.ClassRuntime, "doctor report: %w", err)
 	}
-	fmt.Fprintln(e.stdout, string(out))
+	fmt.Fprintln(w, string(out))
 	return nil
 }
 

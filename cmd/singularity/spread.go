@@ -202,7 +202,7 @@ func (m *memberRun) awaitRoot() (*fence.Lock, bool, error) {
 		switch {
 		case err == nil:
 			if err := member.Fresh(m.rt.StateDir, m.rt.Identity, func() (*state.Being, error) {
-				return being.NewState(m.rt.Identity, m.rt.StartingBalance, m.rt.Brama.Model, state.Now()), nil
+				return freshRoot(m.rt), nil
 			}); err != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
 				_ = lock.Unlock(ctx)

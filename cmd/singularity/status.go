@@ -30,6 +30,9 @@ type statusCmd struct {
 }
 
 func (s *statusCmd) Run(e *env) error {
+	if err := e.checkStateDir(s.StateDir); err != nil {
+		return err
+	}
 	load, err := s.loader(e)
 	if err != nil {
 		return err

@@ -4,7 +4,6 @@
 package cli_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"maps"
 	"os"
@@ -47,12 +46,7 @@ type result struct {
 
 func run(t *testing.T, env map[string]string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(testkit.Singularity(t), args...)
-	cmd.Env = testkit.Environ(env)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	code := testkit.ExitCode(t, cmd.Run())
-	return result{stdout.String(), stderr.String(), code}
+	return runIn(t, "", env, args...)
 }
 
 func TestBadConfigurationsExit2(t *testing.T) {
@@ -68,7 +62,7 @@ func TestBadConfigurationsExit2(t *testing.T) {
 		want  string
 	}{
 		{"missing agent id", nil, []string{"SINGULARITY_AGENT_ID"}, nil, "configuration: SINGULARITY_AGENT_ID is required"},
-		{"empty agent id", map[string]string{"SINGULARITY_AGENT_ID": ""}, nil, nil, "configuration: agent id is not a valid immutable identifier"},
+		{"empty agent id", map[string]string{"SINGULARITY_AGENT_ID": ""}, nil, nil, "configuration: SINGULARITY_AGENT_ID: agent id is not a valid immutable identifier"},
 		{"missing policy sequence", nil, []string{"SINGULARITY_POLICY_SEQUENCE"}, nil, "configuration: SINGULARITY_POLICY_SEQUENCE is required"},
 		{"missing manifest", nil, []string{"LAS_RELEASE_MANIFEST_FILE"}, nil, "configuration: LAS_RELEASE_MANIFEST_FILE is required"},
 		{"bearer without key", map[string]string{"BRAMA_AUTH": "bearer", "BRAMA_MODEL": "gpt-x"}, nil, nil, "secret file: BRAMA_API_KEY_FILE is required when BRAMA_AUTH is bearer"},
@@ -78,17 +72,17 @@ func TestBadConfigurationsExit2(t *testing.T) {
 		{"max tokens field", map[string]string{"BRAMA_MAX_TOKENS_FIELD": "max_new_tokens"}, nil, nil, "configuration: BRAMA_MAX_TOKENS_FIELD must be max_tokens or max_completion_tokens"},
 		{"retries", map[string]string{"BRAMA_RETRIES": "two"}, nil, nil, "configuration: BRAMA_RETRIES must be an unsigned integer"},
 		{"prices file missing", map[string]string{"BRAMA_PRICES_FILE": "/nonexistent/prices.json"}, nil, nil, "configuration: BRAMA_PRICES_FILE: /nonexistent/prices.json: no such file or directory"},
-		{"bad digest", map[string]string{"SINGULARITY_CODE_SHA256": "XYZ"}, nil, nil, "configuration: code digest must be 64 lowercase hexadecimal characters"},
-		{"negative price", map[string]string{"BRAMA_INPUT_PRICE_USD_PER_MILLION": "-1"}, nil, nil, "configuration: prices and balance cannot be negative"},
-		{"zero rounds flag", nil, nil, []string{"--max-tool-rounds=0"}, "configuration: max tool rounds must be positive"},
-		{"temperature", map[string]string{"BRAMA_TEMPERATURE": "3"}, nil, nil, "configuration: temperature must be finite and between zero and two"},
+		{"bad digest", map[string]string{"SINGULARITY_CODE_SHA256": "XYZ"}, nil, nil, "configuration: SINGULARITY_CODE_SHA256: code digest must be 64 lowercase hexadecimal characters"},
+		{"negative price", map[string]string{"BRAMA_INPUT_PRICE_USD_PER_MILLION": "-1"}, nil, nil, "configuration: BRAMA_INPUT_PRICE_USD_PER_MILLION: prices and balance cannot be negative"},
+		{"zero rounds flag", nil, nil, []string{"--max-tool-rounds=0"}, "configuration: --max-tool-rounds: max tool rounds must be positive"},
+		{"temperature", map[string]string{"BRAMA_TEMPERATURE": "3"}, nil, nil, "configuration: BRAMA_TEMPERATURE: temperature must be finite and between zero and two"},
 		{"brama scheme", map[string]string{"BRAMA_BASE_URL": "ws://x"}, nil, nil, "configuration: BRAMA_BASE_URL must use http or https"},
-		{"entrypoint", map[string]string{"LAS_MCP_ENTRYPOINT": "/nonexistent/mcp.mjs"}, nil, nil, "configuration: LAS entrypoint not found: /nonexistent/mcp.mjs"},
-		{"watermark", map[string]string{"LAS_RELEASE_WATERMARK_FILE": "rel"}, nil, nil, "configuration: LAS release watermark must be an absolute path"},
+		{"entrypoint", map[string]string{"LAS_MCP_ENTRYPOINT": "/nonexistent/mcp.mjs"}, nil, nil, "configuration: LAS_MCP_ENTRYPOINT: LAS entrypoint not found: /nonexistent/mcp.mjs"},
+		{"watermark", map[string]string{"LAS_RELEASE_WATERMARK_FILE": "rel"}, nil, nil, "configuration: LAS_RELEASE_WATERMARK_FILE: LAS release watermark must be an absolute path"},
 		{"no secret", nil, []string{"BRAMA_HMAC_SECRET_FILE"}, nil, "secret file: BRAMA_HMAC_SECRET_FILE or WISENT_APP_AGENT_AUTH_SECRET is required"},
 		{"empty secret var is unset", map[string]string{"BRAMA_HMAC_SECRET_FILE": "", "WISENT_APP_AGENT_AUTH_SECRET": ""}, nil, nil, "secret file: BRAMA_HMAC_SECRET_FILE or WISENT_APP_AGENT_AUTH_SECRET is required"},
 		{"group readable secret", map[string]string{"BRAMA_HMAC_SECRET_FILE": group}, nil, nil, "secret file: " + group + " must not be group/world accessible"},
-		{"debug not loopback", map[string]string{"SINGULARITY_DEBUG_ADDR": "0.0.0.0:1"}, nil, nil, "configuration: debug address must be loopback"},
+		{"debug not loopback", map[string]string{"SINGULARITY_DEBUG_ADDR": "0.0.0.0:1"}, nil, nil, "configuration: SINGULARITY_DEBUG_ADDR: debug address must be loopback"},
 		{"unknown flag", nil, nil, []string{"--no-such-flag"}, "configuration: unknown flag --no-such-flag"},
 	}
 	for _, c := range cases {
@@ -108,17 +102,6 @@ func TestBadConfigurationsExit2(t *testing.T) {
 				assert.NotContains(t, r.stdout+r.stderr, secretValue)
 			})
 		}
-	}
-}
-
-// TestNothingSetNamesTheFirstRequiredVariable is a new user's first run:
-// no variable at all.
-func TestNothingSetNamesTheFirstRequiredVariable(t *testing.T) {
-	for _, command := range []string{"once", "run", "doctor"} {
-		r := run(t, map[string]string{"PATH": os.Getenv("PATH")}, command)
-		assert.Equal(t, 2, r.code, command)
-		assert.Equal(t, "singularity: configuration: SINGULARITY_AGENT_ID is required\n", r.stderr, command)
-		assert.Empty(t, r.stdout)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // configLine is one option of `singularity config`: key, quoted value,
@@ -19,15 +21,7 @@ var configLine = regexp.MustCompile(`(?m)^([a-z0-9-]+) = ("[^"]*"|true|false) # 
 // (unquoted) and source.
 func effective(t *testing.T, env map[string]string, args ...string) (map[string]string, map[string]string) {
 	t.Helper()
-	r := run(t, env, append([]string{"config"}, args...)...)
-	require.Equal(t, 0, r.code, r.stderr)
-	values, sources := map[string]string{}, map[string]string{}
-	for _, m := range configLine.FindAllStringSubmatch(r.stdout, -1) {
-		values[m[1]] = strings.Trim(m[2], `"`)
-		sources[m[1]] = m[3]
-	}
-	require.NotEmpty(t, values, r.stdout)
-	return values, sources
+	return effectiveIn(t, "", env, args...)
 }
 
 // TestConfigFilePrecedence: a flag beats its environment variable, which
@@ -156,4 +150,65 @@ func writer(t *testing.T, dir string) func(name, text string) string {
 		require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
 		return path
 	}
+}
+
+// TestRefusalsNameKeyAndSource: a refused value names its option and
+// where it came from: the flag, the variable, or the file's line and
+// key; a sentence that names its variable already is not told it twice.
+func TestRefusalsNameKeyAndSource(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "singularity.toml")
+	require.NoError(t, os.WriteFile(file, []byte(`brama-auth = "none"
+brama-model = "m"
+
+[being]
+starting-balance-usd = "ten"
+`), 0o600))
+	path := map[string]string{"PATH": os.Getenv("PATH")}
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"file", path, nil, "configuration: " + file + ":5: starting-balance-usd: starting balance must be a decimal number"},
+		{"flag", path, []string{"--starting-balance-usd", "x"}, "configuration: --starting-balance-usd: starting balance must be a decimal number"},
+		{"variable", map[string]string{"PATH": os.Getenv("PATH"), "SINGULARITY_STARTING_BALANCE_USD": "-1"}, nil, "configuration: SINGULARITY_STARTING_BALANCE_USD: prices and balance cannot be negative"},
+		{"named variable", map[string]string{"PATH": os.Getenv("PATH"), "SINGULARITY_STARTING_BALANCE_USD": "1", "BRAMA_BASE_URL": "ftp://x"}, nil, "configuration: BRAMA_BASE_URL must use http or https"},
+		{"named in the file", path, []string{"--starting-balance-usd", "1", "--brama-model", "any"}, "configuration: --brama-model: BRAMA_MODEL must name a model when BRAMA_AUTH is not hmac"},
+	}
+	for _, c := range cases {
+		for _, command := range []string{"once", "doctor"} {
+			r := runIn(t, dir, c.env, append([]string{command}, c.args...)...)
+			assert.Equal(t, 2, r.code, c.name)
+			assert.Equal(t, "singularity: "+c.want+"\n", testkit.LastLine(r.stderr), c.name)
+		}
+	}
+}
+
+// TestConfigMarksWhatAResumedBeingKeeps: with a being in the state
+// directory, `config` marks the options a resumed being takes from its
+// state (its identity, its model, its starting balance, the stimulus)
+// with the state's value; the others, and every option without a being,
+// carry no mark.
+func TestConfigMarksWhatAResumedBeingKeeps(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := map[string]string{"PATH": os.Getenv("PATH")}
+	plain, plainSources := effective(t, env, "--state-dir", filepath.Join(dir, "state"))
+	require.NotEmpty(t, plain)
+	for key, source := range plainSources {
+		assert.NotContains(t, source, "kept", key)
+	}
+	demo := run(t, env, "demo", "--cycles", "1", "--dir", dir)
+	require.Equal(t, 0, demo.code, demo.stderr)
+	_, sources := effective(t, env, "--state-dir", filepath.Join(dir, "state"), "--brama-model", "gpt-x")
+	assert.Equal(t, `flag; kept: the state says "any"`, sources["brama-model"])
+	assert.Equal(t, `default; kept: the state says "Ada"`, sources["agent-name"])
+	assert.Equal(t, `default; kept: the state says "1"`, sources["starting-balance-usd"])
+	assert.Equal(t, "unset; kept: only a fresh being's first cycle reads it", sources["stimulus"])
+	assert.Equal(t, "default", sources["context-messages"])
+	r := run(t, env, "config", "--state-dir", filepath.Join(dir, "state"))
+	assert.Contains(t, r.stdout, "holds a being: resumed, it keeps what its state says")
 }

@@ -2,10 +2,13 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -78,7 +81,7 @@ func TestDoctorRefusals(t *testing.T) {
 		stderr string
 	}{
 		{"brama unhealthy", sick, "{}", nil, 3, `singularity: brama: health status is "degraded", not "ok"`},
-		{"model not advertised", healthy, "{}", map[string]string{"BRAMA_MODEL": "model-z"}, 2, "singularity: configuration: configured Brama model is unavailable: model-z"},
+		{"model not advertised", healthy, "{}", map[string]string{"BRAMA_MODEL": "model-z"}, 2, "singularity: configuration: configured Brama model is unavailable: model-z; the gateway offers model-a"},
 		{"required surface missing", healthy, `{"surfaces":["echo","skarbiec"]}`, nil, 3, "singularity: mcp: required Las surface unavailable: finance"},
 		{"most without backend", healthy, "{}", map[string]string{"MOST_BASE_URL": most.URL, "MOST_SERVICE_TOKEN_FILE": token}, 3, "singularity: most: no send-capable backend"},
 	}
@@ -135,7 +138,7 @@ func TestDoctorAgainstOtherGateways(t *testing.T) {
 			env["BRAMA_MODEL"] = "gpt-huge"
 			r = run(t, env, "doctor")
 			assert.Equal(t, 2, r.code, r.stderr)
-			assert.Equal(t, "singularity: configuration: configured Brama model is unavailable: gpt-huge\n", testkit.LastLine(r.stderr))
+			assert.Equal(t, "singularity: configuration: configured Brama model is unavailable: gpt-huge; the gateway offers gpt-small, gpt-large\n", testkit.LastLine(r.stderr))
 			assert.Empty(t, r.stdout)
 			assert.NotContains(t, r.stdout+r.stderr, apiKey)
 			stateUntouched(t, env)
@@ -149,4 +152,116 @@ func TestDoctorAgainstOtherGateways(t *testing.T) {
 	assert.Equal(t, 3, r.code, r.stderr)
 	assert.Equal(t, "singularity: brama: HTTP 401: invalid api key\n", testkit.LastLine(r.stderr))
 	assert.NotContains(t, r.stdout+r.stderr, apiKey)
+}
+
+// TestDoctorNamesTheModelsOffered: a model the gateway does not list is
+// refused with the first 20 models it lists, and how many more.
+func TestDoctorNamesTheModelsOffered(t *testing.T) {
+	w := newWorld(t)
+	var models []string
+	for i := range 25 {
+		models = append(models, fmt.Sprintf("model-%02d", i))
+	}
+	srv := bramatest.Start(t, bramatest.Config{Secret: []byte(secretValue), Models: models})
+	env := doctorEnv(t, w, srv, "{}")
+	env["BRAMA_MODEL"] = "model-99"
+	r := run(t, env, "doctor")
+	assert.Equal(t, 2, r.code, r.stderr)
+	want := "singularity: configuration: configured Brama model is unavailable: model-99; the gateway offers " + strings.Join(models[:20], ", ") + ", and 5 more\n"
+	assert.Equal(t, want, testkit.LastLine(r.stderr))
+}
+
+// fakeRegistry is an npm registry that knows no package: npx asks it
+// for a misspelled package and fails with npm's own 404.
+func fakeRegistry(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error":"Not found"}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestDoctorReportsEachServer: with a servers file doctor starts each
+// server as run does and reports each with its tool count or its
+// failure, in JSON and as text. A server that lists tools passes; a
+// misspelled npm package (npx against a registry that answers 404), a
+// command that exits at once, and a server that lists no tool each make
+// doctor exit 3 with "mcp: server <name>: <reason>", the first in file
+// order, whose reason holds the server's last stderr line.
+func TestDoctorReportsEachServer(t *testing.T) {
+	if _, err := exec.LookPath("npx"); err != nil {
+		t.Skipf("npx is not installed: %v", err)
+	}
+	w := newWorld(t)
+	srv := bramatest.Start(t, bramatest.Config{Secret: []byte(secretValue), Models: []string{"model-a"}})
+	lasConfig := filepath.Join(w.dir, "lab.json")
+	require.NoError(t, os.WriteFile(lasConfig, []byte("{}"), 0o600))
+	empty := filepath.Join(w.dir, "empty.json")
+	require.NoError(t, os.WriteFile(empty, []byte(`{"surfaces":["none-such"]}`), 0o600))
+	home := t.TempDir()
+	lab := map[string]any{"command": testkit.ExampleLas(t), "args": []string{lasConfig}}
+	servers := func(entries string) map[string]string {
+		path := filepath.Join(t.TempDir(), "servers.json")
+		require.NoError(t, os.WriteFile(path, []byte(entries), 0o600))
+		env := doctorEnv(t, w, srv, "{}")
+		env["LAS_SERVERS_FILE"] = path
+		return env
+	}
+	labJSON, err := json.Marshal(lab)
+	require.NoError(t, err)
+
+	good := servers(`{"mcpServers": {"lab": ` + string(labJSON) + `}}`)
+	r := run(t, good, "doctor")
+	require.Equal(t, 0, r.code, r.stderr)
+	var report struct {
+		OK       bool `json:"ok"`
+		LasTools int  `json:"las_tools"`
+		Servers  []struct {
+			Name  string `json:"name"`
+			Tools int    `json:"tools"`
+			Error string `json:"error"`
+		} `json:"servers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &report), r.stdout)
+	assert.True(t, report.OK)
+	require.Len(t, report.Servers, 1)
+	assert.Equal(t, "lab", report.Servers[0].Name)
+	assert.Positive(t, report.Servers[0].Tools)
+	assert.Equal(t, report.Servers[0].Tools, report.LasTools)
+	text := run(t, good, "doctor", "--format", "text")
+	require.Equal(t, 0, text.code, text.stderr)
+	assert.Contains(t, text.stdout, "doctor: ok\n")
+	assert.Contains(t, text.stdout, fmt.Sprintf("server lab: %d tools\n", report.Servers[0].Tools))
+
+	bad := servers(`{"mcpServers": {
+	  "lab": ` + string(labJSON) + `,
+	  "typo": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memoryy@1.0.0"],
+	           "env": {"npm_config_registry": "` + fakeRegistry(t) + `", "HOME": "` + home + `"}},
+	  "gone": {"command": "false"},
+	  "mute": {"command": "` + testkit.ExampleLas(t) + `", "args": ["` + empty + `"]}
+	}}`)
+	r = run(t, bad, "doctor")
+	assert.Equal(t, 3, r.code, r.stderr)
+	last := testkit.LastLine(r.stderr)
+	assert.True(t, strings.HasPrefix(last, "singularity: mcp: server typo: "), last)
+	assert.Contains(t, last, "npm error 404 Not Found - GET", last)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &report), r.stdout)
+	assert.False(t, report.OK)
+	require.Len(t, report.Servers, 4)
+	byName := map[string]string{}
+	for _, s := range report.Servers {
+		byName[s.Name] = s.Error
+	}
+	assert.Empty(t, byName["lab"])
+	assert.Contains(t, byName["typo"], "npm error 404")
+	assert.NotEmpty(t, byName["gone"])
+	assert.Equal(t, "lists no tool", byName["mute"])
+	text = run(t, bad, "doctor", "--format", "text")
+	assert.Equal(t, 3, text.code)
+	assert.Contains(t, text.stdout, "doctor: failed\n")
+	assert.Contains(t, text.stdout, "server mute: failed: lists no tool\n")
+	stateUntouched(t, bad)
 }

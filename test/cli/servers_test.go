@@ -174,7 +174,7 @@ func TestBadInputFilesExit2(t *testing.T) {
 		{"price out of range", map[string]string{"BRAMA_PRICES_FILE": write("range.json", `{"m": {"input_usd_per_million": "1e400", "output_usd_per_million": "1"}}`)},
 			[]string{"once", "run", "doctor"}, `configuration: BRAMA_PRICES_FILE: model "m": input_usd_per_million is out of range`},
 		{"variable out of range", map[string]string{"BRAMA_INPUT_PRICE_USD_PER_MILLION": "1e99999999999999999999"},
-			[]string{"once", "run", "doctor"}, `configuration: input price is out of range`},
+			[]string{"once", "run", "doctor"}, `configuration: BRAMA_INPUT_PRICE_USD_PER_MILLION: input price is out of range`},
 	}
 	for _, c := range cases {
 		for _, command := range c.commands {

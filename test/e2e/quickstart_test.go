@@ -120,8 +120,10 @@ func quickStart(t *testing.T) (start, read []string) {
 // variable, so no identity or LAS_RELEASE_* variable is set. doctor is
 // ok; once debits exactly what the usage costs at the prices init wrote;
 // run lives through the mock's 400 at cycle 2 and recovers at cycle 3.
-// The commands run from test/peers, where npx finds the servers file's
-// filesystem server installed.
+// No command names the configuration: each finds it in the directory the
+// README moves to, whose node_modules (made before init, which leaves it
+// be) is test/peers', so that npx finds the servers file's filesystem
+// server installed.
 func TestReadmeStandaloneQuickStart(t *testing.T) {
 	t.Parallel()
 	base := startMockOpenAI(t)
@@ -134,11 +136,15 @@ func TestReadmeStandaloneQuickStart(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(peers, "node_modules", "@modelcontextprotocol", "server-filesystem")); err != nil {
 		t.Skipf("the filesystem server is not installed (%v); run `make peers`", err)
 	}
-	sh := func(line string) *exec.Cmd {
+	dir := filepath.Join(home, "ada")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	require.NoError(t, os.Symlink(filepath.Join(peers, "node_modules"), filepath.Join(dir, "node_modules")))
+	// sh runs line from cwd, as a reader who moved there would.
+	sh := func(cwd, line string) *exec.Cmd {
 		line = strings.ReplaceAll(line, "https://api.openai.com/v1", base)
 		line = strings.ReplaceAll(line, "gpt-4o-mini", "gpt-4")
 		cmd := exec.Command("sh", "-e", "-c", line)
-		cmd.Env, cmd.Dir = env, peers
+		cmd.Env, cmd.Dir = env, cwd
 		return cmd
 	}
 	// Every line but the last (run, which lives until stopped) in one
@@ -150,7 +156,11 @@ func TestReadmeStandaloneQuickStart(t *testing.T) {
 	for i, line := range lines[:len(lines)-1] {
 		fmt.Fprintf(&script, "echo '@@@ %d'\n%s\n", i, line)
 	}
-	out, err := sh(script.String()).CombinedOutput()
+	require.Contains(t, lines, "cd $HOME/ada", "the README moves to the being's directory")
+	for _, line := range append(append([]string{}, lines...), read...) {
+		require.NotContains(t, line, "--config", "no command names the configuration")
+	}
+	out, err := sh(home, script.String()).CombinedOutput()
 	require.NoError(t, err, "%s\n%s", script.String(), out)
 	outputs := map[string]string{}
 	for _, part := range strings.Split(string(out), "@@@ ")[1:] {
@@ -162,7 +172,6 @@ func TestReadmeStandaloneQuickStart(t *testing.T) {
 			outputs[fields[1]] = text
 		}
 	}
-	dir := filepath.Join(home, "ada")
 	stateDir := filepath.Join(dir, "state")
 
 	var doctor map[string]any
@@ -196,7 +205,7 @@ func TestReadmeStandaloneQuickStart(t *testing.T) {
 	assert.Equal(t, testkit.USD("10").Sub(want).String(), report.Balance)
 
 	// run: cycle 2 is refused with a 400, cycle 3 answered.
-	cmd := sh("exec " + run)
+	cmd := sh(dir, "exec "+run)
 	stderr := newSyncBuffer() // read while the process writes it
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
@@ -248,10 +257,10 @@ func TestReadmeStandaloneQuickStart(t *testing.T) {
 
 	// The second block: status and journal, found from the same file.
 	require.Len(t, read, 2)
-	status, err := sh(read[0]).Output()
+	status, err := sh(dir, read[0]).Output()
 	require.NoError(t, err, read[0])
 	assert.Contains(t, string(status), "family ledger: exact", read[0])
-	journal, err := sh(read[1]).Output()
+	journal, err := sh(dir, read[1]).Output()
 	require.NoError(t, err, read[1])
 	jl := strings.Split(strings.TrimSpace(string(journal)), "\n")
 	assert.Len(t, jl, min(20, len(events)), "--tail 20 of the being's %d events", len(events))

@@ -76,7 +76,7 @@ func TestStandaloneFirstHour(t *testing.T) {
 
 	doctor := w.run("doctor")
 	require.Equal(t, 0, doctor.code, doctor.stderr)
-	assert.Regexp(t, `^\{"ok":true,"brama_model":"local-model","most":null,"las_tools":\d+\}\n$`, doctor.stdout)
+	assert.Regexp(t, `^\{"ok":true,"brama_model":"local-model","most":null,"las_tools":(\d+),"servers":\[\{"name":"lab","tools":(\d+)\}\]\}\n$`, doctor.stdout)
 	assert.NoDirExists(t, w.stateDir, "doctor writes no state")
 
 	w.brama.Enqueue(bramatest.TextReply("hello", bramatest.Usage(1000, 100)))
