@@ -22,6 +22,7 @@ import (
 
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/prices/catalog"
 	"github.com/wisent/singularity/internal/prompt"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
@@ -107,8 +108,13 @@ type Brama struct {
 	MaxTokensField gateway.MaxTokensField
 	// Retries is BRAMA_RETRIES.
 	Retries int
-	// Prices is BRAMA_PRICES_FILE's table; nil when unset.
-	Prices prices.Table
+	// Prices are BRAMA_PRICES_FILE's table (nil when unset) over the
+	// shipped catalogue (docs/brama.md#per-model-prices).
+	Prices prices.Book
+	// AllowFreeModel is SINGULARITY_ALLOW_FREE_MODEL: a bearer gateway
+	// may run a model that would be charged nothing
+	// (docs/money.md#no-free-model-by-accident).
+	AllowFreeModel bool
 	// PromptCacheKey is BRAMA_PROMPT_CACHE_KEY: send each being's id as
 	// prompt_cache_key (docs/brama.md#prompt-cache-key).
 	PromptCacheKey bool
@@ -182,6 +188,9 @@ func Load(f Flags, env LookupEnv) (Runtime, error) {
 		return Runtime{}, err
 	}
 	if err = tierPrices(rt.Tiers, rt.Brama.Prices); err != nil {
+		return Runtime{}, err
+	}
+	if err = freeModels(rt); err != nil {
 		return Runtime{}, err
 	}
 	if f.Las.ServersFile == "" {
@@ -614,7 +623,8 @@ func loadBrama(f BramaFlags) (Brama, error) {
 	}
 	return Brama{
 		BaseURL: base, Model: f.Model, Auth: auth, MaxTokens: int(maxTokens), Temperature: temp,
-		MaxTokensField: field, Retries: int(retries), Prices: table, PromptCacheKey: f.CacheKey,
+		MaxTokensField: field, Retries: int(retries), PromptCacheKey: f.CacheKey,
+		Prices: prices.Book{File: table, Catalogue: catalog.Shipped().For(base.String())}, AllowFreeModel: f.AllowFreeModel,
 	}, nil
 }
 
@@ -652,24 +662,60 @@ func loadTiers(path string) (tiers.Table, error) {
 	return table, nil
 }
 
-// tierPrices refuses a tier whose model the prices file does not list
-// (docs/money.md#survival-tiers): with BRAMA_PRICES_FILE, a model id a
-// tier switches to would otherwise be priced by the two price variables
-// without anyone having chosen them. A selector is priced by the model
-// that answers.
-func tierPrices(t tiers.Table, p prices.Table) error {
-	if p == nil {
+// tierPrices refuses a tier whose model neither the prices file nor the
+// catalogue lists (docs/money.md#survival-tiers): with BRAMA_PRICES_FILE,
+// a model id a tier switches to would otherwise be priced by the two
+// price variables without anyone having chosen them. A selector is
+// priced by the model that answers.
+func tierPrices(t tiers.Table, p prices.Book) error {
+	if p.File == nil {
 		return nil
 	}
 	for i, tier := range t {
 		if tier.Model == "" || gateway.IsSelector(tier.Model) {
 			continue
 		}
-		if _, ok := p[tier.Model]; !ok {
+		if _, _, ok := p.Find(tier.Model); !ok {
 			return configError("SINGULARITY_TIERS_FILE: tier %d: model %q has no price in BRAMA_PRICES_FILE", i+1, tier.Model)
 		}
 	}
 	return nil
+}
+
+// freeModels refuses, on a bearer gateway, a model the being would be
+// charged nothing for (docs/money.md#no-free-model-by-accident): the
+// configured model and every tier's, unless AllowFreeModel. A keyless
+// (none) server may run free; Brama (hmac) bills by its own prices.
+func freeModels(rt Runtime) error {
+	if rt.Brama.Auth != gateway.AuthBearer || rt.Brama.AllowFreeModel {
+		return nil
+	}
+	options := rt.OptionPrices()
+	models := []string{rt.Brama.Model}
+	for _, tier := range rt.Tiers {
+		if tier.Model != "" && !gateway.IsSelector(tier.Model) {
+			models = append(models, tier.Model)
+		}
+	}
+	for _, model := range models {
+		if rt.Brama.Prices.Free(model, options) {
+			return configError("%s", prices.NoPrice(model))
+		}
+	}
+	return nil
+}
+
+// OptionPrices is the pair of the two price options, what a model
+// neither the prices file nor the catalogue lists is charged.
+func (rt Runtime) OptionPrices() prices.Pair {
+	return prices.Pair{Input: rt.InputPerMillion, Output: rt.OutputPerMillion}
+}
+
+// RequirePrice reports whether the beings must refuse to switch to a
+// model they would be charged nothing for: a bearer gateway without
+// AllowFreeModel (docs/money.md#no-free-model-by-accident).
+func (rt Runtime) RequirePrice() bool {
+	return rt.Brama.Auth == gateway.AuthBearer && !rt.Brama.AllowFreeModel
 }
 
 func parseServiceURL(name, text string) (*url.URL, error) {

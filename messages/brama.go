@@ -67,6 +67,9 @@ type CompletionResponse struct {
 	Model        string // the model the response names; "" when none
 	Usage        chat.Usage
 	Prices       *prices.Pair
+	// Unpriced: the response names a model no price is known for, and
+	// Prices are the requested model's (docs/money.md#no-overdraft).
+	Unpriced     bool
 	Truncated    bool
 	Warnings     []string
 	NoUsage      bool

@@ -195,6 +195,9 @@ func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResp
 		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), resp.Err)
 		return
 	}
+	if resp.Unpriced {
+		b.warn(UnpricedModelBilled)
+	}
 	b.noteBilledPrices(resp.Prices)
 	debit := b.price(resp)
 	if resp.Err != nil {

@@ -87,12 +87,17 @@ func (b *Being) reserve(system chat.Message, window state.Encoded) (budget.Reser
 // holds whichever model answers; docs/brama.md#per-model-prices).
 func (b *Being) reservePricing() budget.Pricing {
 	p := b.opts.Pricing
-	if len(b.opts.Prices) == 0 {
+	if b.opts.Prices.Empty() {
 		return p
 	}
 	pair := b.opts.Prices.Reservation(b.st.Mind.CurrentModel, p.Tokens())
 	return p.WithTokens(pair.Higher(b.purse.billed))
 }
+
+// UnpricedModelBilled is the warning journaled when a completion's
+// response names a model no price is known for: it is debited at the
+// prices of the model it was reserved at (docs/money.md#no-overdraft).
+const UnpricedModelBilled = "completion named a model without a price; debited at the reserved model's prices"
 
 // PricierModelBilled is the warning journaled when a completion is billed
 // at the prices of the model its response names, and they are higher than
@@ -106,7 +111,7 @@ const PricierModelBilled = "completion billed at a pricier model than reserved; 
 // from then on, so that the next reservation holds whichever of the
 // models answers.
 func (b *Being) noteBilledPrices(billed *prices.Pair) {
-	if billed == nil || len(b.opts.Prices) == 0 {
+	if billed == nil || b.opts.Prices.Empty() {
 		return
 	}
 	reserved := b.reservePricing().Tokens()

@@ -39,10 +39,11 @@ type GatewayConfig struct {
 	// gateway stops may take to finish before they are cancelled and
 	// answered as indeterminate. Zero means DefaultShutdownGrace.
 	ShutdownGrace time.Duration
-	// Prices are the per-model prices of BRAMA_PRICES_FILE
-	// (docs/brama.md#per-model-prices). Nil lists no model: every
-	// completion is priced by the ledger's configured two prices.
-	Prices prices.Table
+	// Prices are the per-model prices of BRAMA_PRICES_FILE over the
+	// shipped catalogue (docs/brama.md#per-model-prices). The zero Book
+	// lists no model: every completion is priced by the ledger's
+	// configured two prices.
+	Prices prices.Book
 	// Workers is how many completions run at once, each on a worker
 	// goroutine of the gateway's pool; the others wait in order, as
 	// requests that are not yet encoded (docs/brama.md#concurrency).
@@ -271,8 +272,9 @@ func (g *Gateway) response(p *Params, comp *Completion, err error) messages.Comp
 		Elapsed:      comp.Elapsed,
 		Err:          err,
 	}
-	if pair, ok := g.cfg.Prices.Lookup(comp.Model, p.Model); ok {
+	if pair, ok, unpriced := g.cfg.Prices.Lookup(comp.Model, p.Model); ok {
 		resp.Prices = &pair
+		resp.Unpriced = unpriced
 	}
 	return resp
 }

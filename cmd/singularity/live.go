@@ -147,6 +147,7 @@ func rootOptions(rt config.Runtime, mode being.Mode, log *slog.Logger) (being.Op
 		HTTPTimeout:         rt.HTTPTimeout,
 		SpendLimit:          rt.SpendLimit,
 		Prices:              rt.Brama.Prices,
+		RequirePrice:        rt.RequirePrice(),
 	}
 	if rt.MintChildren {
 		opts.Funding = builtin.Mint

@@ -66,7 +66,26 @@ func runDoctor(e *env, rt config.Runtime) error {
 		return fault.Errorf(fault.ClassRuntime, "doctor report: %w", err)
 	}
 	fmt.Fprintln(e.stdout, string(out))
+	if line := freeModelLine(rt); line != "" {
+		fmt.Fprintln(e.stderr, line)
+	}
 	return nil
+}
+
+// freeModelLine is the line doctor adds on stderr when the configured
+// model would be charged nothing and the configuration allows it
+// (docs/money.md#no-free-model-by-accident): a keyless server, or
+// --allow-free-model. Empty when the model has a price or the gateway is
+// Brama.
+func freeModelLine(rt config.Runtime) string {
+	if rt.Brama.Auth.Brama() || !rt.Brama.Prices.Free(rt.Brama.Model, rt.OptionPrices()) {
+		return ""
+	}
+	why := "a keyless (none) server"
+	if rt.Brama.Auth == gateway.AuthBearer {
+		why = "--allow-free-model is set"
+	}
+	return fmt.Sprintf("doctor: model %s has no price and runs free: %s", rt.Brama.Model, why)
 }
 
 // doctorSelector reports whether doctor skips the model listing: the
