@@ -416,6 +416,56 @@ func validDigest(s string) bool {
 	return true
 }
 
+// amountOption parses an amount option named name (a price or the
+// starting balance): a decimal ≥ 0.
+func amountOption(name, text string) (money.Amount, error) {
+	v, err := money.Parse(text)
+	if errors.Is(err, money.ErrRange) {
+		return money.Zero, configError("%s is out of range", name)
+	}
+	if err != nil {
+		return money.Zero, configError("%s must be a decimal number", name)
+	}
+	if v.Sign() < 0 {
+		return money.Zero, configError("prices and balance cannot be negative")
+	}
+	return v, nil
+}
+
+// PriceFlags are the options that decide what a model is charged: the
+// gateway (whose provider the catalogue looks up first), the prices file
+// and the two price options. They are a subset of Flags, for
+// `singularity prices`.
+type PriceFlags struct {
+	BaseURL          string
+	PricesFile       string
+	InputPerMillion  string
+	OutputPerMillion string
+}
+
+// LoadPrices validates f as Load does and returns the book of prices
+// (the prices file over the catalogue for the gateway at BaseURL) and
+// the pair of the two price options.
+func LoadPrices(f PriceFlags) (prices.Book, prices.Pair, error) {
+	var options prices.Pair
+	var err error
+	if options.Input, err = amountOption("input price", f.InputPerMillion); err != nil {
+		return prices.Book{}, options, err
+	}
+	if options.Output, err = amountOption("output price", f.OutputPerMillion); err != nil {
+		return prices.Book{}, options, err
+	}
+	base, err := parseServiceURL("BRAMA_BASE_URL", f.BaseURL)
+	if err != nil {
+		return prices.Book{}, options, err
+	}
+	table, err := loadPrices(f.PricesFile)
+	if err != nil {
+		return prices.Book{}, options, err
+	}
+	return prices.Book{File: table, Catalogue: catalog.Shipped().For(base.String())}, options, nil
+}
+
 func loadLoop(rt *Runtime, f LoopFlags) error {
 	prices := []struct {
 		name, text string
@@ -427,15 +477,9 @@ func loadLoop(rt *Runtime, f LoopFlags) error {
 		{"output price", f.OutputPerMillion, &rt.OutputPerMillion},
 	}
 	for _, p := range prices {
-		v, err := money.Parse(p.text)
-		if errors.Is(err, money.ErrRange) {
-			return configError("%s is out of range", p.name)
-		}
+		v, err := amountOption(p.name, p.text)
 		if err != nil {
-			return configError("%s must be a decimal number", p.name)
-		}
-		if v.Sign() < 0 {
-			return configError("prices and balance cannot be negative")
+			return err
 		}
 		*p.dst = v
 	}

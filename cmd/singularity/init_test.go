@@ -18,12 +18,12 @@ func TestInitAsksOnATerminal(t *testing.T) {
 	if err := os.WriteFile(key, []byte("sk-test\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := &initCmd{Dir: dir, Model: "gpt-4o-mini"}
+	c := &initCmd{Dir: dir, Model: "my-model"}
 	a, err := c.answers(strings.NewReader("https://api.example.com/v1\n\n"+key+"\n0.15,0.6\n"), &out, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.baseURL != "https://api.example.com/v1" || a.model != "gpt-4o-mini" || a.auth != "bearer" || a.keyFile != key || a.input != "0.15" || a.output != "0.6" {
+	if a.baseURL != "https://api.example.com/v1" || a.model != "my-model" || a.auth != "bearer" || a.keyFile != key || a.price["input_usd_per_million"] != "0.15" || a.price["output_usd_per_million"] != "0.6" || a.priceFrom != "--prices" {
 		t.Errorf("answers %+v", a)
 	}
 	if got := strings.Count(out.String(), ": "); got != 4 {
@@ -43,6 +43,7 @@ func TestInitAsksOnATerminal(t *testing.T) {
 		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", KeyFile: "/nonexistent/k"}, "secret file: /nonexistent/k: no such file or directory"},
 		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", Auth: "none", KeyFile: "k"}, "configuration: init: --key-file needs --auth bearer"},
 		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", Auth: "none", Prices: "1"}, "configuration: init: --prices must be INPUT,OUTPUT (USD per million tokens)"},
+		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", Auth: "none"}, "configuration: init: model m is not in the price catalogue: --prices is required"},
 	} {
 		_, err := tc.c.answers(strings.NewReader(""), &out, false)
 		if err == nil || err.Error() != tc.want {
