@@ -3,7 +3,8 @@
 // is spawned and refuses each bad value with the exact sentence of
 // docs/configuration.md#validation-sentences (exit 2), in the order of
 // docs/configuration.md#variables: identity, loop and accounting, Brama,
-// Las pinning, Most, and only then secrets.
+// Las pinning, Most, then secrets, and last whether a bearer gateway
+// would run a model no price is known for.
 package config
 
 import (
@@ -190,9 +191,6 @@ func Load(f Flags, env LookupEnv) (Runtime, error) {
 	if err = tierPrices(rt.Tiers, rt.Brama.Prices); err != nil {
 		return Runtime{}, err
 	}
-	if err = freeModels(rt); err != nil {
-		return Runtime{}, err
-	}
 	if f.Las.ServersFile == "" {
 		if err = required(requiredLas(f.Las), env); err != nil {
 			return Runtime{}, err
@@ -216,6 +214,10 @@ func Load(f Flags, env LookupEnv) (Runtime, error) {
 		if rt.Most.Token, err = readSecretOption("MOST_SERVICE_TOKEN_FILE", f.Most.TokenFile); err != nil {
 			return Runtime{}, err
 		}
+	}
+	// Last, once every value and secret is valid: what the models cost.
+	if err = freeModels(rt); err != nil {
+		return Runtime{}, err
 	}
 	return rt, nil
 }

@@ -81,7 +81,7 @@ type BramaFlags struct {
 	// AllowFreeModel lets a bearer gateway run a model no price is
 	// known for (docs/money.md#no-free-model-by-accident).
 	AllowFreeModel bool `name:"allow-free-model" env:"SINGULARITY_ALLOW_FREE_MODEL" help:"Let a bearer gateway run a model that would be charged nothing (no price in the prices file, the catalogue or the price options)."`
-	CacheKey    bool   `name:"brama-prompt-cache-key" env:"BRAMA_PROMPT_CACHE_KEY" help:"Send prompt_cache_key, the being's id, with every completion (providers route their prompt cache on it)."`
+	CacheKey       bool `name:"brama-prompt-cache-key" env:"BRAMA_PROMPT_CACHE_KEY" help:"Send prompt_cache_key, the being's id, with every completion (providers route their prompt cache on it)."`
 }
 
 // LasFlags select and pin the skill process. The default of LAS_ONLY is

@@ -124,9 +124,13 @@ type purse struct {
 	// billed is the highest prices a completion was billed at (zero
 	// until a response named a model pricier than the one reserved):
 	// every reservation holds at least these.
-	billed                       prices.Pair
-	throttled                    bool
-	exhausted                    bool
+	billed    prices.Pair
+	throttled bool
+	exhausted bool
+	// unpaid is the reservation of the smallest completion that the
+	// balance could not pay when the being became exhausted (nil before):
+	// the reason its stopped event gives.
+	unpaid                       *money.Amount
 	departedHeld, departedEarned money.Amount
 }
 

@@ -133,6 +133,8 @@ func (b *Being) startRound(ctx actor.Context) {
 		// Not even the smallest completion is affordable: the being is
 		// exhausted with remaining ≥ 0 (docs/money.md#no-overdraft).
 		b.purse.exhausted = true
+		floor := b.reserveFloor(system, window)
+		b.purse.unpaid = &floor
 		b.endCycle(ctx, b.report(ReportBudgetExhausted, nil, b.cycle.actions), nil)
 		return
 	}

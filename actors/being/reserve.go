@@ -81,6 +81,13 @@ func (b *Being) reserve(system chat.Message, window state.Encoded) (budget.Reser
 		b.opts.httpTimeout(), b.st.Budget.Remaining)
 }
 
+// reserveFloor is the reservation of the smallest completion the being
+// may ask for now: SINGULARITY_MIN_COMPLETION_TOKENS of output at its
+// current prices, with the prompt of system and window.
+func (b *Being) reserveFloor(system chat.Message, window state.Encoded) money.Amount {
+	return b.reservePricing().Bound(b.bodyBound(system, window), b.opts.minCompletionTokens(), b.opts.httpTimeout())
+}
+
 // reservePricing is what the next completion is reserved at: the
 // configured prices, or the prices file's for the current model (for a
 // model the file does not list, the highest of each price, so the bound
