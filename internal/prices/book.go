@@ -29,16 +29,17 @@ type Book struct {
 	Catalogue Finder
 }
 
-// Finder answers a model's prices; ok is false for a model it does not
-// know. A Table is one.
+// Finder answers a model's prices and the name of the entry that holds
+// them (two ids of one model, a dated release and its alias, name the
+// same entry); ok is false for a model it does not know. A Table is one.
 type Finder interface {
-	Find(model string) (Pair, bool)
+	Find(model string) (p Pair, entry string, ok bool)
 }
 
 // Find is the table's entry for model.
-func (t Table) Find(model string) (Pair, bool) {
+func (t Table) Find(model string) (Pair, string, bool) {
 	p, ok := t[model]
-	return p, ok
+	return p, model, ok
 }
 
 // Find is model's prices from the file, else from the catalogue; ok is
@@ -51,7 +52,7 @@ func (b Book) Find(model string) (Pair, Source, bool) {
 		return p, FromFile, true
 	}
 	if b.Catalogue != nil {
-		if p, ok := b.Catalogue.Find(model); ok {
+		if p, _, ok := b.Catalogue.Find(model); ok {
 			return p, FromCatalogue, true
 		}
 	}
@@ -81,15 +82,33 @@ func (b Book) Empty() bool { return len(b.File) == 0 && b.Catalogue == nil }
 // Lookup is the price of one completion (docs/brama.md#per-model-prices):
 // the response's model's when the book lists it, else the requested
 // model's when listed; ok is false when neither is, and the caller prices
-// by the price options. unpriced is true when the response names a model
-// the book does not list but the requested one is: the completion is
-// then charged at the requested model's prices.
+// by the price options. The file overrides the catalogue model by model,
+// under another name too: a response whose model the file does not list
+// but the catalogue holds in the same entry as the requested model (a
+// dated release of it) pays the file's price of the requested model.
+// unpriced is true when the response names a model the book does not
+// list but the requested one is: the completion is then charged at the
+// requested model's prices.
 func (b Book) Lookup(responseModel, requestedModel string) (p Pair, ok, unpriced bool) {
-	if p, _, ok := b.Find(responseModel); ok {
+	if responseModel == "" || responseModel == requestedModel {
+		p, _, ok = b.Find(requestedModel)
+		return p, ok, false
+	}
+	if p, ok := b.File[responseModel]; ok {
 		return p, true, false
 	}
+	if b.Catalogue != nil {
+		if p, entry, ok := b.Catalogue.Find(responseModel); ok {
+			if own, listed := b.File[requestedModel]; listed {
+				if _, same, _ := b.Catalogue.Find(requestedModel); same == entry {
+					return own, true, false
+				}
+			}
+			return p, true, false
+		}
+	}
 	p, _, ok = b.Find(requestedModel)
-	return p, ok, ok && responseModel != "" && responseModel != requestedModel
+	return p, ok, ok
 }
 
 // Reservation is the price a reservation of a completion of requested

@@ -50,8 +50,27 @@ func TestBook(t *testing.T) {
 	_, _, unpriced = b.Lookup("", "a")
 	assert.False(t, unpriced, "a response that names no model is the requested one")
 
+	// A dated release the file does not list, of a model it does: the
+	// file's price, not the catalogue's.
+	dated := Book{File: Table{"m": pair("9", "9")}, Catalogue: aliases{"m": "e", "m-2026": "e", "n": "f"}}
+	p, ok, unpriced = dated.Lookup("m-2026", "m")
+	assert.True(t, ok)
+	assert.False(t, unpriced)
+	assert.Equal(t, "9/9/9/9", text(p))
+	p, _, _ = dated.Lookup("n", "m")
+	assert.Equal(t, "1/1/1/1", text(p), "another model: the catalogue's price")
+
 	assert.Equal(t, "3/4/3/3", text(b.Reservation("b", options)))
 	assert.Equal(t, "9/9/9/9", text(b.Reservation("c", options)), "the file's highest, not the catalogue's")
 	assert.True(t, Book{}.Empty())
 	assert.False(t, b.Empty())
+}
+
+// aliases is a catalogue whose every model costs 1/1 and names the entry
+// the map gives.
+type aliases map[string]string
+
+func (a aliases) Find(model string) (Pair, string, bool) {
+	entry, ok := a[model]
+	return pair("1", "1"), entry, ok
 }

@@ -160,7 +160,10 @@ type finder struct {
 	base string
 }
 
-func (f finder) Find(model string) (prices.Pair, bool) {
-	m, _, ok := f.c.Find(model, f.base)
-	return m.pair, ok
+func (f finder) Find(model string) (prices.Pair, string, bool) {
+	m, p, ok := f.c.Find(model, f.base)
+	if !ok {
+		return prices.Pair{}, "", false
+	}
+	return m.pair, p.ID + "/" + m.ID, true
 }

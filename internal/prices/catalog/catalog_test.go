@@ -52,9 +52,13 @@ func TestFind(t *testing.T) {
 	assert.False(t, ok)
 	_, _, ok = c.Find("", "")
 	assert.False(t, ok)
-	pair, ok := c.For("https://api.openai.com/v1").Find("gpt-4o")
+	pair, entry, ok := c.For("https://api.openai.com/v1").Find("gpt-4o")
 	require.True(t, ok)
 	assert.Equal(t, "2.5", pair.Input.String())
+	assert.Equal(t, "openai/gpt-4o", entry)
+	_, dated, ok := c.For("").Find("gpt-4o-2024-08-06")
+	require.True(t, ok)
+	assert.Equal(t, entry, dated, "a dated release is its model's entry")
 }
 
 // TestParseRefusesBadPrices: a price that is not a decimal string ≥ 0
