@@ -130,7 +130,11 @@ type purse struct {
 	// unpaid is the reservation of the smallest completion that the
 	// balance could not pay when the being became exhausted (nil before):
 	// the reason its stopped event gives.
-	unpaid                       *money.Amount
+	unpaid *money.Amount
+	// prompt is the last answered request's prompt and its reported
+	// prompt tokens, the start of the next reservation's tight bound
+	// (nil: none; in memory only, a restarted being starts from bytes).
+	prompt                       *sentPrompt
 	departedHeld, departedEarned money.Amount
 }
 

@@ -41,6 +41,10 @@ type cycleRun struct {
 	// the round's completion request, asked once it is admitted; wait is
 	// the spend limiter's wait before it is asked again.
 	reservation budget.Reservation
+	// sent is the round's prompt, for the next round's tight bound;
+	// promptBound the prompt tokens its reservation assumed.
+	sent        sentPrompt
+	promptBound int
 	ticket      uint64
 	request     messages.CompletionRequest
 	wait        time.Duration
@@ -201,7 +205,11 @@ func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResp
 		b.warn(UnpricedModelBilled)
 	}
 	b.noteBilledPrices(resp.Prices)
+	if resp.PromptReserved {
+		resp.Usage = b.reservedPrompt(resp.Usage)
+	}
 	debit := b.price(resp)
+	b.notePrompt(resp)
 	if resp.Err != nil {
 		b.commitBilledRejection(ctx, resp, debit)
 		return

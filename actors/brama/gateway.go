@@ -260,17 +260,18 @@ func (g *Gateway) answer(system *actor.ActorSystem, sender *actor.PID, p *Params
 // prices file lists the response's or the requested model.
 func (g *Gateway) response(p *Params, comp *Completion, err error) messages.CompletionResponse {
 	resp := messages.CompletionResponse{
-		Message:      comp.Message,
-		FinishReason: comp.FinishReason,
-		Model:        comp.Model,
-		Usage:        comp.Usage,
-		Truncated:    comp.Truncated,
-		Warnings:     comp.Warnings,
-		NoUsage:      comp.NoUsage,
-		Billed:       comp.Billed,
-		RequestBytes: comp.RequestBytes,
-		Elapsed:      comp.Elapsed,
-		Err:          err,
+		Message:        comp.Message,
+		FinishReason:   comp.FinishReason,
+		Model:          comp.Model,
+		Usage:          comp.Usage,
+		Truncated:      comp.Truncated,
+		Warnings:       comp.Warnings,
+		NoUsage:        comp.NoUsage,
+		PromptReserved: comp.PromptReserved,
+		Billed:         comp.Billed,
+		RequestBytes:   comp.RequestBytes,
+		Elapsed:        comp.Elapsed,
+		Err:            err,
 	}
 	if pair, ok, unpriced := g.cfg.Prices.Lookup(comp.Model, p.Model); ok {
 		resp.Prices = &pair
