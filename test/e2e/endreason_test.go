@@ -40,6 +40,15 @@ func statusReason(t *testing.T, w *world) (string, string) {
 	return out.Beings[0].Status, out.Beings[0].Reason
 }
 
+// exhaustedReason is the balance and the reserve an exhausted being's
+// reason names, as their exact text.
+func exhaustedReason(t *testing.T, reason string) (balance, reserve string) {
+	t.Helper()
+	m := regexp.MustCompile(`^balance (\S+) USD cannot pay the next completion's reserve (\S+) USD$`).FindStringSubmatch(reason)
+	require.NotNil(t, m, reason)
+	return m[1], m[2]
+}
+
 // summaryLine is the line run's summary gives the root.
 func summaryLine(st *state.Being, status string) string {
 	return fmt.Sprintf("run ended:\n  %s: %s, %d cycles, spent %s, earned %s, remaining %s USD\n", st.Identity.Name, status, st.Cycle,
@@ -59,10 +68,9 @@ func TestExhaustedEndExplained(t *testing.T) {
 	require.Equal(t, state.StatusExhausted, st.Status)
 	end := last(w.journal())
 	require.Equal(t, state.EventStopped, end.Type)
-	m := regexp.MustCompile(`^balance (\S+) USD cannot pay the next completion's reserve (\S+) USD$`).FindStringSubmatch(end.Reason)
-	require.NotNil(t, m, end.Reason)
-	assert.Equal(t, st.Budget.Remaining.String(), m[1], "the exact balance")
-	reserve := testkit.USD(m[2])
+	balance, reserveText := exhaustedReason(t, end.Reason)
+	assert.Equal(t, st.Budget.Remaining.String(), balance, "the exact balance")
+	reserve := testkit.USD(reserveText)
 	assert.Positive(t, reserve.Cmp(st.Budget.Remaining), "the reserve is more than the balance")
 	// At least the smallest completion's output: 256 tokens at 1 USD per million.
 	assert.GreaterOrEqual(t, reserve.Cmp(testkit.USD("0.000256")), 0)

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"sync"
 	"testing"
@@ -69,9 +68,8 @@ func TestTightReservationNeverOverdraws(t *testing.T) {
 			lastPrompt = e.Usage.PromptTokens
 		}
 	}
-	m := regexp.MustCompile(`^balance (\S+) USD cannot pay the next completion's reserve (\S+) USD$`).FindStringSubmatch(st.StatusReason)
-	require.NotNil(t, m, st.StatusReason)
-	reserve := testkit.USD(m[2])
+	_, reserveText := exhaustedReason(t, st.StatusReason)
+	reserve := testkit.USD(reserveText)
 	cost := testkit.USD(strconv.FormatUint(lastPrompt*3+256*15, 10)).Mul(testkit.USD("0.000001"))
 	t.Logf("%d cycles, %d completions; stranded %s of 0.2 USD; the reserve it could not pay %s, a real completion %s",
 		st.Cycle, len(w.brama.Completions()), st.Budget.Remaining, reserve, cost)
