@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: all build install test vet bench bench-long bench-scale scale-run fuzz demo peers crash cluster-failover cluster-family-failover cluster-crash cluster-family-crash cluster-demo clean proto
+.PHONY: all build install prices test vet bench bench-long bench-scale scale-run fuzz demo peers crash cluster-failover cluster-family-failover cluster-crash cluster-family-crash cluster-demo clean proto
 
 all: build
 
@@ -45,6 +45,14 @@ proto:
 	GOBIN=$(abspath $(BIN)) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	cd internal/wire/clusterpb && PATH=$(abspath $(BIN)):$$PATH protoc --proto_path=. \
 		--go_out=. --go_opt=paths=source_relative singularity_cluster.proto
+
+# The price catalogue the binary embeds (docs/brama.md#the-price-catalogue),
+# generated from the @pydantic/genai-prices version pinned in
+# tools/prices/package-lock.json and dated today (UTC). It needs node and
+# npm; the generated file is committed, so building and `make test` need
+# neither.
+prices:
+	cd tools/prices && npm ci --no-audit --no-fund && node generate.mjs ../../internal/prices/catalog/catalog.json $$(date -u +%F)
 
 vet:
 	$(GO) vet $(PACKAGES)

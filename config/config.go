@@ -3,7 +3,8 @@
 // is spawned and refuses each bad value with the exact sentence of
 // docs/configuration.md#validation-sentences (exit 2), in the order of
 // docs/configuration.md#variables: identity, loop and accounting, Brama,
-// Las pinning, Most, and only then secrets.
+// Las pinning, Most, then secrets, and last whether a bearer gateway
+// would run a model no price is known for.
 package config
 
 import (
@@ -23,6 +24,7 @@ import (
 
 	"github.com/wisent/singularity/internal/identity"
 	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/prices/catalog"
 	"github.com/wisent/singularity/internal/prompt"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
@@ -111,8 +113,13 @@ type Brama struct {
 	MaxTokensField gateway.MaxTokensField
 	// Retries is BRAMA_RETRIES.
 	Retries int
-	// Prices is BRAMA_PRICES_FILE's table; nil when unset.
-	Prices prices.Table
+	// Prices are BRAMA_PRICES_FILE's table (nil when unset) over the
+	// shipped catalogue (docs/brama.md#per-model-prices).
+	Prices prices.Book
+	// AllowFreeModel is SINGULARITY_ALLOW_FREE_MODEL: a bearer gateway
+	// may run a model that would be charged nothing
+	// (docs/money.md#no-free-model-by-accident).
+	AllowFreeModel bool
 	// PromptCacheKey is BRAMA_PROMPT_CACHE_KEY: send each being's id as
 	// prompt_cache_key (docs/brama.md#prompt-cache-key).
 	PromptCacheKey bool
@@ -239,6 +246,10 @@ func Load(f Flags, env LookupEnv) (Runtime, error) {
 		if rt.Most.Token, err = readSecretOption("MOST_SERVICE_TOKEN_FILE", f.Most.TokenFile); err != nil {
 			return Runtime{}, err
 		}
+	}
+	// Last, once every value and secret is valid: what the models cost.
+	if err = freeModels(rt); err != nil {
+		return Runtime{}, err
 	}
 	return rt, nil
 }
@@ -439,6 +450,56 @@ func validDigest(s string) bool {
 	return true
 }
 
+// amountOption parses an amount option named name (a price or the
+// starting balance): a decimal ≥ 0.
+func amountOption(name, text string) (money.Amount, error) {
+	v, err := money.Parse(text)
+	if errors.Is(err, money.ErrRange) {
+		return money.Zero, configError("%s is out of range", name)
+	}
+	if err != nil {
+		return money.Zero, configError("%s must be a decimal number", name)
+	}
+	if v.Sign() < 0 {
+		return money.Zero, configError("prices and balance cannot be negative")
+	}
+	return v, nil
+}
+
+// PriceFlags are the options that decide what a model is charged: the
+// gateway (whose provider the catalogue looks up first), the prices file
+// and the two price options. They are a subset of Flags, for
+// `singularity prices`.
+type PriceFlags struct {
+	BaseURL          string
+	PricesFile       string
+	InputPerMillion  string
+	OutputPerMillion string
+}
+
+// LoadPrices validates f as Load does and returns the book of prices
+// (the prices file over the catalogue for the gateway at BaseURL) and
+// the pair of the two price options.
+func LoadPrices(f PriceFlags) (prices.Book, prices.Pair, error) {
+	var options prices.Pair
+	var err error
+	if options.Input, err = amountOption("input price", f.InputPerMillion); err != nil {
+		return prices.Book{}, options, err
+	}
+	if options.Output, err = amountOption("output price", f.OutputPerMillion); err != nil {
+		return prices.Book{}, options, err
+	}
+	base, err := parseServiceURL("BRAMA_BASE_URL", f.BaseURL)
+	if err != nil {
+		return prices.Book{}, options, err
+	}
+	table, err := loadPrices(f.PricesFile)
+	if err != nil {
+		return prices.Book{}, options, err
+	}
+	return prices.Book{File: table, Catalogue: catalog.Shipped().For(base.String())}, options, nil
+}
+
 func loadLoop(rt *Runtime, f LoopFlags) error {
 	prices := []struct {
 		name, variable, text string
@@ -450,15 +511,9 @@ func loadLoop(rt *Runtime, f LoopFlags) error {
 		{"output price", "BRAMA_OUTPUT_PRICE_USD_PER_MILLION", f.OutputPerMillion, &rt.OutputPerMillion},
 	}
 	for _, p := range prices {
-		v, err := money.Parse(p.text)
-		if errors.Is(err, money.ErrRange) {
-			return optionError(p.variable, "%s is out of range", p.name)
-		}
+		v, err := amountOption(p.name, p.text)
 		if err != nil {
-			return optionError(p.variable, "%s must be a decimal number", p.name)
-		}
-		if v.Sign() < 0 {
-			return optionError(p.variable, "prices and balance cannot be negative")
+			return &OptionError{Variable: p.variable, Err: err}
 		}
 		*p.dst = v
 	}
@@ -650,7 +705,8 @@ func loadBrama(f BramaFlags) (Brama, error) {
 	}
 	return Brama{
 		BaseURL: base, Model: f.Model, Auth: auth, MaxTokens: int(maxTokens), Temperature: temp,
-		MaxTokensField: field, Retries: int(retries), Prices: table, PromptCacheKey: f.CacheKey,
+		MaxTokensField: field, Retries: int(retries), PromptCacheKey: f.CacheKey,
+		Prices: prices.Book{File: table, Catalogue: catalog.Shipped().For(base.String())}, AllowFreeModel: f.AllowFreeModel,
 	}, nil
 }
 
@@ -688,20 +744,20 @@ func loadTiers(path string) (tiers.Table, error) {
 	return table, nil
 }
 
-// tierPrices refuses a tier whose model the prices file does not list
-// (docs/money.md#survival-tiers): with BRAMA_PRICES_FILE, a model id a
-// tier switches to would otherwise be priced by the two price variables
-// without anyone having chosen them. A selector is priced by the model
-// that answers.
-func tierPrices(t tiers.Table, p prices.Table) error {
-	if p == nil {
+// tierPrices refuses a tier whose model neither the prices file nor the
+// catalogue lists (docs/money.md#survival-tiers): with BRAMA_PRICES_FILE,
+// a model id a tier switches to would otherwise be priced by the two
+// price variables without anyone having chosen them. A selector is
+// priced by the model that answers.
+func tierPrices(t tiers.Table, p prices.Book) error {
+	if p.File == nil {
 		return nil
 	}
 	for i, tier := range t {
 		if tier.Model == "" || gateway.IsSelector(tier.Model) {
 			continue
 		}
-		if _, ok := p[tier.Model]; !ok {
+		if _, _, ok := p.Find(tier.Model); !ok {
 			return configError("SINGULARITY_TIERS_FILE: tier %d: model %q has no price in BRAMA_PRICES_FILE", i+1, tier.Model)
 		}
 	}
@@ -733,6 +789,42 @@ func CheckTierModels(t tiers.Table, listed []string) error {
 		return configError("SINGULARITY_TIERS_FILE: tier %d: model %q is not in the gateway's model list", i+1, tier.Model)
 	}
 	return nil
+}
+
+// freeModels refuses, on a bearer gateway, a model the being would be
+// charged nothing for (docs/money.md#no-free-model-by-accident): the
+// configured model and every tier's, unless AllowFreeModel. A keyless
+// (none) server may run free; Brama (hmac) bills by its own prices.
+func freeModels(rt Runtime) error {
+	if rt.Brama.Auth != gateway.AuthBearer || rt.Brama.AllowFreeModel {
+		return nil
+	}
+	options := rt.OptionPrices()
+	models := []string{rt.Brama.Model}
+	for _, tier := range rt.Tiers {
+		if tier.Model != "" && !gateway.IsSelector(tier.Model) {
+			models = append(models, tier.Model)
+		}
+	}
+	for _, model := range models {
+		if rt.Brama.Prices.Free(model, options) {
+			return configError("%s", prices.NoPrice(model))
+		}
+	}
+	return nil
+}
+
+// OptionPrices is the pair of the two price options, what a model
+// neither the prices file nor the catalogue lists is charged.
+func (rt Runtime) OptionPrices() prices.Pair {
+	return prices.Pair{Input: rt.InputPerMillion, Output: rt.OutputPerMillion}
+}
+
+// RequirePrice reports whether the beings must refuse to switch to a
+// model they would be charged nothing for: a bearer gateway without
+// AllowFreeModel (docs/money.md#no-free-model-by-accident).
+func (rt Runtime) RequirePrice() bool {
+	return rt.Brama.Auth == gateway.AuthBearer && !rt.Brama.AllowFreeModel
 }
 
 func parseServiceURL(name, text string) (*url.URL, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/wire/gateway"
 	"github.com/wisent/singularity/supervision/fault"
 	"github.com/wisent/singularity/test/testkit"
@@ -208,6 +209,7 @@ func TestLoadGateways(t *testing.T) {
 		c.Brama.APIKeyFile = key
 		c.Brama.Model = "gpt-small"
 		c.Brama.SecretFile = ""
+		c.Brama.PricesFile = pricesFile
 	}
 	rt, err := Load(withFlags(f.flags(), bearer), noEnv)
 	require.NoError(t, err)
@@ -232,7 +234,7 @@ func TestLoadGateways(t *testing.T) {
 	assert.False(t, rt.Brama.APIKey.IsSet())
 	assert.Equal(t, gateway.FieldMaxCompletionTokens, rt.Brama.MaxTokensField)
 	assert.Equal(t, 0, rt.Brama.Retries)
-	assert.Equal(t, "0.6", rt.Brama.Prices["gpt-small"].Output.String())
+	assert.Equal(t, "0.6", rt.Brama.Prices.File["gpt-small"].Output.String())
 
 	refusals := []struct {
 		mutate func(*Flags)
@@ -427,4 +429,61 @@ func TestTierModelNeedsAPrice(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, `configuration: SINGULARITY_TIERS_FILE: tier 2: model "cheaper" has no price in BRAMA_PRICES_FILE`, err.Error())
 	assert.Equal(t, 2, fault.ExitCode(err))
+}
+
+// TestFreeModel: on a bearer gateway, a model that would be charged
+// nothing for its prompt or its completion, the configured one or a
+// tier's, is refused with the sentence that says how to price it (exit
+// 2), unless AllowFreeModel; a model the catalogue prices, or the price
+// options price, runs; a keyless server may run free.
+func TestFreeModel(t *testing.T) {
+	f := newFixture(t)
+	key := filepath.Join(f.dir, "api.key")
+	require.NoError(t, os.WriteFile(key, []byte("sk-live-123\n"), 0o600))
+	pricesFile := filepath.Join(f.dir, "prices.json")
+	require.NoError(t, os.WriteFile(pricesFile, []byte(`{"half": {"input_usd_per_million": "1", "output_usd_per_million": "0"}, "gpt-4o": {"input_usd_per_million": "9", "output_usd_per_million": "9"}}`), 0o600))
+	tiersFile := filepath.Join(f.dir, "tiers.json")
+	require.NoError(t, os.WriteFile(tiersFile, []byte(`[{"below_usd": "1", "model": "my-local-model"}]`), 0o600))
+	cases := []struct {
+		name   string
+		mutate func(*Flags)
+		want   string // "" loads
+	}{
+		{"unpriced", func(c *Flags) {}, "configuration: model my-local-model has no price: add it to the prices file (singularity prices my-local-model) or set --allow-free-model"},
+		{"allowed", func(c *Flags) { c.Brama.AllowFreeModel = true }, ""},
+		{"keyless", func(c *Flags) { c.Brama.Auth, c.Brama.APIKeyFile = "none", "" }, ""},
+		{"priced by the options", func(c *Flags) { c.Loop.InputPerMillion, c.Loop.OutputPerMillion = "1", "2" }, ""},
+		{"half priced by the options", func(c *Flags) { c.Loop.InputPerMillion = "1" }, "configuration: model my-local-model has no price: add it to the prices file (singularity prices my-local-model) or set --allow-free-model"},
+		{"half priced by the file", func(c *Flags) { c.Brama.Model, c.Brama.PricesFile = "half", pricesFile }, "configuration: model half has no price: add it to the prices file (singularity prices half) or set --allow-free-model"},
+		{"priced by the catalogue", func(c *Flags) { c.Brama.Model = "gpt-4o-mini" }, ""},
+		{"priced by the file", func(c *Flags) { c.Brama.Model, c.Brama.PricesFile = "gpt-4o", pricesFile }, ""},
+		{"an unpriced tier", func(c *Flags) { c.Brama.Model, c.Loop.TiersFile = "gpt-4o-mini", tiersFile }, "configuration: model my-local-model has no price: add it to the prices file (singularity prices my-local-model) or set --allow-free-model"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rt, err := Load(withFlags(f.flags(), func(fl *Flags) {
+				fl.Brama.Auth, fl.Brama.APIKeyFile, fl.Brama.SecretFile, fl.Brama.Model = "bearer", key, "", "my-local-model"
+				c.mutate(fl)
+			}), noEnv)
+			if c.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Equal(t, c.want, err.Error())
+			assert.Equal(t, 2, fault.ExitCode(err))
+			assert.False(t, rt.RequirePrice())
+		})
+	}
+	rt, err := Load(withFlags(f.flags(), func(fl *Flags) {
+		fl.Brama.Auth, fl.Brama.APIKeyFile, fl.Brama.SecretFile, fl.Brama.Model, fl.Brama.PricesFile = "bearer", key, "", "gpt-4o", pricesFile
+	}), noEnv)
+	require.NoError(t, err)
+	assert.True(t, rt.RequirePrice())
+	p, source := rt.Brama.Prices.Charge("gpt-4o", rt.OptionPrices())
+	assert.Equal(t, prices.FromFile, source, "the prices file overrides the catalogue")
+	assert.Equal(t, "9", p.Input.String())
+	p, source = rt.Brama.Prices.Charge("gpt-4o-mini", rt.OptionPrices())
+	assert.Equal(t, prices.FromCatalogue, source)
+	assert.Equal(t, "0.15", p.Input.String())
 }

@@ -79,7 +79,10 @@ type BramaFlags struct {
 	MaxField    string `name:"brama-max-tokens-field" env:"BRAMA_MAX_TOKENS_FIELD" default:"max_tokens" help:"Request field of max tokens: max_tokens or max_completion_tokens."`
 	Retries     string `name:"brama-retries" env:"BRAMA_RETRIES" default:"2" help:"Retries of a 429, 502, 503, 504 or refused connection within a round."`
 	PricesFile  string `name:"brama-prices-file" env:"BRAMA_PRICES_FILE" help:"JSON file of per-model prices (else the two price variables)."`
-	CacheKey    bool   `name:"brama-prompt-cache-key" env:"BRAMA_PROMPT_CACHE_KEY" help:"Send prompt_cache_key, the being's id, with every completion (providers route their prompt cache on it)."`
+	// AllowFreeModel lets a bearer gateway run a model no price is
+	// known for (docs/money.md#no-free-model-by-accident).
+	AllowFreeModel bool `name:"allow-free-model" env:"SINGULARITY_ALLOW_FREE_MODEL" help:"Let a bearer gateway run a model that would be charged nothing (no price in the prices file, the catalogue or the price options)."`
+	CacheKey       bool `name:"brama-prompt-cache-key" env:"BRAMA_PROMPT_CACHE_KEY" help:"Send prompt_cache_key, the being's id, with every completion (providers route their prompt cache on it)."`
 }
 
 // LasFlags select and pin the skill process. The default of LAS_ONLY is

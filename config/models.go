@@ -10,7 +10,7 @@ import (
 // completions by them (docs/debug.md#metrics).
 func (b Brama) Models() []string {
 	set := map[string]bool{b.Model: true}
-	for m := range b.Prices {
+	for m := range b.Prices.File {
 		set[m] = true
 	}
 	return slices.Sorted(maps.Keys(set))

@@ -30,6 +30,6 @@ func TestPromptCaching(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, rt.Brama.PromptCacheKey)
 	assert.Equal(t, []string{"any", "sim-small"}, rt.Brama.Models())
-	assert.Equal(t, "0.015", rt.Brama.Prices["sim-small"].Cached().String())
-	assert.Equal(t, "1", rt.Brama.Prices["any"].Cached().String(), "the cached price defaults to the input price")
+	assert.Equal(t, "0.015", rt.Brama.Prices.File["sim-small"].Cached().String())
+	assert.Equal(t, "1", rt.Brama.Prices.File["any"].Cached().String(), "the cached price defaults to the input price")
 }

@@ -75,6 +75,7 @@ func TestLoadStandaloneIdentity(t *testing.T) {
 	require.NoError(t, os.WriteFile(key, []byte("sk-standalone\n"), 0o600))
 	flags = standaloneFlags(f)
 	flags.Brama.Auth, flags.Brama.APIKeyFile = "bearer", key
+	flags.Loop.InputPerMillion, flags.Loop.OutputPerMillion = "1", "2"
 	rt, err = Load(flags, noEnv)
 	require.NoError(t, err)
 	assert.Equal(t, allOpen, rt.IdentityOpen)

@@ -67,13 +67,20 @@ type CompletionResponse struct {
 	Model        string // the model the response names; "" when none
 	Usage        chat.Usage
 	Prices       *prices.Pair
-	Truncated    bool
-	Warnings     []string
-	NoUsage      bool
-	Billed       bool
-	RequestBytes int
-	Elapsed      time.Duration
-	Err          error
+	// Unpriced: the response names a model no price is known for, and
+	// Prices are the requested model's (docs/money.md#no-overdraft).
+	Unpriced  bool
+	Truncated bool
+	Warnings  []string
+	NoUsage   bool
+	// PromptReserved: Usage's prompt tokens are the request's bytes, the
+	// gateway having reported none; the being charges its own reserved
+	// prompt bound in their place (docs/money.md#no-overdraft).
+	PromptReserved bool
+	Billed         bool
+	RequestBytes   int
+	Elapsed        time.Duration
+	Err            error
 }
 
 func (r CompletionResponse) String() string {

@@ -130,9 +130,17 @@ type purse struct {
 	// billed is the highest prices a completion was billed at (zero
 	// until a response named a model pricier than the one reserved):
 	// every reservation holds at least these.
-	billed                       prices.Pair
-	throttled                    bool
-	exhausted                    bool
+	billed    prices.Pair
+	throttled bool
+	exhausted bool
+	// unpaid is the reservation of the smallest completion that the
+	// balance could not pay when the being became exhausted (nil before):
+	// the reason its stopped event gives.
+	unpaid *money.Amount
+	// prompt is the last answered request's prompt and its reported
+	// prompt tokens, the start of the next reservation's tight bound
+	// (nil: none; in memory only, a restarted being starts from bytes).
+	prompt                       *sentPrompt
 	departedHeld, departedEarned money.Amount
 }
 

@@ -41,6 +41,10 @@ type cycleRun struct {
 	// the round's completion request, asked once it is admitted; wait is
 	// the spend limiter's wait before it is asked again.
 	reservation budget.Reservation
+	// sent is the round's prompt, for the next round's tight bound;
+	// promptBound the prompt tokens its reservation assumed.
+	sent        sentPrompt
+	promptBound int
 	ticket      uint64
 	request     messages.CompletionRequest
 	wait        time.Duration
@@ -133,6 +137,8 @@ func (b *Being) startRound(ctx actor.Context) {
 		// Not even the smallest completion is affordable: the being is
 		// exhausted with remaining ≥ 0 (docs/money.md#no-overdraft).
 		b.purse.exhausted = true
+		floor := b.reserveFloor(system, window)
+		b.purse.unpaid = &floor
 		b.endCycle(ctx, b.report(ReportBudgetExhausted, nil, b.cycle.actions), nil)
 		return
 	}
@@ -196,8 +202,15 @@ func (b *Being) handleCompletion(ctx actor.Context, resp messages.CompletionResp
 		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), err, switched...)
 		return
 	}
+	if resp.Unpriced {
+		b.warn(UnpricedModelBilled)
+	}
 	b.noteBilledPrices(resp.Prices)
+	if resp.PromptReserved {
+		resp.Usage = b.reservedPrompt(resp.Usage)
+	}
 	debit := b.price(resp)
+	b.notePrompt(resp)
 	if resp.Err != nil {
 		b.commitBilledRejection(ctx, resp, debit)
 		return

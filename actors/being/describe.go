@@ -52,6 +52,10 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 		d.Figures["tier"] = b.st.Tier
 		d.Figures["tier_below"] = t.Below.String()
 	}
+	if b.st.StatusReason != "" {
+		// Why its life ended (docs/debug.md#figures).
+		d.Figures["reason"] = b.st.StatusReason
+	}
 	if t := b.inTransit(); t.Sign() != 0 {
 		d.Figures["in_transit"] = t.String()
 	}

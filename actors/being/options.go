@@ -81,10 +81,14 @@ type Options struct {
 	// HTTPTimeout is the gateway's HTTP timeout, the instance-time part
 	// of a reservation; zero means 120 s.
 	HTTPTimeout time.Duration
-	// Prices are BRAMA_PRICES_FILE's per-model prices, which the
-	// reservation of a completion assumes for the current model; nil
-	// means Pricing alone.
-	Prices prices.Table
+	// Prices are BRAMA_PRICES_FILE's per-model prices over the shipped
+	// catalogue, which the reservation of a completion assumes for the
+	// current model; the zero Book means Pricing alone.
+	Prices prices.Book
+	// RequirePrice refuses self_switch_model to a model that would be
+	// charged nothing (docs/money.md#no-free-model-by-accident): a bearer
+	// gateway without SINGULARITY_ALLOW_FREE_MODEL.
+	RequirePrice bool
 	// Funding is where spawned children's money comes from
 	// (SINGULARITY_CHILD_FUNDING).
 	Funding builtin.Funding

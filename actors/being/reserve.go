@@ -1,7 +1,10 @@
 package being
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/maphash"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -11,6 +14,7 @@ import (
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/wire/chat"
+	"github.com/wisent/singularity/internal/wire/gateway"
 	"github.com/wisent/singularity/messages"
 )
 
@@ -77,8 +81,135 @@ func (b *Being) bodyBound(system chat.Message, window state.Encoded) int {
 // reservation, or false when the balance cannot pay for the smallest
 // completion allowed (the being is exhausted).
 func (b *Being) reserve(system chat.Message, window state.Encoded) (budget.Reservation, bool) {
-	return b.reservePricing().Reserve(b.bodyBound(system, window), b.opts.maxTokens(), b.opts.minCompletionTokens(),
+	bound, sent := b.promptBound(system, window)
+	b.cycle.sent, b.cycle.promptBound = sent, bound
+	return b.reservePricing().Reserve(bound, b.opts.maxTokens(), b.opts.minCompletionTokens(),
 		b.opts.httpTimeout(), b.st.Budget.Remaining)
+}
+
+// messageAllowance is the tokens a chat template may add around one
+// message beyond its JSON text, in the tight prompt bound
+// (docs/money.md#no-overdraft): OpenAI's format adds 3 per message and 1
+// for a name, and 3 to prime the reply; the Llama, Mistral and Qwen
+// templates at most 6 markers per message. The message's JSON text,
+// counted a token per byte, already holds at least 28 bytes of keys and
+// punctuation the template does not send.
+const messageAllowance = 8
+
+// sentPrompt is what a request's prompt was, for bounding the next one
+// (tightPrompt): its model, a hash of its system message, its tools and
+// its window's first n messages, and, once answered, the prompt tokens
+// the completion reported.
+type sentPrompt struct {
+	model  string
+	system uint64
+	tools  *catalogView
+	n      int
+	window uint64
+	tokens uint64
+}
+
+// promptBound bounds the round's prompt tokens: the request body's bytes
+// (bodyBound), or, when the request is the last answered one plus
+// messages appended since, that one's reported prompt tokens plus a
+// token per byte of each appended message and messageAllowance for it
+// (tightPrompt), whichever is smaller; and what is sent, which bounds
+// the next round's once answered.
+func (b *Being) promptBound(system chat.Message, window state.Encoded) (int, sentPrompt) {
+	bound := b.bodyBound(system, window)
+	sent, tight, ok := b.tightPrompt(system, window)
+	if ok && tight < uint64(bound) {
+		return int(tight), sent
+	}
+	return bound, sent
+}
+
+// tightPrompt is what is sent now and, when the last answered request
+// (purse.prompt) was to the same exact model with the same system
+// message and tools, and its window is the start of this one, the tight
+// bound of this prompt's tokens.
+func (b *Being) tightPrompt(system chat.Message, window state.Encoded) (sent sentPrompt, tight uint64, ok bool) {
+	sent = sentPrompt{model: b.st.Mind.CurrentModel, tools: b.catalog, n: len(window)}
+	var h maphash.Hash
+	h.SetSeed(promptSeed)
+	h.WriteString(system.Content)
+	sent.system = h.Sum64()
+	h.Reset()
+	prev := b.purse.prompt
+	prefix := -1
+	if prev != nil && prev.tokens > 0 && prev.model == sent.model && !gateway.IsSelector(sent.model) &&
+		prev.system == sent.system && prev.tools == sent.tools && prev.n <= len(window) {
+		prefix = prev.n
+	}
+	var prefixHash uint64
+	appended := uint64(0)
+	for i, p := range window {
+		if i == prefix {
+			prefixHash = h.Sum64()
+		}
+		if prefix >= 0 && i >= prefix {
+			appended += uint64(p.Len()) + messageAllowance
+		}
+		var size [8]byte
+		binary.LittleEndian.PutUint64(size[:], uint64(len(p)))
+		h.Write(size[:])
+		h.Write(p)
+	}
+	sent.window = h.Sum64()
+	if prefix == len(window) {
+		prefixHash = sent.window
+	}
+	if prefix < 0 || prefixHash != prev.window {
+		return sent, 0, false
+	}
+	return sent, prev.tokens + appended, true
+}
+
+// promptSeed seeds the hashes of sent prompts; any fixed seed does, the
+// hashes never leave the process.
+var promptSeed = maphash.MakeSeed()
+
+// reservedPrompt is u, a usage whose prompt tokens the gateway charged
+// at the request's bytes for want of a count, with the prompt tokens the
+// round's reservation assumed when they are fewer: "charged its
+// reservation" is the being's reservation (docs/brama.md#charging-without-usage).
+// The cached and cache-write counts stay parts of the prompt.
+func (b *Being) reservedPrompt(u chat.Usage) chat.Usage {
+	bound := uint64(max(b.cycle.promptBound, 0))
+	if bound == 0 || bound >= u.PromptTokens {
+		return u
+	}
+	u.PromptTokens = bound
+	u.CachedTokens = min(u.CachedTokens, bound)
+	u.CacheWriteTokens = min(u.CacheWriteTokens, bound-u.CachedTokens)
+	u.TotalTokens = bound + u.CompletionTokens
+	return u
+}
+
+// notePrompt keeps the round's prompt, with the prompt tokens resp
+// reports, as the start of the next round's tight bound. A completion
+// that reported no usage or no prompt tokens (its prompt was charged the
+// reservation), or that another model
+// answered (its tokenizer may count otherwise; a response that names no
+// model is the requested one, and a dated release of the
+// requested model, whose name begins with it, is the same model), leaves
+// none.
+func (b *Being) notePrompt(resp messages.CompletionResponse) {
+	sent := b.cycle.sent
+	if resp.NoUsage || resp.PromptReserved || resp.Usage.PromptTokens == 0 || (resp.Model != "" && !strings.HasPrefix(resp.Model, sent.model)) {
+		b.purse.prompt = nil
+		return
+	}
+	sent.tokens = resp.Usage.PromptTokens
+	b.purse.prompt = &sent
+}
+
+// reserveFloor is the reservation of the smallest completion the being
+// may ask for now: SINGULARITY_MIN_COMPLETION_TOKENS of output at its
+// current prices, with the prompt of system and window.
+func (b *Being) reserveFloor(system chat.Message, window state.Encoded) money.Amount {
+	bound, _ := b.promptBound(system, window)
+	return b.reservePricing().Bound(bound, b.opts.minCompletionTokens(), b.opts.httpTimeout())
 }
 
 // reservePricing is what the next completion is reserved at: the
@@ -87,12 +218,17 @@ func (b *Being) reserve(system chat.Message, window state.Encoded) (budget.Reser
 // holds whichever model answers; docs/brama.md#per-model-prices).
 func (b *Being) reservePricing() budget.Pricing {
 	p := b.opts.Pricing
-	if len(b.opts.Prices) == 0 {
+	if b.opts.Prices.Empty() {
 		return p
 	}
 	pair := b.opts.Prices.Reservation(b.st.Mind.CurrentModel, p.Tokens())
 	return p.WithTokens(pair.Higher(b.purse.billed))
 }
+
+// UnpricedModelBilled is the warning journaled when a completion's
+// response names a model no price is known for: it is debited at the
+// prices of the model it was reserved at (docs/money.md#no-overdraft).
+const UnpricedModelBilled = "completion named a model without a price; debited at the reserved model's prices"
 
 // PricierModelBilled is the warning journaled when a completion is billed
 // at the prices of the model its response names, and they are higher than
@@ -106,7 +242,7 @@ const PricierModelBilled = "completion billed at a pricier model than reserved; 
 // from then on, so that the next reservation holds whichever of the
 // models answers.
 func (b *Being) noteBilledPrices(billed *prices.Pair) {
-	if billed == nil || len(b.opts.Prices) == 0 {
+	if billed == nil || b.opts.Prices.Empty() {
 		return
 	}
 	reserved := b.reservePricing().Tokens()

@@ -1,6 +1,7 @@
 package being
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -304,13 +305,43 @@ func (b *Being) finalSave(ctx actor.Context) {
 		status = state.StatusExhausted
 	}
 	b.phase = phaseSaving
+	reason := b.st.StatusReason
+	if b.opts.Mode != Dormant {
+		reason = b.endReason(status)
+	}
 	if !b.booted || b.opts.Mode == Dormant || b.givingUpOnStorage() {
-		b.st.Status = status // nothing to write: only the parent hears it
+		// Nothing to write: only the parent hears it.
+		b.st.Status, b.st.StatusReason = status, reason
 		b.stopped(ctx)
 		return
 	}
-	// Applying stopped sets the status, once it is durable.
-	b.commit(ctx, []state.Event{state.Stopped(b.opts.now(), b.st.Cycle, status)}, nextFinalStep)
+	// Applying stopped sets the status and its reason, once durable.
+	b.commit(ctx, []state.Event{state.Stopped(b.opts.now(), b.st.Cycle, status, reason)}, nextFinalStep)
+}
+
+// endReason is the sentence that explains a life ending with status
+// (docs/state.md#steps): for exhausted, the balance and the reserve of
+// the smallest completion it could not pay, exact; for failed, the
+// error's sentence with every secret redacted; for stopped, none.
+func (b *Being) endReason(status string) string {
+	switch status {
+	case state.StatusExhausted:
+		remaining := b.st.Budget.Remaining
+		need := b.purse.unpaid
+		if need == nil {
+			floor := b.reserveFloor(b.cognition())
+			need = &floor
+		}
+		if need.Cmp(remaining) <= 0 {
+			return fmt.Sprintf("balance %s USD is spent", remaining)
+		}
+		return fmt.Sprintf("balance %s USD cannot pay the next completion's reserve %s USD", remaining, need)
+	case state.StatusFailed:
+		if b.stop != nil && b.stop.err != nil {
+			return b.opts.Secrets.RedactString(b.stop.err.Error())
+		}
+	}
+	return ""
 }
 
 // stopped ends the being: files closed, the parent told. Warnings still

@@ -196,6 +196,7 @@ func (b *Being) resume(ctx actor.Context, n next) {
 		b.afterCycle(ctx)
 	case nextBootStep:
 		b.st.Status = state.StatusRunning // durable with the boot checkpoint
+		b.st.StatusReason = ""
 		b.checkpoint(ctx, nextBooted)
 	case nextBooted:
 		b.bootDurable(ctx)

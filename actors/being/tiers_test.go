@@ -25,7 +25,7 @@ var tierPrices = prices.Table{
 }
 
 // withTierPrices prices the gateway's completions by tierPrices.
-func withTierPrices(fo *family.Options) { fo.Gateway.Prices = tierPrices }
+func withTierPrices(fo *family.Options) { fo.Gateway.Prices = prices.Book{File: tierPrices} }
 
 // tierWorld answers every completion with a plain reply of 1,000 prompt
 // and 100 completion tokens (one round a cycle), priced by tierPrices.
@@ -40,7 +40,7 @@ func tierWorld(t *testing.T, table tiers.Table) (*bramatest.Server, being.Option
 	opts.StartingBalance = testkit.USD("1")
 	opts.MinCompletionTokens = 1
 	opts.MaxTokens = 100
-	opts.Prices = tierPrices
+	opts.Prices = prices.Book{File: tierPrices}
 	opts.Tiers = table
 	return srv, opts
 }

@@ -159,7 +159,12 @@ func (b *Being) modelsAnswered(ctx actor.Context, r reply) {
 	}
 	args := b.cycle.tool.args
 	b.cycle.tool.args = nil
-	b.runBuiltin(ctx, builtin.Request{Name: builtin.SelfSwitchModel, Args: args, Mind: &b.st.Mind, Advertised: advertised, NoSelectors: !selectors})
+	req := builtin.Request{Name: builtin.SelfSwitchModel, Args: args, Mind: &b.st.Mind, Advertised: advertised, NoSelectors: !selectors}
+	if b.opts.RequirePrice {
+		options := b.opts.Pricing.Tokens()
+		req.Free = func(model string) bool { return b.opts.Prices.Free(model, options) }
+	}
+	b.runBuiltin(ctx, req)
 }
 
 // fileAnswered takes a file tool's outcome.

@@ -157,7 +157,7 @@ func BenchmarkClientCompleteInMemoryBearer(b *testing.B) {
 // with a prices file of two models to look the price up in.
 func BenchmarkGatewayCompleteInMemoryBearer(b *testing.B) {
 	system, pid := startGateway(b, memoryClient(b, bearerClient), func(cfg *GatewayConfig) {
-		cfg.Prices = prices.Table{"test-model": {Input: testkit.USD("0.15"), Output: testkit.USD("0.6")}, "other": {}}
+		cfg.Prices = prices.Book{File: prices.Table{"test-model": {Input: testkit.USD("0.15"), Output: testkit.USD("0.6")}, "other": {}}}
 	})
 	req := completionRequest("agent-1")
 	b.ReportAllocs()

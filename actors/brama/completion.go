@@ -81,6 +81,11 @@ type Completion struct {
 	// NoUsage reports a lenient completion without a usage block: Usage is
 	// the reservation's token bound, not the gateway's count.
 	NoUsage bool
+	// PromptReserved reports that Usage's prompt tokens are the
+	// reservation's byte bound, the gateway having reported none (NoUsage,
+	// or a block without prompt tokens): the caller, which reserved a
+	// tighter prompt bound, charges that one (docs/money.md#no-overdraft).
+	PromptReserved bool
 	// Billed is set with an error: the refused completion carried a
 	// readable usage block, which the gateway billed, and Usage holds
 	// what it is debited, as another gateway's completion would be
@@ -203,6 +208,9 @@ type settlement struct {
 	// refused strictly, with the lenient warnings in order.
 	usage    chat.Usage
 	warnings []string
+	// promptReserved: the block reported no prompt tokens, and usage
+	// holds the reservation's.
+	promptReserved bool
 	// refusal is strict validation's first refusal of the block (nil
 	// when it has none).
 	refusal error
@@ -235,6 +243,7 @@ func settle(read reading, reservation chat.Usage) settlement {
 		if u.PromptTokens == 0 {
 			u = reservedUsage(u, reservation)
 			s.warnings = append(s.warnings, WarnNoPromptCharge)
+			s.promptReserved = true
 		} else {
 			u = capUsage(u, reservation)
 			s.warnings = append(s.warnings, WarnUsageCapped)
@@ -310,7 +319,8 @@ func billedUsage(r responseBody, reservation chat.Usage) Completion {
 	if err != nil {
 		return Completion{}
 	}
-	return Completion{Usage: settle(read, reservation).usage, Billed: true, Model: r.Model}
+	s := settle(read, reservation)
+	return Completion{Usage: s.usage, Billed: true, Model: r.Model, PromptReserved: s.promptReserved}
 }
 
 // validate applies docs/brama.md#response-validation to a decoded body.
@@ -351,10 +361,10 @@ func validate(r *responseBody, lenient bool, reservation chat.Usage) (Completion
 		return Completion{}, permanent("unsupported finish reason: %s", reason)
 	}
 	var usage chat.Usage
-	noUsage := false
+	noUsage, promptReserved := false, false
 	switch {
 	case absent(r.Usage) && lenient:
-		usage, noUsage = reservation, true
+		usage, noUsage, promptReserved = reservation, true, true
 		warnings = append(warnings, WarnNoUsageCharged)
 	case absent(r.Usage):
 		return Completion{}, permanent("invalid completion response: missing usage")
@@ -367,7 +377,7 @@ func validate(r *responseBody, lenient bool, reservation chat.Usage) (Completion
 		if s.refusal != nil && !lenient {
 			return Completion{}, s.refusal
 		}
-		usage = s.usage
+		usage, promptReserved = s.usage, s.promptReserved
 		warnings = append(warnings, s.warnings...)
 	}
 	msg := chat.Message{Role: chat.RoleAssistant, ToolCalls: calls}
@@ -375,13 +385,14 @@ func validate(r *responseBody, lenient bool, reservation chat.Usage) (Completion
 		msg.Content = *content
 	}
 	return Completion{
-		Message:      msg,
-		FinishReason: reason,
-		Model:        r.Model,
-		Usage:        usage,
-		NoUsage:      noUsage,
-		Truncated:    reason == FinishLength,
-		Warnings:     warnings,
+		Message:        msg,
+		FinishReason:   reason,
+		Model:          r.Model,
+		Usage:          usage,
+		NoUsage:        noUsage,
+		PromptReserved: promptReserved,
+		Truncated:      reason == FinishLength,
+		Warnings:       warnings,
 	}, nil
 }
 

@@ -252,7 +252,7 @@ func TestLenientValidation(t *testing.T) {
 			body: `{"choices":[{"message":{"content":"x"},"finish_reason":"stop"}]}`,
 			want: Completion{
 				Message:      chat.Message{Role: chat.RoleAssistant, Content: "x"},
-				FinishReason: FinishStop, Usage: bramatest.Usage(300, 64), NoUsage: true,
+				FinishReason: FinishStop, Usage: bramatest.Usage(300, 64), NoUsage: true, PromptReserved: true,
 				Warnings: []string{"completion reported no usage; charged its reservation"},
 			},
 		},
@@ -261,7 +261,7 @@ func TestLenientValidation(t *testing.T) {
 			body: `{"choices":[{"message":{"content":"x","tool_calls":[` + call + `]},"finish_reason":"stop"}]}`,
 			want: Completion{
 				Message:      chat.Message{Role: chat.RoleAssistant, Content: "x", ToolCalls: []chat.ToolCall{echo}},
-				FinishReason: FinishStop, Usage: bramatest.Usage(300, 64), NoUsage: true,
+				FinishReason: FinishStop, Usage: bramatest.Usage(300, 64), NoUsage: true, PromptReserved: true,
 				Warnings: []string{"completion finished with stop but asked for tools", "completion reported no usage; charged its reservation"},
 			},
 		},

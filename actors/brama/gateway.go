@@ -39,10 +39,11 @@ type GatewayConfig struct {
 	// gateway stops may take to finish before they are cancelled and
 	// answered as indeterminate. Zero means DefaultShutdownGrace.
 	ShutdownGrace time.Duration
-	// Prices are the per-model prices of BRAMA_PRICES_FILE
-	// (docs/brama.md#per-model-prices). Nil lists no model: every
-	// completion is priced by the ledger's configured two prices.
-	Prices prices.Table
+	// Prices are the per-model prices of BRAMA_PRICES_FILE over the
+	// shipped catalogue (docs/brama.md#per-model-prices). The zero Book
+	// lists no model: every completion is priced by the ledger's
+	// configured two prices.
+	Prices prices.Book
 	// Workers is how many completions run at once, each on a worker
 	// goroutine of the gateway's pool; the others wait in order, as
 	// requests that are not yet encoded (docs/brama.md#concurrency).
@@ -259,20 +260,22 @@ func (g *Gateway) answer(system *actor.ActorSystem, sender *actor.PID, p *Params
 // prices file lists the response's or the requested model.
 func (g *Gateway) response(p *Params, comp *Completion, err error) messages.CompletionResponse {
 	resp := messages.CompletionResponse{
-		Message:      comp.Message,
-		FinishReason: comp.FinishReason,
-		Model:        comp.Model,
-		Usage:        comp.Usage,
-		Truncated:    comp.Truncated,
-		Warnings:     comp.Warnings,
-		NoUsage:      comp.NoUsage,
-		Billed:       comp.Billed,
-		RequestBytes: comp.RequestBytes,
-		Elapsed:      comp.Elapsed,
-		Err:          err,
+		Message:        comp.Message,
+		FinishReason:   comp.FinishReason,
+		Model:          comp.Model,
+		Usage:          comp.Usage,
+		Truncated:      comp.Truncated,
+		Warnings:       comp.Warnings,
+		NoUsage:        comp.NoUsage,
+		PromptReserved: comp.PromptReserved,
+		Billed:         comp.Billed,
+		RequestBytes:   comp.RequestBytes,
+		Elapsed:        comp.Elapsed,
+		Err:            err,
 	}
-	if pair, ok := g.cfg.Prices.Lookup(comp.Model, p.Model); ok {
+	if pair, ok, unpriced := g.cfg.Prices.Lookup(comp.Model, p.Model); ok {
 		resp.Prices = &pair
+		resp.Unpriced = unpriced
 	}
 	return resp
 }

@@ -104,7 +104,7 @@ func TestGatewayPricesAndLowersMaxTokens(t *testing.T) {
 		"test-model": {Input: testkit.USD("1"), Output: testkit.USD("2")},
 		"answerer":   {Input: testkit.USD("3"), Output: testkit.USD("4")},
 	}
-	system, pid := startGateway(t, newClient(t, srv.URL), func(cfg *GatewayConfig) { cfg.MaxTokens = 99; cfg.Prices = table })
+	system, pid := startGateway(t, newClient(t, srv.URL), func(cfg *GatewayConfig) { cfg.MaxTokens = 99; cfg.Prices = prices.Book{File: table} })
 
 	srv.Enqueue(bramatest.ModelReply("answerer", bramatest.TextReply("a", bramatest.Usage(1, 1))))
 	req := completionRequest("agent-ada")

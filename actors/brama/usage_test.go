@@ -1,6 +1,7 @@
 package brama
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -257,10 +258,12 @@ func TestNoPromptTokensChargedTheReservation(t *testing.T) {
 			body := []byte(`{"model":"m","choices":[{"message":{"content":"x"},"finish_reason":"stop"}],"usage":` + tt.usage + `}`)
 			strict, err := parseCompletion(body, false, reservation)
 			requireBramaError(t, err, fault.Permanent, tt.strict)
-			require.Equal(t, Completion{Usage: tt.want, Billed: true, Model: "m"}, strict)
+			reserved := slices.Contains(tt.warnings, WarnNoPromptCharge)
+			require.Equal(t, Completion{Usage: tt.want, Billed: true, Model: "m", PromptReserved: reserved}, strict)
 			lenient, err := parseCompletion(body, true, reservation)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, lenient.Usage)
+			require.Equal(t, reserved, lenient.PromptReserved, "the prompt is the reservation's")
 			require.Equal(t, tt.warnings, lenient.Warnings)
 		})
 	}

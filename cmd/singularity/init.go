@@ -18,6 +18,7 @@ import (
 
 	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/prices"
+	"github.com/wisent/singularity/internal/prices/catalog"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/supervision/fault"
 )
@@ -32,7 +33,7 @@ type initCmd struct {
 	Model   string    `name:"model" help:"The model id to think with."`
 	Auth    string    `name:"auth" help:"bearer (an API key) or none (a keyless local server); default bearer."`
 	KeyFile string    `name:"key-file" help:"File holding the API key (bearer); the configuration names it, never the key."`
-	Prices  pricePair `name:"prices" placeholder:"IN,OUT" help:"INPUT,OUTPUT: the model's USD per million prompt and completion tokens (default 0,0)."`
+	Prices  pricePair `name:"prices" placeholder:"IN,OUT" help:"INPUT,OUTPUT: the model's USD per million prompt and completion tokens (default: the catalogue's; required for a model it does not know)."`
 	Name    string    `name:"name" help:"The being's name (default: the directory's name, capitalised)."`
 	Balance string    `name:"starting-balance" placeholder:"USD" help:"The being's starting balance in USD (default 10)."`
 	Prompt  string    `name:"prompt" help:"The being's first words: its system prompt (default: the built-in one for its name)."`
@@ -69,8 +70,11 @@ const memoryServer = "@modelcontextprotocol/server-memory@2026.8.31"
 // initAnswers are init's inputs once every one is known.
 type initAnswers struct {
 	dir, baseURL, model, auth, keyFile string
-	input, output                      string
-	name, balance, prompt              string
+	// price is the model's entry of prices.json; priceFrom says where
+	// it came from, for the report.
+	price                 map[string]string
+	priceFrom             string
+	name, balance, prompt string
 }
 
 func (c *initCmd) Run(e *env) error {
@@ -100,6 +104,7 @@ func (c *initCmd) Run(e *env) error {
 	cfg := filepath.Join(a.dir, "singularity.toml")
 	fmt.Fprintf(e.stdout, "wrote %s, %s, %s and %s\n", cfg,
 		filepath.Join(a.dir, "servers.json"), filepath.Join(a.dir, "prices.json"), filepath.Join(a.dir, "workspace")+string(filepath.Separator))
+	fmt.Fprintf(e.stdout, "prices of %s: %s\n", a.model, a.priceFrom)
 	fmt.Fprintf(e.stdout, "next: cd %s\n      singularity doctor\n      singularity run\n", a.dir)
 	return nil
 }
@@ -184,14 +189,8 @@ func (c *initCmd) answers(in io.Reader, out io.Writer, terminal bool) (initAnswe
 	} else if a.keyFile != "" {
 		return a, fault.Errorf(fault.ClassConfiguration, "init: --key-file needs --auth bearer")
 	}
-	pair := string(c.Prices)
-	if err := ask(&pair, "prices", "USD per million prompt and completion tokens, INPUT,OUTPUT", "0,0"); err != nil {
+	if err := a.fillPrices(string(c.Prices), terminal, ask); err != nil {
 		return a, err
-	}
-	in1, out1, ok := strings.Cut(pair, ",")
-	a.input, a.output = strings.TrimSpace(in1), strings.TrimSpace(out1)
-	if !ok || a.input == "" || a.output == "" {
-		return a, fault.Errorf(fault.ClassConfiguration, "init: --prices must be INPUT,OUTPUT (USD per million tokens)")
 	}
 	if a.prompt == "" && terminal {
 		// The one question whose empty answer is an answer: the
@@ -205,6 +204,41 @@ func (c *initCmd) answers(in io.Reader, out io.Writer, terminal bool) (initAnswe
 		return a, fault.Errorf(fault.ClassConfiguration, "init: --prompt must be at most 65536 bytes and contain no NUL")
 	}
 	return a, nil
+}
+
+// fillPrices decides the model's prices (docs/configuration.md#init):
+// --prices when given; else the catalogue's, looked up with the
+// provider of the base URL first; else, for a model the catalogue does
+// not know, the answer on a terminal, and a refusal without one.
+func (a *initAnswers) fillPrices(given string, terminal bool, ask func(value *string, flag, question, fallback string) error) error {
+	if given == "" {
+		cat := catalog.Shipped()
+		if m, p, ok := cat.Find(a.model, a.baseURL); ok {
+			a.price = map[string]string{"input_usd_per_million": m.Input, "output_usd_per_million": m.Output}
+			if m.Cached != "" {
+				a.price["cached_input_usd_per_million"] = m.Cached
+			}
+			if m.CacheWrite != "" {
+				a.price["cache_write_input_usd_per_million"] = m.CacheWrite
+			}
+			a.priceFrom = fmt.Sprintf("the catalogue (%s %s, %s %s of %s)", p.Name, m.ID, cat.Source, cat.Version, cat.Date)
+			return nil
+		}
+		if !terminal {
+			return fault.Errorf(fault.ClassConfiguration, "init: model %s is not in the price catalogue: --prices is required", a.model)
+		}
+		if err := ask(&given, "prices", "The catalogue does not know "+a.model+"; USD per million prompt and completion tokens, INPUT,OUTPUT", ""); err != nil {
+			return err
+		}
+	}
+	in, out, ok := strings.Cut(given, ",")
+	in, out = strings.TrimSpace(in), strings.TrimSpace(out)
+	if !ok || in == "" || out == "" {
+		return fault.Errorf(fault.ClassConfiguration, "init: --prices must be INPUT,OUTPUT (USD per million tokens)")
+	}
+	a.price = map[string]string{"input_usd_per_million": in, "output_usd_per_million": out}
+	a.priceFrom = "--prices"
+	return nil
 }
 
 // defaultName is the name init offers: the directory's name with its
@@ -234,14 +268,16 @@ type initFile struct {
 // files renders the three files, validating what they hold with the
 // parsers that will read them.
 func (a initAnswers) files() ([]initFile, error) {
-	priceFile, err := json.MarshalIndent(map[string]map[string]string{
-		a.model: {"input_usd_per_million": a.input, "output_usd_per_million": a.output},
-	}, "", "  ")
+	priceFile, err := json.MarshalIndent(map[string]map[string]string{a.model: a.price}, "", "  ")
 	if err != nil {
 		return nil, fault.Errorf(fault.ClassConfiguration, "init: %w", err)
 	}
-	if _, err := prices.Parse(priceFile); err != nil {
+	table, err := prices.Parse(priceFile)
+	if err != nil {
 		return nil, fault.Errorf(fault.ClassConfiguration, "init: --prices: %w", err)
+	}
+	if p := table[a.model]; a.auth == "bearer" && (p.Input.IsZero() || p.Output.IsZero()) {
+		return nil, fault.Errorf(fault.ClassConfiguration, "init: --prices: model %q would run free on a bearer gateway, which bills it: give its prices", a.model)
 	}
 	workspace := filepath.Join(a.dir, "workspace")
 	servers, err := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{

@@ -19,12 +19,12 @@ func TestInitAsksOnATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	ada := filepath.Join(dir, "ada")
-	c := &initCmd{Dir: ada, Model: "gpt-4o-mini"}
+	c := &initCmd{Dir: ada, Model: "my-model"}
 	a, err := c.answers(strings.NewReader("\n5\nhttps://api.example.com/v1\n\n"+key+"\n0.15,0.6\nBe brief.\n"), &out, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.baseURL != "https://api.example.com/v1" || a.model != "gpt-4o-mini" || a.auth != "bearer" || a.keyFile != key || a.input != "0.15" || a.output != "0.6" {
+	if a.baseURL != "https://api.example.com/v1" || a.model != "my-model" || a.auth != "bearer" || a.keyFile != key || a.price["input_usd_per_million"] != "0.15" || a.price["output_usd_per_million"] != "0.6" || a.priceFrom != "--prices" {
 		t.Errorf("answers %+v", a)
 	}
 	if a.name != "Ada" || a.balance != "5" || a.prompt != "Be brief." {
@@ -65,6 +65,7 @@ func TestInitAsksOnATerminal(t *testing.T) {
 		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", Auth: "none", Prices: "1"}, "configuration: init: --prices must be INPUT,OUTPUT (USD per million tokens)"},
 		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", Auth: "none", Balance: "ten"}, "configuration: init: --starting-balance must be a decimal number of USD, as 10"},
 		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", Auth: "none", Balance: "-1"}, "configuration: init: --starting-balance must be a decimal number of USD, as 10"},
+		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", Auth: "none"}, "configuration: init: model m is not in the price catalogue: --prices is required"},
 	} {
 		_, err := tc.c.answers(strings.NewReader(""), &out, false)
 		if err == nil || err.Error() != tc.want {

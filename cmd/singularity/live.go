@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/wisent/singularity/internal/logging"
 	"github.com/wisent/singularity/internal/metrics"
 	"github.com/wisent/singularity/internal/observe"
+	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/budget"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/boundary"
@@ -153,6 +155,7 @@ func rootOptions(rt config.Runtime, mode being.Mode, log *slog.Logger) (being.Op
 		HTTPTimeout:         rt.HTTPTimeout,
 		SpendLimit:          rt.SpendLimit,
 		Prices:              rt.Brama.Prices,
+		RequirePrice:        rt.RequirePrice(),
 	}
 	if rt.MintChildren {
 		opts.Funding = builtin.Mint
@@ -531,6 +534,7 @@ func runLive(e *env, rt config.Runtime) error {
 		case ev := <-l.events:
 			if msg, ok := ev.(messages.FamilyStopped); ok {
 				l.close()
+				writeRunSummary(e, rt.StateDir, msg)
 				if msg.Status == state.StatusFailed && msg.Err != nil {
 					return msg.Err
 				}
@@ -539,10 +543,43 @@ func runLive(e *env, rt config.Runtime) error {
 		case <-sigs:
 			l.log.Info("signal received: stopping the family, children first")
 			stopped := l.shutdown(sigs)
+			writeRunSummary(e, rt.StateDir, stopped)
 			if stopped.Status == state.StatusFailed && stopped.Err != nil {
 				return stopped.Err
 			}
 			return nil
 		}
 	}
+}
+
+// writeRunSummary ends run with one line per being of the family on
+// stderr, read from its state directories as status reads them
+// (docs/cycle.md#the-end-of-run): its status, why its life ended, its
+// cycles and its money, exact. The root's status and reason are those
+// its end reported (root), which storage that failed may not hold. A
+// family that cannot be read is said in one line instead.
+func writeRunSummary(e *env, stateDir string, root messages.FamilyStopped) {
+	fam, err := accounts.Read(stateDir)
+	if err != nil {
+		fmt.Fprintln(e.stderr, e.secrets.RedactString("run ended; the family cannot be read: "+err.Error()))
+		return
+	}
+	var b strings.Builder
+	b.WriteString("run ended:\n")
+	for i, being := range fam.Beings {
+		st := being.State
+		status, reason := st.Status, st.StatusReason
+		if i == 0 && root.Status != "" && (root.Status != status || (reason == "" && root.Err != nil)) {
+			status, reason = root.Status, ""
+			if root.Err != nil {
+				reason = root.Err.Error()
+			}
+		}
+		if reason != "" {
+			status += " (" + reason + ")"
+		}
+		fmt.Fprintf(&b, "  %s%s: %s, %d cycles, spent %s, earned %s, remaining %s USD\n",
+			strings.Repeat("  ", being.Depth), being.Name, status, st.Cycle, spent(being), st.Budget.Earned, st.Budget.Remaining)
+	}
+	fmt.Fprint(e.stderr, e.secrets.RedactString(b.String()))
 }

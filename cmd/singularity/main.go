@@ -37,6 +37,7 @@ type cli struct {
 	Status  statusCmd  `cmd:"" help:"Print the family's tree and ledger from its state directories; read-only, safe while run runs."`
 	Config  configCmd  `cmd:"" help:"Print the effective configuration, each value with where it came from; secrets are never shown."`
 	Init    initCmd    `cmd:"" help:"Write a standalone being into DIR: a commented configuration, a servers file, prices and a workspace."`
+	Prices  pricesCmd  `cmd:"" help:"Print what a model is charged per million tokens, and from where: the prices file, the catalogue or the price options."`
 
 	ExampleLas exampleLasCmd `cmd:"" name:"example-las" hidden:"" help:"Serve the example Las over stdio (used by demo)."`
 }

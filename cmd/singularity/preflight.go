@@ -102,7 +102,13 @@ func runDoctor(e *env, rt config.Runtime, format string) error {
 		}
 		return err
 	}
-	return writeDoctor(e.stdout, report, format)
+	if err := writeDoctor(e.stdout, report, format); err != nil {
+		return err
+	}
+	if line := freeModelLine(rt); line != "" {
+		fmt.Fprintln(e.stderr, line)
+	}
+	return nil
 }
 
 // offered is the tail of an unavailable model's refusal: up to
@@ -176,6 +182,22 @@ func bootTierModels(ctx context.Context, client *brama.Client, rt config.Runtime
 		log.Warn("tier models not checked: no model list", "err", err)
 	}
 	return unlisted
+}
+
+// freeModelLine is the line doctor adds on stderr when the configured
+// model would be charged nothing and the configuration allows it
+// (docs/money.md#no-free-model-by-accident): a keyless server, or
+// --allow-free-model. Empty when the model has a price or the gateway is
+// Brama.
+func freeModelLine(rt config.Runtime) string {
+	if rt.Brama.Auth.Brama() || !rt.Brama.Prices.Free(rt.Brama.Model, rt.OptionPrices()) {
+		return ""
+	}
+	why := "a keyless (none) server"
+	if rt.Brama.Auth == gateway.AuthBearer {
+		why = "--allow-free-model is set"
+	}
+	return fmt.Sprintf("doctor: model %s has no price and runs free: %s", rt.Brama.Model, why)
 }
 
 // doctorSelector reports whether doctor skips the model listing: the

@@ -133,6 +133,17 @@ func writeStatusTable(w io.Writer, fam *accounts.Family) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	ended := false
+	for _, b := range fam.Beings {
+		if b.State.StatusReason == "" {
+			continue
+		}
+		if !ended {
+			fmt.Fprintln(w, "\nwhy lives ended:")
+			ended = true
+		}
+		fmt.Fprintf(w, "  %s %s: %s\n", b.Name, b.State.Status, b.State.StatusReason)
+	}
 	t := fam.Totals
 	fmt.Fprintf(w, "\nfamily: %s, starting %s, granted %s, spent %s, earned %s, remaining %s",
 		beings(t.Beings), t.Starting, t.Granted, t.Spent, t.Earned, t.Remaining)
@@ -168,6 +179,7 @@ type statusBeing struct {
 	Depth      int    `json:"depth"`
 	StateDir   string `json:"state_dir"`
 	Status     string `json:"status"`
+	Reason     string `json:"reason"`
 	Tier       int    `json:"tier"`
 	Cycle      uint64 `json:"cycle"`
 	Starting   string `json:"starting"`
@@ -206,7 +218,7 @@ func writeStatusJSON(w io.Writer, fam *accounts.Family) error {
 			last = ""
 		}
 		out.Beings = append(out.Beings, statusBeing{
-			ID: b.ID, Name: b.Name, Depth: b.Depth, StateDir: b.StateDir, Status: st.Status, Tier: st.Tier, Cycle: st.Cycle,
+			ID: b.ID, Name: b.Name, Depth: b.Depth, StateDir: b.StateDir, Status: st.Status, Reason: st.StatusReason, Tier: st.Tier, Cycle: st.Cycle,
 			Starting: st.Budget.Starting.String(), Remaining: st.Budget.Remaining.String(), Spent: spent(b).String(),
 			Earned: st.Budget.Earned.String(), Granted: st.Budget.Granted.String(), InTransit: b.Entry.InTransit.String(),
 			Ledger: ledgerWord(b), LastAction: last, Updated: st.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000000Z"),

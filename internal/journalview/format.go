@@ -76,6 +76,9 @@ func Fields(l Line) string {
 		add("message", cut(e.Message))
 	case state.EventStopped:
 		add("status", e.Status)
+		if e.Reason != "" {
+			add("reason", e.Reason)
+		}
 	case state.EventMemoryAdded:
 		if e.Memory != nil {
 			add("kind", e.Memory.Kind)

@@ -192,6 +192,9 @@ func TestTextAndJSON(t *testing.T) {
 		{state.ToolFinished(t0, 2, "echo__echo", "failed"), "2026-03-01T12:00:00.000Z Ada tool_finished seq=7 cycle=2 tool=echo__echo status=failed"},
 		{state.RevenueCredited(t0, 2, testkit.USD("0.05"), "finance__sell"), "2026-03-01T12:00:00.000Z Ada revenue_credited seq=7 cycle=2 amount=0.05 source=finance__sell"},
 		{state.Warning(t0, 2, "a b"), `2026-03-01T12:00:00.000Z Ada warning seq=7 cycle=2 message="a b"`},
+		{state.Stopped(t0, 2, state.StatusExhausted, "balance 0.0042 USD cannot pay the next completion's reserve 0.0061 USD"),
+			`2026-03-01T12:00:00.000Z Ada stopped seq=7 cycle=2 status=exhausted reason="balance 0.0042 USD cannot pay the next completion's reserve 0.0061 USD"`},
+		{state.Stopped(t0, 2, state.StatusStopped, ""), `2026-03-01T12:00:00.000Z Ada stopped seq=7 cycle=2 status=stopped`},
 		{state.MemoryAdded(state.Memory{ID: "m1", Kind: "note", Text: "market opens"}), `0001-01-01T00:00:00.000Z Ada memory_added seq=7 cycle=0 kind=note text="market opens"`},
 		{state.ModelCompleted(t0, 2, chat.Usage{PromptTokens: 3, CompletionTokens: 4}, reply),
 			`2026-03-01T12:00:00.000Z Ada model_completed seq=7 cycle=2 prompt_tokens=3 completion_tokens=4 tool_calls=0 reply="All done, ` + strings.Repeat("x", 70) + `…"`},
@@ -263,7 +266,7 @@ func TestLineOfIsTheJournalsLine(t *testing.T) {
 	step(t, j, state.Debited(t0, 1, testkit.USD("0.000123"), testkit.USD("0.0001"), 42),
 		state.RevenueCredited(t0, 1, testkit.USD("0.5"), "skarbiec"),
 		state.EndowmentGranted(kid, testkit.USD("0.25")), state.ChildAdded(kid))
-	step(t, j, state.Warning(t0, 1, "ünïcode ✓ and <html>"), state.Stopped(t0, 1, state.StatusExhausted))
+	step(t, j, state.Warning(t0, 1, "ünïcode ✓ and <html>"), state.Stopped(t0, 1, state.StatusExhausted, "balance 0.0042 USD cannot pay the next completion's reserve 0.0061 USD"))
 
 	lines, err := journalview.NewFollower(dir).Next()
 	require.NoError(t, err)

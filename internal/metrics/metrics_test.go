@@ -61,7 +61,7 @@ func feed(m *Metrics) {
 		m.CycleEnded(b, 1, "completed")
 		m.LasRestarted(b, "las")
 	}
-	m.Step(observe.Step{Being: bo, Status: "exhausted", Balance: money.Zero, Events: []state.Event{state.Stopped(now, 1, "exhausted")}})
+	m.Step(observe.Step{Being: bo, Status: "exhausted", Balance: money.Zero, Events: []state.Event{state.Stopped(now, 1, "exhausted", "")}})
 	m.DurableWrite(400 * time.Microsecond)
 }
 

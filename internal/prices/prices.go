@@ -1,7 +1,8 @@
 // Package prices is the per-model price table of BRAMA_PRICES_FILE
-// (docs/brama.md#per-model-prices): which price a completion of a given
-// model pays per million prompt, cached prompt, cache-write and
-// completion tokens. It is pure: it parses the file's JSON and answers
+// (docs/brama.md#per-model-prices) and the book that lays it over the
+// shipped catalogue: which price a completion of a given model pays per
+// million prompt, cached prompt, cache-write and completion tokens, and
+// from where. It is pure: it parses the file's JSON and answers
 // look-ups; reading the file is the caller's.
 package prices
 
@@ -174,18 +175,6 @@ func price(model, field string, raw json.RawMessage) (money.Amount, error) {
 		return money.Zero, fmt.Errorf("model %q: %s cannot be negative", model, field)
 	}
 	return v, nil
-}
-
-// Lookup is the price of one completion (docs/brama.md#per-model-prices):
-// the response's model when the table lists it, else the requested model
-// when listed; ok is false when neither is, and the caller prices by the
-// two configured variables.
-func (t Table) Lookup(responseModel, requestedModel string) (Pair, bool) {
-	if p, ok := t[responseModel]; ok && responseModel != "" {
-		return p, true
-	}
-	p, ok := t[requestedModel]
-	return p, ok
 }
 
 // Reservation is the price a reservation of a completion of requested

@@ -72,14 +72,14 @@ func TestLookup(t *testing.T) {
 		{"other", "other", Pair{}, false}, // neither: the two variables
 	}
 	for _, c := range cases {
-		got, ok := table.Lookup(c.response, c.requested)
+		got, ok, _ := Book{File: table}.Lookup(c.response, c.requested)
 		assert.Equal(t, c.ok, ok, "%s/%s", c.response, c.requested)
 		if ok {
 			assert.Equal(t, c.want.Input.String(), got.Input.String())
 			assert.Equal(t, c.want.Output.String(), got.Output.String())
 		}
 	}
-	_, ok := Table(nil).Lookup("a", "b")
+	_, ok, _ := Book{}.Lookup("a", "b")
 	assert.False(t, ok)
 }
 

@@ -122,6 +122,7 @@ func TestDoctorAgainstOtherGateways(t *testing.T) {
 			env["BRAMA_MODEL"] = "gpt-large"
 			if auth == "bearer" {
 				env["BRAMA_API_KEY_FILE"] = keyFile
+				env["BRAMA_INPUT_PRICE_USD_PER_MILLION"], env["BRAMA_OUTPUT_PRICE_USD_PER_MILLION"] = "1", "2"
 			}
 			r := run(t, env, "doctor")
 			require.Equal(t, 0, r.code, r.stderr)
@@ -148,6 +149,7 @@ func TestDoctorAgainstOtherGateways(t *testing.T) {
 	srv := bramatest.Start(t, bramatest.Config{Auth: "bearer", APIKey: []byte("sk-another-key"), Models: []string{"gpt-small"}})
 	env := doctorEnv(t, w, srv, "{}")
 	env["BRAMA_AUTH"], env["BRAMA_MODEL"], env["BRAMA_API_KEY_FILE"] = "bearer", "gpt-small", keyFile
+	env["SINGULARITY_ALLOW_FREE_MODEL"] = "true"
 	r := run(t, env, "doctor")
 	assert.Equal(t, 3, r.code, r.stderr)
 	assert.Equal(t, "singularity: brama: HTTP 401: invalid api key\n", testkit.LastLine(r.stderr))

@@ -53,8 +53,9 @@ func initOnTerminal(t *testing.T, answers string, args ...string) result {
 }
 
 // TestInitWizard: on a terminal, init asks for the name, the starting
-// balance, the provider, the model, the authentication, the prices and
-// the being's first words, each with its default; the being it wrote
+// balance, the provider, the model, the authentication, the prices (of
+// a model the catalogue does not know) and the being's first words,
+// each with its default; the being it wrote
 // is named, funded and prompted as answered. With every flag it asks
 // nothing.
 func TestInitWizard(t *testing.T) {
@@ -62,7 +63,7 @@ func TestInitWizard(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ada")
 	srv := bramatest.Start(t, bramatest.Config{Auth: "none", Models: []string{"m"}})
 	srv.Enqueue(bramatest.TextReply("hello", bramatest.Usage(10, 1)))
-	r := initOnTerminal(t, "\n3\n"+srv.URL+"\nm\nnone\n\nYou keep careful notes.\n", dir)
+	r := initOnTerminal(t, "\n3\n"+srv.URL+"\nm\nnone\n0,0\nYou keep careful notes.\n", dir)
 	require.Equal(t, 0, r.code, r.stderr)
 	for _, q := range []string{"The being's name [Ada]: ", "Its starting balance in USD [10]: ", "The model id: ", "Authentication, bearer or none [bearer]: ", "Its first words, the system prompt [built-in]: "} {
 		assert.Contains(t, r.stdout, q)

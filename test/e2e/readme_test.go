@@ -104,7 +104,8 @@ func testReadmeExample(t *testing.T, auth string, ex readmeExample) {
 	}
 	srv := bramatest.Start(t, cfg)
 	srv.SetHandler(func(*bramatest.Request) bramatest.Reply {
-		return bramatest.TextReply("Looking around.", bramatest.Usage(1000, 100))
+		// The provider names the model it ran, as a real one does.
+		return bramatest.ModelReply(ex.env["BRAMA_MODEL"], bramatest.TextReply("Looking around.", bramatest.Usage(1000, 100)))
 	})
 
 	require.True(t, strings.HasSuffix(ex.env["BRAMA_BASE_URL"], "/v1"), "the README's base URL ends in /v1")

@@ -285,7 +285,7 @@ func startWorld(t testing.TB, cfg worldConfig) *world {
 		Mode:            being.Run,
 		Model:           "any",
 		Pricing:         pricing,
-		Prices:          cfg.prices,
+		Prices:          prices.Book{File: cfg.prices},
 		StartingBalance: balance,
 		Workspace:       workspace,
 		MaxToolRounds:   8,
@@ -327,7 +327,7 @@ func startWorld(t testing.TB, cfg worldConfig) *world {
 	listener, events, stopListener := family.Listen(system)
 	t.Cleanup(stopListener)
 	pid, err := system.Root.SpawnNamed(family.Props(family.Options{
-		Gateway:  brama.GatewayConfig{Client: client, MaxTokens: 2048, Temperature: 0.2, ShutdownGrace: 5 * time.Second, Prices: cfg.prices, Logger: log},
+		Gateway:  brama.GatewayConfig{Client: client, MaxTokens: 2048, Temperature: 0.2, ShutdownGrace: 5 * time.Second, Prices: prices.Book{File: cfg.prices}, Logger: log},
 		Root:     root,
 		Listener: listener,
 		Logger:   log,

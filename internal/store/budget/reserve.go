@@ -12,21 +12,22 @@ var secondsPerHour = money.FromInt(3600)
 
 // Bound is the worst-case cost of one completion (docs/money.md#no-overdraft):
 //
-//	body bytes × prompt price / 1e6 + max tokens × output price / 1e6
+//	prompt tokens × prompt price / 1e6 + max tokens × output price / 1e6
 //	+ timeout seconds × instance price per hour / 3600
 //
 // each part rounded up to 12 places, where the prompt price is the highest
 // a prompt token may pay (prices.Pair.PromptWorst: the input price, unless
-// a cache price is higher). A tokenizer never makes more tokens than the
-// bytes it reads, so the first part bounds the prompt's cost whatever the
-// provider cached; a timeout in fractions of a second counts as the next
-// whole second.
-func (p Pricing) Bound(bodyBytes, maxTokens int, timeout time.Duration) money.Amount {
-	return p.promptBound(bodyBytes).Add(p.outputBound(maxTokens)).Add(p.instanceBound(timeout))
+// a cache price is higher). promptTokens is an upper bound of the prompt's
+// tokens: the request body's bytes (a tokenizer never makes more tokens
+// than the bytes it reads), or the being's tighter bound; so the first
+// part bounds the prompt's cost whatever the provider cached. A timeout
+// in fractions of a second counts as the next whole second.
+func (p Pricing) Bound(promptTokens, maxTokens int, timeout time.Duration) money.Amount {
+	return p.promptBound(promptTokens).Add(p.outputBound(maxTokens)).Add(p.instanceBound(timeout))
 }
 
-func (p Pricing) promptBound(bodyBytes int) money.Amount {
-	return money.FromInt(int64(max(bodyBytes, 0))).Mul(p.Tokens().PromptWorst()).QuoUp(perMillion)
+func (p Pricing) promptBound(promptTokens int) money.Amount {
+	return money.FromInt(int64(max(promptTokens, 0))).Mul(p.Tokens().PromptWorst()).QuoUp(perMillion)
 }
 
 func (p Pricing) outputBound(tokens int) money.Amount {
@@ -55,13 +56,13 @@ type Reservation struct {
 // for. Below minTokens the completion must not be requested: ok is
 // false. available is the remaining balance less anything else already
 // reserved.
-func (p Pricing) Reserve(bodyBytes, maxTokens, minTokens int, timeout time.Duration, available money.Amount) (r Reservation, ok bool) {
-	bound := p.Bound(bodyBytes, maxTokens, timeout)
+func (p Pricing) Reserve(promptTokens, maxTokens, minTokens int, timeout time.Duration, available money.Amount) (r Reservation, ok bool) {
+	bound := p.Bound(promptTokens, maxTokens, timeout)
 	if bound.Cmp(available) <= 0 {
 		return Reservation{MaxTokens: maxTokens, Bound: bound}, true
 	}
 	// What is left for the output once prompt and instance time are paid.
-	left := available.Sub(p.promptBound(bodyBytes)).Sub(p.instanceBound(timeout))
+	left := available.Sub(p.promptBound(promptTokens)).Sub(p.instanceBound(timeout))
 	if left.Sign() < 0 || p.OutputPerMillion.Sign() == 0 {
 		return Reservation{}, false
 	}
@@ -72,7 +73,7 @@ func (p Pricing) Reserve(bodyBytes, maxTokens, minTokens int, timeout time.Durat
 		return Reservation{}, false
 	}
 	n := int(min(tokens, int64(maxTokens)))
-	return Reservation{MaxTokens: n, Bound: p.Bound(bodyBytes, n, timeout), Lowered: n < maxTokens}, true
+	return Reservation{MaxTokens: n, Bound: p.Bound(promptTokens, n, timeout), Lowered: n < maxTokens}, true
 }
 
 // floorQuo is ⌊a ÷ b⌋ for b > 0, saturated to the int64 range.

@@ -87,6 +87,7 @@ func (b *Being) Apply(e Event) {
 		b.Budget = b.Budget.Credit(e.Amount)
 	case EventStopped:
 		b.Status = e.Status
+		b.StatusReason = e.Reason
 	case EventMemoryAdded:
 		if e.Memory != nil {
 			b.Mind.Memories = append(b.Mind.Memories, *e.Memory)

@@ -47,7 +47,7 @@ const (
 //	tool_finished    {at, cycle, tool, status, message, action, created?}
 //	revenue_credited {at, cycle, amount, source}
 //	warning          {at, cycle, message, repeats?}
-//	stopped          {at, cycle, status}
+//	stopped          {at, cycle, status, reason?}
 //	memory_added     {at, cycle, memory}
 //	prompt_set       {at, cycle, text}
 //	rule_added       {at, cycle, text}
@@ -97,6 +97,8 @@ type Event struct {
 	// Tier is the survival tier tier_changed enters (1-based, 0 for
 	// none); Amount is the remaining balance it was entered at.
 	Tier int
+	// Reason is why stopped's life ended (empty: not said).
+	Reason string
 }
 
 // Started is the event of a being coming alive (fresh or resumed).
@@ -140,8 +142,8 @@ func Warning(at Time, cycle uint64, message string) Event {
 }
 
 // Stopped records the final status of a being's life in this process.
-func Stopped(at Time, cycle uint64, status string) Event {
-	return Event{Type: EventStopped, At: at, Cycle: cycle, Status: status}
+func Stopped(at Time, cycle uint64, status, reason string) Event {
+	return Event{Type: EventStopped, At: at, Cycle: cycle, Status: status, Reason: reason}
 }
 
 // MemoryAdded records a remembered memory.
@@ -237,6 +239,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		}
 	case EventStopped:
 		w.field("status", e.Status)
+		if e.Reason != "" {
+			w.field("reason", e.Reason)
+		}
 	case EventMemoryAdded:
 		w.field("memory", e.Memory)
 	case EventPromptSet, EventRuleAdded, EventLearningAdded:
@@ -289,6 +294,7 @@ type eventFields struct {
 	Child     *Child            `json:"child"`
 	Tier      int               `json:"tier"`
 	Remaining *money.Amount     `json:"remaining"`
+	Reason    string            `json:"reason"`
 }
 
 // UnmarshalJSON reads any event, the reference's included. A
@@ -303,7 +309,7 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 		Type: f.Type, Seq: f.Seq, At: f.At, Cycle: f.Cycle, Usage: f.Usage, Amount: f.Amount,
 		Instance: f.Instance, Tokens: f.Tokens, Source: f.Source, Tool: f.Tool, Status: f.Status,
 		Repeats: f.Repeats, Messages: f.Messages, Action: f.Action, Created: f.Created,
-		Memory: f.Memory, Text: f.Text, Model: f.Model, Child: f.Child, Tier: f.Tier,
+		Memory: f.Memory, Text: f.Text, Model: f.Model, Child: f.Child, Tier: f.Tier, Reason: f.Reason,
 	}
 	if f.Type == EventTierChanged && f.Remaining != nil {
 		e.Amount = *f.Remaining

@@ -61,7 +61,8 @@ func TestEventShapes(t *testing.T) {
 		{ToolFinished(at, 3, "finance__sell", "success"), `{"type":"tool_finished",` + ts + `,"cycle":3,"tool":"finance__sell","status":"success"}`},
 		{RevenueCredited(at, 3, mustParse("2.5"), "finance__sell"), `{"type":"revenue_credited",` + ts + `,"cycle":3,"amount":"2.5","source":"finance__sell"}`},
 		{Warning(at, 3, "maximum tool rounds reached"), `{"type":"warning",` + ts + `,"cycle":3,"message":"maximum tool rounds reached"}`},
-		{Stopped(at, 3, StatusStopped), `{"type":"stopped",` + ts + `,"cycle":3,"status":"stopped"}`},
+		{Stopped(at, 3, StatusStopped, ""), `{"type":"stopped",` + ts + `,"cycle":3,"status":"stopped"}`},
+		{Stopped(at, 3, StatusExhausted, "balance 0.0042 USD cannot pay the next completion's reserve 0.0061 USD"), `{"type":"stopped",` + ts + `,"cycle":3,"status":"exhausted","reason":"balance 0.0042 USD cannot pay the next completion's reserve 0.0061 USD"}`},
 		// The write-ahead fields (docs/state.md#the-journal).
 		{withSeq(CycleStarted(at, 4, chat.Message{Role: chat.RoleUser, Content: "Begin autonomous cycle 4."}), 7),
 			`{"type":"cycle_started","seq":7,` + ts + `,"cycle":4,"messages":[{"role":"user","content":"Begin autonomous cycle 4."}]}`},
@@ -105,7 +106,7 @@ func TestJournalAppendAndRead(t *testing.T) {
 	j, err := OpenJournal(path, at, 0)
 	require.NoError(t, err)
 	assert.Zero(t, j.Repaired())
-	events := []Event{Started(at), CycleStarted(at, 1), CostDebited(at, 1, mustParse("0.01")), Stopped(at, 1, StatusStopped)}
+	events := []Event{Started(at), CycleStarted(at, 1), CostDebited(at, 1, mustParse("0.01")), Stopped(at, 1, StatusStopped, "")}
 	for _, e := range events {
 		require.NoError(t, j.Append(e))
 	}
@@ -248,7 +249,7 @@ func TestRotateGoesOnAfterAFailure(t *testing.T) {
 	require.NoError(t, os.RemoveAll(blocker))
 	require.NoError(t, j.Rotate(), "the second call finishes the rotation")
 
-	_, err = j.AppendStep([]Event{Stopped(at, 1, StatusStopped)})
+	_, err = j.AppendStep([]Event{Stopped(at, 1, StatusStopped, "")})
 	require.NoError(t, err)
 	segs, err := Segments(dir)
 	require.NoError(t, err)

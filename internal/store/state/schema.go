@@ -62,6 +62,11 @@ type Being struct {
 	// SINGULARITY_TIERS_FILE, docs/money.md#survival-tiers); 0, and
 	// absent, for none.
 	Tier int `json:"tier,omitempty"`
+	// StatusReason is why the being's life ended, as its last stopped
+	// event says (docs/state.md#steps): for exhausted the balance and the
+	// reserve it could not pay, for failed the error's sentence; absent
+	// while it lives and in a state written before it.
+	StatusReason string `json:"status_reason,omitempty"`
 
 	// Extra holds unknown top-level fields of a loaded state.json, verbatim.
 	// Keys that name a known field are ignored on save.

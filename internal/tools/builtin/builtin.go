@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/wisent/singularity/internal/prices"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/outcome"
@@ -37,6 +38,7 @@ const (
 	CodeInvalidArguments  = "invalid_arguments"
 	CodeUnknownTool       = "unknown_tool"
 	CodeModelUnavailable  = "model_unavailable"
+	CodeModelUnpriced     = "model_unpriced"
 	CodeInvalidPath       = "invalid_path"
 	CodeWorkspaceBoundary = "workspace_boundary"
 	CodeFileRead          = "file_read"
@@ -140,6 +142,10 @@ type Request struct {
 	// is another OpenAI-compatible one, which knows only listed ids
 	// (docs/brama.md#model-selection).
 	NoSelectors bool
+	// Free reports whether switch_model must refuse a model because it
+	// would be charged nothing (docs/money.md#no-free-model-by-accident);
+	// nil refuses none.
+	Free func(model string) bool
 }
 
 // Result is what a call produced: its outcome, the changes it makes to
@@ -232,7 +238,7 @@ func (t *Tools) Call(req Request) Result {
 	case SelfAddLearning:
 		return addLearning(args)
 	case SelfSwitchModel:
-		return switchModel(args, req.Advertised, !req.NoSelectors)
+		return switchModel(args, req.Advertised, !req.NoSelectors, req.Free)
 	case SpawnChild:
 		return t.spawnChild(args, req.Available)
 	case FileRead:
@@ -387,7 +393,7 @@ func addLearning(args json.RawMessage) Result {
 // switchModel accepts a selector (when selectors is set) or a model in
 // advertised. A listing that failed (nil) counts as not advertised: the
 // model cannot be confirmed.
-func switchModel(args json.RawMessage, advertised []string, selectors bool) Result {
+func switchModel(args json.RawMessage, advertised []string, selectors bool, free func(string) bool) Result {
 	v, bad := parseArgs(args, field{key: "model", max: 256})
 	if bad != nil {
 		return final(*bad)
@@ -395,6 +401,9 @@ func switchModel(args json.RawMessage, advertised []string, selectors bool) Resu
 	model := v[0]
 	if !(selectors && gateway.IsSelector(model)) && !slices.Contains(advertised, model) {
 		return final(outcome.Failure(CodeModelUnavailable, "Brama does not advertise that model"))
+	}
+	if free != nil && !gateway.IsSelector(model) && free(model) {
+		return final(outcome.Failure(CodeModelUnpriced, prices.NoPrice(model)))
 	}
 	return changed(succeed(struct {
 		Model string `json:"model"`

@@ -1,0 +1,56 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/test/bramatest"
+)
+
+// TestUnpricedModelRefusedOnBearer: on a bearer gateway, once, run and
+// doctor refuse a model no price is known for (not in the prices file,
+// not in the catalogue, the price options at 0) with the sentence that
+// says how to price it, exit 2, before anything starts; the flag and the
+// variable of --allow-free-model let doctor pass, and say so in one line,
+// as a keyless server does without them
+// (docs/money.md#no-free-model-by-accident).
+func TestUnpricedModelRefusedOnBearer(t *testing.T) {
+	const apiKey = "sk-free-model-key"
+	w := newWorld(t)
+	keyFile := filepath.Join(w.dir, "api.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(apiKey+"\n"), 0o600))
+	srv := bramatest.Start(t, bramatest.Config{Auth: "bearer", APIKey: []byte(apiKey), Models: []string{"my-local-model"}})
+	env := doctorEnv(t, w, srv, "{}")
+	delete(env, "BRAMA_HMAC_SECRET_FILE")
+	env["BRAMA_AUTH"], env["BRAMA_MODEL"], env["BRAMA_API_KEY_FILE"] = "bearer", "my-local-model", keyFile
+	const refusal = "singularity: configuration: model my-local-model has no price: add it to the prices file (singularity prices my-local-model) or set --allow-free-model\n"
+	for _, command := range []string{"once", "run", "doctor"} {
+		r := run(t, env, command)
+		assert.Equal(t, 2, r.code, r.stderr)
+		assert.Equal(t, refusal, r.stderr, command)
+		assert.Empty(t, r.stdout)
+		stateUntouched(t, env)
+	}
+	assert.Empty(t, srv.Requests(), "nothing reached the gateway")
+
+	const allowed = "doctor: model my-local-model has no price and runs free: --allow-free-model is set\n"
+	r := run(t, env, "doctor", "--allow-free-model")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, allowed)
+	env["SINGULARITY_ALLOW_FREE_MODEL"] = "true"
+	r = run(t, env, "doctor")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, allowed)
+
+	keyless := bramatest.Start(t, bramatest.Config{Auth: "none", Models: []string{"my-local-model"}})
+	delete(env, "SINGULARITY_ALLOW_FREE_MODEL")
+	delete(env, "BRAMA_API_KEY_FILE")
+	env["BRAMA_AUTH"], env["BRAMA_BASE_URL"] = "none", keyless.URL
+	r = run(t, env, "doctor")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "doctor: model my-local-model has no price and runs free: a keyless (none) server\n")
+}
