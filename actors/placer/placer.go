@@ -70,7 +70,7 @@ type Config struct {
 	// starting their Las, booting): a takeover of many beings is
 	// activated in waves, the next being starting as soon as one has
 	// (messages.BeingStarted), so that a member taking over a dead one's
-	// share does not start every Las at once. Zero means 8 per CPU.
+	// share does not start every Las at once. Zero means 16 per CPU.
 	Wave int
 	// StopGrace is how long the beings of a member that leaves may take
 	// to stop children first before the rest stop at once; zero means
@@ -167,7 +167,7 @@ func New(cfg Config) *Placer {
 		cfg.RetryMost = 5 * time.Minute
 	}
 	if cfg.Wave <= 0 {
-		cfg.Wave = 8 * runtime.GOMAXPROCS(0)
+		cfg.Wave = 16 * runtime.GOMAXPROCS(0)
 	}
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 2 * cfg.Lease
