@@ -194,7 +194,9 @@ func rowOf(n *Node, depth int) pageRow {
 	}
 	var pairs []string
 	flatten("", rest, &pairs)
-	pairs = append(pairs, n.PID)
+	if n.PID != "" {
+		pairs = append(pairs, n.PID)
+	}
 	r.Rest, r.RestTitle = strings.Join(pairs, "  "), strings.Join(pairs, "\n")
 	return r
 }
