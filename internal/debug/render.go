@@ -143,6 +143,9 @@ func rowOf(n *Node, depth int) pageRow {
 	if r.Kind == "" {
 		r.Kind = "?"
 	}
+	if r.Name == r.Kind {
+		r.Name = "" // said once: "las", never "las las"
+	}
 	shown := map[string]bool{}
 	if n.Kind == "being" {
 		r.Being = true
@@ -188,7 +191,7 @@ func rowOf(n *Node, depth int) pageRow {
 	}
 	rest := map[string]any{}
 	for k, v := range n.Figures {
-		if !shown[k] {
+		if !shown[k] && v != nil && v != "" { // an empty value says nothing
 			rest[k] = v
 		}
 	}

@@ -98,3 +98,21 @@ func TestRenderTotalsWithoutFamilyLedger(t *testing.T) {
 	got := totalsOf(&tree, []*Node{&tree.Children[0], &tree.Children[1]})
 	assert.Equal(t, pageTotals{Beings: "2 beings", Figures: []pageNum{{Label: "remaining", Value: "3.01 USD"}}, Summed: true}, got)
 }
+
+// TestRenderPageSaysEachThingOnce: a figure with nothing in it is not
+// printed as "key=", and an actor whose name is its kind is named once.
+func TestRenderPageSaysEachThingOnce(t *testing.T) {
+	tree := smallFamily()
+	las := &tree.Children[1].Children[1]
+	las.Figures = map[string]any{"last_restart_reason": "", "restarts": 0, "note": nil}
+	tree.Children[1].Figures["last_failure"] = ""
+	html := string(renderPage(tree, 0, renderedAt))
+
+	assert.NotContains(t, html, "last_restart_reason=")
+	assert.NotContains(t, html, "last_failure=")
+	assert.NotContains(t, html, "note=")
+	assert.Contains(t, html, "restarts=0")
+	for _, kind := range []string{"family", "brama", "ledger", "las"} {
+		assert.Contains(t, html, `<span class="kind">`+kind+`</span><span class="name" title=""></span>`, "%s is said once", kind)
+	}
+}
