@@ -41,10 +41,19 @@ var (
 
 // renderPage returns page.html with the tree drawn into it: the totals,
 // the pager of a large family (pageNo is 0-based, clamped) and one row
-// per actor, as of at. A template that fails leaves its slot empty for
-// the script to fill.
-func renderPage(tree Node, pageNo int, at time.Time) []byte {
+// per actor, as of at, each being's with its balance sparkline drawn
+// from balances (its series as exact decimals, oldest first; nil draws
+// none). A template that fails leaves its slot empty for the script to
+// fill.
+func renderPage(tree Node, pageNo int, at time.Time, balances func(id string) []string) []byte {
 	rows, beings, pg := pageRows(&tree, pageNo)
+	if balances != nil {
+		for i := range rows {
+			if rows[i].Being && rows[i].ID != "" {
+				rows[i].Spark, rows[i].SparkTitle = sparkline(balances(rows[i].ID))
+			}
+		}
+	}
 	meta := `<span id="meta">as of ` + at.UTC().Format("15:04:05") + ` UTC; reload to refresh (the script refreshes every 2 s); metrics at /metrics</span>`
 	out := bytes.Replace(page, metaSlot, []byte(meta), 1)
 	fill := func(slot []byte, t *template.Template, data any) {
@@ -68,6 +77,50 @@ type pageRow struct {
 	Nums                     []pageNum
 	Action                   string
 	Rest, RestTitle          string
+	// Spark is a being's sparkline as an SVG polyline's points, and
+	// SparkTitle says what it shows; empty without a series.
+	Spark, SparkTitle string
+}
+
+// sparkline draws a balance series as the script's sparkline does: a
+// 120×18 box, the oldest point on the left, the lowest balance at the
+// bottom; one point is a flat line. The points are for the eye only, so
+// float64 is enough; the title says the exact ends as people read them.
+func sparkline(series []string) (points, title string) {
+	var vs []float64
+	for _, s := range series {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return "", ""
+		}
+		vs = append(vs, v)
+	}
+	n := len(vs)
+	if n == 0 {
+		return "", ""
+	}
+	lo, hi := vs[0], vs[0]
+	for _, v := range vs {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	coords := make([]string, 0, n+1)
+	for i, v := range vs {
+		x := 60.0
+		if n > 1 {
+			x = 1 + float64(i)*118/float64(n-1)
+		}
+		y := 9.0
+		if hi != lo {
+			y = 16 - (v-lo)*14/(hi-lo)
+		}
+		coords = append(coords, strconv.FormatFloat(x, 'f', 1, 64)+","+strconv.FormatFloat(y, 'f', 1, 64))
+	}
+	if n == 1 {
+		_, y, _ := strings.Cut(coords[0], ",")
+		coords = append([]string{"1," + y}, coords...)
+	}
+	title = "balance over life: " + human(series[0]) + " → " + human(series[n-1]) + " USD (" + strconv.Itoa(n) + " points)"
+	return strings.Join(coords, " "), title
 }
 
 // pageNum is one labelled figure of a row.
@@ -316,7 +369,8 @@ var (
 		`<div class="row" data-kind="{{.Kind}}"><span class="who"><span class="indent d{{.Depth}}"></span><span class="kind">{{.Kind}}</span>` +
 		`{{if .Href}}<a class="name" href="{{.Href}}" title="{{.Name}} ({{.ID}}): journal">{{.Name}}</a>{{else}}<span class="name" title="{{.Name}}">{{.Name}}</span>{{end}}</span>` +
 		`<span class="status" data-status="{{.Status}}" data-tone="{{.Tone}}">{{.Status}}</span>` +
-		`{{if .Being}}<svg class="spark" viewBox="0 0 120 18" width="120" height="18" data-being="{{.ID}}"><line x1="0" x2="120" y1="17.5" y2="17.5"></line></svg>{{end}}` +
+		`{{if .Being}}<svg class="spark" viewBox="0 0 120 18" width="120" height="18" data-being="{{.ID}}"><line x1="0" x2="120" y1="17.5" y2="17.5"></line>` +
+		`{{if .Spark}}<polyline points="{{.Spark}}"></polyline><title>{{.SparkTitle}}</title>{{end}}</svg>{{end}}` +
 		`{{range .Nums}}<span class="num {{.Class}}" title="{{.Label}} {{.Value}}"><b>{{.Label}}</b>{{.Value}}</span>{{end}}` +
 		`{{if .Being}}<span class="act" title="{{.Action}}">{{.Action}}</span>{{end}}` +
 		`<span class="rest" title="{{.RestTitle}}">{{.Rest}}</span></div>` +
