@@ -123,8 +123,9 @@ func sparkline(series []string) (points, title string) {
 	return strings.Join(coords, " "), title
 }
 
-// pageNum is one labelled figure of a row.
-type pageNum struct{ Class, Label, Value string }
+// pageNum is one labelled figure of a row; a total carries its exact
+// amount too (the title the mouse shows).
+type pageNum struct{ Class, Label, Value, Exact string }
 
 // pager says where a paged family's page is.
 type pager struct {
@@ -342,7 +343,7 @@ func totalsOf(root *Node, beings []*Node) pageTotals {
 			}
 			v, t.Summed = sum.String(), true
 		}
-		t.Figures = append(t.Figures, pageNum{Label: k, Value: human(v) + " USD"})
+		t.Figures = append(t.Figures, pageNum{Label: k, Value: human(v) + " USD", Exact: leafText(v) + " USD"})
 	}
 	for _, k := range []string{"invariant", "family_invariant", FigureFamilyLedger} {
 		if v, ok := src[k]; ok {
@@ -358,7 +359,7 @@ func totalsOf(root *Node, beings []*Node) pageTotals {
 var (
 	totalsTmpl = template.Must(template.New("totals").Parse(`<div id="totals">` +
 		`<span class="tot">{{.Beings}}</span>` +
-		`{{range .Figures}}<span class="tot"><b>{{.Label}}</b>{{.Value}}</span>{{end}}` +
+		`{{range .Figures}}<span class="tot" title="{{.Label}} {{.Exact}}"><b>{{.Label}}</b>{{.Value}}</span>{{end}}` +
 		`{{if .Ledger}}<span class="tot inv" data-ok="{{if .Exact}}yes{{else}}no{{end}}">family ledger: {{.Ledger}}</span>` +
 		`{{else if .Summed}}<span class="tot">(sums of the beings shown)</span>{{end}}</div>`))
 	pagerTmpl = template.Must(template.New("pager").Parse(`<div id="pager">{{if .Paged}}` +

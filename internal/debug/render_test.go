@@ -43,7 +43,7 @@ func TestRenderPageDrawsTheTree(t *testing.T) {
 
 	assert.Equal(t, 5, strings.Count(html, `<div class="row" `), "one row per actor")
 	assert.Contains(t, html, `<span class="tot">1 being</span>`)
-	assert.Contains(t, html, `<span class="tot"><b>remaining</b>11.13 USD</span>`)
+	assert.Contains(t, html, `<span class="tot" title="remaining 11.126543211 USD"><b>remaining</b>11.13 USD</span>`, "the exact total is the title")
 	assert.Contains(t, html, `<span class="tot inv" data-ok="yes">family ledger: exact</span>`)
 	assert.Contains(t, html, `<a class="name" href="beings/ada%2F1/journal?tail=50&amp;format=html"`)
 	assert.Contains(t, html, `>Ada &lt;the first&gt;</a>`)
@@ -101,7 +101,7 @@ func TestRenderTotalsWithoutFamilyLedger(t *testing.T) {
 		{PID: "b", Kind: "being", Name: "B", Status: "running", Figures: map[string]any{"balance": "2"}},
 	}}
 	got := totalsOf(&tree, []*Node{&tree.Children[0], &tree.Children[1]})
-	assert.Equal(t, pageTotals{Beings: "2 beings", Figures: []pageNum{{Label: "remaining", Value: "3.01 USD"}}, Summed: true}, got)
+	assert.Equal(t, pageTotals{Beings: "2 beings", Figures: []pageNum{{Label: "remaining", Value: "3.01 USD", Exact: "3.005 USD"}}, Summed: true}, got)
 }
 
 // TestRenderPageSaysEachThingOnce: a figure with nothing in it is not
