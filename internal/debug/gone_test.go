@@ -79,7 +79,7 @@ func TestEndedBeingsStay(t *testing.T) {
 
 	_, page := do(t, "GET", srv.URL+"/debug/")
 	assert.Contains(t, page, `<span class="tot">2 beings</span>`)
-	assert.Contains(t, page, `data-status="exhausted"`)
+	assert.Contains(t, page, `data-status="exhausted" data-tone="bad" title="exhausted: balance 0.001 is below the cheapest call">exhausted</span>`, "the badge says why")
 	assert.Contains(t, page, "balance 0.001 is below the cheapest call")
 	assert.Equal(t, 2, strings.Count(page, `data-kind="being"`))
 }

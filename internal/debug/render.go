@@ -71,6 +71,7 @@ func renderPage(tree Node, pageNo int, at time.Time, balances func(id string) []
 // pageRow is one row as the templates draw it.
 type pageRow struct {
 	Kind, Name, Status, Tone string
+	Reason                   string // why a being's life ended, the badge's title
 	Depth                    int    // indentation, at most 8
 	Href, ID                 string // a being's journal link and id
 	Being                    bool
@@ -203,6 +204,7 @@ func rowOf(n *Node, depth int) pageRow {
 	shown := map[string]bool{}
 	if n.Kind == "being" {
 		r.Being = true
+		r.Reason, _ = n.Figures["reason"].(string)
 		if id, ok := n.Figures["id"].(string); ok && id != "" {
 			r.ID = id
 			r.Href = "beings/" + url.PathEscape(id) + "/journal?tail=50&format=html"
@@ -369,7 +371,7 @@ var (
 	rowsTmpl = template.Must(template.New("rows").Parse(`<div id="rows">{{range .}}` +
 		`<div class="row" data-kind="{{.Kind}}"><span class="who"><span class="indent d{{.Depth}}"></span><span class="kind">{{.Kind}}</span>` +
 		`{{if .Href}}<a class="name" href="{{.Href}}" title="{{.Name}} ({{.ID}}): journal">{{.Name}}</a>{{else}}<span class="name" title="{{.Name}}">{{.Name}}</span>{{end}}</span>` +
-		`<span class="status" data-status="{{.Status}}" data-tone="{{.Tone}}">{{.Status}}</span>` +
+		`<span class="status" data-status="{{.Status}}" data-tone="{{.Tone}}"{{if .Reason}} title="{{.Status}}: {{.Reason}}"{{end}}>{{.Status}}</span>` +
 		`{{if .Being}}<svg class="spark" viewBox="0 0 120 18" width="120" height="18" data-being="{{.ID}}"><line x1="0" x2="120" y1="17.5" y2="17.5"></line>` +
 		`{{if .Spark}}<polyline points="{{.Spark}}"></polyline><title>{{.SparkTitle}}</title>{{end}}</svg>{{end}}` +
 		`{{range .Nums}}<span class="num {{.Class}}" title="{{.Label}} {{.Value}}"><b>{{.Label}}</b>{{.Value}}</span>{{end}}` +
