@@ -18,15 +18,21 @@ import (
 	"github.com/wisent/singularity/test/testkit"
 )
 
-// writeBeing writes a being's state.json in dir, changed by edit.
-func writeBeing(t *testing.T, dir, name, balance string, edit func(*state.Being)) {
+// writeBeing writes a being's state.json in dir, changed by edit, and
+// events to its journal.
+func writeBeing(t *testing.T, dir, name, balance string, edit func(*state.Being), events ...state.Event) {
 	t.Helper()
 	at := state.Time{Time: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	id := testkit.Identity()
 	id.Name = name
 	st := being.NewState(id, testkit.USD(balance), "m", at)
 	edit(st)
-	_, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) { return st, nil })
+	store, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) { return st, nil })
+	require.NoError(t, err)
+	j, err := store.OpenJournal(at, 0)
+	require.NoError(t, err)
+	defer j.Close()
+	_, err = j.AppendStep(events)
 	require.NoError(t, err)
 }
 
