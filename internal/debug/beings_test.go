@@ -30,13 +30,13 @@ func familyOnDisk(t *testing.T) string {
 	root := filepath.Join(t.TempDir(), "state")
 	at := state.Time{Time: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
 	unchanged := func(*state.Being) {}
-	writeBeing(t, root, "Ada", "1", unchanged,
+	debugtest.WriteBeing(t, root, "Ada", "1", unchanged,
 		state.Started(at), state.CycleStarted(at, 1),
 		state.Debited(at, 1, testkit.USD("0.1"), money.Zero, 10),
 		state.Warning(at, 1, "<script>alert(1)</script> and "+leaked),
 		state.RevenueCredited(at, 1, testkit.USD("0.5"), "finance__x"),
 	)
-	writeBeing(t, filepath.Join(root, "children", "c-bo"), "Bo", "1", unchanged, state.Started(at))
+	debugtest.WriteBeing(t, filepath.Join(root, "children", "c-bo"), "Bo", "1", unchanged, state.Started(at))
 	return root
 }
 

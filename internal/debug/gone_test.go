@@ -6,35 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/test/debugtest"
 	"github.com/wisent/singularity/test/testkit"
 )
-
-// writeBeing writes a being's state.json in dir, changed by edit, and
-// events to its journal.
-func writeBeing(t *testing.T, dir, name, balance string, edit func(*state.Being), events ...state.Event) {
-	t.Helper()
-	at := state.Time{Time: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	id := testkit.Identity()
-	id.Name = name
-	st := being.NewState(id, testkit.USD(balance), "m", at)
-	edit(st)
-	store, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) { return st, nil })
-	require.NoError(t, err)
-	j, err := store.OpenJournal(at, 0)
-	require.NoError(t, err)
-	defer j.Close()
-	_, err = j.AppendStep(events)
-	require.NoError(t, err)
-}
 
 // TestEndedBeingsStay: a child whose actor is gone (it exhausted its
 // money) stays on the tree and the page, under its parent, with its
@@ -42,8 +22,8 @@ func writeBeing(t *testing.T, dir, name, balance string, edit func(*state.Being)
 // and the family's totals count it as `singularity status` does.
 func TestEndedBeingsStay(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "state")
-	writeBeing(t, root, "Ada", "10", func(*state.Being) {})
-	writeBeing(t, filepath.Join(root, "children", "c-bo"), "Bo", "2", func(st *state.Being) {
+	debugtest.WriteBeing(t, root, "Ada", "10", func(*state.Being) {})
+	debugtest.WriteBeing(t, filepath.Join(root, "children", "c-bo"), "Bo", "2", func(st *state.Being) {
 		st.Status = "exhausted"
 		st.StatusReason = "balance 0.001 is below the cheapest call"
 		st.Budget.Remaining = testkit.USD("0.001")

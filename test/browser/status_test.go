@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/internal/debug"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
@@ -39,27 +38,15 @@ const exhaustedReason = "balance 0.001 USD cannot pay the next completion's rese
 func endedFamily(t *testing.T) (string, *httptest.Server, *atomic.Int32) {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "state")
-	at := state.Time{Time: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	write := func(dir, name, starting string, edit func(*state.Being), events ...state.Event) {
-		id := testkit.Identity()
-		id.Name = name
-		st := being.NewState(id, testkit.USD(starting), "m", at)
-		edit(st)
-		store, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) { return st, nil })
-		require.NoError(t, err)
-		j, err := store.OpenJournal(at, 0)
-		require.NoError(t, err)
-		defer j.Close()
-		_, err = j.AppendStep(events)
-		require.NoError(t, err)
-	}
-	write(root, "Ada", "10", func(st *state.Being) {
+	at := debugtest.At
+	write := debugtest.WriteBeing
+	write(t, root, "Ada", "10", func(st *state.Being) {
 		st.Budget.Granted = testkit.USD("2")
 		st.Budget.APISpent = testkit.USD("0.25")
 		st.Budget.Remaining = testkit.USD("7.75")
 		st.Cycle = 3
 	}, state.Started(at), state.CycleStarted(at, 1), state.Debited(at, 1, testkit.USD("0.25"), money.Zero, 10))
-	write(filepath.Join(root, "children", "c-bo"), "Bo", "2", func(st *state.Being) {
+	write(t, filepath.Join(root, "children", "c-bo"), "Bo", "2", func(st *state.Being) {
 		st.Status = "exhausted"
 		st.StatusReason = exhaustedReason
 		st.Budget.APISpent = testkit.USD("1.999")
