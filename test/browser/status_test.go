@@ -2,9 +2,6 @@ package browser
 
 import (
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
@@ -13,13 +10,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/internal/debug"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
@@ -60,22 +54,8 @@ func endedFamily(t *testing.T) (string, *httptest.Server, *atomic.Int32) {
 				"spent": "0.25", "earned": "0", "remaining": "7.75", "last_action": "echo__echo:success",
 				// What Bo held when his life ended, as his parent counts it.
 				"departed_held": "2", "departed_earned": "0"}}}}}
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(slog.NewTextHandler(io.Discard, nil))
-	}))
-	t.Cleanup(system.Shutdown)
-	pid, err := debugtest.Spawn(system, spec)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = system.Root.StopFuture(pid).Wait() })
-	h := debug.Handler(debug.HandlerConfig{Root: system.Root, PID: pid, Deadline: 500 * time.Millisecond, StateDir: root})
 	var fetches atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/debug/actors" {
-			fetches.Add(1)
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	srv := treeServerCounting(t, spec, &fetches, root)
 	return root, srv, &fetches
 }
 
