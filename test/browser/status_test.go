@@ -2,6 +2,7 @@ package browser
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
@@ -105,6 +106,9 @@ func TestDebugPageAgreesWithStatus(t *testing.T) {
 	assert.Contains(t, dom, ">Bo</a>")
 	assert.Contains(t, dom, htmlEscape(exhaustedReason))
 	assert.Contains(t, dom, "family ledger: exact")
+	for _, w := range []int{800, 1280} {
+		screenshot(t, srv.URL+"/debug/", w, 500, fmt.Sprintf("page-%d.png", w))
+	}
 }
 
 // TestDebugPageSparklinesWithoutJavaScript: with scripts switched off in
@@ -113,7 +117,7 @@ func TestDebugPageAgreesWithStatus(t *testing.T) {
 // journal, the ended child's included.
 func TestDebugPageSparklinesWithoutJavaScript(t *testing.T) {
 	_, srv, fetches := endedFamily(t)
-	dom := chromium(t, "--blink-settings=scriptEnabled=false", "--virtual-time-budget=3000", "--dump-dom", srv.URL+"/debug/")
+	dom := chromium(t, noScript, "--virtual-time-budget=3000", "--dump-dom", srv.URL+"/debug/")
 	assert.Zero(t, fetches.Load(), "no script ran")
 	assert.Contains(t, dom, "as of ")
 	assert.NotContains(t, dom, "updated ")
@@ -125,7 +129,11 @@ func TestDebugPageSparklinesWithoutJavaScript(t *testing.T) {
 	}
 	assert.Equal(t, "c-bo", sparks[1][1])
 	assert.Contains(t, sparks[1][3], "→ 0.001000 USD", "Bo's line ends at his last balance")
+	screenshot(t, srv.URL+"/debug/", 1280, 500, "page-nojs-1280.png", noScript)
 }
+
+// noScript switches JavaScript off in Chromium.
+const noScript = "--blink-settings=scriptEnabled=false"
 
 // htmlEscape is s as the DOM dump writes text.
 func htmlEscape(s string) string {
