@@ -118,6 +118,9 @@ func goneNode(dir, id string) (Node, bool) {
 		a := st.RecentActions[n-1]
 		f["last_action"] = a.Tool + ":" + a.Status
 	}
+	if r := st.LastReply(); r != "" {
+		f["last_reply"] = r
+	}
 	if st.StatusReason != "" {
 		f["reason"] = st.StatusReason
 	}

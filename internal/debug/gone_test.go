@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/test/debugtest"
 	"github.com/wisent/singularity/test/testkit"
@@ -29,6 +30,7 @@ func TestEndedBeingsStay(t *testing.T) {
 		st.Budget.Remaining = testkit.USD("0.001")
 		st.Budget.APISpent = testkit.USD("1.999")
 		st.Cycle = 7
+		st.Conversation = []chat.Message{{Role: "assistant", Content: "Sold my last report.\nNothing left to sell."}}
 	})
 	spec := debugtest.Spec{ID: "family", Description: messages.Description{Kind: "family", Name: "family", Status: "running"},
 		Children: []debugtest.Spec{{ID: "being-ada", Description: messages.Description{Kind: "being", Name: "Ada", Status: "running",
@@ -59,6 +61,7 @@ func TestEndedBeingsStay(t *testing.T) {
 	assert.Equal(t, "balance 0.001 is below the cheapest call", bo["reason"])
 	assert.Equal(t, "gone", bo[FigureActor])
 	assert.Equal(t, "c-bo", bo["id"])
+	assert.Equal(t, "Sold my last report.", bo["last_reply"])
 	assert.Equal(t, "8.001", tree[FigureFamilyRemaining], "Ada's 8 and Bo's 0.001")
 	assert.Equal(t, "1.999", tree[FigureFamilySpent])
 	assert.Equal(t, "exact", tree[FigureFamilyLedger])
@@ -67,5 +70,6 @@ func TestEndedBeingsStay(t *testing.T) {
 	assert.Contains(t, page, `<span class="tot">2 beings</span>`)
 	assert.Contains(t, page, `data-status="exhausted" data-tone="bad" title="exhausted: balance 0.001 is below the cheapest call">exhausted</span>`, "the badge says why")
 	assert.Contains(t, page, "balance 0.001 is below the cheapest call")
+	assert.Contains(t, page, `<span class="reply" title="Sold my last report.">Sold my last report.</span>`, "what it said last")
 	assert.Equal(t, 2, strings.Count(page, `data-kind="being"`))
 }

@@ -28,7 +28,7 @@ var pageMoney = []string{"starting", "granted", "spent", "earned", "remaining"}
 
 // beingShown are a being's figures its row shows in columns of their own;
 // the rest go to the row's last column as key=value.
-var beingShown = map[string]bool{"id": true, "cycle": true, "balance": true, "last_action": true,
+var beingShown = map[string]bool{"id": true, "cycle": true, "balance": true, "last_action": true, "last_reply": true,
 	"starting": true, "granted": true, "spent": true, "earned": true, "remaining": true}
 
 // The empty elements of page.html the server fills.
@@ -77,6 +77,7 @@ type pageRow struct {
 	Being                    bool
 	Nums                     []pageNum
 	Action                   string
+	Reply                    string // the first line of a being's last reply
 	Rest, RestTitle          string
 	// Spark is a being's sparkline as an SVG polyline's points, and
 	// SparkTitle says what it shows; empty without a series.
@@ -228,6 +229,7 @@ func rowOf(n *Node, depth int) pageRow {
 		if a, ok := n.Figures["last_action"].(string); ok && a != "" {
 			r.Action = "last " + a
 		}
+		r.Reply, _ = n.Figures["last_reply"].(string)
 		shown = beingShown
 	} else {
 		for _, k := range pageMoney {
@@ -375,7 +377,7 @@ var (
 		`{{if .Being}}<svg class="spark" viewBox="0 0 120 18" width="120" height="18" data-being="{{.ID}}"><line x1="0" x2="120" y1="17.5" y2="17.5"></line>` +
 		`{{if .Spark}}<polyline points="{{.Spark}}"></polyline><title>{{.SparkTitle}}</title>{{end}}</svg>{{end}}` +
 		`{{range .Nums}}<span class="num {{.Class}}" title="{{.Label}} {{.Value}}"><b>{{.Label}}</b>{{.Value}}</span>{{end}}` +
-		`{{if .Being}}<span class="act" title="{{.Action}}">{{.Action}}</span>{{end}}` +
+		`{{if .Being}}<span class="act" title="{{.Action}}">{{.Action}}</span>{{if .Reply}}<span class="reply" title="{{.Reply}}">{{.Reply}}</span>{{end}}{{end}}` +
 		`<span class="rest" title="{{.RestTitle}}">{{.Rest}}</span></div>` +
 		`{{end}}</div>`))
 )
