@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/wisent/singularity/internal/journalview"
 	"github.com/wisent/singularity/internal/store/state"
@@ -90,10 +92,67 @@ func childDirs(dir string, depth int) []string {
 // maxGoneDepth bounds the walk down children/ directories.
 const maxGoneDepth = 64
 
+// goneNodes remembers the nodes goneNode read, by state.json's path,
+// with the file's size and modification time: a being whose actor is
+// gone seldom changes, and its state.json may be large, so a page
+// refreshed every two seconds reads it again only when it changed.
+var goneNodes = struct {
+	sync.Mutex
+	m map[string]goneRead
+}{m: map[string]goneRead{}}
+
+// goneRead is one remembered read.
+type goneRead struct {
+	size int64
+	mod  time.Time
+	node Node
+}
+
+// maxGoneNodes bounds goneNodes; past it, it starts again empty.
+const maxGoneNodes = 4096
+
 // goneNode is the node of the being in dir, whose actor is gone, as its
 // state.json describes it.
 func goneNode(dir, id string) (Node, bool) {
-	raw, err := state.ReadCheckpoint(filepath.Join(dir, state.StateFile))
+	path := filepath.Join(dir, state.StateFile)
+	info, err := os.Stat(path)
+	if err != nil {
+		return Node{}, false
+	}
+	goneNodes.Lock()
+	r, ok := goneNodes.m[path]
+	goneNodes.Unlock()
+	if ok && r.size == info.Size() && r.mod.Equal(info.ModTime()) {
+		return r.node.copy(), true
+	}
+	n, ok := readGone(path, id)
+	if !ok {
+		return Node{}, false
+	}
+	goneNodes.Lock()
+	if len(goneNodes.m) >= maxGoneNodes {
+		goneNodes.m = map[string]goneRead{}
+	}
+	goneNodes.m[path] = goneRead{size: info.Size(), mod: info.ModTime(), node: n.copy()}
+	goneNodes.Unlock()
+	return n, true
+}
+
+// copy is n with figures of its own, so the redaction guard's changes to
+// a served tree never reach a remembered node.
+func (n Node) copy() Node {
+	f := make(map[string]any, len(n.Figures))
+	for k, v := range n.Figures {
+		f[k] = v
+	}
+	n.Figures = f
+	n.Children = nil
+	return n
+}
+
+// readGone reads the state.json at path of the being id.
+func readGone(path, id string) (Node, bool) {
+	raw, err := state.ReadCheckpoint(path)
 	if err != nil {
 		return Node{}, false
 	}

@@ -3,6 +3,7 @@ package debug
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,4 +73,29 @@ func TestEndedBeingsStay(t *testing.T) {
 	assert.Contains(t, page, "balance 0.001 is below the cheapest call")
 	assert.Contains(t, page, `<span class="reply" title="Sold my last report.">Sold my last report.</span>`, "what it said last")
 	assert.Equal(t, 2, strings.Count(page, `data-kind="being"`))
+}
+
+// TestGoneNodeRemembers: a gone being's state.json is read again only
+// when it changed, and a served node's figures are its own.
+func TestGoneNodeRemembers(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "c-bo")
+	debugtest.WriteBeing(t, dir, "Bo", "1", func(st *state.Being) { st.Status = "exhausted" })
+	n, ok := goneNode(dir, "c-bo")
+	require.True(t, ok)
+	assert.Equal(t, "exhausted", n.Status)
+	n.Figures["balance"] = "(redacted)"
+	again, ok := goneNode(dir, "c-bo")
+	require.True(t, ok)
+	assert.Equal(t, "1", again.Figures["balance"], "the remembered node is untouched")
+
+	require.NoError(t, os.RemoveAll(dir))
+	debugtest.WriteBeing(t, dir, "Bo", "1", func(st *state.Being) { st.Status = "failed"; st.StatusReason = "the gateway refused the key" })
+	changed, ok := goneNode(dir, "c-bo")
+	require.True(t, ok)
+	assert.Equal(t, "failed", changed.Status)
+	assert.Equal(t, "the gateway refused the key", changed.Figures["reason"])
+
+	require.NoError(t, os.RemoveAll(dir))
+	_, ok = goneNode(dir, "c-bo")
+	assert.False(t, ok, "a directory without state.json is left out")
 }
