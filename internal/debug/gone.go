@@ -1,7 +1,7 @@
 package debug
 
 import (
-	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -150,15 +150,26 @@ func (n Node) copy() Node {
 	return n
 }
 
-// readGone reads the state.json at path of the being id.
+// readGone reads the being id from its state.json at path, caught up
+// with the journal events past its checkpoint, as `singularity status`
+// reads it.
 func readGone(path, id string) (Node, bool) {
-	raw, err := state.ReadCheckpoint(path)
+	dir := filepath.Dir(path)
+	st, err := state.Load(dir)
 	if err != nil {
 		return Node{}, false
 	}
-	var st state.Being
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return Node{}, false
+	if st.JournalSeq != nil {
+		from := *st.JournalSeq
+		events, err := state.ReadAllPast(dir, from)
+		if err != nil && !errors.Is(err, state.ErrTornLine) {
+			return Node{}, false
+		}
+		for _, e := range events {
+			if e.Seq > from {
+				st.Apply(e)
+			}
+		}
 	}
 	b := st.Budget
 	f := map[string]any{
