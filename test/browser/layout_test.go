@@ -472,10 +472,11 @@ func TestDebugPagePagesLargeFamilies(t *testing.T) {
 
 // TestDebugPageWithoutJavaScript: a browser that runs no script still
 // sees the family, because the server draws the tree: every actor has
-// its row, the totals are there, and nothing says "loading". Headless
-// Chromium's switches do not stop a page's scripts, so the page reaches
-// it through a proxy that removes its script, as a browser without
-// JavaScript would ignore it.
+// its row, the totals are there, and nothing says "loading". Chromium's
+// switch that stops script also stops --dump-dom, so the page reaches it
+// through a proxy that removes its script, as a browser without
+// JavaScript would ignore it (TestDebugPageSparklinesWithoutJavaScript
+// switches script off over the DevTools pipe instead).
 func TestDebugPageWithoutJavaScript(t *testing.T) {
 	spec := debugtest.Family()
 	srv := treeServer(t, spec)
