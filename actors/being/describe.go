@@ -52,6 +52,10 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 		d.Figures["tier"] = b.st.Tier
 		d.Figures["tier_below"] = t.Below.String()
 	}
+	if r := b.st.LastReply(); r != "" {
+		// The first line of its last reply (docs/debug.md#figures).
+		d.Figures["last_reply"] = r
+	}
 	if b.st.StatusReason != "" {
 		// Why its life ended (docs/debug.md#figures).
 		d.Figures["reason"] = b.st.StatusReason

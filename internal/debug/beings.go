@@ -90,21 +90,44 @@ func (s *beings) serveBalance(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	s.mu.Lock()
-	series, ok := s.series[id]
-	if !ok {
-		series = s.newSeries(b)
-		s.series[id] = series
-	}
-	points, err := s.update(r.Context(), b, series)
+	points, err := s.points(r.Context(), b)
 	raw, jerr := json.Marshal(map[string]any{"id": b.ID, "points": points})
-	s.mu.Unlock()
 	if err != nil && len(points) <= 1 || jerr != nil {
 		http.Error(w, "cannot read the journal", http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(append(raw, '\n'))
+}
+
+// points is the balance series of b, brought up to date.
+func (s *beings) points(ctx context.Context, b journalview.Being) ([]journalview.Point, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	series, ok := s.series[b.ID]
+	if !ok {
+		series = s.newSeries(b)
+		s.series[b.ID] = series
+	}
+	return s.update(ctx, b, series)
+}
+
+// balances is the balance series of the being with agent id id, as the
+// page's server-drawn sparkline takes it; nil when it has none.
+func (s *beings) balances(ctx context.Context, id string) []string {
+	b, ok := s.find(id)
+	if !ok {
+		return nil
+	}
+	points, err := s.points(ctx, b)
+	if err != nil && len(points) <= 1 {
+		return nil
+	}
+	out := make([]string, len(points))
+	for i, p := range points {
+		out[i] = p.Balance
+	}
+	return out
 }
 
 // serveJournal answers GET /debug/beings/{id}/journal?tail=N: the

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/test/debugtest"
@@ -30,25 +29,14 @@ func familyOnDisk(t *testing.T) string {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "state")
 	at := state.Time{Time: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-	write := func(dir, name string, events ...state.Event) {
-		id := testkit.Identity()
-		id.Name = name
-		st := being.NewState(id, testkit.USD("1"), "m", at)
-		store, _, _, err := state.Boot(dir, false, id, func() (*state.Being, error) { return st, nil })
-		require.NoError(t, err)
-		j, err := store.OpenJournal(at, 0)
-		require.NoError(t, err)
-		defer j.Close()
-		_, err = j.AppendStep(events)
-		require.NoError(t, err)
-	}
-	write(root, "Ada",
+	unchanged := func(*state.Being) {}
+	debugtest.WriteBeing(t, root, "Ada", "1", unchanged,
 		state.Started(at), state.CycleStarted(at, 1),
 		state.Debited(at, 1, testkit.USD("0.1"), money.Zero, 10),
 		state.Warning(at, 1, "<script>alert(1)</script> and "+leaked),
 		state.RevenueCredited(at, 1, testkit.USD("0.5"), "finance__x"),
 	)
-	write(filepath.Join(root, "children", "c-bo"), "Bo", state.Started(at))
+	debugtest.WriteBeing(t, filepath.Join(root, "children", "c-bo"), "Bo", "1", unchanged, state.Started(at))
 	return root
 }
 

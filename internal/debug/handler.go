@@ -82,10 +82,10 @@ func Handler(cfg HandlerConfig) http.Handler {
 	mux.HandleFunc("GET /debug/actors", func(w http.ResponseWriter, r *http.Request) {
 		serveActors(w, r, cfg)
 	})
-	mux.HandleFunc("GET /debug/{$}", func(w http.ResponseWriter, r *http.Request) {
-		servePage(w, r, cfg)
-	})
 	b := newBeings(cfg.StateDir, cfg.Committed, cfg.Secrets)
+	mux.HandleFunc("GET /debug/{$}", func(w http.ResponseWriter, r *http.Request) {
+		servePage(w, r, cfg, b)
+	})
 	mux.HandleFunc("GET /debug/beings/{id}/journal", b.serveJournal)
 	mux.HandleFunc("GET /debug/beings/{id}/balance", b.serveBalance)
 	if cfg.Metrics != nil {
@@ -135,7 +135,7 @@ func serveActors(w http.ResponseWriter, r *http.Request, cfg HandlerConfig) {
 
 // servePage serves the page with the tree drawn in it (renderPage):
 // ?page=N (1-based) picks the page of a large family.
-func servePage(w http.ResponseWriter, r *http.Request, cfg HandlerConfig) {
+func servePage(w http.ResponseWriter, r *http.Request, cfg HandlerConfig, b *beings) {
 	pageNo := 0
 	if v := r.URL.Query().Get("page"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -150,7 +150,7 @@ func servePage(w http.ResponseWriter, r *http.Request, cfg HandlerConfig) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	body := renderPage(tree, pageNo, time.Now())
+	body := renderPage(tree, pageNo, time.Now(), func(id string) []string { return b.balances(r.Context(), id) })
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Security-Policy", pageCSP)

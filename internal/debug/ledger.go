@@ -66,7 +66,9 @@ func addBeings(t *accounts.Totals, n *Node, root bool, known *int) bool {
 	if ok {
 		*known++
 	}
-	if held, earned := figure(n, "departed_held"), figure(n, "departed_earned"); held.ok || earned.ok {
+	// What departed children held is counted once: by their own nodes
+	// when they are on the tree (addGone), else by the departed figures.
+	if held, earned := figure(n, "departed_held"), figure(n, "departed_earned"); (held.ok || earned.ok) && !hasGone(n) {
 		t.AddDeparted(held.v, earned.v)
 	}
 	for i := range n.Children {
@@ -109,4 +111,14 @@ func entryOf(n *Node) (accounts.Entry, bool) {
 		e.InTransit = p.v
 	}
 	return e, ok
+}
+
+// hasGone reports whether a child of n is a being whose actor is gone.
+func hasGone(n *Node) bool {
+	for i := range n.Children {
+		if gone(&n.Children[i]) {
+			return true
+		}
+	}
+	return false
 }

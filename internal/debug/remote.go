@@ -28,6 +28,11 @@ func TreeOf(ctx context.Context, cfg HandlerConfig) (Node, error) {
 		return tree, err
 	}
 	tree := Collect(ctx, cfg.Root, cfg.PID, cfg.Deadline)
+	if cfg.Member == "" && cfg.Committed == nil {
+		// One process holds the whole family: a being missing from
+		// the actors has ended.
+		addGone(&tree, cfg.StateDir)
+	}
 	AddFamilyLedger(&tree)
 	if cfg.Member != "" {
 		labelBeings(&tree, cfg.Member)

@@ -28,7 +28,7 @@ var pageMoney = []string{"starting", "granted", "spent", "earned", "remaining"}
 
 // beingShown are a being's figures its row shows in columns of their own;
 // the rest go to the row's last column as key=value.
-var beingShown = map[string]bool{"id": true, "cycle": true, "balance": true, "last_action": true,
+var beingShown = map[string]bool{"id": true, "cycle": true, "balance": true, "last_action": true, "last_reply": true,
 	"starting": true, "granted": true, "spent": true, "earned": true, "remaining": true}
 
 // The empty elements of page.html the server fills.
@@ -41,10 +41,19 @@ var (
 
 // renderPage returns page.html with the tree drawn into it: the totals,
 // the pager of a large family (pageNo is 0-based, clamped) and one row
-// per actor, as of at. A template that fails leaves its slot empty for
-// the script to fill.
-func renderPage(tree Node, pageNo int, at time.Time) []byte {
+// per actor, as of at, each being's with its balance sparkline drawn
+// from balances (its series as exact decimals, oldest first; nil draws
+// none). A template that fails leaves its slot empty for the script to
+// fill.
+func renderPage(tree Node, pageNo int, at time.Time, balances func(id string) []string) []byte {
 	rows, beings, pg := pageRows(&tree, pageNo)
+	if balances != nil {
+		for i := range rows {
+			if rows[i].Being && rows[i].ID != "" {
+				rows[i].Spark, rows[i].SparkTitle = sparkline(balances(rows[i].ID))
+			}
+		}
+	}
 	meta := `<span id="meta">as of ` + at.UTC().Format("15:04:05") + ` UTC; reload to refresh (the script refreshes every 2 s); metrics at /metrics</span>`
 	out := bytes.Replace(page, metaSlot, []byte(meta), 1)
 	fill := func(slot []byte, t *template.Template, data any) {
@@ -62,16 +71,63 @@ func renderPage(tree Node, pageNo int, at time.Time) []byte {
 // pageRow is one row as the templates draw it.
 type pageRow struct {
 	Kind, Name, Status, Tone string
+	Reason                   string // why a being's life ended, the badge's title
 	Depth                    int    // indentation, at most 8
 	Href, ID                 string // a being's journal link and id
 	Being                    bool
 	Nums                     []pageNum
 	Action                   string
+	Reply                    string // the first line of a being's last reply
 	Rest, RestTitle          string
+	// Spark is a being's sparkline as an SVG polyline's points, and
+	// SparkTitle says what it shows; empty without a series.
+	Spark, SparkTitle string
 }
 
-// pageNum is one labelled figure of a row.
-type pageNum struct{ Class, Label, Value string }
+// sparkline draws a balance series as the script's sparkline does: a
+// 120×18 box, the oldest point on the left, the lowest balance at the
+// bottom; one point is a flat line. The points are for the eye only, so
+// float64 is enough; the title says the exact ends as people read them.
+func sparkline(series []string) (points, title string) {
+	var vs []float64
+	for _, s := range series {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return "", ""
+		}
+		vs = append(vs, v)
+	}
+	n := len(vs)
+	if n == 0 {
+		return "", ""
+	}
+	lo, hi := vs[0], vs[0]
+	for _, v := range vs {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	coords := make([]string, 0, n+1)
+	for i, v := range vs {
+		x := 60.0
+		if n > 1 {
+			x = 1 + float64(i)*118/float64(n-1)
+		}
+		y := 9.0
+		if hi != lo {
+			y = 16 - (v-lo)*14/(hi-lo)
+		}
+		coords = append(coords, strconv.FormatFloat(x, 'f', 1, 64)+","+strconv.FormatFloat(y, 'f', 1, 64))
+	}
+	if n == 1 {
+		_, y, _ := strings.Cut(coords[0], ",")
+		coords = append([]string{"1," + y}, coords...)
+	}
+	title = "balance over life: " + human(series[0]) + " → " + human(series[n-1]) + " USD (" + strconv.Itoa(n) + " points)"
+	return strings.Join(coords, " "), title
+}
+
+// pageNum is one labelled figure of a row; a total carries its exact
+// amount too (the title the mouse shows).
+type pageNum struct{ Class, Label, Value, Exact string }
 
 // pager says where a paged family's page is.
 type pager struct {
@@ -143,9 +199,13 @@ func rowOf(n *Node, depth int) pageRow {
 	if r.Kind == "" {
 		r.Kind = "?"
 	}
+	if r.Name == r.Kind {
+		r.Name = "" // said once: "las", never "las las"
+	}
 	shown := map[string]bool{}
 	if n.Kind == "being" {
 		r.Being = true
+		r.Reason, _ = n.Figures["reason"].(string)
 		if id, ok := n.Figures["id"].(string); ok && id != "" {
 			r.ID = id
 			r.Href = "beings/" + url.PathEscape(id) + "/journal?tail=50&format=html"
@@ -169,6 +229,7 @@ func rowOf(n *Node, depth int) pageRow {
 		if a, ok := n.Figures["last_action"].(string); ok && a != "" {
 			r.Action = "last " + a
 		}
+		r.Reply, _ = n.Figures["last_reply"].(string)
 		shown = beingShown
 	} else {
 		for _, k := range pageMoney {
@@ -188,13 +249,15 @@ func rowOf(n *Node, depth int) pageRow {
 	}
 	rest := map[string]any{}
 	for k, v := range n.Figures {
-		if !shown[k] {
+		if !shown[k] && v != nil && v != "" { // an empty value says nothing
 			rest[k] = v
 		}
 	}
 	var pairs []string
 	flatten("", rest, &pairs)
-	pairs = append(pairs, n.PID)
+	if n.PID != "" {
+		pairs = append(pairs, n.PID)
+	}
 	r.Rest, r.RestTitle = strings.Join(pairs, "  "), strings.Join(pairs, "\n")
 	return r
 }
@@ -284,7 +347,7 @@ func totalsOf(root *Node, beings []*Node) pageTotals {
 			}
 			v, t.Summed = sum.String(), true
 		}
-		t.Figures = append(t.Figures, pageNum{Label: k, Value: human(v) + " USD"})
+		t.Figures = append(t.Figures, pageNum{Label: k, Value: human(v) + " USD", Exact: leafText(v) + " USD"})
 	}
 	for _, k := range []string{"invariant", "family_invariant", FigureFamilyLedger} {
 		if v, ok := src[k]; ok {
@@ -300,7 +363,7 @@ func totalsOf(root *Node, beings []*Node) pageTotals {
 var (
 	totalsTmpl = template.Must(template.New("totals").Parse(`<div id="totals">` +
 		`<span class="tot">{{.Beings}}</span>` +
-		`{{range .Figures}}<span class="tot"><b>{{.Label}}</b>{{.Value}}</span>{{end}}` +
+		`{{range .Figures}}<span class="tot" title="{{.Label}} {{.Exact}}"><b>{{.Label}}</b>{{.Value}}</span>{{end}}` +
 		`{{if .Ledger}}<span class="tot inv" data-ok="{{if .Exact}}yes{{else}}no{{end}}">family ledger: {{.Ledger}}</span>` +
 		`{{else if .Summed}}<span class="tot">(sums of the beings shown)</span>{{end}}</div>`))
 	pagerTmpl = template.Must(template.New("pager").Parse(`<div id="pager">{{if .Paged}}` +
@@ -310,10 +373,11 @@ var (
 	rowsTmpl = template.Must(template.New("rows").Parse(`<div id="rows">{{range .}}` +
 		`<div class="row" data-kind="{{.Kind}}"><span class="who"><span class="indent d{{.Depth}}"></span><span class="kind">{{.Kind}}</span>` +
 		`{{if .Href}}<a class="name" href="{{.Href}}" title="{{.Name}} ({{.ID}}): journal">{{.Name}}</a>{{else}}<span class="name" title="{{.Name}}">{{.Name}}</span>{{end}}</span>` +
-		`<span class="status" data-status="{{.Status}}" data-tone="{{.Tone}}">{{.Status}}</span>` +
-		`{{if .Being}}<svg class="spark" viewBox="0 0 120 18" width="120" height="18" data-being="{{.ID}}"><line x1="0" x2="120" y1="17.5" y2="17.5"></line></svg>{{end}}` +
+		`<span class="status" data-status="{{.Status}}" data-tone="{{.Tone}}"{{if .Reason}} title="{{.Status}}: {{.Reason}}"{{end}}>{{.Status}}</span>` +
+		`{{if .Being}}<svg class="spark" viewBox="0 0 120 18" width="120" height="18" data-being="{{.ID}}"><line x1="0" x2="120" y1="17.5" y2="17.5"></line>` +
+		`{{if .Spark}}<polyline points="{{.Spark}}"></polyline><title>{{.SparkTitle}}</title>{{end}}</svg>{{end}}` +
 		`{{range .Nums}}<span class="num {{.Class}}" title="{{.Label}} {{.Value}}"><b>{{.Label}}</b>{{.Value}}</span>{{end}}` +
-		`{{if .Being}}<span class="act" title="{{.Action}}">{{.Action}}</span>{{end}}` +
+		`{{if .Being}}<span class="act" title="{{.Action}}">{{.Action}}</span>{{if .Reply}}<span class="reply" title="{{.Reply}}">{{.Reply}}</span>{{end}}{{end}}` +
 		`<span class="rest" title="{{.RestTitle}}">{{.Rest}}</span></div>` +
 		`{{end}}</div>`))
 )

@@ -2,6 +2,7 @@ package debug
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,6 +10,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/test/debugtest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 var renderedAt = time.Date(2026, 12, 2, 1, 2, 3, 0, time.UTC)
@@ -34,11 +39,11 @@ func smallFamily() Node {
 func TestRenderPageDrawsTheTree(t *testing.T) {
 	tree := smallFamily()
 	AddFamilyLedger(&tree)
-	html := string(renderPage(tree, 0, renderedAt))
+	html := string(renderPage(tree, 0, renderedAt, nil))
 
 	assert.Equal(t, 5, strings.Count(html, `<div class="row" `), "one row per actor")
 	assert.Contains(t, html, `<span class="tot">1 being</span>`)
-	assert.Contains(t, html, `<span class="tot"><b>remaining</b>11.13 USD</span>`)
+	assert.Contains(t, html, `<span class="tot" title="remaining 11.126543211 USD"><b>remaining</b>11.13 USD</span>`, "the exact total is the title")
 	assert.Contains(t, html, `<span class="tot inv" data-ok="yes">family ledger: exact</span>`)
 	assert.Contains(t, html, `<a class="name" href="beings/ada%2F1/journal?tail=50&amp;format=html"`)
 	assert.Contains(t, html, `>Ada &lt;the first&gt;</a>`)
@@ -74,7 +79,7 @@ func TestRenderPagePagesLargeFamilies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint("page ", tt.page), func(t *testing.T) {
-			html := string(renderPage(tree, tt.page, renderedAt))
+			html := string(renderPage(tree, tt.page, renderedAt, nil))
 			names := name.FindAllStringSubmatch(html, -1)
 			require.Len(t, names, tt.wantedBeings)
 			assert.Equal(t, tt.first, names[0][1])
@@ -96,5 +101,62 @@ func TestRenderTotalsWithoutFamilyLedger(t *testing.T) {
 		{PID: "b", Kind: "being", Name: "B", Status: "running", Figures: map[string]any{"balance": "2"}},
 	}}
 	got := totalsOf(&tree, []*Node{&tree.Children[0], &tree.Children[1]})
-	assert.Equal(t, pageTotals{Beings: "2 beings", Figures: []pageNum{{Label: "remaining", Value: "3.01 USD"}}, Summed: true}, got)
+	assert.Equal(t, pageTotals{Beings: "2 beings", Figures: []pageNum{{Label: "remaining", Value: "3.01 USD", Exact: "3.005 USD"}}, Summed: true}, got)
+}
+
+// TestRenderPageSaysEachThingOnce: a figure with nothing in it is not
+// printed as "key=", and an actor whose name is its kind is named once.
+func TestRenderPageSaysEachThingOnce(t *testing.T) {
+	tree := smallFamily()
+	las := &tree.Children[1].Children[1]
+	las.Figures = map[string]any{"last_restart_reason": "", "restarts": 0, "note": nil}
+	tree.Children[1].Figures["last_failure"] = ""
+	html := string(renderPage(tree, 0, renderedAt, nil))
+
+	assert.NotContains(t, html, "last_restart_reason=")
+	assert.NotContains(t, html, "last_failure=")
+	assert.NotContains(t, html, "note=")
+	assert.Contains(t, html, "restarts=0")
+	for _, kind := range []string{"family", "brama", "ledger", "las"} {
+		assert.Contains(t, html, `<span class="kind">`+kind+`</span><span class="name" title=""></span>`, "%s is said once", kind)
+	}
+}
+
+// TestPageDrawsSparklinesOnTheServer: the page as served carries each
+// being's balance sparkline drawn from its journal (1 → 0.9 → 1.4), so a
+// browser without JavaScript shows it; a being of one point gets a
+// flat line.
+func TestPageDrawsSparklinesOnTheServer(t *testing.T) {
+	root := familyOnDisk(t)
+	spec := debugtest.Spec{ID: "family", Description: messages.Description{Kind: "family", Name: "family", Status: "running"},
+		Children: []debugtest.Spec{{ID: "being-ada", Description: messages.Description{Kind: "being", Name: "Ada", Status: "running",
+			Figures: map[string]any{"id": testkit.Identity().AgentID, "cycle": 1, "balance": "1.4"}}}}}
+	system, pid := spawnTree(t, spec)
+	srv := httptest.NewServer(Handler(HandlerConfig{Root: system.Root, PID: pid, Deadline: testWait, StateDir: root}))
+	t.Cleanup(srv.Close)
+
+	_, page := do(t, "GET", srv.URL+"/debug/")
+	assert.Contains(t, page, `<polyline points="1.0,13.2 60.0,16.0 119.0,2.0"></polyline><title>balance over life: 1.00 → 1.40 USD (3 points)</title>`)
+	assert.Contains(t, page, `<polyline points="1,9.0 60.0,9.0"></polyline>`, "Bo, gone, has one point: a flat line")
+	assert.Equal(t, 2, strings.Count(page, `<svg class="spark"`))
+}
+
+func TestSparkline(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		series        []string
+		points, title string
+	}{
+		{"none", nil, "", ""},
+		{"one point is a flat line", []string{"5"}, "1,9.0 60.0,9.0", "balance over life: 5.00 → 5.00 USD (1 points)"},
+		{"flat", []string{"2", "2"}, "1.0,9.0 119.0,9.0", "balance over life: 2.00 → 2.00 USD (2 points)"},
+		{"falling", []string{"10", "0.001"}, "1.0,2.0 119.0,16.0", "balance over life: 10.00 → 0.001000 USD (2 points)"},
+		{"unreadable", []string{"x"}, "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			points, title := sparkline(tt.series)
+			assert.Equal(t, tt.points, points)
+			assert.Equal(t, tt.title, title)
+		})
+	}
 }

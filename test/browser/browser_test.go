@@ -50,15 +50,18 @@ func server(t *testing.T) (*httptest.Server, *atomic.Int32) {
 		debugtest.Spec{ID: "being-mallory", Description: messages.Description{Kind: "being", Name: hostile, Status: "running"}},
 	)
 	var fetches atomic.Int32
-	return treeServerCounting(t, spec, &fetches), &fetches
+	return treeServerCounting(t, spec, &fetches, ""), &fetches
 }
 
 // treeServer serves the debug handler over the tree spec describes.
 func treeServer(t *testing.T, spec debugtest.Spec) *httptest.Server {
-	return treeServerCounting(t, spec, new(atomic.Int32))
+	return treeServerCounting(t, spec, new(atomic.Int32), "")
 }
 
-func treeServerCounting(t *testing.T, spec debugtest.Spec, fetches *atomic.Int32) *httptest.Server {
+// treeServerCounting serves the debug handler over the tree spec
+// describes, with the family's state directories in stateDir (none when
+// empty), and counts the fetches of the tree in fetches.
+func treeServerCounting(t *testing.T, spec debugtest.Spec, fetches *atomic.Int32, stateDir string) *httptest.Server {
 	t.Helper()
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -68,7 +71,7 @@ func treeServerCounting(t *testing.T, spec debugtest.Spec, fetches *atomic.Int32
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = system.Root.StopFuture(pid).Wait() })
 
-	h := debug.Handler(debug.HandlerConfig{Root: system.Root, PID: pid, Deadline: 500 * time.Millisecond})
+	h := debug.Handler(debug.HandlerConfig{Root: system.Root, PID: pid, Deadline: 500 * time.Millisecond, StateDir: stateDir})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/debug/actors" {
 			fetches.Add(1)

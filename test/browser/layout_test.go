@@ -414,11 +414,12 @@ func TestDebugPageLayoutWithFamilyLedger(t *testing.T) {
 }
 
 // screenshot saves the page at width×height in the test's temp directory
-// (and in DEBUG_SCREENSHOT_DIR, for a human look, when set).
-func screenshot(t *testing.T, pageURL string, w, h int, name string) {
+// (and in DEBUG_SCREENSHOT_DIR, for a human look, when set), with
+// Chromium's extra arguments args.
+func screenshot(t *testing.T, pageURL string, w, h int, name string, args ...string) {
 	t.Helper()
 	shot := filepath.Join(t.TempDir(), name)
-	chromium(t, "--virtual-time-budget=15000", fmt.Sprintf("--window-size=%d,%d", w, h), "--screenshot="+shot, pageURL)
+	chromium(t, append(args, "--virtual-time-budget=15000", fmt.Sprintf("--window-size=%d,%d", w, h), "--screenshot="+shot, pageURL)...)
 	raw, err := os.ReadFile(shot)
 	require.NoError(t, err, "the screenshot exists")
 	img, err := png.Decode(bytes.NewReader(raw))
@@ -471,10 +472,11 @@ func TestDebugPagePagesLargeFamilies(t *testing.T) {
 
 // TestDebugPageWithoutJavaScript: a browser that runs no script still
 // sees the family, because the server draws the tree: every actor has
-// its row, the totals are there, and nothing says "loading". Headless
-// Chromium's switches do not stop a page's scripts, so the page reaches
-// it through a proxy that removes its script, as a browser without
-// JavaScript would ignore it.
+// its row, the totals are there, and nothing says "loading". Chromium's
+// switch that stops script also stops --dump-dom, so the page reaches it
+// through a proxy that removes its script, as a browser without
+// JavaScript would ignore it (TestDebugPageSparklinesWithoutJavaScript
+// switches script off over the DevTools pipe instead).
 func TestDebugPageWithoutJavaScript(t *testing.T) {
 	spec := debugtest.Family()
 	srv := treeServer(t, spec)
