@@ -54,7 +54,7 @@ func TestConfigurationFoundHere(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	env := map[string]string{"PATH": os.Getenv("PATH")}
-	in := runIn(t, dir, env, "init", ".", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--auth", "none")
+	in := runIn(t, dir, env, "init", ".", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--auth", "none", "--prices", "0,0")
 	require.Equal(t, 0, in.code, in.stderr)
 	file := filepath.Join(dir, "singularity.toml")
 
