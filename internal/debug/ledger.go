@@ -68,8 +68,8 @@ func addBeings(t *accounts.Totals, n *Node, root bool, known *int) bool {
 	}
 	// What departed children held is counted once: by their own nodes
 	// when they are on the tree (addGone), else by the departed figures.
-	if held, earned := figure(n, "departed_held"), figure(n, "departed_earned"); (held.ok || earned.ok) && !hasGone(n) {
-		t.AddDeparted(held.v, earned.v)
+	if held, earned, funded := figure(n, "departed_held"), figure(n, "departed_earned"), figure(n, "departed_funded"); (held.ok || earned.ok) && !hasGone(n) {
+		t.AddDeparted(held.v, earned.v, funded.v)
 	}
 	for i := range n.Children {
 		if k := n.Children[i].Kind; k == "being" || (k == "" && n.Children[i].Status == StatusUnresponsive) {
@@ -109,6 +109,9 @@ func entryOf(n *Node) (accounts.Entry, bool) {
 	}
 	if p := figure(n, "in_transit"); p.ok {
 		e.InTransit = p.v
+	}
+	if p := figure(n, "funded"); p.ok {
+		e.Budget.Funded = p.v
 	}
 	return e, ok
 }

@@ -39,16 +39,19 @@ func CheckTotals(b state.Budget, t state.MoneyTotals) error {
 	if err := b.Check(); err != nil {
 		return fmt.Errorf("ledger invariant violated: %w", err)
 	}
-	want := b.Starting.Sub(t.Debited).Add(t.Credited).Sub(t.Granted)
+	want := b.Starting.Add(t.Funded).Sub(t.Debited).Add(t.Credited).Sub(t.Granted)
 	if !b.Remaining.Equal(want) {
-		return fmt.Errorf("ledger invariant violated: remaining %s, but starting %s − debited %s + credited %s − granted %s = %s",
-			b.Remaining, b.Starting, t.Debited, t.Credited, t.Granted, want)
+		return fmt.Errorf("ledger invariant violated: remaining %s, but starting %s + funded %s − debited %s + credited %s − granted %s = %s",
+			b.Remaining, b.Starting, t.Funded, t.Debited, t.Credited, t.Granted, want)
+	}
+	if !b.Funded.Equal(t.Funded) {
+		return fmt.Errorf("ledger invariant violated: funded %s, but the journal's funds sum to %s", b.Funded, t.Funded)
 	}
 	if !b.Granted.Equal(t.Granted) {
 		return fmt.Errorf("ledger invariant violated: granted %s, but the journal's grants sum to %s", b.Granted, t.Granted)
 	}
 	if want := b.Expected(); !b.Remaining.Equal(want) {
-		return fmt.Errorf("ledger invariant violated: remaining %s, but starting − spent + earned − granted = %s", b.Remaining, want)
+		return fmt.Errorf("ledger invariant violated: remaining %s, but starting + funded − spent + earned − granted = %s", b.Remaining, want)
 	}
 	return nil
 }

@@ -39,22 +39,26 @@ func (e Entry) Held() money.Amount {
 }
 
 // Off is how far the being's own books are from balancing:
-// remaining − (starting − spent + earned − granted); zero when exact.
+// remaining − (starting + funded − spent + earned − granted); zero when
+// exact.
 func (e Entry) Off() money.Amount { return e.Budget.Remaining.Sub(e.Budget.Expected()) }
 
 // Totals are a family's figures added up.
 type Totals struct {
-	Beings    int
-	Starting  money.Amount // the root's
-	Granted   money.Amount
-	Spent     money.Amount
-	Earned    money.Amount
+	Beings   int
+	Starting money.Amount // the root's
+	Granted  money.Amount
+	Spent    money.Amount
+	Earned   money.Amount
+	// Funded is what came into the family from outside after birth
+	// (docs/money.md#funding).
+	Funded    money.Amount
 	Remaining money.Amount
 	InTransit money.Amount
 	// Departed is what beings no longer listed (stopped children in the
 	// live tree) hold: remaining plus spent.
 	Departed money.Amount
-	// Off is Σ held − (root starting + Σ earned): zero when the family's
+	// Off is Σ held − (root starting + Σ funded + Σ earned): zero when the family's
 	// money is conserved, positive when the books show more money than
 	// came in, negative when some went missing.
 	Off money.Amount
@@ -70,20 +74,23 @@ func (t *Totals) Add(e Entry) {
 	t.Granted = t.Granted.Add(b.Granted)
 	t.Spent = t.Spent.Add(b.APISpent).Add(b.InstanceSpent)
 	t.Earned = t.Earned.Add(b.Earned)
+	t.Funded = t.Funded.Add(b.Funded)
 	t.Remaining = t.Remaining.Add(b.Remaining)
 	t.InTransit = t.InTransit.Add(e.InTransit)
 	t.balance()
 }
 
-// AddDeparted adds what beings that are no longer listed held and earned.
-func (t *Totals) AddDeparted(held, earned money.Amount) {
+// AddDeparted adds what beings that are no longer listed held, earned
+// and were funded.
+func (t *Totals) AddDeparted(held, earned, funded money.Amount) {
 	t.Departed = t.Departed.Add(held)
 	t.Earned = t.Earned.Add(earned)
+	t.Funded = t.Funded.Add(funded)
 	t.balance()
 }
 
 func (t *Totals) balance() {
-	t.Off = t.Remaining.Add(t.Spent).Add(t.InTransit).Add(t.Departed).Sub(t.Starting).Sub(t.Earned)
+	t.Off = t.Remaining.Add(t.Spent).Add(t.InTransit).Add(t.Departed).Sub(t.Starting).Sub(t.Funded).Sub(t.Earned)
 }
 
 // Exact reports whether the family's money is conserved.

@@ -319,7 +319,7 @@ func newBeing(dir string, st *state.Being, events []state.Event, misnumbered err
 	t := state.Totals(events)
 	b := &Being{
 		ID: filepath.Base(dir), Name: st.Identity.Name, StateDir: dir, State: st,
-		JournalOff: st.Budget.Remaining.Sub(st.Budget.Starting.Sub(t.Debited).Add(t.Credited).Sub(t.Granted)),
+		JournalOff: st.Budget.Remaining.Sub(st.Budget.Starting.Add(t.Funded).Sub(t.Debited).Add(t.Credited).Sub(t.Granted)),
 		Journal:    misnumbered,
 	}
 	inTransit := money.Zero

@@ -42,6 +42,13 @@ func (b Budget) Grant(v money.Amount) Budget {
 	return b
 }
 
+// Fund adds v from outside the family to b: funded += v, remaining += v.
+func (b Budget) Fund(v money.Amount) Budget {
+	b.Funded = b.Funded.Add(v)
+	b.Remaining = b.Remaining.Add(v)
+	return b
+}
+
 // AddSaturating is a + b, or the largest uint64 when that overflows.
 func AddSaturating(a, b uint64) uint64 {
 	if a > math.MaxUint64-b {
@@ -63,6 +70,10 @@ func (b *Being) Apply(e Event) {
 	case EventCycleStarted:
 		b.Cycle = e.Cycle
 		b.appendMessages(true, e.Messages...)
+		b.Sleep = nil
+		if len(e.Delivered) > 0 {
+			b.Inbox = slices.DeleteFunc(b.Inbox, func(m InMessage) bool { return slices.Contains(e.Delivered, m.ID) })
+		}
 	case EventModelCompleted:
 		if e.Chat != nil {
 			b.appendMessages(false, *e.Chat)
@@ -115,11 +126,49 @@ func (b *Being) Apply(e Event) {
 		}
 	case EventTierChanged:
 		b.Tier = e.Tier
+	case EventFunded:
+		b.applyFunded(e)
+	case EventMessageReceived:
+		if !slices.Contains(b.Received, e.ID) {
+			b.Received = append(b.Received, e.ID)
+			b.Inbox = append(b.Inbox, InMessage{ID: e.ID, From: e.From, Name: e.Name, Relation: e.Relation, Text: e.Text})
+		}
+	case EventMessageSent:
+		b.Outbox = append(b.Outbox, OutMessage{ID: e.ID, To: e.To, Text: e.Text})
+	case EventMessageDelivered:
+		b.Outbox = slices.DeleteFunc(b.Outbox, func(m OutMessage) bool { return m.ID == e.ID })
+	case EventSlept:
+		b.Sleep = &Sleep{Until: e.Until, WakeOnMessage: e.WakeOnMessage}
 	}
 	if e.Seq > b.Seq() {
 		seq := e.Seq
 		b.JournalSeq = &seq
 	}
+}
+
+// applyFunded applies a fund once per key. A fund to an exhausted being
+// un-ends it in the same step: it is stopped, to be resumed (a live
+// family wakes it at once).
+func (b *Being) applyFunded(e Event) {
+	if b.FundOf(e.Key) != nil {
+		return
+	}
+	b.Budget = b.Budget.Fund(e.Amount)
+	b.Funds = append(b.Funds, Fund{Key: e.Key, Amount: e.Amount, Remaining: b.Budget.Remaining})
+	if b.Status == StatusExhausted {
+		b.Status = StatusStopped
+		b.StatusReason = ""
+	}
+}
+
+// FundOf returns the fund applied under key, or nil.
+func (b *Being) FundOf(key string) *Fund {
+	for i := range b.Funds {
+		if b.Funds[i].Key == key {
+			return &b.Funds[i]
+		}
+	}
+	return nil
 }
 
 // appendNew appends the ids of add that list does not hold yet.

@@ -34,6 +34,22 @@ const (
 	// EventTierChanged records the survival tier the being entered
 	// (docs/money.md#survival-tiers).
 	EventTierChanged = "tier_changed"
+
+	// EventFunded adds money from outside the family to the being
+	// (docs/money.md#funding): the operator's fund, applied once per key.
+	EventFunded = "funded"
+	// EventMessageReceived takes a message into the being's inbox
+	// (docs/family.md#messages); the next cycle's framing carries it.
+	EventMessageReceived = "message_received"
+	// EventMessageSent puts a message to a relative in the being's
+	// outbox, in the step of the tool call that sent it.
+	EventMessageSent = "message_sent"
+	// EventMessageDelivered takes a message out of the outbox once its
+	// receiver has journaled it.
+	EventMessageDelivered = "message_delivered"
+	// EventSlept records that the being sleeps until a time
+	// (docs/family.md#sleep).
+	EventSlept = "slept"
 )
 
 // Event is one line of activity.jsonl. Which fields belong to an event
@@ -56,6 +72,14 @@ const (
 //	child_added      {at, cycle, child}
 //	endowment_granted {at, cycle, child_id, amount, child}
 //	tier_changed     {at, cycle, tier, remaining}
+//	funded           {at, cycle, amount, key, note?}
+//	message_received {at, cycle, id, from, name?, relation?, text}
+//	message_sent     {at, cycle, id, to, text}
+//	message_delivered {at, cycle, id}
+//	slept            {at, cycle, until, wake_on_message}
+//
+// cycle_started also carries "delivered", the ids of the inbox messages
+// its framing carried, when there were any.
 //
 // The fields after the reference's (seq, messages, message on
 // model_completed and tool_finished, api, instance, tokens, action,
@@ -99,6 +123,19 @@ type Event struct {
 	Tier int
 	// Reason is why stopped's life ended (empty: not said).
 	Reason string
+
+	// Key and Note are a fund's idempotency key and the operator's note.
+	Key, Note string
+	// ID is a message's id; From, Name and Relation say who sent a
+	// received one (From is "operator" or the sender's id), To whom a
+	// sent one goes. The message's text is Text.
+	ID, From, Name, Relation, To string
+	// Delivered are the inbox message ids a cycle_started's framing
+	// carried.
+	Delivered []string
+	// Until and WakeOnMessage are a slept event's.
+	Until         Time
+	WakeOnMessage bool
 }
 
 // Started is the event of a being coming alive (fresh or resumed).
@@ -176,6 +213,33 @@ func TierChanged(at Time, cycle uint64, tier int, remaining money.Amount) Event 
 	return Event{Type: EventTierChanged, At: at, Cycle: cycle, Tier: tier, Amount: remaining}
 }
 
+// Funded records amount added to the being from outside under key,
+// with the operator's note.
+func Funded(at Time, cycle uint64, amount money.Amount, key, note string) Event {
+	return Event{Type: EventFunded, At: at, Cycle: cycle, Amount: amount, Key: key, Note: note}
+}
+
+// MessageReceived takes message m into the inbox.
+func MessageReceived(at Time, cycle uint64, m InMessage) Event {
+	return Event{Type: EventMessageReceived, At: at, Cycle: cycle, ID: m.ID, From: m.From, Name: m.Name, Relation: m.Relation, Text: m.Text}
+}
+
+// MessageSent puts message m into the outbox.
+func MessageSent(at Time, cycle uint64, m OutMessage) Event {
+	return Event{Type: EventMessageSent, At: at, Cycle: cycle, ID: m.ID, To: m.To, Text: m.Text}
+}
+
+// MessageDelivered takes message id out of the outbox.
+func MessageDelivered(at Time, cycle uint64, id string) Event {
+	return Event{Type: EventMessageDelivered, At: at, Cycle: cycle, ID: id}
+}
+
+// Slept records a sleep until until; wake says whether a message or a
+// fund ends it sooner.
+func Slept(at Time, cycle uint64, until Time, wake bool) Event {
+	return Event{Type: EventSlept, At: at, Cycle: cycle, Until: until, WakeOnMessage: wake}
+}
+
 // IsMindChange reports whether the event changes the mind.
 func (e Event) IsMindChange() bool {
 	switch e.Type {
@@ -201,6 +265,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	case EventCycleStarted:
 		if len(e.Messages) > 0 {
 			w.field("messages", e.Messages)
+		}
+		if len(e.Delivered) > 0 {
+			w.field("delivered", e.Delivered)
 		}
 	case EventModelCompleted:
 		w.field("usage", e.Usage)
@@ -261,6 +328,31 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	case EventTierChanged:
 		w.field("tier", e.Tier)
 		w.field("remaining", e.Amount)
+	case EventFunded:
+		w.field("amount", e.Amount)
+		w.field("key", e.Key)
+		if e.Note != "" {
+			w.field("note", e.Note)
+		}
+	case EventMessageReceived:
+		w.field("id", e.ID)
+		w.field("from", e.From)
+		if e.Name != "" {
+			w.field("name", e.Name)
+		}
+		if e.Relation != "" {
+			w.field("relation", e.Relation)
+		}
+		w.field("text", e.Text)
+	case EventMessageSent:
+		w.field("id", e.ID)
+		w.field("to", e.To)
+		w.field("text", e.Text)
+	case EventMessageDelivered:
+		w.field("id", e.ID)
+	case EventSlept:
+		w.field("until", e.Until)
+		w.field("wake_on_message", e.WakeOnMessage)
 	default:
 		return nil, fmt.Errorf("unknown journal event type %q", e.Type)
 	}
@@ -295,6 +387,16 @@ type eventFields struct {
 	Tier      int               `json:"tier"`
 	Remaining *money.Amount     `json:"remaining"`
 	Reason    string            `json:"reason"`
+	Key       string            `json:"key"`
+	Note      string            `json:"note"`
+	ID        string            `json:"id"`
+	From      string            `json:"from"`
+	Name      string            `json:"name"`
+	Relation  string            `json:"relation"`
+	To        string            `json:"to"`
+	Delivered []string          `json:"delivered"`
+	Until     Time              `json:"until"`
+	Wake      bool              `json:"wake_on_message"`
 }
 
 // UnmarshalJSON reads any event, the reference's included. A
@@ -310,6 +412,8 @@ func (e *Event) UnmarshalJSON(data []byte) error {
 		Instance: f.Instance, Tokens: f.Tokens, Source: f.Source, Tool: f.Tool, Status: f.Status,
 		Repeats: f.Repeats, Messages: f.Messages, Action: f.Action, Created: f.Created,
 		Memory: f.Memory, Text: f.Text, Model: f.Model, Child: f.Child, Tier: f.Tier, Reason: f.Reason,
+		Key: f.Key, Note: f.Note, ID: f.ID, From: f.From, Name: f.Name, Relation: f.Relation, To: f.To,
+		Delivered: f.Delivered, Until: f.Until, WakeOnMessage: f.Wake,
 	}
 	if f.Type == EventTierChanged && f.Remaining != nil {
 		e.Amount = *f.Remaining

@@ -4,11 +4,11 @@ import "github.com/wisent/singularity/internal/store/money"
 
 // MoneyTotals are the sums of a journal's money events.
 type MoneyTotals struct {
-	Debited, Credited, Granted money.Amount
+	Debited, Credited, Granted, Funded money.Amount
 }
 
-// Totals sums every cost_debited, revenue_credited and endowment_granted
-// amount of events.
+// Totals sums every cost_debited, revenue_credited, endowment_granted
+// and funded amount of events. A being journals a fund's key once.
 func Totals(events []Event) MoneyTotals {
 	var t MoneyTotals
 	for _, e := range events {
@@ -19,13 +19,15 @@ func Totals(events []Event) MoneyTotals {
 			t.Credited = t.Credited.Add(e.Amount)
 		case EventEndowmentGranted:
 			t.Granted = t.Granted.Add(e.Amount)
+		case EventFunded:
+			t.Funded = t.Funded.Add(e.Amount)
 		}
 	}
 	return t
 }
 
 // Expected is what remaining must be by the budget's own figures:
-// starting − api_spent − instance_spent + earned − granted.
+// starting + funded − api_spent − instance_spent + earned − granted.
 func (b Budget) Expected() money.Amount {
-	return b.Starting.Sub(b.APISpent).Sub(b.InstanceSpent).Add(b.Earned).Sub(b.Granted)
+	return b.Starting.Add(b.Funded).Sub(b.APISpent).Sub(b.InstanceSpent).Add(b.Earned).Sub(b.Granted)
 }

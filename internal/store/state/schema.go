@@ -68,6 +68,21 @@ type Being struct {
 	// while it lives and in a state written before it.
 	StatusReason string `json:"status_reason,omitempty"`
 
+	// Funds are the funds applied to this being, one per key, in order
+	// (docs/money.md#funding): a key seen again is not applied twice.
+	Funds []Fund `json:"funds,omitempty"`
+	// Inbox holds the messages received and not yet carried by a
+	// framing (docs/family.md#messages); Received the id of every
+	// message ever received, so that a message sent again is dropped.
+	Inbox    []InMessage `json:"inbox,omitempty"`
+	Received []string    `json:"received_messages,omitempty"`
+	// Outbox holds the messages this being sent whose receiver has not
+	// journaled them yet; they are sent again after a restart.
+	Outbox []OutMessage `json:"outbox,omitempty"`
+	// Sleep is the sleep the being is in, nil when awake
+	// (docs/family.md#sleep).
+	Sleep *Sleep `json:"sleep,omitempty"`
+
 	// Extra holds unknown top-level fields of a loaded state.json, verbatim.
 	// Keys that name a known field are ignored on save.
 	Extra map[string]json.RawMessage `json:"-"`
@@ -331,6 +346,40 @@ type Grant struct {
 	Amount money.Amount `json:"amount"`
 }
 
+// Fund is one applied fund: its key, its amount, and what remained
+// right after it, which a repeated fund of the same key reports.
+type Fund struct {
+	Key       string       `json:"key"`
+	Amount    money.Amount `json:"amount"`
+	Remaining money.Amount `json:"remaining"`
+}
+
+// InMessage is a received message: its id, who sent it (From is
+// "operator" or the sender being's id; Name is the sender's name and
+// Relation "parent" or "child" for a relative), and its text.
+type InMessage struct {
+	ID       string `json:"id"`
+	From     string `json:"from"`
+	Name     string `json:"name,omitempty"`
+	Relation string `json:"relation,omitempty"`
+	Text     string `json:"text"`
+}
+
+// OutMessage is a sent message not yet delivered: its id, the receiver's
+// id and the text.
+type OutMessage struct {
+	ID   string `json:"id"`
+	To   string `json:"to"`
+	Text string `json:"text"`
+}
+
+// Sleep is a being's sleep: no completion is requested before Until,
+// unless WakeOnMessage and a message or a fund arrives.
+type Sleep struct {
+	Until         Time `json:"until"`
+	WakeOnMessage bool `json:"wake_on_message"`
+}
+
 // Budget is the ledger as persisted; money fields are decimal strings.
 type Budget struct {
 	Starting      money.Amount `json:"starting"`
@@ -342,6 +391,9 @@ type Budget struct {
 	// Granted is what this being endowed its children with
 	// (docs/money.md#funded-children); absent in the reference's state.
 	Granted money.Amount `json:"granted,omitzero"`
+	// Funded is what came to this being from outside the family
+	// (docs/money.md#funding); absent, meaning 0, in older states.
+	Funded money.Amount `json:"funded,omitzero"`
 }
 
 // NetProfit is earned − api_spent − instance_spent.
