@@ -18,18 +18,25 @@ import (
 // held by the others, every being cycles again, and the family's files
 // explain every being's money exactly with one writer at a time. It
 // runs only when CLUSTER_SPREAD_STORM is set; CLUSTER_SEED picks the
-// blows.
+// blows, and CLUSTER_BEINGS seeds a larger family. At the end it counts
+// what every member that lived said of lost leases (beyond the SIGSTOPs,
+// which lose theirs on purpose) and of Las given up at its restart
+// intensity.
 func TestSpreadStorm(t *testing.T) {
 	blows, rng := stormOf(t, "CLUSTER_SPREAD_STORM", "make cluster-crash")
 
 	w := newWorld(t)
 	w.spreadOut()
-	var members []*proc
+	if n := beingsWanted(t); n > 0 {
+		w.seed(n)
+	}
+	var members, lived []*proc
 	next := 0
 	startMember := func() *proc {
 		next++
 		p := w.start(fmt.Sprintf("m%d", next))
 		members = append(members, p)
+		lived = append(lived, p)
 		p.await(t, places, waitLimit)
 		return p
 	}
@@ -84,6 +91,11 @@ func TestSpreadStorm(t *testing.T) {
 	stopInTurn(t, members...)
 	beings := w.check(t)
 	w.requireStatus(t, beings)
-	t.Logf("spread storm of %d blows (%d SIGKILLs, %d SIGSTOPs): a blown member's beings back after a SIGKILL %s, after a SIGSTOP %s; %d beings exact; %d distinct tool calls delivered once each",
-		blows, kills, stops, spread(back["SIGKILL"]), spread(back["SIGSTOP"]), len(beings), calls)
+	leases, intensity := 0, 0
+	for _, p := range lived {
+		leases += p.lines.Count("etcd lease ended")
+		intensity += p.lines.Count("restart intensity exceeded")
+	}
+	t.Logf("spread storm of %d blows (%d SIGKILLs, %d SIGSTOPs): a blown member's beings back after a SIGKILL %s, after a SIGSTOP %s; %d beings exact; %d distinct tool calls delivered once each; %d lease endings said by members (%d SIGSTOPs), %d Las given up at the restart intensity",
+		blows, kills, stops, spread(back["SIGKILL"]), spread(back["SIGSTOP"]), len(beings), calls, leases, stops, intensity)
 }
