@@ -464,9 +464,9 @@ var (
 		`{{if .Reason}}<div class="why" data-tone="{{.Tone}}">{{.Reason}}</div>{{end}}` +
 		`<div class="life"><svg class="spark" viewBox="0 0 120 18" width="120" height="18"{{if .ID}} data-being="{{.ID}}"{{end}}><line x1="0" x2="120" y1="17.5" y2="17.5"></line>` +
 		`{{if .Spark}}<polyline points="{{.Spark}}"></polyline><title>{{.SparkTitle}}</title>{{end}}</svg>` +
-		`<span>cycle {{.Cycle}}</span>{{if .Parent}}<span class="parent" title="child of {{.Parent}}">child of {{.Parent}}</span>{{end}}</div>` +
-		`<div class="did" title="{{if .Did}}last {{.Did}}{{else}}no action yet{{end}}{{if .Waiting}}; waiting for {{.Waiting}}{{end}}">` +
-		`<b>did</b>{{if .Did}}{{.Did}}{{else}}no action yet{{end}}{{if .Waiting}}<span class="wait">waiting for {{.Waiting}}</span>{{end}}</div>` +
+		`<span>cycle {{.Cycle}}</span>{{if .Waiting}}<span class="wait">waiting for {{.Waiting}}</span>{{end}}` +
+		`{{if .Parent}}<span class="parent" title="child of {{.Parent}}">child of {{.Parent}}</span>{{end}}</div>` +
+		`<div class="did" title="{{if .Did}}last {{.Did}}{{else}}no action yet{{end}}"><b>did</b>{{if .Did}}{{.Did}}{{else}}no action yet{{end}}</div>` +
 		`<div class="said"{{if .Reply}} title="{{.Reply}}"{{end}}><b>said</b>{{if .Reply}}<q>{{.Reply}}</q>{{else}}<span class="none">nothing yet</span>{{end}}</div>` +
 		`</div>{{end}}</section>`))
 	rowsTmpl = template.Must(template.New("rows").Parse(`<div id="rows">{{range .}}` +

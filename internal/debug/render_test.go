@@ -170,10 +170,10 @@ func TestRenderPageDashboardFirst(t *testing.T) {
 		`data-tone="good" data-being="ada/1"`,
 		`>Ada &lt;the first&gt;</a><span class="status" data-status="running" data-tone="good">running</span>`,
 		`11.126543211 USD</span>`,
-		`<b>did</b>echo__echo:success<span class="wait">waiting for model</span>`,
+		`<span>cycle 7</span><span class="wait">waiting for model</span></div>`,
+		`<b>did</b>echo__echo:success</div>`,
 		`<q>&lt;b&gt;Sold&lt;/b&gt; one report &amp; &#34;more&#34;</q>`,
 		`<polyline points="1.0,2.0 119.0,16.0"></polyline>`,
-		`<span>cycle 7</span>`,
 	} {
 		assert.Contains(t, cards[0], want)
 	}
