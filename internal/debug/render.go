@@ -231,28 +231,28 @@ func cardOf(n *Node, parent string) pageCard {
 			break
 		}
 	}
-	c.Reason = text(n.Figures["reason"])
+	c.Reason = figureText(n.Figures["reason"])
 	if c.Reason == "" && n.Status == "storage_unavailable" {
-		c.Reason = text(n.Figures["storage_error"])
+		c.Reason = figureText(n.Figures["storage_error"])
 	}
-	c.Did = text(n.Figures["last_action"])
-	c.Waiting = text(n.Figures["waiting_for"])
-	c.Reply = text(n.Figures["last_reply"])
+	c.Did = figureText(n.Figures["last_action"])
+	c.Waiting = figureText(n.Figures["waiting_for"])
+	c.Reply = figureText(n.Figures["last_reply"])
 	return c
 }
 
 // journalLink is a being's id and the link to its journal tail; both
 // empty when the node carries no id.
 func journalLink(n *Node) (id, href string) {
-	id = text(n.Figures["id"])
+	id = figureText(n.Figures["id"])
 	if id == "" {
 		return "", ""
 	}
 	return id, "beings/" + url.PathEscape(id) + "/journal?tail=50&format=html"
 }
 
-// text is a figure that is a string, or "".
-func text(v any) string {
+// figureText is a figure that is a string, or "".
+func figureText(v any) string {
 	s, _ := v.(string)
 	return s
 }
@@ -274,7 +274,7 @@ func rowOf(n *Node, depth int) pageRow {
 	}
 	shown := map[string]bool{}
 	if n.Kind == "being" {
-		r.Reason = text(n.Figures["reason"])
+		r.Reason = figureText(n.Figures["reason"])
 		r.ID, r.Href = journalLink(n)
 		cycle := "?"
 		if c, ok := n.Figures["cycle"]; ok {
