@@ -71,8 +71,11 @@ func TestEndedBeingsStay(t *testing.T) {
 	assert.Contains(t, page, `<span class="tot">2 beings</span>`)
 	assert.Contains(t, page, `data-status="exhausted" data-tone="bad" title="exhausted: balance 0.001 is below the cheapest call">exhausted</span>`, "the badge says why")
 	assert.Contains(t, page, "balance 0.001 is below the cheapest call")
-	assert.Contains(t, page, `<span class="reply" title="Sold my last report.">Sold my last report.</span>`, "what it said last")
+	assert.Contains(t, page, `<div class="why" data-tone="bad">balance 0.001 is below the cheapest call</div>`, "its card says why, as text")
+	assert.Contains(t, page, `<span class="bal" title="remaining 0.001 USD">0.001 USD</span>`, "its exact balance")
+	assert.Contains(t, page, `<q>Sold my last report.</q>`, "what it said last")
 	assert.Equal(t, 2, strings.Count(page, `data-kind="being"`))
+	assert.Equal(t, 2, strings.Count(page, `<div class="card" `))
 }
 
 // TestGoneNodeRemembers: a gone being's state.json is read again only

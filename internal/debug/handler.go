@@ -66,9 +66,10 @@ var pageCSP = contentSecurityPolicy(page)
 //
 //	GET /debug/actors              the tree as JSON (see Node)
 //	GET /debug/actors?format=text  the tree as indented text (Node.WriteText)
-//	GET /debug/                    a self-contained HTML page with the tree
-//	                               drawn in it (?page=N of a large family),
-//	                               which its script refreshes every two seconds
+//	GET /debug/                    a self-contained HTML page, a card per
+//	                               being then the tree, drawn by the server
+//	                               (?page=N of a large family); its script
+//	                               fetches it again every two seconds
 //	GET /debug/beings/{id}/journal the being's journal tail (?tail=N,
 //	                               &format=html for a table page)
 //	GET /debug/beings/{id}/balance its balance over its life (sparkline)
@@ -133,8 +134,9 @@ func serveActors(w http.ResponseWriter, r *http.Request, cfg HandlerConfig) {
 	_, _ = w.Write(body.Bytes())
 }
 
-// servePage serves the page with the tree drawn in it (renderPage):
-// ?page=N (1-based) picks the page of a large family.
+// servePage serves the page with the family drawn in it (renderPage),
+// to a browser and to the page's own script alike: ?page=N (1-based)
+// picks the page of a large family.
 func servePage(w http.ResponseWriter, r *http.Request, cfg HandlerConfig, b *beings) {
 	pageNo := 0
 	if v := r.URL.Query().Get("page"); v != "" {

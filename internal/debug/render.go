@@ -13,12 +13,12 @@ import (
 )
 
 // The page is served drawn (docs/debug.md#the-page): the server renders
-// the tree into page.html's empty elements with the same markup its
-// script draws, so a browser without JavaScript (or a text browser)
-// shows the family, and the script only refreshes it.
+// the dashboard and the tree into page.html's empty elements, so a
+// browser without JavaScript (or a text browser) shows the family, and
+// the script only refreshes it by fetching the page again and putting
+// the new parts in place of the old.
 
-// pageSize is the number of beings drawn at once once a family is larger
-// (the script's PAGE).
+// pageSize is the number of beings drawn at once once a family is larger.
 const pageSize = 200
 
 // pageMoney are the ledger figures a row shows as columns, in order; the
@@ -26,8 +26,9 @@ const pageSize = 200
 // never does.
 var pageMoney = []string{"starting", "granted", "spent", "earned", "remaining"}
 
-// beingShown are a being's figures its row shows in columns of their own;
-// the rest go to the row's last column as key=value.
+// beingShown are a being's figures its tree row shows in columns of its
+// own or leaves to its dashboard card; the rest go to the row's last
+// column as key=value.
 var beingShown = map[string]bool{"id": true, "cycle": true, "balance": true, "last_action": true, "last_reply": true,
 	"starting": true, "granted": true, "spent": true, "earned": true, "remaining": true}
 
@@ -36,21 +37,22 @@ var (
 	metaSlot   = []byte(`<span id="meta">loading…</span>`)
 	totalsSlot = []byte(`<div id="totals"></div>`)
 	pagerSlot  = []byte(`<div id="pager"></div>`)
+	dashSlot   = []byte(`<section id="dash"></section>`)
 	rowsSlot   = []byte(`<div id="rows"></div>`)
 )
 
-// renderPage returns page.html with the tree drawn into it: the totals,
-// the pager of a large family (pageNo is 0-based, clamped) and one row
-// per actor, as of at, each being's with its balance sparkline drawn
-// from balances (its series as exact decimals, oldest first; nil draws
-// none). A template that fails leaves its slot empty for the script to
-// fill.
+// renderPage returns page.html with the family drawn into it: the
+// totals, the pager of a large family (pageNo is 0-based, clamped), one
+// dashboard card per being of the page, each with its balance sparkline
+// drawn from balances (its series as exact decimals, oldest first; nil
+// draws none), and one tree row per actor, as of at. A template that
+// fails leaves its slot empty.
 func renderPage(tree Node, pageNo int, at time.Time, balances func(id string) []string) []byte {
-	rows, beings, pg := pageRows(&tree, pageNo)
+	rows, cards, beings, pg := pageRows(&tree, pageNo)
 	if balances != nil {
-		for i := range rows {
-			if rows[i].Being && rows[i].ID != "" {
-				rows[i].Spark, rows[i].SparkTitle = sparkline(balances(rows[i].ID))
+		for i := range cards {
+			if cards[i].ID != "" {
+				cards[i].Spark, cards[i].SparkTitle = sparkline(balances(cards[i].ID))
 			}
 		}
 	}
@@ -64,23 +66,36 @@ func renderPage(tree Node, pageNo int, at time.Time, balances func(id string) []
 	}
 	fill(totalsSlot, totalsTmpl, totalsOf(&tree, beings))
 	fill(pagerSlot, pagerTmpl, pg)
+	fill(dashSlot, dashTmpl, cards)
 	fill(rowsSlot, rowsTmpl, rows)
 	return out
 }
 
-// pageRow is one row as the templates draw it.
+// pageRow is one row of the tree as the template draws it.
 type pageRow struct {
 	Kind, Name, Status, Tone string
 	Reason                   string // why a being's life ended, the badge's title
+	PID                      string // the actor's id, the title of its kind and name
 	Depth                    int    // indentation, at most 8
 	Href, ID                 string // a being's journal link and id
-	Being                    bool
 	Nums                     []pageNum
-	Action                   string
-	Reply                    string // the first line of a being's last reply
 	Rest, RestTitle          string
-	// Spark is a being's sparkline as an SVG polyline's points, and
-	// SparkTitle says what it shows; empty without a series.
+}
+
+// pageCard is one being's dashboard card: what an operator reads first.
+type pageCard struct {
+	Name, Href, ID string
+	Status, Tone   string
+	Reason         string // why its life ended, or what holds it; shown as text
+	Parent         string // the name of the being that spawned it; empty for the root
+	Cycle          string
+	// Balance is its remaining USD, exact as the ledger holds it.
+	Balance string
+	// Did is what it did last ("tool:status"), Waiting what its cycle
+	// waits for now; Reply the first line of its last reply.
+	Did, Waiting, Reply string
+	// Spark is its sparkline as an SVG polyline's points, and SparkTitle
+	// says what it shows; empty without a series.
 	Spark, SparkTitle string
 }
 
@@ -138,36 +153,42 @@ type pager struct {
 	HasPrev, HasNext   bool
 }
 
-// pageRows lists the rows of the tree depth first, as the script's walk
-// does: a family of more than pageSize beings has its ledger and Las rows
-// folded into their being's, and only the beings of page (and what is
-// below them) are drawn.
-func pageRows(root *Node, pageNo int) ([]pageRow, []*Node, pager) {
+// pageRows lists the tree's rows depth first, and a dashboard card for
+// each being drawn: a family of more than pageSize beings has its ledger
+// and Las rows folded into their being's, and only the beings of page
+// (and what is below them) are drawn. It returns every being too, for
+// the totals.
+func pageRows(root *Node, pageNo int) ([]pageRow, []pageCard, []*Node, pager) {
 	type entry struct {
-		n     *Node
-		depth int
-		index int // the being's position among the beings; -1 for others
+		n      *Node
+		depth  int
+		index  int    // the being's position among the beings; -1 for others
+		parent string // the name of the nearest being above it
 	}
 	var all []entry
 	var beings []*Node
-	var visit func(n *Node, depth int)
-	visit = func(n *Node, depth int) {
+	var visit func(n *Node, depth int, parent string)
+	visit = func(n *Node, depth int, parent string) {
 		index := -1
 		if n.Kind == "being" {
 			beings = append(beings, n)
 			index = len(beings) - 1
 		}
-		all = append(all, entry{n, depth, index})
+		all = append(all, entry{n, depth, index, parent})
+		if n.Kind == "being" {
+			parent = n.Name
+		}
 		for i := range n.Children {
-			visit(&n.Children[i], depth+1)
+			visit(&n.Children[i], depth+1, parent)
 		}
 	}
-	visit(root, 0)
+	visit(root, 0, "")
 	pages := max(1, (len(beings)+pageSize-1)/pageSize)
 	pageNo = min(max(pageNo, 0), pages-1)
 	paged := len(beings) > pageSize
 	from, to := pageNo*pageSize, pageNo*pageSize+pageSize
 	var rows []pageRow
+	var cards []pageCard
 	owner := -1
 	for _, e := range all {
 		if e.index >= 0 {
@@ -182,6 +203,9 @@ func pageRows(root *Node, pageNo int) ([]pageRow, []*Node, pager) {
 			}
 		}
 		rows = append(rows, rowOf(e.n, e.depth))
+		if e.index >= 0 {
+			cards = append(cards, cardOf(e.n, e.parent))
+		}
 	}
 	pg := pager{Paged: paged, From: from + 1, To: min(to, len(beings)), Of: len(beings), Page: pageNo + 1, Pages: pages}
 	if pageNo > 0 {
@@ -190,26 +214,68 @@ func pageRows(root *Node, pageNo int) ([]pageRow, []*Node, pager) {
 	if pageNo < pages-1 {
 		pg.HasNext, pg.NextHref = true, "?page="+strconv.Itoa(pageNo+2)
 	}
-	return rows, beings, pg
+	return rows, cards, beings, pg
 }
 
-// rowOf draws one node as the script's row does.
+// cardOf is a being's dashboard card; parent names the being above it.
+func cardOf(n *Node, parent string) pageCard {
+	c := pageCard{Name: n.Name, Status: n.Status, Tone: tone(n.Status), Parent: parent, Cycle: "?"}
+	c.ID, c.Href = journalLink(n)
+	if v, ok := n.Figures["cycle"]; ok {
+		c.Cycle = leafText(v)
+	}
+	c.Balance = "?"
+	for _, k := range []string{"remaining", "balance"} {
+		if a, ok := money.ParseJSONValue(n.Figures[k]); ok {
+			c.Balance = a.String()
+			break
+		}
+	}
+	c.Reason = figureText(n.Figures["reason"])
+	if c.Reason == "" && n.Status == "storage_unavailable" {
+		c.Reason = figureText(n.Figures["storage_error"])
+	}
+	c.Did = figureText(n.Figures["last_action"])
+	c.Waiting = figureText(n.Figures["waiting_for"])
+	c.Reply = figureText(n.Figures["last_reply"])
+	return c
+}
+
+// journalLink is a being's id and the link to its journal tail; both
+// empty when the node carries no id.
+func journalLink(n *Node) (id, href string) {
+	id = figureText(n.Figures["id"])
+	if id == "" {
+		return "", ""
+	}
+	return id, "beings/" + url.PathEscape(id) + "/journal?tail=50&format=html"
+}
+
+// figureText is a figure that is a string, or "".
+func figureText(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// rowOf draws one node as a row of the tree. Each thing is said once: a
+// name that is its kind is left out ("las", never "las las"), the pid is
+// the title of the kind and name (shown only for a node that has neither),
+// and a figure with nothing in it is not printed.
 func rowOf(n *Node, depth int) pageRow {
-	r := pageRow{Kind: n.Kind, Name: n.Name, Status: n.Status, Tone: tone(n.Status), Depth: min(depth, 8)}
+	r := pageRow{Kind: n.Kind, Name: n.Name, Status: n.Status, Tone: tone(n.Status), PID: n.PID, Depth: min(depth, 8)}
 	if r.Kind == "" {
 		r.Kind = "?"
 	}
 	if r.Name == r.Kind {
-		r.Name = "" // said once: "las", never "las las"
+		r.Name = ""
+	}
+	if r.Name == "" && n.Kind == "" {
+		r.Name = n.PID // an actor that never described itself is known by its pid
 	}
 	shown := map[string]bool{}
 	if n.Kind == "being" {
-		r.Being = true
-		r.Reason, _ = n.Figures["reason"].(string)
-		if id, ok := n.Figures["id"].(string); ok && id != "" {
-			r.ID = id
-			r.Href = "beings/" + url.PathEscape(id) + "/journal?tail=50&format=html"
-		}
+		r.Reason = figureText(n.Figures["reason"])
+		r.ID, r.Href = journalLink(n)
 		cycle := "?"
 		if c, ok := n.Figures["cycle"]; ok {
 			cycle = leafText(c)
@@ -225,11 +291,6 @@ func rowOf(n *Node, depth int) pageRow {
 				r.Nums = append(r.Nums, pageNum{Class: moneyClass(k), Label: k, Value: human(v)})
 			}
 		}
-		r.Action = "no action yet"
-		if a, ok := n.Figures["last_action"].(string); ok && a != "" {
-			r.Action = "last " + a
-		}
-		r.Reply, _ = n.Figures["last_reply"].(string)
 		shown = beingShown
 	} else {
 		for _, k := range pageMoney {
@@ -249,17 +310,40 @@ func rowOf(n *Node, depth int) pageRow {
 	}
 	rest := map[string]any{}
 	for k, v := range n.Figures {
-		if !shown[k] && v != nil && v != "" { // an empty value says nothing
+		if v := pruned(v); !shown[k] && v != nil {
 			rest[k] = v
 		}
 	}
 	var pairs []string
 	flatten("", rest, &pairs)
-	if n.PID != "" {
-		pairs = append(pairs, n.PID)
-	}
 	r.Rest, r.RestTitle = strings.Join(pairs, "  "), strings.Join(pairs, "\n")
 	return r
+}
+
+// pruned is v without what says nothing: nil for an empty text, a null
+// or an object with nothing left in it, and an object without such
+// members, so no figure is ever printed as a bare "key=".
+func pruned(v any) any {
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case string:
+		if v == "" {
+			return nil
+		}
+	case map[string]any:
+		out := map[string]any{}
+		for k, x := range v {
+			if x := pruned(x); x != nil {
+				out[k] = x
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	}
+	return v
 }
 
 func moneyClass(k string) string {
@@ -370,14 +454,26 @@ var (
 		`{{if .HasPrev}}<a href="{{.PrevHref}}">‹ previous</a>{{end}}` +
 		`<span> beings {{.From}}–{{.To}} of {{.Of}} (ledger and Las rows folded; page {{.Page}} of {{.Pages}}) </span>` +
 		`{{if .HasNext}}<a href="{{.NextHref}}">next ›</a>{{end}}{{end}}</div>`))
+	// dashTmpl draws the dashboard: one card per being, its status and
+	// why as text, its exact balance, sparkline, last action and reply.
+	dashTmpl = template.Must(template.New("dash").Parse(`<section id="dash">{{range .}}` +
+		`<div class="card" data-tone="{{.Tone}}"{{if .ID}} data-being="{{.ID}}"{{end}}>` +
+		`<div class="head">{{if .Href}}<a class="name" href="{{.Href}}" title="{{.Name}} ({{.ID}}): journal">{{.Name}}</a>{{else}}<span class="name" title="{{.Name}}">{{.Name}}</span>{{end}}` +
+		`<span class="status" data-status="{{.Status}}" data-tone="{{.Tone}}">{{.Status}}</span>` +
+		`<span class="bal" title="remaining {{.Balance}} USD">{{.Balance}} USD</span></div>` +
+		`{{if .Reason}}<div class="why" data-tone="{{.Tone}}">{{.Reason}}</div>{{end}}` +
+		`<div class="life"><svg class="spark" viewBox="0 0 120 18" width="120" height="18"{{if .ID}} data-being="{{.ID}}"{{end}}><line x1="0" x2="120" y1="17.5" y2="17.5"></line>` +
+		`{{if .Spark}}<polyline points="{{.Spark}}"></polyline><title>{{.SparkTitle}}</title>{{end}}</svg>` +
+		`<span>cycle {{.Cycle}}</span>{{if .Waiting}}<span class="wait">waiting for {{.Waiting}}</span>{{end}}` +
+		`{{if .Parent}}<span class="parent" title="child of {{.Parent}}">child of {{.Parent}}</span>{{end}}</div>` +
+		`<div class="did" title="{{if .Did}}last {{.Did}}{{else}}no action yet{{end}}"><b>did</b>{{if .Did}}{{.Did}}{{else}}no action yet{{end}}</div>` +
+		`<div class="said"{{if .Reply}} title="{{.Reply}}"{{end}}><b>said</b>{{if .Reply}}<q>{{.Reply}}</q>{{else}}<span class="none">nothing yet</span>{{end}}</div>` +
+		`</div>{{end}}</section>`))
 	rowsTmpl = template.Must(template.New("rows").Parse(`<div id="rows">{{range .}}` +
-		`<div class="row" data-kind="{{.Kind}}"><span class="who"><span class="indent d{{.Depth}}"></span><span class="kind">{{.Kind}}</span>` +
-		`{{if .Href}}<a class="name" href="{{.Href}}" title="{{.Name}} ({{.ID}}): journal">{{.Name}}</a>{{else}}<span class="name" title="{{.Name}}">{{.Name}}</span>{{end}}</span>` +
+		`<div class="row" data-kind="{{.Kind}}"><span class="who"{{if .PID}} title="{{.PID}}"{{end}}><span class="indent d{{.Depth}}"></span><span class="kind">{{.Kind}}</span>` +
+		`{{if .Href}}<a class="name" href="{{.Href}}" title="{{.Name}} ({{.ID}}): journal">{{.Name}}</a>{{else}}<span class="name">{{.Name}}</span>{{end}}</span>` +
 		`<span class="status" data-status="{{.Status}}" data-tone="{{.Tone}}"{{if .Reason}} title="{{.Status}}: {{.Reason}}"{{end}}>{{.Status}}</span>` +
-		`{{if .Being}}<svg class="spark" viewBox="0 0 120 18" width="120" height="18" data-being="{{.ID}}"><line x1="0" x2="120" y1="17.5" y2="17.5"></line>` +
-		`{{if .Spark}}<polyline points="{{.Spark}}"></polyline><title>{{.SparkTitle}}</title>{{end}}</svg>{{end}}` +
 		`{{range .Nums}}<span class="num {{.Class}}" title="{{.Label}} {{.Value}}"><b>{{.Label}}</b>{{.Value}}</span>{{end}}` +
-		`{{if .Being}}<span class="act" title="{{.Action}}">{{.Action}}</span>{{if .Reply}}<span class="reply" title="{{.Reply}}">{{.Reply}}</span>{{end}}{{end}}` +
-		`<span class="rest" title="{{.RestTitle}}">{{.Rest}}</span></div>` +
+		`{{if .Rest}}<span class="rest" title="{{.RestTitle}}">{{.Rest}}</span>{{end}}</div>` +
 		`{{end}}</div>`))
 )

@@ -32,10 +32,10 @@ func smallFamily() Node {
 	}}
 }
 
-// TestRenderPageDrawsTheTree: the page is served with the tree already
-// drawn in the markup the script draws — rows, totals with the family
-// ledger's badge — names escaped, and the script and style untouched, so
-// the Content-Security-Policy's hashes still hold.
+// TestRenderPageDrawsTheTree: the page is served with the family already
+// drawn — totals with the family ledger's badge, a card per being, a row
+// per actor — names escaped, and the script and style untouched, so the
+// Content-Security-Policy's hashes still hold.
 func TestRenderPageDrawsTheTree(t *testing.T) {
 	tree := smallFamily()
 	AddFamilyLedger(&tree)
@@ -51,8 +51,10 @@ func TestRenderPageDrawsTheTree(t *testing.T) {
 	assert.Contains(t, html, `<span class="status" data-status="solvent" data-tone="good">solvent</span>`)
 	assert.Contains(t, html, `<span class="num major" title="remaining 11.13"><b>remaining</b>11.13</span>`)
 	assert.Contains(t, html, `<span class="num minor" title="spent 0.12"><b>spent</b>0.12</span>`)
-	assert.Contains(t, html, `<span class="act" title="last echo__echo:success">last echo__echo:success</span>`)
-	assert.Contains(t, html, `current_model=m  family/being-ada`)
+	assert.Contains(t, html, `<b>did</b>echo__echo:success</div>`)
+	assert.Contains(t, html, `<span class="bal" title="remaining 11.126543211 USD">11.126543211 USD</span>`, "the card's balance is exact")
+	assert.Contains(t, html, `<span class="rest" title="current_model=m">current_model=m</span>`)
+	assert.Contains(t, html, `<span class="who" title="family/being-ada">`, "the pid is the title")
 	assert.Contains(t, html, `as of 01:02:03 UTC`)
 	assert.NotContains(t, html, "loading…")
 	assert.Equal(t, pageCSP, contentSecurityPolicy([]byte(html)), "the script and the style are served as hashed")
@@ -65,7 +67,7 @@ func TestRenderPagePagesLargeFamilies(t *testing.T) {
 			Figures:  map[string]any{"id": fmt.Sprintf("b-%d", i), "cycle": "1", "balance": "1.5"},
 			Children: []Node{{PID: "l", Kind: "ledger", Name: "ledger", Status: "solvent"}, {PID: "s", Kind: "las", Name: "las", Status: "running"}}})
 	}
-	name := regexp.MustCompile(`>(B\d{3})</a>`)
+	name := regexp.MustCompile(`<span class="kind">being</span><a [^>]*>(B\d{3})</a>`)
 	tests := []struct {
 		page         int
 		first, last  string
@@ -85,6 +87,7 @@ func TestRenderPagePagesLargeFamilies(t *testing.T) {
 			assert.Equal(t, tt.first, names[0][1])
 			assert.Equal(t, tt.last, names[len(names)-1][1])
 			assert.Equal(t, tt.wantedBeings+1, strings.Count(html, `<div class="row" `), "the family row and the page's beings; ledger and Las folded")
+			assert.Equal(t, tt.wantedBeings, strings.Count(html, `<div class="card" `), "a card for each being of the page")
 			assert.Contains(t, html, tt.pager)
 			assert.Equal(t, tt.prev, strings.Contains(html, "‹ previous</a>"))
 			assert.Equal(t, tt.next, strings.Contains(html, "next ›</a>"))
@@ -104,21 +107,87 @@ func TestRenderTotalsWithoutFamilyLedger(t *testing.T) {
 	assert.Equal(t, pageTotals{Beings: "2 beings", Figures: []pageNum{{Label: "remaining", Value: "3.01 USD", Exact: "3.005 USD"}}, Summed: true}, got)
 }
 
-// TestRenderPageSaysEachThingOnce: a figure with nothing in it is not
-// printed as "key=", and an actor whose name is its kind is named once.
+// TestRenderPageSaysEachThingOnce: no row of the tree prints a figure
+// with nothing in it as a bare "key=" (nested ones included), none says
+// a name twice (an actor whose name is its kind, the family's pid), and
+// an actor that never described itself is known by its pid.
 func TestRenderPageSaysEachThingOnce(t *testing.T) {
 	tree := smallFamily()
 	las := &tree.Children[1].Children[1]
-	las.Figures = map[string]any{"last_restart_reason": "", "restarts": 0, "note": nil}
+	las.Figures = map[string]any{"last_restart_reason": "", "restarts": 0, "note": nil,
+		"errors": map[string]any{"permanent": "", "transient": 2}, "empty": map[string]any{"x": nil}}
 	tree.Children[1].Figures["last_failure"] = ""
+	tree.Children = append(tree.Children, Node{PID: "family/stuck", Status: StatusUnresponsive})
 	html := string(renderPage(tree, 0, renderedAt, nil))
 
-	assert.NotContains(t, html, "last_restart_reason=")
-	assert.NotContains(t, html, "last_failure=")
-	assert.NotContains(t, html, "note=")
-	assert.Contains(t, html, "restarts=0")
-	for _, kind := range []string{"family", "brama", "ledger", "las"} {
-		assert.Contains(t, html, `<span class="kind">`+kind+`</span><span class="name" title=""></span>`, "%s is said once", kind)
+	want := []string{
+		"family running",
+		"brama running",
+		"being Ada <the first> running cycle 7 starting 10.00 granted 0.00 spent 0.12 earned 1.25 remaining 11.13 current_model=m",
+		"ledger solvent remaining 11.13",
+		"las running errors.transient=2 restarts=0",
+		"? family/stuck unresponsive",
+	}
+	assert.Equal(t, want, rowTexts(html))
+	assert.NotRegexp(t, `=(\s|<|"|$)`, strings.Join(rowTexts(html), "\n"), "no empty key=")
+}
+
+// rowTexts is the text of each row of the tree in html, as a reader
+// sees it: tags dropped, entities decoded, spaces folded.
+func rowTexts(html string) []string {
+	_, rows, _ := strings.Cut(html, `<div id="rows">`)
+	rows, _, _ = strings.Cut(rows, "<script>")
+	tag := regexp.MustCompile(`<[^>]*>`)
+	var out []string
+	for _, r := range strings.Split(rows, `<div class="row" `)[1:] {
+		r = tag.ReplaceAllString("<"+r, " ")
+		r = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&#34;", `"`, "&amp;", "&").Replace(r)
+		out = append(out, strings.Join(strings.Fields(r), " "))
+	}
+	return out
+}
+
+// TestRenderPageDashboardFirst: the page leads with one card per being,
+// before the tree, the ended one's included: its status and why as text,
+// its exact balance, what it did last and what it waits for, and the
+// first line of its last reply, escaped.
+func TestRenderPageDashboardFirst(t *testing.T) {
+	tree := smallFamily()
+	ada := &tree.Children[1]
+	ada.Figures["waiting_for"] = "model"
+	ada.Figures["last_reply"] = `<b>Sold</b> one report & "more"`
+	ada.Children = append(ada.Children, Node{Kind: "being", Name: "Bo", Status: "exhausted", Figures: map[string]any{
+		"id": "c-bo", "cycle": 7, "remaining": "0.000999999", "reason": "balance 0.000999999 USD cannot pay the next call",
+		"last_action": "", FigureActor: "gone"}})
+	html := string(renderPage(tree, 0, renderedAt, func(id string) []string { return []string{"10", "9.5"} }))
+
+	dash, rows := strings.Index(html, `<section id="dash">`), strings.Index(html, `<div id="rows">`)
+	require.Positive(t, dash)
+	assert.Less(t, dash, rows, "the dashboard comes before the tree")
+	cards := regexp.MustCompile(`(?s)<div class="card" .*?</div></div>`).FindAllString(html[dash:rows], -1)
+	require.Len(t, cards, 2)
+	for _, want := range []string{
+		`data-tone="good" data-being="ada/1"`,
+		`>Ada &lt;the first&gt;</a><span class="status" data-status="running" data-tone="good">running</span>`,
+		`11.126543211 USD</span>`,
+		`<span>cycle 7</span><span class="wait">waiting for model</span></div>`,
+		`<b>did</b>echo__echo:success</div>`,
+		`<q>&lt;b&gt;Sold&lt;/b&gt; one report &amp; &#34;more&#34;</q>`,
+		`<polyline points="1.0,2.0 119.0,16.0"></polyline>`,
+	} {
+		assert.Contains(t, cards[0], want)
+	}
+	assert.NotContains(t, cards[0], "child of", "the root has no parent")
+	for _, want := range []string{
+		`data-tone="bad" data-being="c-bo"`,
+		`<span class="status" data-status="exhausted" data-tone="bad">exhausted</span>`,
+		`<div class="why" data-tone="bad">balance 0.000999999 USD cannot pay the next call</div>`,
+		`0.000999999 USD</span>`,
+		`child of Ada &lt;the first&gt;</span>`,
+		`<b>did</b>no action yet</div>`,
+		`<b>said</b><span class="none">nothing yet</span>`,
+	} {
+		assert.Contains(t, cards[1], want)
 	}
 }
 

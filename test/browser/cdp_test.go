@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -17,12 +18,40 @@ import (
 )
 
 // withoutScript loads pageURL in headless Chromium at width×height with
-// script execution switched off through the DevTools protocol
-// (Emulation.setScriptExecutionDisabled, over --remote-debugging-pipe:
-// the switches that turn script off also stop --dump-dom and
-// --screenshot), and returns the DOM as Chromium holds it and a PNG
-// screenshot.
+// script execution switched off, and returns the DOM as Chromium holds it
+// and a PNG screenshot.
 func withoutScript(t *testing.T, pageURL string, width, height int) (dom string, png []byte) {
+	t.Helper()
+	v := look(t, pageURL, width, height, false)
+	return v.dom, v.png
+}
+
+// view is a page as Chromium drew it: its DOM, a screenshot, and the
+// border box and markup of the first element each selector asked for
+// matches (absent when none does).
+type view struct {
+	dom   string
+	png   []byte
+	boxes map[string]box
+	html  map[string]string
+}
+
+// box is an element's border box in CSS pixels of the viewport.
+type box struct{ Left, Top, Right, Bottom float64 }
+
+// seen says whether b is drawn and wholly inside a viewport width×height.
+func (b box) seen(width, height int) bool {
+	return b.Right > b.Left && b.Bottom > b.Top && b.Left >= 0 && b.Top >= 0 &&
+		b.Right <= float64(width) && b.Bottom <= float64(height)
+}
+
+// look loads pageURL in headless Chromium at width×height through the
+// DevTools protocol (over --remote-debugging-pipe: the switches that
+// turn script off also stop --dump-dom and --screenshot), with script
+// execution on or off. With script on it waits until the page's script
+// has refreshed the page once (its "updated" line). It returns the view,
+// with the boxes and markup of selectors.
+func look(t *testing.T, pageURL string, width, height int, script bool, selectors ...string) view {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Skipf("headless browser test skipped: %s is not installed (apt-get install chromium)", chromiumPath)
@@ -100,7 +129,7 @@ func withoutScript(t *testing.T, pageURL string, width, height int) (dom string,
 	}
 	call("", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &attached)
 	s := attached.SessionID
-	call(s, "Emulation.setScriptExecutionDisabled", map[string]any{"value": true}, nil)
+	call(s, "Emulation.setScriptExecutionDisabled", map[string]any{"value": !script}, nil)
 	call(s, "Emulation.setDeviceMetricsOverride", map[string]any{"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}, nil)
 	call(s, "Page.enable", map[string]any{}, nil)
 	call(s, "Page.navigate", map[string]any{"url": pageURL}, nil)
@@ -114,21 +143,51 @@ func withoutScript(t *testing.T, pageURL string, width, height int) (dom string,
 			time.Sleep(50 * time.Millisecond)                   // not synchronisation: only paces the polling
 		}
 	}
-	var doc struct {
+	type docRoot struct {
 		Root struct {
 			NodeID int `json:"nodeId"`
 		} `json:"root"`
 	}
-	call(s, "DOM.getDocument", map[string]any{"depth": -1}, &doc)
-	var html struct {
-		OuterHTML string `json:"outerHTML"`
+	outer := func(id int) string {
+		var html struct {
+			OuterHTML string `json:"outerHTML"`
+		}
+		call(s, "DOM.getOuterHTML", map[string]any{"nodeId": id}, &html)
+		return html.OuterHTML
 	}
-	call(s, "DOM.getOuterHTML", map[string]any{"nodeId": doc.Root.NodeID}, &html)
+	var doc docRoot
+	call(s, "DOM.getDocument", map[string]any{"depth": -1}, &doc)
+	v := view{dom: outer(doc.Root.NodeID), boxes: map[string]box{}, html: map[string]string{}}
+	for script && !strings.Contains(v.dom, `<span id="meta">updated `) {
+		time.Sleep(50 * time.Millisecond) // not synchronisation: only paces the polling
+		call(s, "DOM.getDocument", map[string]any{"depth": -1}, &doc)
+		v.dom = outer(doc.Root.NodeID)
+	}
+	for _, sel := range selectors {
+		var found struct {
+			NodeID int `json:"nodeId"`
+		}
+		call(s, "DOM.querySelector", map[string]any{"nodeId": doc.Root.NodeID, "selector": sel}, &found)
+		if found.NodeID == 0 {
+			continue
+		}
+		var model struct {
+			Model struct {
+				Border []float64 `json:"border"` // four corners, x and y each
+			} `json:"model"`
+		}
+		call(s, "DOM.getBoxModel", map[string]any{"nodeId": found.NodeID}, &model)
+		q := model.Model.Border
+		require.Len(t, q, 8, "the box of %s", sel)
+		v.boxes[sel] = box{Left: q[0], Top: q[1], Right: q[4], Bottom: q[5]}
+		v.html[sel] = outer(found.NodeID)
+	}
 	var shot struct {
 		Data string `json:"data"`
 	}
 	call(s, "Page.captureScreenshot", map[string]any{"format": "png"}, &shot)
-	png, err = base64.StdEncoding.DecodeString(shot.Data)
+	png, err := base64.StdEncoding.DecodeString(shot.Data)
 	require.NoError(t, err, fmt.Sprintf("screenshot of %s", pageURL))
-	return html.OuterHTML, png
+	v.png = png
+	return v
 }
