@@ -52,7 +52,24 @@ func Open(dir string, cfg Config) (e *Engine, st *state.Being, err error) {
 		return nil, nil, err
 	}
 	e.install(store, journal, archive)
+	e.readLastWords(dir)
 	return e, st, nil
+}
+
+// readLastWords takes the being's last words (docs/state.md#last-words)
+// when they are newer than its journal: its first step journals them.
+// The first checkpoint empties them, and makes the file where it is
+// missing. Words that cannot be read are left for that checkpoint too.
+func (e *Engine) readLastWords(dir string) {
+	e.prepareWords = true
+	words, err := state.ReadLastWords(dir)
+	if err != nil {
+		e.cfg.Log.Warn("the being's last words cannot be read: they are left out", "err", err)
+		return
+	}
+	if words.Newer(e.journal.NextSeq() - 1) {
+		e.words = words
+	}
 }
 
 // Loaded is the journal's events as read by Open (by OpenHeld: the
@@ -100,6 +117,7 @@ func (e *Engine) created(s Signal) []Event {
 		}
 		e.dirLock = s.opened.lock
 		e.install(s.opened.store, s.opened.journal, s.opened.archive)
+		e.prepareWords = true
 	}
 	return []Event{Created{Tag: s.tag, Err: s.err}}
 }
