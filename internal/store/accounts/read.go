@@ -93,6 +93,16 @@ func ReadWith(dir string, load Loader) (*Family, error) {
 	return f, nil
 }
 
+// ReadBeing reads the being in dir alone, not its children, as ReadWith
+// reads each being: by load, or with load nil as a single process wrote
+// it. Its ID is its directory's name and its Depth 0.
+func ReadBeing(dir string, load Loader) (*Being, error) {
+	if load != nil {
+		return readLoaded(dir, load)
+	}
+	return readBeing(dir)
+}
+
 // reader reads the beings of a family concurrently, a few at a time
 // (reading is decoding JSON, so more than the cores would not help),
 // each directory once: seen holds the directories read, by device and
@@ -172,11 +182,7 @@ func (r *reader) read(dir, name string, depth int, root bool) *node {
 		b   *Being
 		err error
 	)
-	if r.load != nil {
-		b, err = readLoaded(dir, r.load)
-	} else {
-		b, err = readBeing(dir)
-	}
+	b, err = ReadBeing(dir, r.load)
 	<-r.slots
 	n := &node{being: b, name: name, err: err}
 	if err != nil {
