@@ -355,6 +355,7 @@ func TestSpreadFamilyStopsChildrenFirstWhenEveryMemberStops(t *testing.T) {
 			}
 		}
 		require.ElementsMatch(t, held, slices.Collect(maps.Keys(ended)), "member %s's summary", name)
+		t.Logf("member %s ended with the summary of the %d beings it held: %v", name, len(ended), ended)
 		for being, said := range ended {
 			require.Regexp(t, `^stopped, \d+ cycles, spent \S+, earned \S+, remaining \S+ USD$`, said, "%s on %s", being, name)
 		}
