@@ -92,10 +92,11 @@ type Outcome struct {
 	Rejoin bool
 	// Err is the failure that ended the family, if any.
 	Err error
-	// Held are the directories of the beings this member held when its
-	// part of the family began to stop (it left, or the family ended),
-	// each of which stopped here, sorted (a parent before its
-	// children); none when it rejoins.
+	// Held are the directories of the beings that ended for good on
+	// this member, and of those it held when its part of the family
+	// began to stop (it left, or the family ended), each of which
+	// stopped here; sorted (a parent before its children); none when it
+	// rejoins.
 	Held []string
 }
 
@@ -151,8 +152,8 @@ type Placer struct {
 	// stopped is the family's last word, once it came: the placer
 	// ends once the locks still held are let go.
 	stopped *messages.FamilyStopped
-	// heldAtStop are the directories of the beings that stopped here
-	// once the member's part began to stop (Outcome.Held).
+	// heldAtStop are the directories of the beings that ended here, or
+	// stopped here once the member's part began to stop (Outcome.Held).
 	heldAtStop map[string]bool
 }
 
@@ -700,6 +701,7 @@ func (p *Placer) handleReleased(ctx actor.Context, msg messages.BeingReleased) {
 		}
 		p.unlock(ctx, b.ID, b.lock, nil)
 	case member.EndRecorded, member.EndFamily:
+		p.stoppedHere(b)
 		status := msg.Status
 		p.unlock(ctx, b.ID, b.lock, func(c context.Context) (bool, error) {
 			err := p.cfg.Store.End(c, b.lock, status)
@@ -816,8 +818,9 @@ func (p *Placer) handleFamilyStopped(ctx actor.Context, msg messages.FamilyStopp
 	p.maybeFinish()
 }
 
-// stoppedHere notes b among the beings held when the member's part
-// began to stop, unless it never started here (it waited for its wave).
+// stoppedHere notes b among the beings that ended or stopped here
+// (Outcome.Held), unless it never started here (it waited for its
+// wave).
 func (p *Placer) stoppedHere(b *placed) {
 	if b.hold == nil {
 		return
