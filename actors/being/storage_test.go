@@ -371,15 +371,15 @@ func TestJournalSegments(t *testing.T) {
 	assert.Len(t, st.Mind.Memories, 1)
 }
 
-// TestStopWhileTheBootStepIsHeld: storage refuses the boot step for good
-// and a stop that waits (the first Ctrl-C) is asked. The stop ends the
-// being within the shutdown grace, as it does mid-cycle: the held step is
-// given up, nothing more is written, no completion is asked, and the
-// family stops failed with the storage error (once exits non-zero).
-func TestStopWhileTheBootStepIsHeld(t *testing.T) {
+// stopWhileHeld runs a scripted once whose k-th journal append storage
+// refuses for good (its retries never come), asks the family to stop,
+// as a first Ctrl-C does (a grace of 100 ms), once that append was
+// attempted, and returns what the family ended with.
+func stopWhileHeld(t *testing.T, k int) (*bramatest.Server, being.Options, *harness, messages.FamilyStopped) {
+	t.Helper()
 	srv := newBrama(t)
 	scriptedCycle(srv)
-	refuse := &failing{file: state.JournalFile, k: 1, times: 1 << 20, errno: syscall.ENOSPC, attempts: make(chan int, 8)}
+	refuse := &failing{file: state.JournalFile, k: k, times: 1 << 20, errno: syscall.ENOSPC, attempts: make(chan int, 8)}
 	opts := options(t, being.Once)
 	opts.StorageFault = refuse.hook
 	opts.Clock = testkit.NewStepClock() // the retries never come
@@ -388,10 +388,19 @@ func TestStopWhileTheBootStepIsHeld(t *testing.T) {
 	select {
 	case <-refuse.attempts:
 	case <-time.After(waitLimit):
-		t.Fatal("the boot step was never attempted")
+		t.Fatalf("journal append %d was never attempted", k)
 	}
 	h.system.Root.Send(h.family, messages.ShutdownFamily{})
-	stopped := h.stopped()
+	return srv, opts, h, h.stopped()
+}
+
+// TestStopWhileTheBootStepIsHeld: storage refuses the boot step for good
+// and a stop that waits (the first Ctrl-C) is asked. The stop ends the
+// being within the shutdown grace, as it does mid-cycle: the held step is
+// given up, nothing more is written, no completion is asked, and the
+// family stops failed with the storage error (once exits non-zero).
+func TestStopWhileTheBootStepIsHeld(t *testing.T) {
+	srv, opts, h, stopped := stopWhileHeld(t, 1)
 	require.Error(t, stopped.Err, "the being ends failed")
 	assert.Equal(t, fault.ClassState, fault.ClassOf(stopped.Err))
 	assert.Contains(t, stopped.Err.Error(), "storage unavailable: ")
@@ -415,21 +424,7 @@ func TestStopWhileTheBootStepIsHeld(t *testing.T) {
 // back, journals them as the stopped event they stand for, just before
 // its started, and empties the file.
 func TestStorageGivenUpMidLifeLeavesLastWords(t *testing.T) {
-	srv := newBrama(t)
-	scriptedCycle(srv)
-	refuse := &failing{file: state.JournalFile, k: 3, times: 1 << 20, errno: syscall.ENOSPC, attempts: make(chan int, 8)}
-	opts := options(t, being.Once)
-	opts.StorageFault = refuse.hook
-	opts.Clock = testkit.NewStepClock() // the retries never come
-	opts.ShutdownGrace = 100 * time.Millisecond
-	h := start(t, srv, opts)
-	select {
-	case <-refuse.attempts:
-	case <-time.After(waitLimit):
-		t.Fatal("the completion's step was never attempted")
-	}
-	h.system.Root.Send(h.family, messages.ShutdownFamily{})
-	stopped := h.stopped()
+	srv, opts, h, stopped := stopWhileHeld(t, 3) // the first completion's step
 	require.Error(t, stopped.Err, "the being ends failed")
 	assert.Equal(t, state.StatusFailed, stopped.Status)
 	assert.Equal(t, fault.ClassState, fault.ClassOf(stopped.Err))

@@ -10,7 +10,9 @@ import (
 // for appending and the archive opened (docs/state.md#resume-and-recovery).
 // Loading writes nothing: a torn last line of the journal is cut by the
 // first append, and its warning is queued for that step. The events the
-// journal holds are Loaded.
+// journal holds are Loaded. The being's last words newer than its
+// journal (docs/state.md#last-words) are journaled first in its first
+// step.
 //
 // The engine holds dir's lock (state.LockDir) until Close: it is taken
 // before anything else, so a directory another runtime lives in is
