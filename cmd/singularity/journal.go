@@ -5,6 +5,8 @@ import (
 	"container/heap"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -54,8 +56,9 @@ type followed struct {
 	f     *journalview.Follower // nil for a family across processes
 	// printed is the last seq printed, for a family across processes.
 	printed uint64
-	// spoke are the being's last words once shown.
-	spoke *state.LastWords
+	// wordsAt is when the being's last-words file was last written, as
+	// last read: words are read again only once it changed.
+	wordsAt time.Time
 }
 
 // lastWords is the line of the being's last words
@@ -63,11 +66,15 @@ type followed struct {
 // read so far (its last seq) and were not shown yet. Words that cannot
 // be read are left out.
 func (fb *followed) lastWords(last uint64) (journalview.Line, bool) {
-	w, err := state.ReadLastWords(fb.being.Dir)
-	if err != nil || !w.Newer(last) || (fb.spoke != nil && *fb.spoke == *w) {
+	info, err := os.Stat(filepath.Join(fb.being.Dir, state.LastWordsFile))
+	if err != nil || info.ModTime().Equal(fb.wordsAt) {
 		return journalview.Line{}, false
 	}
-	fb.spoke = w
+	fb.wordsAt = info.ModTime()
+	w, err := state.ReadLastWords(fb.being.Dir)
+	if err != nil || !w.Newer(last) {
+		return journalview.Line{}, false
+	}
 	return journalview.LastWordsLine(*w), true
 }
 
