@@ -24,6 +24,8 @@ type stopping struct {
 	// giveUp is set once a write held for storage was given up: the
 	// being writes nothing more while storage fails.
 	giveUp bool
+	// journaled is set once the final step (stopped) is durable.
+	journaled bool
 	// afterCheckpoint is set while the end waits for the background
 	// checkpoint to land (stopped).
 	afterCheckpoint bool
@@ -90,7 +92,7 @@ func (b *Being) handleStop(ctx actor.Context, msg messages.StopBeing) {
 		// Storage that fails the final save is given up on by a stop
 		// that does not wait.
 		if b.stop.now && b.engine.DropHeld() {
-			b.stopped(ctx)
+			b.savedOrNot(ctx)
 		}
 	default:
 		// Outside a cycle a write held for storage (the boot step, a
@@ -294,6 +296,11 @@ func (b *Being) continueShutdown(ctx actor.Context) {
 // refused boot leaves its directory as it was and a dormant being keeps
 // its status.
 func (b *Being) finalSave(ctx actor.Context) {
+	if b.opts.Mode != Dormant && b.givingUpOnStorage() {
+		b.phase = phaseSaving
+		b.endUnjournaled(ctx)
+		return
+	}
 	status := b.st.Status
 	switch {
 	case b.opts.Mode == Dormant:
@@ -309,7 +316,7 @@ func (b *Being) finalSave(ctx actor.Context) {
 	if b.opts.Mode != Dormant {
 		reason = b.endReason(status)
 	}
-	if !b.booted || b.opts.Mode == Dormant || b.givingUpOnStorage() {
+	if !b.booted || b.opts.Mode == Dormant {
 		// Nothing to write: only the parent hears it.
 		b.st.Status, b.st.StatusReason = status, reason
 		b.stopped(ctx)
@@ -317,6 +324,44 @@ func (b *Being) finalSave(ctx actor.Context) {
 	}
 	// Applying stopped sets the status and its reason, once durable.
 	b.commit(ctx, []state.Event{state.Stopped(b.opts.now(), b.st.Cycle, status, reason)}, nextFinalStep)
+}
+
+// savedOrNot ends a being whose final save was given up: its end is
+// journaled already (the final checkpoint was given up), or it is not
+// (endUnjournaled).
+func (b *Being) savedOrNot(ctx actor.Context) {
+	if b.stop.journaled {
+		b.stopped(ctx)
+		return
+	}
+	b.endUnjournaled(ctx)
+}
+
+// endUnjournaled ends a being that gave up a write storage kept refusing
+// before its end was journaled (docs/state.md#last-words): it ends
+// failed, with the error that ended it or else the storage error
+// ("state: boot given up at shutdown: storage unavailable: <error>" when
+// its boot step never became durable, "state: step given up at
+// shutdown: storage unavailable: <error>" otherwise), and writes that
+// end as its last words, in place, before it tells its parent. A being
+// of a family across processes writes none: no reader looks for them in
+// its holder's directory.
+func (b *Being) endUnjournaled(ctx actor.Context) {
+	if b.stop.err == nil {
+		what := "step"
+		if !b.booted {
+			what = "boot"
+		}
+		b.stop.err = fault.Errorf(fault.ClassState, "%s given up at shutdown: storage unavailable: %s", what, b.engine.Storage().Last)
+	}
+	b.st.Status = state.StatusFailed
+	b.st.StatusReason = b.endReason(state.StatusFailed)
+	if b.held || b.engine == nil {
+		b.stopped(ctx)
+		return
+	}
+	words := state.LastWords{Status: b.st.Status, Reason: b.st.StatusReason, At: b.opts.now(), Cycle: b.st.Cycle}
+	b.onDurable(ctx, b.engine.LastWords(nextStopped, words))
 }
 
 // endReason is the sentence that explains a life ending with status

@@ -122,6 +122,9 @@ func (b *Being) onDurable(ctx actor.Context, events []durable.Event) {
 			b.fenced(ctx, ev.Err)
 		case durable.Created:
 			b.created(ctx, ev)
+		case durable.WordsWritten:
+			// Written or not (the engine logged why): the being ends.
+			b.resume(ctx, ev.Tag&kindMask)
 		case durable.Recovered:
 			// Its warning goes with the next step.
 		}
@@ -203,6 +206,7 @@ func (b *Being) resume(ctx actor.Context, n next) {
 	case nextGrantDone:
 		b.completeGrants(ctx)
 	case nextFinalStep:
+		b.stop.journaled = true
 		b.commit(ctx, nil, nextStopped|thenCheckpoint)
 	case nextStopped:
 		b.stopped(ctx)
@@ -254,7 +258,7 @@ func (b *Being) giveUpHeld(ctx actor.Context) {
 		b.abandonWork(ctx, "shutdown without waiting")
 	case phaseSaving:
 		b.engine.DropHeld()
-		b.stopped(ctx)
+		b.savedOrNot(ctx)
 	default:
 		b.engine.DropHeld()
 		b.continueShutdown(ctx)

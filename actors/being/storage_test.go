@@ -2,6 +2,8 @@ package being_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"testing"
@@ -303,7 +305,8 @@ func (c *counting) hook(file string) error {
 // journal became the write-ahead log): one journal append for the boot,
 // the framing, each completion, each tool and the shutdown, and three
 // checkpoints (boot, cycle end, shutdown) — per round 1 + tools, plus
-// 0.5 checkpoints.
+// 0.5 checkpoints — and, once in a being's life, the last-words file
+// made ready.
 func TestDurableWritesPerRound(t *testing.T) {
 	t.Parallel()
 	srv := newBrama(t)
@@ -325,8 +328,9 @@ func TestDurableWritesPerRound(t *testing.T) {
 
 	tools := (rounds - 1) * perRound
 	assert.Equal(t, map[string]int{
-		state.JournalFile: 1 + 1 + rounds + tools + 1, // boot, framing, completions, tools, shutdown
-		state.StateFile:   3,                          // boot, cycle end, shutdown
+		state.JournalFile:   1 + 1 + rounds + tools + 1, // boot, framing, completions, tools, shutdown
+		state.StateFile:     3,                          // boot, cycle end, shutdown
+		state.LastWordsFile: 1,                          // made with the boot checkpoint, empty
 	}, writes.writes)
 	events := h.journal()
 	require.NoError(t, testkit.CheckInvariant(h.state().Budget, events))
@@ -367,15 +371,15 @@ func TestJournalSegments(t *testing.T) {
 	assert.Len(t, st.Mind.Memories, 1)
 }
 
-// TestStopWhileTheBootStepIsHeld: storage refuses the boot step for good
-// and a stop that waits (the first Ctrl-C) is asked. The stop ends the
-// being within the shutdown grace, as it does mid-cycle: the held step is
-// given up, nothing more is written, no completion is asked, and the
-// family stops failed with the storage error (once exits non-zero).
-func TestStopWhileTheBootStepIsHeld(t *testing.T) {
+// stopWhileHeld runs a scripted once whose k-th journal append storage
+// refuses for good (its retries never come), asks the family to stop,
+// as a first Ctrl-C does (a grace of 100 ms), once that append was
+// attempted, and returns what the family ended with.
+func stopWhileHeld(t *testing.T, k int) (*bramatest.Server, being.Options, *harness, messages.FamilyStopped) {
+	t.Helper()
 	srv := newBrama(t)
 	scriptedCycle(srv)
-	refuse := &failing{file: state.JournalFile, k: 1, times: 1 << 20, errno: syscall.ENOSPC, attempts: make(chan int, 8)}
+	refuse := &failing{file: state.JournalFile, k: k, times: 1 << 20, errno: syscall.ENOSPC, attempts: make(chan int, 8)}
 	opts := options(t, being.Once)
 	opts.StorageFault = refuse.hook
 	opts.Clock = testkit.NewStepClock() // the retries never come
@@ -384,10 +388,19 @@ func TestStopWhileTheBootStepIsHeld(t *testing.T) {
 	select {
 	case <-refuse.attempts:
 	case <-time.After(waitLimit):
-		t.Fatal("the boot step was never attempted")
+		t.Fatalf("journal append %d was never attempted", k)
 	}
 	h.system.Root.Send(h.family, messages.ShutdownFamily{})
-	stopped := h.stopped()
+	return srv, opts, h, h.stopped()
+}
+
+// TestStopWhileTheBootStepIsHeld: storage refuses the boot step for good
+// and a stop that waits (the first Ctrl-C) is asked. The stop ends the
+// being within the shutdown grace, as it does mid-cycle: the held step is
+// given up, nothing more is written, no completion is asked, and the
+// family stops failed with the storage error (once exits non-zero).
+func TestStopWhileTheBootStepIsHeld(t *testing.T) {
+	srv, opts, h, stopped := stopWhileHeld(t, 1)
 	require.Error(t, stopped.Err, "the being ends failed")
 	assert.Equal(t, fault.ClassState, fault.ClassOf(stopped.Err))
 	assert.Contains(t, stopped.Err.Error(), "storage unavailable: ")
@@ -396,4 +409,59 @@ func TestStopWhileTheBootStepIsHeld(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, events, "nothing of the boot was written")
 	assert.Equal(t, state.StatusStarting, h.state().Status, "state.json is as the boot found it")
+	words, err := state.ReadLastWords(opts.StateDir)
+	require.NoError(t, err)
+	require.NotNil(t, words, "the failed end is the being's last words")
+	assert.Equal(t, state.StatusFailed, words.Status)
+	assert.Equal(t, stopped.Err.Error(), words.Reason)
+}
+
+// TestStorageGivenUpMidLifeLeavesLastWords: storage refuses a step in
+// the middle of a cycle for good, and a stop that waits gives it up once
+// the grace has passed. The being ends failed with the storage error,
+// which it cannot journal: it writes it as its last words instead, in
+// place, with the seq its journal ended at. The next boot, storage
+// back, journals them as the stopped event they stand for, just before
+// its started, and empties the file.
+func TestStorageGivenUpMidLifeLeavesLastWords(t *testing.T) {
+	srv, opts, h, stopped := stopWhileHeld(t, 3) // the first completion's step
+	require.Error(t, stopped.Err, "the being ends failed")
+	assert.Equal(t, state.StatusFailed, stopped.Status)
+	assert.Equal(t, fault.ClassState, fault.ClassOf(stopped.Err))
+	assert.Regexp(t, `^state: step given up at shutdown: storage unavailable: .*`+syscall.ENOSPC.Error(), stopped.Err.Error())
+
+	events := h.journal()
+	require.NotEmpty(t, events)
+	assert.NotEqual(t, state.EventStopped, events[len(events)-1].Type, "the end is not journaled")
+	words, err := state.ReadLastWords(opts.StateDir)
+	require.NoError(t, err)
+	require.NotNil(t, words, "the end is the being's last words")
+	assert.Equal(t, state.StatusFailed, words.Status)
+	assert.Equal(t, stopped.Err.Error(), words.Reason)
+	assert.Equal(t, events[len(events)-1].Seq, words.Seq, "the words follow the journal's last event")
+	info, err := os.Stat(filepath.Join(opts.StateDir, state.LastWordsFile))
+	require.NoError(t, err)
+	assert.EqualValues(t, state.LastWordsSize, info.Size(), "written in place, at its size")
+
+	// Storage is back: the next boot journals the words, then empties them.
+	srv.Enqueue(bramatest.TextReply("again", bramatest.Usage(10, 1)))
+	opts.StorageFault, opts.Clock = nil, nil
+	again := resume(t, srv, opts)
+	require.NoError(t, again.report().Err)
+	again.shutdown()
+	after := again.journal()
+	require.Greater(t, len(after), len(events)+1)
+	end, boot := after[len(events)], after[len(events)+1]
+	assert.Equal(t, state.EventStopped, end.Type)
+	assert.Equal(t, words.Status, end.Status)
+	assert.Equal(t, words.Reason, end.Reason)
+	assert.True(t, words.At.Equal(end.At.Time), "stamped when the life ended")
+	assert.Equal(t, state.EventStarted, boot.Type, "the words go just before the boot")
+	words, err = state.ReadLastWords(opts.StateDir)
+	require.NoError(t, err)
+	assert.Nil(t, words, "the journaled words are emptied")
+	assert.Equal(t, state.StatusStopped, again.state().Status)
+	for i, e := range after {
+		require.Equal(t, uint64(i+1), e.Seq, "seq has no gaps")
+	}
 }

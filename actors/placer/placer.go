@@ -92,6 +92,12 @@ type Outcome struct {
 	Rejoin bool
 	// Err is the failure that ended the family, if any.
 	Err error
+	// Held are the directories of the beings that ended for good on
+	// this member, and of those it held when its part of the family
+	// began to stop (it left, or the family ended), each of which
+	// stopped here; sorted (a parent before its children); none when it
+	// rejoins.
+	Held []string
 }
 
 // Begin starts the placer's looks: Family is the family actor that runs
@@ -146,6 +152,9 @@ type Placer struct {
 	// stopped is the family's last word, once it came: the placer
 	// ends once the locks still held are let go.
 	stopped *messages.FamilyStopped
+	// heldAtStop are the directories of the beings that ended here, or
+	// stopped here once the member's part began to stop (Outcome.Held).
+	heldAtStop map[string]bool
 }
 
 var _ actor.Actor = (*Placer)(nil)
@@ -669,6 +678,9 @@ func (p *Placer) handleReleased(ctx actor.Context, msg messages.BeingReleased) {
 	if b == nil {
 		return
 	}
+	if p.stopping || p.leaving {
+		p.stoppedHere(b)
+	}
 	delete(p.mine, b.ID)
 	close(b.gone)
 	p.booted(b)
@@ -689,6 +701,7 @@ func (p *Placer) handleReleased(ctx actor.Context, msg messages.BeingReleased) {
 		}
 		p.unlock(ctx, b.ID, b.lock, nil)
 	case member.EndRecorded, member.EndFamily:
+		p.stoppedHere(b)
 		status := msg.Status
 		p.unlock(ctx, b.ID, b.lock, func(c context.Context) (bool, error) {
 			err := p.cfg.Store.End(c, b.lock, status)
@@ -797,11 +810,25 @@ func (p *Placer) handleFamilyStopped(ctx actor.Context, msg messages.FamilyStopp
 	p.stopped = &msg
 	for _, id := range slices.Sorted(maps.Keys(p.mine)) {
 		b := p.mine[id]
+		p.stoppedHere(b)
 		delete(p.mine, id)
 		close(b.gone)
 		p.unlock(ctx, id, b.lock, nil)
 	}
 	p.maybeFinish()
+}
+
+// stoppedHere notes b among the beings that ended or stopped here
+// (Outcome.Held), unless it never started here (it waited for its
+// wave).
+func (p *Placer) stoppedHere(b *placed) {
+	if b.hold == nil {
+		return
+	}
+	if p.heldAtStop == nil {
+		p.heldAtStop = map[string]bool{}
+	}
+	p.heldAtStop[b.dir] = true
 }
 
 // maybeFinish reports the outcome of a stopped family once no unlock is
@@ -810,7 +837,7 @@ func (p *Placer) maybeFinish() {
 	if p.over || p.stopped == nil || p.pending > 0 {
 		return
 	}
-	out := Outcome{}
+	out := Outcome{Held: slices.Sorted(maps.Keys(p.heldAtStop))}
 	if p.stopped.Status == state.StatusFailed && p.stopped.Err != nil {
 		out.Err = p.stopped.Err
 	}

@@ -312,7 +312,7 @@ func TestTheRootsExhaustionStopsTheFamilyChildrenFirst(t *testing.T) {
 	m.system.Root.Send(m.placer, messages.BeingReleased{Dir: childDir("a"), Status: state.StatusStopped})
 	next[messages.ShutdownFamily](m)
 	m.system.Root.Send(m.placer, messages.FamilyStopped{Status: state.StatusExhausted})
-	assert.Equal(t, placer.Outcome{}, outcome(m))
+	assert.Equal(t, placer.Outcome{Held: []string{root, childDir("a"), gDir}}, outcome(m), "every being that ended here")
 	p, err := m.store.Look(context.Background())
 	require.NoError(t, err)
 	assert.True(t, p.FamilyEnded)
@@ -333,7 +333,7 @@ func TestALeavingMemberHandsItsBeingsOverChildrenFirst(t *testing.T) {
 	m1.system.Root.Send(m1.placer, messages.BeingReleased{Dir: r.Dir, Status: state.StatusStopped})
 	next[messages.ShutdownFamily](m1)
 	m1.system.Root.Send(m1.placer, messages.FamilyStopped{Status: state.StatusStopped})
-	assert.Equal(t, placer.Outcome{}, outcome(m1))
+	assert.Equal(t, placer.Outcome{Held: []string{root, childDir("a")}}, outcome(m1), "the beings it held")
 
 	p, err := m1.store.Look(context.Background())
 	require.NoError(t, err)

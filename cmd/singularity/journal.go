@@ -5,6 +5,8 @@ import (
 	"container/heap"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -54,6 +56,26 @@ type followed struct {
 	f     *journalview.Follower // nil for a family across processes
 	// printed is the last seq printed, for a family across processes.
 	printed uint64
+	// wordsAt is when the being's last-words file was last written, as
+	// last read: words are read again only once it changed.
+	wordsAt time.Time
+}
+
+// lastWords is the line of the being's last words
+// (docs/state.md#last-words) when they are newer than its journal as
+// read so far (its last seq) and were not shown yet. Words that cannot
+// be read are left out.
+func (fb *followed) lastWords(last uint64) (journalview.Line, bool) {
+	info, err := os.Stat(filepath.Join(fb.being.Dir, state.LastWordsFile))
+	if err != nil || info.ModTime().Equal(fb.wordsAt) {
+		return journalview.Line{}, false
+	}
+	fb.wordsAt = info.ModTime()
+	w, err := state.ReadLastWords(fb.being.Dir)
+	if err != nil || !w.Newer(last) {
+		return journalview.Line{}, false
+	}
+	return journalview.LastWordsLine(*w), true
 }
 
 // entry is one event to print.
@@ -186,9 +208,12 @@ func (d *onDisk) lines(first bool, tail int) ([][]entry, error) {
 		if err != nil {
 			return nil, fault.Errorf(fault.ClassState, "cannot read the journal of %s: %w", fb.being.Name, err)
 		}
-		list := make([]entry, len(lines))
+		list := make([]entry, len(lines), len(lines)+1)
 		for i, l := range lines {
 			list[i] = entry{fb, l}
+		}
+		if l, ok := fb.lastWords(fb.f.Last()); ok {
+			list = append(list, entry{fb, l})
 		}
 		lists = append(lists, list)
 	}

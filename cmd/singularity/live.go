@@ -554,22 +554,30 @@ func runLive(e *env, rt config.Runtime) error {
 
 // writeRunSummary ends run with one line per being of the family on
 // stderr, read from its state directories as status reads them
-// (docs/cycle.md#the-end-of-run): its status, why its life ended, its
-// cycles and its money, exact. The root's status and reason are those
-// its end reported (root), which storage that failed may not hold. A
-// family that cannot be read is said in one line instead.
+// (docs/cycle.md#the-end-of-run). A family that cannot be read is said
+// in one line instead.
 func writeRunSummary(e *env, stateDir string, root messages.FamilyStopped) {
 	fam, err := accounts.Read(stateDir)
 	if err != nil {
 		fmt.Fprintln(e.stderr, e.secrets.RedactString("run ended; the family cannot be read: "+err.Error()))
 		return
 	}
+	writeEndSummary(e, "run ended:", fam.Beings, &root)
+}
+
+// writeEndSummary writes title and one line per being on stderr
+// (docs/cycle.md#the-end-of-run): its status, why its life ended, its
+// cycles and its money, exact, children indented under their parent.
+// The root's status and reason are those its end reported (root, when
+// set and beings begin with the root), which storage that failed may
+// not hold. Secrets are redacted.
+func writeEndSummary(e *env, title string, beings []accounts.Being, root *messages.FamilyStopped) {
 	var b strings.Builder
-	b.WriteString("run ended:\n")
-	for i, being := range fam.Beings {
+	b.WriteString(title + "\n")
+	for i, being := range beings {
 		st := being.State
 		status, reason := st.Status, st.StatusReason
-		if i == 0 && root.Status != "" && (root.Status != status || (reason == "" && root.Err != nil)) {
+		if i == 0 && being.Depth == 0 && root != nil && root.Status != "" && (root.Status != status || (reason == "" && root.Err != nil)) {
 			status, reason = root.Status, ""
 			if root.Err != nil {
 				reason = root.Err.Error()

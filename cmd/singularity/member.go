@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -17,6 +19,7 @@ import (
 	"github.com/wisent/singularity/internal/fence"
 	"github.com/wisent/singularity/internal/logging"
 	"github.com/wisent/singularity/internal/member"
+	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
 	"github.com/wisent/singularity/supervision/fault"
@@ -318,6 +321,7 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 				log.Error("the family stopped: a step was refused; it writes nothing more", "err", hold.Err())
 				return true, nil
 			}
+			m.summarize(true, nil, &msg)
 			if msg.Status != state.StatusExhausted {
 				// A failure may be this member's own (its gateway, its
 				// Las): the lock goes, and a standby tries the family.
@@ -339,6 +343,9 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 		case <-m.sigs:
 			log.Info("signal received: the family stops at its next round boundary and is handed over")
 			stopped := l.shutdown(m.sigs)
+			if hold.Err() == nil {
+				m.summarize(true, nil, &stopped)
+			}
 			unlock()
 			if hold.Err() == nil && stopped.Status == state.StatusFailed && stopped.Err != nil {
 				return false, stopped.Err
@@ -409,4 +416,57 @@ func clusterIdentity(rt config.Runtime) (state.Identity, error) {
 		return state.Identity{}, fault.New(fault.ClassState, "resume identity does not match configuration")
 	}
 	return b.Identity, nil
+}
+
+// summarize ends the member's part of the family with run's summary on
+// stderr (docs/cluster.md#the-end-of-a-member), headed "run ended on
+// member <name>:", each being read as `singularity status` reads a
+// family across processes: by its commit record now in etcd. whole is
+// set when the member held the whole family, root its end; otherwise
+// dirs are the directories of the beings it held, each a line of its
+// own, indented by its depth in the family.
+func (m *memberRun) summarize(whole bool, dirs []string, root *messages.FamilyStopped) {
+	title := "run ended on member " + m.cl.Member + ":"
+	say := func(line string) { fmt.Fprintln(m.e.stderr, m.e.secrets.RedactString(line)) }
+	ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
+	records, err := member.Records(ctx, m.cl.Endpoints, m.cl.Family)
+	cancel()
+	if err != nil {
+		say(title + " the family cannot be read: " + err.Error())
+		return
+	}
+	load := member.Counter(m.rt.StateDir, records)
+	var beings []accounts.Being
+	if whole {
+		fam, err := accounts.ReadWith(m.rt.StateDir, load)
+		if err != nil {
+			say(title + " the family cannot be read: " + err.Error())
+			return
+		}
+		beings = fam.Beings
+	}
+	for _, dir := range dirs {
+		b, err := accounts.ReadBeing(dir, load)
+		if err != nil {
+			say(title + " a being it held cannot be read: " + err.Error())
+			continue
+		}
+		b.Depth = depthIn(m.rt.StateDir, dir)
+		beings = append(beings, *b)
+	}
+	if len(beings) == 0 {
+		say(title + " it held no being")
+		return
+	}
+	writeEndSummary(m.e, title, beings, root)
+}
+
+// depthIn is how deep in the family rooted at root the being living in
+// dir is: 0 for the root, 1 for a child (root/children/<id>), and so on.
+func depthIn(root, dir string) int {
+	rel, err := filepath.Rel(root, dir)
+	if err != nil || rel == "." {
+		return 0
+	}
+	return (strings.Count(filepath.ToSlash(rel), "/") + 1) / 2
 }

@@ -136,6 +136,7 @@ func (m *memberRun) placeUntilDone(l *live, placerPID *actor.PID, done <-chan pl
 			}
 			stopPlacer()
 			l.close()
+			m.summarize(false, out.Held, nil)
 			return false, out.Err
 		case <-m.session.Done():
 			m.log.Error("the member's etcd lease ended: its beings stop at once and write nothing more")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/journalview"
 	"github.com/wisent/singularity/internal/member"
 	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/money"
@@ -142,7 +143,7 @@ func writeStatusTable(w io.Writer, fam *accounts.Family) error {
 			fmt.Fprintln(w, "\nwhy lives ended:")
 			ended = true
 		}
-		fmt.Fprintf(w, "  %s %s: %s\n", b.Name, b.State.Status, b.State.StatusReason)
+		fmt.Fprintf(w, "  %s %s: %s%s\n", b.Name, b.State.Status, b.State.StatusReason, unjournaled(b))
 	}
 	t := fam.Totals
 	fmt.Fprintf(w, "\nfamily: %s, starting %s, granted %s, spent %s, earned %s, remaining %s",
@@ -153,6 +154,15 @@ func writeStatusTable(w io.Writer, fam *accounts.Family) error {
 	fmt.Fprintln(w)
 	_, err := fmt.Fprintln(w, "family ledger: "+fam.Verdict())
 	return err
+}
+
+// unjournaled marks an end that is the being's last words, not its
+// journal's (docs/state.md#last-words).
+func unjournaled(b accounts.Being) string {
+	if b.LastWords {
+		return " " + journalview.NotJournaled
+	}
+	return ""
 }
 
 // statusWord is a being's status, with the survival tier it lives in
@@ -180,6 +190,7 @@ type statusBeing struct {
 	StateDir   string `json:"state_dir"`
 	Status     string `json:"status"`
 	Reason     string `json:"reason"`
+	LastWords  bool   `json:"last_words"`
 	Tier       int    `json:"tier"`
 	Cycle      uint64 `json:"cycle"`
 	Starting   string `json:"starting"`
@@ -218,7 +229,7 @@ func writeStatusJSON(w io.Writer, fam *accounts.Family) error {
 			last = ""
 		}
 		out.Beings = append(out.Beings, statusBeing{
-			ID: b.ID, Name: b.Name, Depth: b.Depth, StateDir: b.StateDir, Status: st.Status, Reason: st.StatusReason, Tier: st.Tier, Cycle: st.Cycle,
+			ID: b.ID, Name: b.Name, Depth: b.Depth, StateDir: b.StateDir, Status: st.Status, Reason: st.StatusReason, LastWords: b.LastWords, Tier: st.Tier, Cycle: st.Cycle,
 			Starting: st.Budget.Starting.String(), Remaining: st.Budget.Remaining.String(), Spent: spent(b).String(),
 			Earned: st.Budget.Earned.String(), Granted: st.Budget.Granted.String(), InTransit: b.Entry.InTransit.String(),
 			Ledger: ledgerWord(b), LastAction: last, Updated: st.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000000Z"),

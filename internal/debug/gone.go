@@ -171,6 +171,7 @@ func readGone(path, id string) (Node, bool) {
 			}
 		}
 	}
+	spoke := state.HeedLastWords(dir, st, 0)
 	b := st.Budget
 	f := map[string]any{
 		"id":          id,
@@ -193,6 +194,9 @@ func readGone(path, id string) (Node, bool) {
 	}
 	if st.StatusReason != "" {
 		f["reason"] = st.StatusReason
+	}
+	if spoke {
+		f["last_words"] = true
 	}
 	return Node{Kind: "being", Name: st.Identity.Name, Status: st.Status, Figures: f}, true
 }

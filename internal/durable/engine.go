@@ -135,6 +135,11 @@ type Engine struct {
 	// fenced is the fence's refusal, once one came: nothing is written
 	// after it.
 	fenced error
+	// words are the being's last words read at Open, until its first
+	// step journals them; prepareWords asks the next checkpoint to make
+	// the last-words file ready (state.Store.PrepareLastWords).
+	words        *state.LastWords
+	prepareWords bool
 }
 
 // Fault is what the engine knows of a storage failure in progress.

@@ -10,7 +10,9 @@ import (
 // for appending and the archive opened (docs/state.md#resume-and-recovery).
 // Loading writes nothing: a torn last line of the journal is cut by the
 // first append, and its warning is queued for that step. The events the
-// journal holds are Loaded.
+// journal holds are Loaded. The being's last words newer than its
+// journal (docs/state.md#last-words) are journaled first in its first
+// step.
 //
 // The engine holds dir's lock (state.LockDir) until Close: it is taken
 // before anything else, so a directory another runtime lives in is
@@ -52,7 +54,24 @@ func Open(dir string, cfg Config) (e *Engine, st *state.Being, err error) {
 		return nil, nil, err
 	}
 	e.install(store, journal, archive)
+	e.readLastWords(dir)
 	return e, st, nil
+}
+
+// readLastWords takes the being's last words (docs/state.md#last-words)
+// when they are newer than its journal: its first step journals them.
+// The first checkpoint empties them, and makes the file where it is
+// missing. Words that cannot be read are left for that checkpoint too.
+func (e *Engine) readLastWords(dir string) {
+	e.prepareWords = true
+	words, err := state.ReadLastWords(dir)
+	if err != nil {
+		e.cfg.Log.Warn("the being's last words cannot be read: they are left out", "err", err)
+		return
+	}
+	if words.Newer(e.journal.NextSeq() - 1) {
+		e.words = words
+	}
 }
 
 // Loaded is the journal's events as read by Open (by OpenHeld: the
@@ -100,6 +119,7 @@ func (e *Engine) created(s Signal) []Event {
 		}
 		e.dirLock = s.opened.lock
 		e.install(s.opened.store, s.opened.journal, s.opened.archive)
+		e.prepareWords = true
 	}
 	return []Event{Created{Tag: s.tag, Err: s.err}}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // Event is what the engine answers: Committed, Checkpointed, Landed,
-// Unavailable, Recovered, Fenced or Created.
+// Unavailable, Recovered, Fenced, Created or WordsWritten.
 type Event interface{ durableEvent() }
 
 // Committed says a step is durable: the owner applies Events (numbered,
@@ -66,6 +66,13 @@ type Created struct {
 	Err error
 }
 
+// WordsWritten says the being's last words were written (Err nil) or not
+// (LastWords).
+type WordsWritten struct {
+	Tag Tag
+	Err error
+}
+
 func (Committed) durableEvent()    {}
 func (Checkpointed) durableEvent() {}
 func (Landed) durableEvent()       {}
@@ -73,6 +80,7 @@ func (Unavailable) durableEvent()  {}
 func (Fenced) durableEvent()       {}
 func (Recovered) durableEvent()    {}
 func (Created) durableEvent()      {}
+func (WordsWritten) durableEvent() {}
 
 // Signal is the engine's own message to itself through the owner's
 // mailbox: a write's attempt ended, its retry is due, a background
@@ -95,6 +103,7 @@ const (
 	writeRetry
 	checkpointDone
 	createDone
+	wordsDone
 )
 
 // write is one durable write in the slot: a journal step or a
@@ -140,15 +149,28 @@ type checkpoint struct {
 	generation uint64
 	lock       *sync.Mutex
 	backlog    *state.Encoded
+	// prepareWords makes the last-words file ready once state.json is
+	// written (state.Store.PrepareLastWords); wordsErr is why it could
+	// not, which does not fail the checkpoint.
+	prepareWords bool
+	wordsErr     error
 }
 
 // Step makes events durable as one step: the queued warnings first,
 // each event without a time stamped at, and without a cycle (but
 // started) given cycle, every secret redacted (Config.Secrets). Its
 // Committed comes when the step is durable, with the events as
-// journaled.
+// journaled. The first step after Open begins with the stopped event
+// of the being's last words, when it has some newer than its journal
+// (docs/state.md#last-words).
 func (e *Engine) Step(tag Tag, events []state.Event, at state.Time, cycle uint64) []Event {
-	step := append(e.takeWarnings(), events...)
+	var step []state.Event
+	if e.words != nil {
+		step = append(step, e.words.Event())
+		e.words = nil
+	}
+	step = append(step, e.takeWarnings()...)
+	step = append(step, events...)
 	for i := range step {
 		if step[i].At.IsZero() {
 			step[i].At = at
@@ -195,7 +217,8 @@ func (e *Engine) Checkpoint(tag Tag, snapshot state.Being, kept, archived state.
 	}
 	encoder, secrets := &e.encoder, e.cfg.Secrets
 	cp := &checkpoint{archived: archived, kept: kept, seq: seq, updatedAt: snapshot.UpdatedAt, background: background,
-		lock: &e.lock, backlog: &e.backlog, encode: func() ([]byte, error) {
+		prepareWords: e.prepareWords && e.words == nil,
+		lock:         &e.lock, backlog: &e.backlog, encode: func() ([]byte, error) {
 			return encodeRedacted(encoder, &snapshot, secrets)
 		}}
 	return e.submit(&write{tag: tag, checkpoint: cp, appended: true})
@@ -221,8 +244,40 @@ func (e *Engine) Handle(s Signal) []Event {
 		return e.landed(s.cp, s.err)
 	case createDone:
 		return e.created(s)
+	case wordsDone:
+		return e.wordsWritten(s)
 	}
 	return nil
+}
+
+// LastWords writes the being's last words (docs/state.md#last-words):
+// the end of its life that storage would not let it journal, its Seq the
+// last seq its journal holds. The write runs once on the writer pool,
+// beside the slot (nothing is in it: storage failed and the being gave
+// up), and is never held; WordsWritten answers. An engine without files
+// (a fresh being whose directory was never written), or one fenced,
+// writes nothing.
+func (e *Engine) LastWords(tag Tag, w state.LastWords) []Event {
+	if e.store == nil || e.fenced != nil {
+		return []Event{WordsWritten{Tag: tag}}
+	}
+	w.Seq = e.journal.NextSeq() - 1
+	store := e.store
+	if e.cfg.Inline {
+		return e.wordsWritten(Signal{e: e, kind: wordsDone, tag: tag, err: store.WriteLastWords(w)})
+	}
+	post := e.cfg.Post
+	e.cfg.Writers.Do(func() {
+		post(Signal{e: e, kind: wordsDone, tag: tag, err: store.WriteLastWords(w)})
+	})
+	return nil
+}
+
+func (e *Engine) wordsWritten(s Signal) []Event {
+	if s.err != nil {
+		e.cfg.Log.Error("the being's last words cannot be written: its end is on stderr only", "err", s.err)
+	}
+	return []Event{WordsWritten{Tag: s.tag, Err: s.err}}
 }
 
 // submit puts w in the slot and starts it; a failed background
@@ -363,6 +418,13 @@ func (e *Engine) landed(cp *checkpoint, err error) []Event {
 // checkpoint may land after a later one was written in the slot; the
 // later one stands.
 func (e *Engine) applied(cp *checkpoint) Landed {
+	if cp.prepareWords {
+		if cp.wordsErr != nil {
+			e.cfg.Log.Warn("the last-words file is not ready: the next checkpoint tries again", "err", cp.wordsErr)
+		} else {
+			e.prepareWords = false
+		}
+	}
 	if cp.seq < e.checkpointed {
 		return Landed{}
 	}
@@ -497,6 +559,9 @@ func (cp *checkpoint) write(a *state.Archive, s *state.Store) error {
 		return err
 	}
 	cp.data = nil // the next checkpoint encodes its own
+	if cp.prepareWords {
+		cp.wordsErr = s.PrepareLastWords(cp.seq)
+	}
 	return nil
 }
 

@@ -34,15 +34,25 @@ func Text(being string, l Line) string {
 		b.WriteByte(' ')
 		b.WriteString(f)
 	}
+	if l.Unjournaled {
+		b.WriteString(" " + NotJournaled)
+	}
 	return b.String()
 }
 
-// Fields is the key=value summary of one event: seq and cycle, then what
-// the event type says (tokens, amounts, tool and status, …).
+// NotJournaled ends the text line of a being's last words
+// (LastWordsLine).
+const NotJournaled = "(not journaled: storage failed)"
+
+// Fields is the key=value summary of one event: seq (none for last
+// words) and cycle, then what the event type says (tokens, amounts, tool
+// and status, …).
 func Fields(l Line) string {
 	var kv []string
 	add := func(k, v string) { kv = append(kv, k+"="+word(v)) }
-	add("seq", strconv.FormatUint(l.Head.Seq, 10))
+	if !l.Unjournaled {
+		add("seq", strconv.FormatUint(l.Head.Seq, 10))
+	}
 	if l.Head.Type != state.EventStarted {
 		add("cycle", strconv.FormatUint(l.Head.Cycle, 10))
 	}

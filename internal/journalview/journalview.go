@@ -139,6 +139,24 @@ type Head struct {
 type Line struct {
 	Raw  []byte // the line without its newline
 	Head Head
+	// Unjournaled marks the line of a being's last words
+	// (LastWordsLine), which is not in its journal.
+	Unjournaled bool
+}
+
+// LastWordsLine is the line shown for a being's last words
+// (docs/state.md#last-words): the stopped event they stand for, without
+// a seq, with "journaled": false, marked Unjournaled.
+func LastWordsLine(w state.LastWords) Line {
+	raw, _ := json.Marshal(struct {
+		Type      string     `json:"type"`
+		At        state.Time `json:"at"`
+		Cycle     uint64     `json:"cycle"`
+		Status    string     `json:"status"`
+		Reason    string     `json:"reason,omitempty"`
+		Journaled bool       `json:"journaled"`
+	}{state.EventStopped, w.At, w.Cycle, w.Status, w.Reason, false})
+	return Line{Raw: raw, Head: Head{Type: state.EventStopped, At: w.At, Cycle: w.Cycle}, Unjournaled: true}
 }
 
 // Follower reads one being's journal from its first segment on and then
@@ -157,6 +175,7 @@ type Follower struct {
 	offset  int64  // bytes of it already read, whole lines only
 	line    int    // lines of it already read
 	seq     uint64 // last seq handed out (a reference journal counts by position)
+	last    uint64 // the highest seq read
 	// positional is set once a line without seq was read.
 	positional bool
 }
@@ -341,8 +360,13 @@ func (f *Follower) parse(raw []byte) (Line, bool) {
 		f.positional = true
 	}
 	f.seq = h.Seq
+	f.last = max(f.last, h.Seq)
 	return Line{Raw: append([]byte(nil), t...), Head: h}, true
 }
+
+// Last is the highest seq read so far, whether a line was handed out
+// or cut by Tail (0 before any).
+func (f *Follower) Last() uint64 { return f.last }
 
 // inode is the file's identity on this filesystem.
 func inode(info fs.FileInfo) uint64 {

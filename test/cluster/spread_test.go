@@ -327,7 +327,8 @@ func TestSpreadFamilyEndsChildrenFirst(t *testing.T) {
 // members of a spread family are sent SIGTERM at once. Nobody stays to
 // take their beings, so the family stops: every child, wherever it
 // runs, stops before its parent, nothing is recorded as ended, every
-// member exits 0, and a member started again resumes the whole family.
+// member exits 0 with the run summary of the beings it held, and a
+// member started again resumes the whole family.
 func TestSpreadFamilyStopsChildrenFirstWhenEveryMemberStops(t *testing.T) {
 	w := newWorld(t)
 	w.spreadOut()
@@ -345,6 +346,19 @@ func TestSpreadFamilyStopsChildrenFirstWhenEveryMemberStops(t *testing.T) {
 	for name, p := range procs {
 		require.Equal(t, 0, p.wait(t, waitLimit), "member %s exits 0; stderr:\n%s", p.name, p.lines.Tail())
 		delete(procs, name)
+		// Each member ends with the run summary of the beings it held.
+		ended := summaryOf(t, p)
+		var held []string
+		for being, m := range on {
+			if m == name {
+				held = append(held, being)
+			}
+		}
+		require.ElementsMatch(t, held, slices.Collect(maps.Keys(ended)), "member %s's summary", name)
+		t.Logf("member %s ended with the summary of the %d beings it held: %v", name, len(ended), ended)
+		for being, said := range ended {
+			require.Regexp(t, `^stopped, \d+ cycles, spent \S+, earned \S+, remaining \S+ USD$`, said, "%s on %s", being, name)
+		}
 	}
 	beings := w.check(t)
 	ordered, crossing := 0, 0

@@ -971,3 +971,23 @@ func stopInTurn(t testing.TB, members ...*proc) {
 		require.Equal(t, 0, p.wait(t, waitLimit), "member %s stops", p.name)
 	}
 }
+
+// summaryOf is the run summary member p ended with
+// (docs/cluster.md#the-end-of-a-member): what each being's line says
+// after its name, by name.
+func summaryOf(t testing.TB, p *proc) map[string]string {
+	t.Helper()
+	lines := p.lines.Lines()
+	head := slices.Index(lines, "run ended on member "+p.name+":")
+	require.NotEqual(t, -1, head, "member %s ended without a run summary; stderr:\n%s", p.name, p.lines.Tail())
+	out := map[string]string{}
+	for _, line := range lines[head+1:] {
+		if !strings.HasPrefix(line, "  ") {
+			break
+		}
+		name, said, ok := strings.Cut(strings.TrimSpace(line), ": ")
+		require.True(t, ok, "a summary line: %q", line)
+		out[name] = said
+	}
+	return out
+}

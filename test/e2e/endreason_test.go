@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -27,17 +30,8 @@ import (
 // json` prints them.
 func statusReason(t *testing.T, w *world) (string, string) {
 	t.Helper()
-	r := w.run("status", "--format", "json")
-	require.Equal(t, 0, r.code, r.stderr)
-	var out struct {
-		Beings []struct {
-			Status string `json:"status"`
-			Reason string `json:"reason"`
-		} `json:"beings"`
-	}
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
-	require.NotEmpty(t, out.Beings)
-	return out.Beings[0].Status, out.Beings[0].Reason
+	status, reason, _ := endOf(t, w)
+	return status, reason
 }
 
 // exhaustedReason is the balance and the reserve an exhausted being's
@@ -110,9 +104,12 @@ func TestUnauthorizedEndExplained(t *testing.T) {
 }
 
 // TestStorageFailureEndExplained: a run whose boot is held on a full
-// disk and given up at SIGTERM fails (exit 4) without writing anything;
-// its summary still says why, from the end the root reported, where the
-// state on disk only holds the last good life.
+// disk and given up at SIGTERM fails (exit 4) without journaling its
+// end; its summary says why, from the end the root reported, and so do
+// status (JSON and table) and journal, from the being's last words
+// (docs/state.md#last-words), marked as not journaled, while the disk is
+// still full. Once space returns, the next boot journals the end as its
+// stopped event, and the marks go.
 func TestStorageFailureEndExplained(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: mounts a size-limited tmpfs and must run as root")
@@ -124,13 +121,65 @@ func TestStorageFailureEndExplained(t *testing.T) {
 	w.env["SINGULARITY_STATE_DIR"] = w.stateDir
 	w.brama.Enqueue(bramatest.TextReply("A first life.", bramatest.Usage(100, 10)))
 	require.Equal(t, 0, w.run("once").code)
+	name := w.loadState().Identity.Name
 	heal := fillDisk(t, mnt)
-	defer heal()
 	p := w.start("run", "--resume")
 	waitStderrCount(t, p, 1, diskWait)
 	p.signal(syscall.SIGTERM)
 	r := p.wait(2*time.Second + diskWait)
 	require.Equal(t, 4, r.code, r.stderr)
-	m := regexp.MustCompile(`(?m)^  \S+: failed \(state: boot given up at shutdown: storage unavailable: .*` + syscall.ENOSPC.Error() + `\), 1 cycles, spent `).FindString(r.stderr)
-	assert.NotEmpty(t, m, r.stderr)
+	why := regexp.MustCompile(`(?m)^  \S+: failed \((state: boot given up at shutdown: storage unavailable: .*` + syscall.ENOSPC.Error() + `)\), 1 cycles, spent `).FindStringSubmatch(r.stderr)
+	require.NotNil(t, why, r.stderr)
+	reason := why[1]
+
+	// The disk is still full: the end is read from the last words.
+	held := w.journal()
+	assert.NotEqual(t, state.EventStopped, last(held).Type, "the end was not journaled")
+	status, said, words := endOf(t, w)
+	assert.Equal(t, state.StatusFailed, status)
+	assert.Equal(t, reason, said)
+	assert.True(t, words, "status says the end is the being's last words")
+	assert.Contains(t, w.run("status").stdout, "why lives ended:\n  "+name+" failed: "+reason+" (not journaled: storage failed)\n")
+	text := strings.TrimSpace(w.run("journal").stdout)
+	assert.Regexp(t, ` `+regexp.QuoteMeta(name)+` stopped cycle=1 status=failed reason=`+regexp.QuoteMeta(strconv.Quote(reason))+` \(not journaled: storage failed\)$`, text)
+	lines := strings.Split(strings.TrimSpace(w.run("journal", "--format", "json").stdout), "\n")
+	var end map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &end))
+	assert.Equal(t, map[string]any{"being": name, "being_id": end["being_id"], "type": "stopped", "at": end["at"], "cycle": 1.0,
+		"status": "failed", "reason": reason, "journaled": false}, end)
+
+	// Space returns: the next boot journals the end.
+	heal()
+	w.brama.Enqueue(bramatest.TextReply("A third life.", bramatest.Usage(100, 10)))
+	require.Equal(t, 0, w.run("once", "--resume").code)
+	events := w.journal()
+	i := slices.IndexFunc(events, func(e state.Event) bool { return e.Type == state.EventStopped && e.Status == state.StatusFailed })
+	require.Positive(t, i, "the failed end is journaled")
+	require.Greater(t, len(events), i+1)
+	assert.Equal(t, reason, events[i].Reason)
+	assert.Equal(t, last(held).Seq+1, events[i].Seq, "right after what the failed life journaled")
+	assert.Equal(t, state.EventStarted, events[i+1].Type, "with the next boot")
+	status, said, words = endOf(t, w)
+	assert.Equal(t, state.StatusStopped, status)
+	assert.Empty(t, said)
+	assert.False(t, words)
+	assert.NotContains(t, w.run("journal").stdout, "not journaled")
+}
+
+// endOf is the root's status and reason as `status --format json`
+// prints them, and whether they are its last words.
+func endOf(t *testing.T, w *world) (status, reason string, lastWords bool) {
+	t.Helper()
+	r := w.run("status", "--format", "json")
+	require.Equal(t, 0, r.code, r.stderr)
+	var out struct {
+		Beings []struct {
+			Status    string `json:"status"`
+			Reason    string `json:"reason"`
+			LastWords bool   `json:"last_words"`
+		} `json:"beings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+	require.NotEmpty(t, out.Beings)
+	return out.Beings[0].Status, out.Beings[0].Reason, out.Beings[0].LastWords
 }

@@ -32,7 +32,12 @@ type Being struct {
 	// nil when its seqs run 1, 2, 3, … The ledger is not exact then,
 	// whatever the sums say.
 	Journal error
-	Entry   Entry
+	// LastWords is set when State's status and status_reason are the
+	// being's last words (docs/state.md#last-words): the end of its
+	// life that storage would not let it journal, newer than its
+	// journal.
+	LastWords bool
+	Entry     Entry
 }
 
 // Family is a family read from its state directories.
@@ -86,6 +91,16 @@ func ReadWith(dir string, load Loader) (*Family, error) {
 		f.Totals.Add(b.Entry)
 	}
 	return f, nil
+}
+
+// ReadBeing reads the being in dir alone, not its children, as ReadWith
+// reads each being: by load, or with load nil as a single process wrote
+// it. Its ID is its directory's name and its Depth 0.
+func ReadBeing(dir string, load Loader) (*Being, error) {
+	if load != nil {
+		return readLoaded(dir, load)
+	}
+	return readBeing(dir)
 }
 
 // reader reads the beings of a family concurrently, a few at a time
@@ -167,11 +182,7 @@ func (r *reader) read(dir, name string, depth int, root bool) *node {
 		b   *Being
 		err error
 	)
-	if r.load != nil {
-		b, err = readLoaded(dir, r.load)
-	} else {
-		b, err = readBeing(dir)
-	}
+	b, err = ReadBeing(dir, r.load)
 	<-r.slots
 	n := &node{being: b, name: name, err: err}
 	if err != nil {
@@ -314,13 +325,20 @@ func readLoaded(dir string, load Loader) (*Being, error) {
 }
 
 // newBeing is the being in dir whose state is st and whose journal is
-// events (misnumbered says how their numbering is wrong, if it is).
+// events (misnumbered says how their numbering is wrong, if it is). Its
+// last words newer than its journal are its status and reason; words
+// that cannot be read are left out.
 func newBeing(dir string, st *state.Being, events []state.Event, misnumbered error) *Being {
+	var last uint64
+	if n := len(events); n > 0 {
+		last = events[n-1].Seq
+	}
+	spoke := state.HeedLastWords(dir, st, last)
 	t := state.Totals(events)
 	b := &Being{
 		ID: filepath.Base(dir), Name: st.Identity.Name, StateDir: dir, State: st,
 		JournalOff: st.Budget.Remaining.Sub(st.Budget.Starting.Add(t.Funded).Sub(t.Debited).Add(t.Credited).Sub(t.Granted)),
-		Journal:    misnumbered,
+		Journal:    misnumbered, LastWords: spoke,
 	}
 	inTransit := money.Zero
 	for _, g := range st.Grants {

@@ -51,6 +51,16 @@ func writeFile(f *os.File, data []byte) error {
 	return nil
 }
 
+// writeFileAt writes data to f at off in one write (a file written in
+// place).
+func writeFileAt(f *os.File, data []byte, off int64) error {
+	if _, err := f.WriteAt(data, off); err != nil {
+		return err
+	}
+	done(opWrite, f.Name())
+	return nil
+}
+
 // syncFile makes f's data durable.
 func syncFile(f *os.File) error {
 	if err := f.Sync(); err != nil {
