@@ -205,4 +205,4 @@ done <"$work/stamps"
 total=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
 echo "first-hour: $mode: $total s from git clone to the first completed cycle"
 printf '  %s s\n' "${steps[@]}"
-echo "  $(date -u +%F) $(nproc) cores, /tmp on $(df -T "${TMPDIR:-/tmp}" | awk 'NR == 2 { print $2 }'), go $(go env GOVERSION), node $(node --version), revision ${rev:0:12}"
+echo "  $(date -u +%F) $(nproc) cores (load average $(cut -d' ' -f1-3 /proc/loadavg)), /tmp on $(df -T "${TMPDIR:-/tmp}" | awk 'NR == 2 { print $2 }'), $(go env GOVERSION), node $(node --version), revision ${rev:0:12}"
