@@ -9,12 +9,13 @@
 # hard links) into a temporary HOME. Then the README's "Install" block
 # runs in the clone (`make install` into `$(go env GOPATH)/bin` of that
 # HOME, then PATH as the README sets it), and the first block of its
-# "Standalone in one file" section line by line, up to and including `singularity once`, which returns after
-# the being's first cycle. `run`, which lives until stopped, is not run.
+# "Standalone in one file" section line by line, up to and including
+# `singularity once`, which returns after the being's first cycle. `run`,
+# which lives until stopped, is not run.
 #
 # The provider is openai-mock-api (pinned in test/peers), started from
-# SOURCE's test/peers/node_modules (`make peers` installs it) on a free
-# loopback port before the clock starts: it is the server the reader
+# this checkout's test/peers/node_modules (`make peers` installs it) on a
+# free loopback port before the clock starts: it is the server the reader
 # already has. The README's provider URL and model are replaced by the
 # mock's, and OPENAI_API_KEY holds the key the mock is started with
 # (openai-mock-api refuses a request without one, so the README's
@@ -41,11 +42,11 @@ warm | cold) ;;
 	exit 2
 	;;
 esac
-here=$(cd "$(dirname "$0")" && pwd)
-src=$(cd "${2:-$(git -C "$here" rev-parse --show-toplevel)}" && pwd)
+here=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
+src=$(cd "${2:-$here}" && pwd)
 rev=$(git -C "$src" rev-parse HEAD)
 deadline=${FIRST_HOUR_DEADLINE:-1800}
-mock=$src/test/peers/node_modules/.bin/openai-mock-api
+mock=$here/test/peers/node_modules/.bin/openai-mock-api
 for tool in git make go node curl; do
 	command -v "$tool" >/dev/null || {
 		echo "first-hour: $tool is not on PATH" >&2
@@ -53,7 +54,7 @@ for tool in git make go node curl; do
 	}
 done
 [ -x "$mock" ] || {
-	echo "first-hour: $mock is missing: run make peers in $src" >&2
+	echo "first-hour: $mock is missing: run make peers in $here" >&2
 	exit 2
 }
 
