@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: all build install prices test vet bench bench-long bench-scale scale-run fuzz demo peers crash cluster-failover cluster-family-failover cluster-crash cluster-family-crash cluster-demo clean proto
+.PHONY: all build install prices test vet bench bench-long bench-scale scale-run fuzz demo peers crash cluster-failover cluster-family-failover cluster-crash cluster-family-crash cluster-demo first-hour clean proto
 
 all: build
 
@@ -202,6 +202,16 @@ DEMO_CYCLES ?= 30
 
 demo:
 	$(GO) run ./cmd/singularity demo --cycles $(DEMO_CYCLES)
+
+# The first hour, measured (docs/development.md#the-first-hour): the
+# seconds from `git clone` of this checkout's HEAD to the first completed
+# cycle, following the clone's README against openai-mock-api from
+# test/peers (`make peers` first). FIRST_HOUR=cold starts from empty Go
+# and npm caches.
+FIRST_HOUR ?= warm
+
+first-hour:
+	test/firsthour/run.sh $(FIRST_HOUR)
 
 # Third-party MCP peers the Las tests run (npm registry).
 peers:
