@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -266,4 +267,67 @@ func TestFundThroughStaleSocket(t *testing.T) {
 func lastMessage(r bramatest.Request) chat.Message {
 	msgs := r.Completion.Messages
 	return msgs[len(msgs)-1]
+}
+
+// TestFundExhaustedChildLivesAgain: in a running family, a child endowed
+// too little for one completion ends exhausted in its first cycle; a
+// fund through the running family's socket wakes it at once: it boots
+// again and asks the gateway for a completion, and the family's ledger
+// stays exact.
+func TestFundExhaustedChildLivesAgain(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, `{}`)
+	// The smallest completion's reserve is about 0.000266 USD: 256
+	// completion tokens at 1 USD per million and the prompt.
+	w.env["BRAMA_INPUT_PRICE_USD_PER_MILLION"] = "0.01"
+	w.env["BRAMA_OUTPUT_PRICE_USD_PER_MILLION"] = "1"
+	w.env["SINGULARITY_CYCLE_INTERVAL_SECS"] = "3600"
+	var spawned atomic.Bool
+	boAsked := make(chan struct{}, 100)
+	w.brama.SetHandler(func(r *bramatest.Request) bramatest.Reply {
+		if strings.HasPrefix(r.Completion.Messages[0].Content, "You are Bo") {
+			boAsked <- struct{}{}
+			return bramatest.TextReply("alive", bramatest.Usage(100, 10))
+		}
+		if spawned.CompareAndSwap(false, true) {
+			return bramatest.ToolCallsReply(bramatest.Usage(100, 10), bramatest.Call("s", "singularity_spawn_child",
+				`{"name":"Bo","ticker":"BO","specialty":"thrift","endowment_usd":"0.0001"}`))
+		}
+		return bramatest.TextReply("done", bramatest.Usage(100, 10))
+	})
+	p := w.start("run")
+	children := filepath.Join(w.stateDir, "children")
+	var boDir string
+	deadline := time.Now().Add(waitLimit)
+	for {
+		if dirs, _ := filepath.Glob(filepath.Join(children, "*", "activity.jsonl")); len(dirs) == 1 {
+			if events, err := readJournalLoose(dirs[0]); err == nil && len(events) > 0 && last(events).Type == state.EventStopped {
+				require.Equal(t, state.StatusExhausted, last(events).Status)
+				boDir = filepath.Dir(dirs[0])
+				break
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "Bo never ended exhausted:\n%s", p.stderr.String())
+		time.Sleep(20 * time.Millisecond) // polling another process's files
+	}
+	require.Empty(t, boAsked, "Bo could not pay for a completion")
+
+	r := w.run("fund", "--being", "Bo", "1", "--key", "wake-bo")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "funded Bo 1 USD (key wake-bo); remaining 1.0001 USD\n", r.stdout)
+	select {
+	case <-boAsked:
+	case <-time.After(waitLimit):
+		t.Fatalf("Bo never cycled again:\n%s", p.stderr.String())
+	}
+	p.signal(syscall.SIGTERM)
+	require.Equal(t, 0, p.wait(waitLimit).code)
+
+	events := testkit.Journal(t, boDir)
+	require.Len(t, funded(events), 1)
+	assert.Equal(t, 2, testkit.Count(events, state.EventStarted), "Bo booted again")
+	status := w.run("status", "--format", "json")
+	require.Equal(t, 0, status.code, status.stderr)
+	assert.Contains(t, status.stdout, `"family_ledger": "exact"`)
+	assert.Contains(t, status.stdout, `"funded": "1"`)
 }
