@@ -63,7 +63,7 @@ func TestStatusOfAStoppedFamily(t *testing.T) {
 	table := status(t, root)
 	require.Equal(t, 0, table.code, table.stderr)
 	lines := strings.Split(strings.TrimRight(table.stdout, "\n"), "\n")
-	require.Regexp(t, `^NAME\s+STATUS\s+CYCLE\s+REMAINING\s+SPENT\s+EARNED\s+GRANTED\s+LEDGER\s+LAST ACTION\s+UPDATED$`, lines[0])
+	require.Regexp(t, `^NAME\s+STATUS\s+CYCLE\s+REMAINING\s+SPENT\s+EARNED\s+GRANTED\s+FUNDED\s+LEDGER\s+LAST ACTION\s+UPDATED$`, lines[0])
 	assert.Regexp(t, `^Ada\s+stopped\s+2\s`, lines[1])
 	assert.Regexp(t, `(?m)^  Bo\s+stopped\s`, table.stdout)
 	assert.Regexp(t, `(?m)^  Cy\s+(stopped|starting)\s`, table.stdout, "Cy, spawned in the last cycle, may not have lived yet")
