@@ -122,7 +122,7 @@ func TestStatusOfAStoppedFamily(t *testing.T) {
 	table = status(t, root)
 	require.Equal(t, 0, table.code, table.stderr)
 	assert.Contains(t, table.stdout, "family ledger: off by 0.5\n")
-	assert.Regexp(t, `(?m)^  Bo\s+stopped\s+\d+\s+\S+\s+\S+\s+\S+\s+\S+\s+off by 0\.5\s`, table.stdout)
+	assert.Regexp(t, `(?m)^  Bo\s+stopped\s+\d+\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+off by 0\.5\s`, table.stdout)
 	s = parseStatus(t, status(t, root, "--format", "json").stdout)
 	assert.Equal(t, "off by 0.5", s.FamilyLedger)
 	assert.Equal(t, "0.5", s.Totals.Off)
