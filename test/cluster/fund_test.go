@@ -41,12 +41,7 @@ func TestFundAndSayReachTheHolder(t *testing.T) {
 	w := newWorld(t)
 	w.spreadOut()
 	names := []string{"alpha", "beta"}
-	started := 0
-	members := w.startSpread(t, len(names), func() *proc {
-		p := w.start(names[started])
-		started++
-		return p
-	})
+	members := w.startNamed(t, names)
 	require.True(t, w.seen.until(waitLimit, func(now map[string]int) bool {
 		return now[rootName] >= 2 && now[grandchildParent] >= 1
 	}), "the root and Bo cycled")
@@ -90,6 +85,29 @@ func TestFundAndSayReachTheHolder(t *testing.T) {
 	assert.Regexp(t, `^funded Bo 0\.125 USD \(key c-bo-after-kill\); `, out)
 
 	stopInTurn(t, survivor)
+	funded, ledger := w.funded(t)
+	assert.Equal(t, "0.875", funded)
+	assert.Equal(t, "exact", ledger)
+	_, err = os.Stat(filepath.Join(w.stateDir, control.MemberSocket(survivor.name)))
+	assert.ErrorIs(t, err, os.ErrNotExist, "a member that stops removes its socket")
+}
+
+// startNamed starts a spread family's members, one per name
+// (startSpread).
+func (w *world) startNamed(t testing.TB, names []string) []*proc {
+	t.Helper()
+	started := 0
+	return w.startSpread(t, len(names), func() *proc {
+		p := w.start(names[started])
+		started++
+		return p
+	})
+}
+
+// funded is the family's funded total and its ledger's verdict, as its
+// commit records count them.
+func (w *world) funded(t testing.TB) (funded, ledger string) {
+	t.Helper()
 	var report struct {
 		Totals struct {
 			Funded string `json:"funded"`
@@ -97,10 +115,7 @@ func TestFundAndSayReachTheHolder(t *testing.T) {
 		FamilyLedger string `json:"family_ledger"`
 	}
 	require.NoError(t, json.Unmarshal(w.runStatus(t, "--format", "json"), &report))
-	assert.Equal(t, "0.875", report.Totals.Funded)
-	assert.Equal(t, "exact", report.FamilyLedger)
-	_, err = os.Stat(filepath.Join(w.stateDir, control.MemberSocket(survivor.name)))
-	assert.ErrorIs(t, err, os.ErrNotExist, "a member that stops removes its socket")
+	return report.Totals.Funded, report.FamilyLedger
 }
 
 func errText(err error) string {
@@ -126,13 +141,7 @@ func TestFundRevivesAnEndedBeing(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, dirs, 1)
 	id := filepath.Base(dirs[0])
-	names := []string{"alpha", "beta"}
-	started := 0
-	members := w.startSpread(t, len(names), func() *proc {
-		p := w.start(names[started])
-		started++
-		return p
-	})
+	members := w.startNamed(t, []string{"alpha", "beta"})
 	client := w.etcd.Client(t)
 	endKey := fence.Root + familyName + "/ended/" + id
 	deadline := time.Now().Add(waitLimit)
@@ -162,13 +171,7 @@ func TestFundRevivesAnEndedBeing(t *testing.T) {
 	assert.Empty(t, resp.Kvs, "its end is taken away")
 
 	stopInTurn(t, members...)
-	var report struct {
-		Totals struct {
-			Funded string `json:"funded"`
-		} `json:"totals"`
-		FamilyLedger string `json:"family_ledger"`
-	}
-	require.NoError(t, json.Unmarshal(w.runStatus(t, "--format", "json"), &report))
-	assert.Equal(t, "1", report.Totals.Funded)
-	assert.Equal(t, "exact", report.FamilyLedger)
+	funded, ledger := w.funded(t)
+	assert.Equal(t, "1", funded)
+	assert.Equal(t, "exact", ledger)
 }
