@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/wisent/singularity/actors/family"
 	"github.com/wisent/singularity/actors/las"
 	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/control"
 	"github.com/wisent/singularity/internal/debug"
 	"github.com/wisent/singularity/internal/keeper"
 	"github.com/wisent/singularity/internal/logging"
@@ -529,10 +531,24 @@ func runLive(e *env, rt config.Runtime) error {
 	if err != nil {
 		return err
 	}
+	// The control socket opens once the root has booted: its directory
+	// exists, and this runtime holds its lock.
+	var ctl *control.Server
+	closeControl := func() {
+		if ctl != nil {
+			ctl.Close()
+		}
+	}
 	for {
 		select {
 		case ev := <-l.events:
+			if msg, ok := ev.(messages.BeingStarted); ok && ctl == nil && filepath.Clean(msg.Dir) == filepath.Clean(rt.StateDir) {
+				if ctl, err = serveControl(l, rt.StateDir, e.secrets); err != nil {
+					l.log.Warn("no control socket: fund and say wait for the family to stop", "err", err)
+				}
+			}
 			if msg, ok := ev.(messages.FamilyStopped); ok {
+				closeControl()
 				l.close()
 				writeRunSummary(e, rt.StateDir, msg)
 				if msg.Status == state.StatusFailed && msg.Err != nil {
@@ -542,6 +558,7 @@ func runLive(e *env, rt config.Runtime) error {
 			}
 		case <-sigs:
 			l.log.Info("signal received: stopping the family, children first")
+			closeControl()
 			stopped := l.shutdown(sigs)
 			writeRunSummary(e, rt.StateDir, stopped)
 			if stopped.Status == state.StatusFailed && stopped.Err != nil {

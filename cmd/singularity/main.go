@@ -38,6 +38,8 @@ type cli struct {
 	Config  configCmd  `cmd:"" help:"Print the effective configuration, each value with where it came from; secrets are never shown."`
 	Init    initCmd    `cmd:"" help:"Write a standalone being into DIR: a commented configuration, a servers file, prices and a workspace."`
 	Prices  pricesCmd  `cmd:"" help:"Print what a model is charged per million tokens, and from where: the prices file, the catalogue or the price options."`
+	Fund    fundCmd    `cmd:"" help:"Add USD to a being from outside the family; answers once it is durable."`
+	Say     sayCmd     `cmd:"" help:"Send the operator's message to a being; its next cycle's framing carries it."`
 
 	ExampleLas exampleLasCmd `cmd:"" name:"example-las" hidden:"" help:"Serve the example Las over stdio (used by demo)."`
 }
@@ -153,6 +155,12 @@ func Main(args []string, stdout, stderr io.Writer) (code int) {
 func (e *env) loadConfig(f config.Flags) (config.Runtime, error) {
 	if e.unconfigured() {
 		return config.Runtime{}, noConfiguration
+	}
+	if f.Loop.Resume && e.sourceOf("starting-balance-usd") == "flag" {
+		// A resumed being keeps its balance; money comes in by a fund
+		// (docs/money.md#funding).
+		return config.Runtime{}, fault.New(fault.ClassConfiguration,
+			"--starting-balance-usd is not taken on --resume: a resumed being keeps its balance; add money with `singularity fund AMOUNT`")
 	}
 	rt, err := config.Load(f, os.LookupEnv)
 	if err == nil {
