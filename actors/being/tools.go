@@ -48,7 +48,7 @@ func (b *Being) rebuildCatalog() error {
 	if b.las.link == lasUp {
 		lasTools = b.las.tools
 	}
-	view, err := sharedCatalog(lasTools, b.opts.Most != nil)
+	view, err := sharedCatalog(lasTools, catalog.Extras{Most: b.opts.Most != nil, Family: b.opts.FamilyTools})
 	if err != nil {
 		return err
 	}

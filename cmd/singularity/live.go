@@ -135,6 +135,7 @@ func rootOptions(rt config.Runtime, mode being.Mode, log *slog.Logger) (being.Op
 			InstancePerHour:  rt.InstancePerHour,
 		},
 		StartingBalance:  rt.StartingBalance,
+		FamilyTools:      rt.FamilyTools,
 		Workspace:        rt.Workspace,
 		MaxToolRounds:    rt.MaxToolRounds,
 		ContextMessages:  rt.ContextMessages,
