@@ -94,6 +94,7 @@ func (b *Being) solvent() bool { return b.st.Budget.Remaining.Sign() > 0 && !b.p
 
 // frame journals the next cycle's cycle_started with its framing message
 // (and the stimulus on cycle 1) as one step, then starts the first round.
+// The framing carries the inbox's messages, and the event their ids.
 // Applying it advances the counter and appends the messages; a framing
 // the model never answered (the last cycle failed first) is replaced.
 func (b *Being) frame(ctx actor.Context) {
@@ -105,6 +106,8 @@ func (b *Being) frame(ctx actor.Context) {
 	if t, ok := b.opts.Tiers.Get(tier); ok {
 		text += prompt.TierNote(tier, t)
 	}
+	inbox, delivered := b.inboxForFraming()
+	text = prompt.WithMessages(text, inbox)
 	if b.stable() {
 		text = prompt.StableFraming(text, b.newMemories())
 	}
@@ -112,7 +115,26 @@ func (b *Being) frame(ctx actor.Context) {
 	if cycle == 1 && b.opts.Stimulus != "" {
 		msgs = append(msgs, chat.Message{Role: chat.RoleUser, Content: prompt.Stimulus(b.opts.Stimulus)})
 	}
-	b.commit(ctx, append(events, state.CycleStarted(at, cycle, msgs...)), nextRound)
+	started := state.CycleStarted(at, cycle, msgs...)
+	started.Delivered = delivered
+	b.commit(ctx, append(events, started), nextRound)
+}
+
+// inboxForFraming is the inbox as the framing carries it
+// (docs/family.md#messages): each message's text through the output
+// boundary's secret screening, and the ids the cycle_started event
+// lists, which take the messages out of the inbox once durable.
+func (b *Being) inboxForFraming() ([]state.InMessage, []string) {
+	if len(b.st.Inbox) == 0 {
+		return nil, nil
+	}
+	inbox := make([]state.InMessage, len(b.st.Inbox))
+	ids := make([]string, len(b.st.Inbox))
+	for i, m := range b.st.Inbox {
+		m.Text = b.opts.Secrets.RedactString(m.Text)
+		inbox[i], ids[i] = m, m.ID
+	}
+	return inbox, ids
 }
 
 // startRound runs one model round, or ends the cycle at the round limit.
