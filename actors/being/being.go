@@ -86,6 +86,8 @@ type Being struct {
 	// cache is what the stable prompt layout keeps between cycles
 	// (conversation.go); nil in the seed layout.
 	cache *promptCache
+	// post is the delivery of the outbox (post.go).
+	post post
 }
 
 // lasSide is what the being knows of its Las actor: its pid, the link
@@ -226,6 +228,8 @@ func (b *Being) Receive(ctx actor.Context) {
 		b.handleLasEvent(ctx, msg)
 	case admitRetry:
 		b.handleAdmitRetry(ctx, msg)
+	case redeliver:
+		b.handleRedeliver(ctx, msg)
 	case supervision.Restarted:
 		b.health = health{restarts: msg.Restarts, lastFailure: msg.Reason}
 	case messages.InjectPanic:
@@ -430,6 +434,7 @@ func (b *Being) handleStopping() {
 	b.phase = phaseStopped // this incarnation is over, gracefully or not
 	b.epoch++
 	b.cancelTimer()
+	b.stopRedelivery()
 	if b.engine != nil {
 		b.engine.Close()
 	}

@@ -21,6 +21,9 @@ type childRef struct {
 	name string
 	pid  *actor.PID // nil until started (once creates without starting)
 	done bool       // its BeingStopped arrived, or its actor ended
+	// ended says its life ended (exhausted or failed): it takes no
+	// message (docs/family.md#messages).
+	ended bool
 }
 
 // alive reports whether the child's actor runs and has not stopped yet.
@@ -308,6 +311,7 @@ func (b *Being) resumeChildren(ctx actor.Context) {
 		opts.Mode = Run
 		if child.Status == state.StatusExhausted || child.Status == state.StatusFailed {
 			opts.Mode = Dormant
+			ref.ended = true
 		}
 		pid, err := ctx.SpawnNamed(Props(opts), childActorName(rec.Name, rec.ID))
 		if err != nil {
@@ -324,6 +328,7 @@ func (b *Being) handleChildStopped(ctx actor.Context, msg messages.BeingStopped)
 	for _, ref := range b.children {
 		if ref.id == msg.ID && !ref.done {
 			ref.done = true
+			ref.ended = msg.Status == state.StatusExhausted || msg.Status == state.StatusFailed
 			b.purse.departedHeld = b.purse.departedHeld.Add(msg.Held)
 			b.purse.departedEarned = b.purse.departedEarned.Add(msg.Earned)
 			if ref.pid != nil {

@@ -150,6 +150,7 @@ func (b *Being) familyRepaired(ctx actor.Context) {
 	}
 	b.phase = phaseIdle
 	b.resumeChildren(ctx)
+	b.deliverOutbox(ctx)
 	b.firstTick(ctx)
 }
 

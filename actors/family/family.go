@@ -118,6 +118,8 @@ func (f *Family) Receive(ctx actor.Context) {
 		f.handleBeingStopped(ctx, msg)
 	case Activate:
 		f.activate(ctx, msg)
+	case messages.RelayMessage:
+		f.relay(ctx, msg)
 	case Release:
 		f.release(ctx, msg)
 	case messages.SubtreeStopping:

@@ -46,6 +46,18 @@ func (f *Family) subtreeDone(ctx actor.Context, msg SubtreeDone) {
 	}
 }
 
+// relay hands a relative's message to its receiver when this family
+// runs it, the answer going to the sender; otherwise it answers
+// messages.MessageNotHere, and the sender tries again later
+// (docs/cluster.md#messages-between-relatives).
+func (f *Family) relay(ctx actor.Context, msg messages.RelayMessage) {
+	if p := f.beings[filepath.Clean(msg.Dir)]; p != nil {
+		ctx.RequestWithCustomSender(p.pid, msg.Request, ctx.Sender())
+		return
+	}
+	ctx.Respond(messages.MessageNotHere{})
+}
+
 // placed is a being a placed family runs.
 type placed struct {
 	dir string

@@ -132,7 +132,11 @@ func (s Send) Sent() Result {
 // Ended is the call's result when the recipient has ended: nothing is
 // sent, nothing stays in the outbox.
 func (s Send) Ended() Result {
-	return final(outcome.Failure(CodeRecipientEnded, s.To.Name+" has ended and takes no more messages"))
+	who := s.To.Name
+	if who == "" {
+		who = "the parent"
+	}
+	return final(outcome.Failure(CodeRecipientEnded, who+" has ended and takes no more messages"))
 }
 
 // messageSend checks message_send's arguments and resolves its
@@ -178,7 +182,7 @@ func SleepArgs(args json.RawMessage) (seconds int64, wake bool, bad *outcome.Out
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var n json.Number
-	if !ok || dec.Decode(&n) != nil {
+	if !ok || bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`"`)) || dec.Decode(&n) != nil {
 		return invalid("seconds is invalid")
 	}
 	seconds, err := n.Int64()
