@@ -34,6 +34,10 @@ type BeingStopped struct {
 	// family ledger (docs/money.md#the-family-ledger).
 	Held   money.Amount
 	Earned money.Amount
+	// Funded is what came into them from outside the family
+	// (docs/money.md#funding), which the family ledger adds to its
+	// sources.
+	Funded money.Amount
 	// Fenced says the being stopped because its fence refused a step
 	// (docs/cluster.md#a-fenced-being): it wrote nothing more, and its
 	// next holder, on this member or another, goes on from what it

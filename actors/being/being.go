@@ -86,6 +86,9 @@ type Being struct {
 	// cache is what the stable prompt layout keeps between cycles
 	// (conversation.go); nil in the seed layout.
 	cache *promptCache
+	// inbound are the funds and messages waiting for their step,
+	// flushing those whose step is in flight (operator.go).
+	inbound, flushing []*inbound
 	// post is the delivery of the outbox (post.go).
 	post post
 }
@@ -142,8 +145,8 @@ type purse struct {
 	// prompt is the last answered request's prompt and its reported
 	// prompt tokens, the start of the next reservation's tight bound
 	// (nil: none; in memory only, a restarted being starts from bytes).
-	prompt                       *sentPrompt
-	departedHeld, departedEarned money.Amount
+	prompt                                       *sentPrompt
+	departedHeld, departedEarned, departedFunded money.Amount
 }
 
 var _ actor.Actor = (*Being)(nil)
@@ -232,6 +235,12 @@ func (b *Being) Receive(ctx actor.Context) {
 		b.handleRedeliver(ctx, msg)
 	case supervision.Restarted:
 		b.health = health{restarts: msg.Restarts, lastFailure: msg.Reason}
+	case messages.FundRequest:
+		b.handleFund(ctx, msg)
+	case messages.MessageRequest:
+		b.handleMessage(ctx, msg)
+	case messages.ReviveChild:
+		b.handleReviveChild(ctx, msg)
 	case messages.InjectPanic:
 		if b.opts.FaultInjection {
 			panic(errors.New("being: injected panic"))
@@ -341,24 +350,28 @@ func (b *Being) load(ctx actor.Context) error {
 	return nil
 }
 
-// settleMode makes a being of a family across machines dormant when its
-// committed life says it ended (exhausted or failed): its recovered
-// state, the newest trusted checkpoint with every committed event after
-// it applied. Its parent chose its mode from the child's state.json, as
-// in one process (docs/family.md#resume-of-children), but under a
-// cluster that file is only the child's first, and a holder that died
-// after committing its end but before its last checkpoint left a
-// checkpoint that lags it (docs/cluster.md#the-holders-files). A spread
+// settleMode makes a child dormant when its committed life says it
+// ended (exhausted or failed), and a dormant child live when it says it
+// did not (a fund un-ended it): its recovered state, the newest trusted
+// checkpoint with every committed event after it applied. Its parent
+// chose its mode from the child's state.json
+// (docs/family.md#resume-of-children), but a holder that died after
+// committing the child's end (or a fund) but before its last checkpoint
+// left a state.json that lags it, and under a cluster that file is only
+// the child's first (docs/cluster.md#the-holders-files). A spread
 // family's root is settled alike: its member records the family's end
 // instead of reviving it once it is exhausted (a root that failed is
 // tried again, as in one process).
 func (b *Being) settleMode() {
-	if b.opts.Mode != Run || !b.held {
-		return
-	}
 	exhausted := b.st.Status == state.StatusExhausted
 	ended := exhausted || b.st.Status == state.StatusFailed
-	if (b.isChild() && ended) || (b.opts.placement().ChildrenElsewhere() && exhausted) {
+	switch {
+	case b.opts.Mode == Dormant && b.isChild() && !ended && !b.opts.placement().ChildrenElsewhere():
+		// Its parent read a state.json that lags a fund which un-ended
+		// it: it lives.
+		b.opts.Mode = Run
+	case b.opts.Mode != Run:
+	case (b.isChild() && ended) || (b.opts.placement().ChildrenElsewhere() && exhausted):
 		b.opts.Mode = Dormant
 	}
 }

@@ -21,8 +21,14 @@ type childRef struct {
 	name string
 	pid  *actor.PID // nil until started (once creates without starting)
 	done bool       // its BeingStopped arrived, or its actor ended
-	// ended says its life ended (exhausted or failed): it takes no
-	// message (docs/family.md#messages).
+	// gone is set once its actor ended; revive asks it to start again
+	// then (a fund un-ended it, handleReviveChild).
+	gone, revive bool
+	// departed is what its BeingStopped added to the purse's departed
+	// money, taken back when it lives again.
+	departed messages.BeingStopped
+	// ended says its life ended (exhausted or failed), until a fund
+	// revives it: it takes no message (docs/family.md#messages).
 	ended bool
 }
 
@@ -38,6 +44,10 @@ func childActorName(name, id string) string {
 	}
 	return supervision.ChildBeingPrefix + sanitizeName(name) + "-" + short
 }
+
+// ChildActorName is the actor name a parent gives its child being name
+// with id: what the operator's channel finds a live child by.
+func ChildActorName(name, id string) string { return childActorName(name, id) }
 
 func sanitizeName(s string) string {
 	out := make([]byte, 0, len(s))
@@ -288,38 +298,85 @@ func (b *Being) resumeChildren(ctx actor.Context) {
 		if b.opts.Mode == Once || b.opts.Mode == Dormant || b.opts.placement().ChildrenElsewhere() {
 			continue
 		}
-		// The directory is <state_dir>/children/<id>, whatever the record
-		// says (docs/state.md#child-directories): a moved family finds its
-		// children, a copy never reaches the original's, and a record that
-		// points elsewhere, or a directory that is a link, is refused.
-		dir, err := state.ChildDir(b.opts.StateDir, rec)
-		if err == nil {
-			err = state.CheckChildDir(dir)
-		}
-		if err != nil {
-			b.warn("child " + rec.Name + " cannot be resumed: " + err.Error())
-			ref.done = true
+		b.startRecorded(ctx, ref, rec)
+	}
+}
+
+// startRecorded starts the actor of the recorded child rec (ref): from
+// its own directory, dormant when its state.json says it ended (its
+// load settles that against its journal, settleMode).
+func (b *Being) startRecorded(ctx actor.Context, ref *childRef, rec state.Child) {
+	// The directory is <state_dir>/children/<id>, whatever the record
+	// says (docs/state.md#child-directories): a moved family finds its
+	// children, a copy never reaches the original's, and a record that
+	// points elsewhere, or a directory that is a link, is refused.
+	dir, err := state.ChildDir(b.opts.StateDir, rec)
+	if err == nil {
+		err = state.CheckChildDir(dir)
+	}
+	if err != nil {
+		b.warn("child " + rec.Name + " cannot be resumed: " + err.Error())
+		ref.done = true
+		return
+	}
+	child, err := state.Load(dir)
+	if err != nil {
+		b.warn("child " + rec.Name + " cannot be resumed: " + err.Error())
+		ref.done = true
+		return
+	}
+	opts := b.opts.child(dir, child.Identity.Name, child.Identity.Ticker, child.Identity.Specialty)
+	opts.Mode = Run
+	if child.Status == state.StatusExhausted || child.Status == state.StatusFailed {
+		opts.Mode = Dormant
+		ref.ended = true
+	}
+	pid, err := ctx.SpawnNamed(Props(opts), childActorName(rec.Name, rec.ID))
+	if err != nil {
+		b.warn("child " + rec.Name + " cannot be started: " + err.Error())
+		ref.done = true
+		return
+	}
+	ref.pid = pid
+}
+
+// handleReviveChild starts again a child that a fund un-ended
+// (docs/money.md#funding): at once when its actor has ended, else when
+// it has (handleTerminated). What it held leaves the departed money: it
+// is on the tree again. A being that stops, or one whose children run
+// elsewhere, starts nothing.
+func (b *Being) handleReviveChild(ctx actor.Context, msg messages.ReviveChild) {
+	if b.stop != nil || b.phase == phaseBooting || b.phase >= phaseStoppingChildren ||
+		b.opts.Mode != Run || b.opts.placement().ChildrenElsewhere() {
+		return
+	}
+	for _, ref := range b.children {
+		if ref.id != msg.ID {
 			continue
 		}
-		child, err := state.Load(dir)
-		if err != nil {
-			b.warn("child " + rec.Name + " cannot be resumed: " + err.Error())
-			ref.done = true
+		ref.revive = true
+		if ref.gone || ref.pid == nil {
+			b.reviveChild(ctx, ref)
+		}
+	}
+}
+
+// reviveChild starts the actor of ref again from its recorded child.
+func (b *Being) reviveChild(ctx actor.Context, ref *childRef) {
+	ref.revive = false
+	for _, rec := range b.st.Mind.Children {
+		if rec.ID != ref.id {
 			continue
 		}
-		opts := b.opts.child(dir, child.Identity.Name, child.Identity.Ticker, child.Identity.Specialty)
-		opts.Mode = Run
-		if child.Status == state.StatusExhausted || child.Status == state.StatusFailed {
-			opts.Mode = Dormant
-			ref.ended = true
+		if ref.done {
+			d := ref.departed
+			b.purse.departedHeld = b.purse.departedHeld.Sub(d.Held)
+			b.purse.departedEarned = b.purse.departedEarned.Sub(d.Earned)
+			b.purse.departedFunded = b.purse.departedFunded.Sub(d.Funded)
 		}
-		pid, err := ctx.SpawnNamed(Props(opts), childActorName(rec.Name, rec.ID))
-		if err != nil {
-			b.warn("child " + rec.Name + " cannot be started: " + err.Error())
-			ref.done = true
-			continue
-		}
-		ref.pid = pid
+		ref.done, ref.gone, ref.pid, ref.departed, ref.ended = false, false, nil, messages.BeingStopped{}, false
+		b.startRecorded(ctx, ref, rec)
+		return
 	}
 }
 
@@ -328,9 +385,11 @@ func (b *Being) handleChildStopped(ctx actor.Context, msg messages.BeingStopped)
 	for _, ref := range b.children {
 		if ref.id == msg.ID && !ref.done {
 			ref.done = true
+			ref.departed = msg
 			ref.ended = msg.Status == state.StatusExhausted || msg.Status == state.StatusFailed
 			b.purse.departedHeld = b.purse.departedHeld.Add(msg.Held)
 			b.purse.departedEarned = b.purse.departedEarned.Add(msg.Earned)
+			b.purse.departedFunded = b.purse.departedFunded.Add(msg.Funded)
 			if ref.pid != nil {
 				ctx.Stop(ref.pid)
 			}

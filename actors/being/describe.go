@@ -39,6 +39,7 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 		"spent":         b.st.Budget.APISpent.Add(b.st.Budget.InstanceSpent).String(),
 		"earned":        b.st.Budget.Earned.String(),
 		"granted":       b.st.Budget.Granted.String(),
+		"funded":        b.st.Budget.Funded.String(),
 		"remaining":     b.st.Budget.Remaining.String(),
 		"current_model": b.st.Mind.CurrentModel,
 		"last_action":   last,
@@ -65,9 +66,15 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 	if t := b.inTransit(); t.Sign() != 0 {
 		d.Figures["in_transit"] = t.String()
 	}
-	if p := b.purse; p.departedHeld.Sign() != 0 || p.departedEarned.Sign() != 0 {
+	if p := b.purse; p.departedHeld.Sign() != 0 || p.departedEarned.Sign() != 0 || p.departedFunded.Sign() != 0 {
 		d.Figures["departed_held"] = p.departedHeld.String()
 		d.Figures["departed_earned"] = p.departedEarned.String()
+		d.Figures["departed_funded"] = p.departedFunded.String()
+	}
+	if n := len(b.st.Inbox); n > 0 {
+		// Messages received that no framing carried yet
+		// (docs/family.md#messages).
+		d.Figures["unread_messages"] = n
 	}
 	if n := len(b.st.Inbox); n > 0 {
 		// Messages received that no framing carried yet

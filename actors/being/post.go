@@ -110,6 +110,11 @@ func (b *Being) deliver(ctx actor.Context, m state.OutMessage) {
 	if b.post.inflight[m.ID] || b.opts.Mode == Once || b.phase == phaseStopped {
 		return
 	}
+	if ref := b.child(m.To); ref != nil && ref.ended && !b.opts.placement().ChildrenElsewhere() {
+		// It ended after the message was sent: it will never take it.
+		b.deliveryAnswered(ctx, m.ID, messages.MessageResponse{Ended: true}, nil)
+		return
+	}
 	pid, req := b.route(ctx, m)
 	if pid == nil {
 		b.redeliverLater(ctx)

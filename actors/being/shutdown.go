@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/wisent/singularity/internal/control"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/outcome"
 	"github.com/wisent/singularity/internal/wire/chat"
@@ -57,6 +58,7 @@ func (b *Being) handleStop(ctx actor.Context, msg messages.StopBeing) {
 		return
 	}
 	b.beginStop()
+	b.failInbound(ctx, control.ErrBusy)
 	if msg.Now {
 		// A stop that does not wait does not wait for the children on
 		// other members either.
@@ -224,6 +226,7 @@ func (b *Being) closePendingCalls(waiting waitFor) []state.Event {
 // only tells its parent.
 func (b *Being) stopWith(ctx actor.Context, err error) {
 	b.beginStop()
+	b.failInbound(ctx, control.ErrBusy)
 	b.stop.subtree = true
 	if err != nil {
 		b.stop.err = err
@@ -400,6 +403,7 @@ func (b *Being) stoppedMessage() messages.BeingStopped {
 		msg.Status = b.st.Status
 		msg.Held = b.entry().Held().Add(b.purse.departedHeld)
 		msg.Earned = b.st.Budget.Earned.Add(b.purse.departedEarned)
+		msg.Funded = b.st.Budget.Funded.Add(b.purse.departedFunded)
 	}
 	if b.stop != nil {
 		msg.Err = b.stop.err
@@ -432,11 +436,18 @@ func (b *Being) handleTerminated(ctx actor.Context, msg *actor.Terminated) {
 		return
 	}
 	for _, ref := range b.children {
-		if ref.alive() && who.Equal(ref.pid) {
+		if ref.pid == nil || !who.Equal(ref.pid) {
+			continue
+		}
+		if ref.alive() {
 			ref.done = true
-			if b.stop == nil {
+			if b.stop == nil && !ref.revive {
 				b.warn("child " + ref.name + " stopped: restart intensity exceeded")
 			}
+		}
+		ref.gone = true
+		if ref.revive && b.stop == nil {
+			b.reviveChild(ctx, ref)
 		}
 	}
 	b.continueShutdown(ctx)

@@ -41,6 +41,8 @@ const (
 	nextGrantDone      // a completed grant's child record: the next grant
 	nextFinalStep      // stopped is durable: the final checkpoint
 	nextStopped        // the final checkpoint (or the last warnings): the end
+	nextOperator       // the operator's funds and messages are durable: their answers
+	nextRevive         // a dormant being's fund is checkpointed: it wakes
 
 	kindMask next = 0xff
 	// thenCheckpoint makes a checkpoint follow the step (a step is
@@ -171,6 +173,8 @@ func (b *Being) wrote(ctx actor.Context, n next) {
 	case b.next.deferred:
 		b.next.deferred = false
 		b.startCycle(ctx)
+	case len(b.inbound) > 0:
+		b.flushInbound(ctx)
 	default:
 		b.flushWarnings(ctx)
 	}
@@ -208,6 +212,10 @@ func (b *Being) resume(ctx actor.Context, n next) {
 		b.commit(ctx, nil, nextStopped|thenCheckpoint)
 	case nextStopped:
 		b.stopped(ctx)
+	case nextOperator:
+		b.operatorDurable(ctx)
+	case nextRevive:
+		b.wake(ctx)
 	}
 }
 

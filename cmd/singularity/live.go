@@ -530,10 +530,20 @@ func runLive(e *env, rt config.Runtime) error {
 	if err != nil {
 		return err
 	}
+	ctl, err := serveControl(l, rt.StateDir, e.secrets)
+	if err != nil {
+		l.log.Warn("no control socket: fund and say will wait for the family to stop", "err", err)
+	}
+	closeControl := func() {
+		if ctl != nil {
+			ctl.Close()
+		}
+	}
 	for {
 		select {
 		case ev := <-l.events:
 			if msg, ok := ev.(messages.FamilyStopped); ok {
+				closeControl()
 				l.close()
 				writeRunSummary(e, rt.StateDir, msg)
 				if msg.Status == state.StatusFailed && msg.Err != nil {
@@ -543,6 +553,7 @@ func runLive(e *env, rt config.Runtime) error {
 			}
 		case <-sigs:
 			l.log.Info("signal received: stopping the family, children first")
+			closeControl()
 			stopped := l.shutdown(sigs)
 			writeRunSummary(e, rt.StateDir, stopped)
 			if stopped.Status == state.StatusFailed && stopped.Err != nil {

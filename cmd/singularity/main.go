@@ -38,6 +38,8 @@ type cli struct {
 	Config  configCmd  `cmd:"" help:"Print the effective configuration, each value with where it came from; secrets are never shown."`
 	Init    initCmd    `cmd:"" help:"Write a standalone being into DIR: a commented configuration, a servers file, prices and a workspace."`
 	Prices  pricesCmd  `cmd:"" help:"Print what a model is charged per million tokens, and from where: the prices file, the catalogue or the price options."`
+	Fund    fundCmd    `cmd:"" help:"Add USD to a being from outside the family; answers once it is durable."`
+	Say     sayCmd     `cmd:"" help:"Send the operator's message to a being; its next cycle's framing carries it."`
 
 	ExampleLas exampleLasCmd `cmd:"" name:"example-las" hidden:"" help:"Serve the example Las over stdio (used by demo)."`
 }

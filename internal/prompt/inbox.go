@@ -6,17 +6,13 @@ import (
 	"github.com/wisent/singularity/internal/store/state"
 )
 
-// Operator is the From of a message the operator sent with `singularity
-// say` (docs/family.md#messages).
-const Operator = "operator"
-
 // Message is the sentence a framing carries for a received message m
 // (docs/family.md#messages): "Message from the operator: <text>" for
 // the operator's, "Message from <name> (<relation>): <text>" for a
 // relative's. A relative's message without a name is attributed to its
 // sender's id.
 func Message(m state.InMessage) string {
-	if m.From == Operator {
+	if m.From == state.FromOperator {
 		return "Message from the operator: " + m.Text
 	}
 	who := m.Name

@@ -354,6 +354,10 @@ type Fund struct {
 	Remaining money.Amount `json:"remaining"`
 }
 
+// FromOperator is the From of a message the operator sent
+// (`singularity say`).
+const FromOperator = "operator"
+
 // InMessage is a received message: its id, who sent it (From is
 // "operator" or the sender being's id; Name is the sender's name and
 // Relation "parent" or "child" for a relative), and its text.
