@@ -77,6 +77,12 @@ func (b *Being) sendMessage(ctx actor.Context, s builtin.Send) {
 	b.toolDone(ctx, toolResult{outcome: res.Outcome, changes: res.Changes})
 }
 
+// lifeEnded reports whether the being's life ended: its applied status
+// is exhausted or failed (a fund may un-end an exhausted one).
+func (b *Being) lifeEnded() bool {
+	return b.st != nil && (b.st.Status == state.StatusExhausted || b.st.Status == state.StatusFailed)
+}
+
 // child is the child of id, nil when there is none.
 func (b *Being) child(id string) *childRef {
 	for _, ref := range b.children {

@@ -4,8 +4,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/wisent/singularity/internal/store/state"
 )
 
 // A being's sleep (docs/family.md#sleep): singularity_self_sleep
@@ -15,12 +13,6 @@ import (
 // wakes on messages and a message or a fund arrives (rouse). The sleep
 // is in the applied state, so a resumed being sleeps on until its time;
 // the next cycle's cycle_started ends it.
-
-// lifeEnded reports whether the being's life ended: it is loaded
-// dormant, or its applied status is exhausted or failed.
-func (b *Being) lifeEnded() bool {
-	return b.st != nil && (b.opts.Mode == Dormant || b.st.Status == state.StatusExhausted || b.st.Status == state.StatusFailed)
-}
 
 // asleep reports whether the being sleeps: a sleep is recorded, and the
 // next cycle has not begun.
