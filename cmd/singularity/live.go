@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/wisent/singularity/actors/family"
 	"github.com/wisent/singularity/actors/las"
 	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/control"
 	"github.com/wisent/singularity/internal/debug"
 	"github.com/wisent/singularity/internal/keeper"
 	"github.com/wisent/singularity/internal/logging"
@@ -530,10 +532,9 @@ func runLive(e *env, rt config.Runtime) error {
 	if err != nil {
 		return err
 	}
-	ctl, err := serveControl(l, rt.StateDir, e.secrets)
-	if err != nil {
-		l.log.Warn("no control socket: fund and say will wait for the family to stop", "err", err)
-	}
+	// The control socket opens once the root has booted: its directory
+	// exists, and this runtime holds its lock.
+	var ctl *control.Server
 	closeControl := func() {
 		if ctl != nil {
 			ctl.Close()
@@ -542,6 +543,11 @@ func runLive(e *env, rt config.Runtime) error {
 	for {
 		select {
 		case ev := <-l.events:
+			if msg, ok := ev.(messages.BeingStarted); ok && ctl == nil && filepath.Clean(msg.Dir) == filepath.Clean(rt.StateDir) {
+				if ctl, err = serveControl(l, rt.StateDir, e.secrets); err != nil {
+					l.log.Warn("no control socket: fund and say wait for the family to stop", "err", err)
+				}
+			}
 			if msg, ok := ev.(messages.FamilyStopped); ok {
 				closeControl()
 				l.close()

@@ -156,6 +156,12 @@ func (e *env) loadConfig(f config.Flags) (config.Runtime, error) {
 	if e.unconfigured() {
 		return config.Runtime{}, noConfiguration
 	}
+	if f.Loop.Resume && e.sourceOf("starting-balance-usd") == "flag" {
+		// A resumed being keeps its balance; money comes in by a fund
+		// (docs/money.md#funding).
+		return config.Runtime{}, fault.New(fault.ClassConfiguration,
+			"--starting-balance-usd is not taken on --resume: a resumed being keeps its balance; add money with `singularity fund AMOUNT`")
+	}
 	rt, err := config.Load(f, os.LookupEnv)
 	if err == nil {
 		e.holdSecrets(secrets(rt))

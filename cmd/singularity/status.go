@@ -124,12 +124,12 @@ func ledgerWord(b accounts.Being) string {
 
 func writeStatusTable(w io.Writer, fam *accounts.Family) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATUS\tCYCLE\tREMAINING\tSPENT\tEARNED\tGRANTED\tLEDGER\tLAST ACTION\tUPDATED")
+	fmt.Fprintln(tw, "NAME\tSTATUS\tCYCLE\tREMAINING\tSPENT\tEARNED\tGRANTED\tFUNDED\tLEDGER\tLAST ACTION\tUPDATED")
 	for _, b := range fam.Beings {
 		st := b.State
-		fmt.Fprintf(tw, "%s%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			strings.Repeat("  ", b.Depth), b.Name, statusWord(st), st.Cycle, st.Budget.Remaining, spent(b),
-			st.Budget.Earned, st.Budget.Granted, ledgerWord(b), lastAction(b), st.UpdatedAt.UTC().Format("2006-01-02 15:04:05Z"))
+			st.Budget.Earned, st.Budget.Granted, st.Budget.Funded, ledgerWord(b), lastAction(b), st.UpdatedAt.UTC().Format("2006-01-02 15:04:05Z"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -148,6 +148,9 @@ func writeStatusTable(w io.Writer, fam *accounts.Family) error {
 	t := fam.Totals
 	fmt.Fprintf(w, "\nfamily: %s, starting %s, granted %s, spent %s, earned %s, remaining %s",
 		beings(t.Beings), t.Starting, t.Granted, t.Spent, t.Earned, t.Remaining)
+	if t.Funded.Sign() != 0 {
+		fmt.Fprintf(w, ", funded %s", t.Funded)
+	}
 	if t.InTransit.Sign() != 0 {
 		fmt.Fprintf(w, ", in transit %s", t.InTransit)
 	}
@@ -202,6 +205,7 @@ type statusBeing struct {
 	Spent         string `json:"spent"`
 	Earned        string `json:"earned"`
 	Granted       string `json:"granted"`
+	Funded        string `json:"funded"`
 	InTransit     string `json:"in_transit"`
 	Ledger        string `json:"ledger"`
 	LastAction    string `json:"last_action"`
@@ -214,6 +218,7 @@ type statusTotals struct {
 	Granted   string `json:"granted"`
 	Spent     string `json:"spent"`
 	Earned    string `json:"earned"`
+	Funded    string `json:"funded"`
 	Remaining string `json:"remaining"`
 	InTransit string `json:"in_transit"`
 	Off       string `json:"off"`
@@ -235,7 +240,7 @@ func writeStatusJSON(w io.Writer, fam *accounts.Family) error {
 		out.Beings = append(out.Beings, statusBeing{
 			ID: b.ID, Name: b.Name, Depth: b.Depth, StateDir: b.StateDir, Status: st.Status, Reason: st.StatusReason, Tier: st.Tier, Cycle: st.Cycle,
 			Starting: st.Budget.Starting.String(), Remaining: st.Budget.Remaining.String(), Spent: spent(b).String(),
-			Earned: st.Budget.Earned.String(), Granted: st.Budget.Granted.String(), InTransit: b.Entry.InTransit.String(),
+			Earned: st.Budget.Earned.String(), Granted: st.Budget.Granted.String(), Funded: st.Budget.Funded.String(), InTransit: b.Entry.InTransit.String(),
 			Ledger: ledgerWord(b), LastAction: last, Updated: st.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000000Z"),
 		})
 		if st.Sleep != nil {
@@ -244,7 +249,7 @@ func writeStatusJSON(w io.Writer, fam *accounts.Family) error {
 	}
 	t := fam.Totals
 	out.Totals = statusTotals{Beings: t.Beings, Starting: t.Starting.String(), Granted: t.Granted.String(), Spent: t.Spent.String(),
-		Earned: t.Earned.String(), Remaining: t.Remaining.String(), InTransit: t.InTransit.String(), Off: t.Off.String()}
+		Earned: t.Earned.String(), Funded: t.Funded.String(), Remaining: t.Remaining.String(), InTransit: t.InTransit.String(), Off: t.Off.String()}
 	out.FamilyLedger = fam.Verdict()
 	for _, err := range fam.Unreadable {
 		// Each is "child <name>: <why>", without the class's prefix.

@@ -181,6 +181,7 @@ func readGone(path, id string) (Node, bool) {
 		"spent":       b.APISpent.Add(b.InstanceSpent).String(),
 		"earned":      b.Earned.String(),
 		"granted":     b.Granted.String(),
+		"funded":      b.Funded.String(),
 		"remaining":   b.Remaining.String(),
 		"last_action": "",
 	}

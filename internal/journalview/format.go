@@ -96,8 +96,36 @@ func Fields(l Line) string {
 			add("child", e.Child.Name)
 			add("child_id", e.Child.ID)
 		}
+	case state.EventFunded:
+		add("amount", usd(e.Amount))
+		add("key", e.Key)
+		if e.Note != "" {
+			add("note", cut(e.Note))
+		}
+	case state.EventMessageReceived:
+		add("id", e.ID)
+		add("from", e.From)
+		if e.Name != "" {
+			add("name", e.Name)
+		}
+		if e.Relation != "" {
+			add("relation", e.Relation)
+		}
+		add("text", cut(e.Text))
+	case state.EventMessageSent:
+		add("id", e.ID)
+		add("to", e.To)
+		add("text", cut(e.Text))
+	case state.EventMessageDelivered:
+		add("id", e.ID)
+	case state.EventSlept:
+		add("until", e.Until.UTC().Format("2006-01-02T15:04:05Z"))
+		add("wake_on_message", strconv.FormatBool(e.WakeOnMessage))
 	default:
 		kv = append(kv, generic(l.Raw)...)
+	}
+	if e.Type == state.EventCycleStarted && len(e.Delivered) > 0 {
+		add("delivered", strings.Join(e.Delivered, ","))
 	}
 	return strings.Join(kv, " ")
 }

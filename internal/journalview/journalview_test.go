@@ -198,6 +198,17 @@ func TestTextAndJSON(t *testing.T) {
 		{state.MemoryAdded(state.Memory{ID: "m1", Kind: "note", Text: "market opens"}), `0001-01-01T00:00:00.000Z Ada memory_added seq=7 cycle=0 kind=note text="market opens"`},
 		{state.ModelCompleted(t0, 2, chat.Usage{PromptTokens: 3, CompletionTokens: 4}, reply),
 			`2026-03-01T12:00:00.000Z Ada model_completed seq=7 cycle=2 prompt_tokens=3 completion_tokens=4 tool_calls=0 reply="All done, ` + strings.Repeat("x", 70) + `…"`},
+		{state.Funded(t0, 2, testkit.USD("0.000000000001"), "top-up", "for rent"),
+			`2026-03-01T12:00:00.000Z Ada funded seq=7 cycle=2 amount=0.000000000001 key=top-up note="for rent"`},
+		{state.Funded(t0, 2, testkit.USD("1000000"), "k", ""), `2026-03-01T12:00:00.000Z Ada funded seq=7 cycle=2 amount=1000000 key=k`},
+		{state.MessageReceived(t0, 2, state.InMessage{ID: "m1", From: "operator", Text: "sell now"}),
+			`2026-03-01T12:00:00.000Z Ada message_received seq=7 cycle=2 id=m1 from=operator text="sell now"`},
+		{state.MessageReceived(t0, 2, state.InMessage{ID: "m2", From: "c-1", Name: "Bo", Relation: "child", Text: "hi"}),
+			`2026-03-01T12:00:00.000Z Ada message_received seq=7 cycle=2 id=m2 from=c-1 name=Bo relation=child text=hi`},
+		{state.MessageSent(t0, 2, state.OutMessage{ID: "m3", To: "c-1", Text: "go"}), `2026-03-01T12:00:00.000Z Ada message_sent seq=7 cycle=2 id=m3 to=c-1 text=go`},
+		{state.MessageDelivered(t0, 2, "m3"), `2026-03-01T12:00:00.000Z Ada message_delivered seq=7 cycle=2 id=m3`},
+		{state.Slept(t0, 2, state.Time{Time: t0.Add(time.Minute)}, true), `2026-03-01T12:00:00.000Z Ada slept seq=7 cycle=2 until=2026-03-01T12:01:00Z wake_on_message=true`},
+		{delivered(state.CycleStarted(t0, 3), "m1", "m2"), `2026-03-01T12:00:00.000Z Ada cycle_started seq=7 cycle=3 delivered=m1,m2`},
 	} {
 		assert.Equal(t, tc.want, journalview.Text("Ada", mk(tc.e)))
 	}
@@ -206,6 +217,11 @@ func TestTextAndJSON(t *testing.T) {
 	assert.Equal(t, "2026-03-01T12:00:00.000Z Ada endowment_granted seq=9 cycle=3 amount=0.125 child_id=c-1", journalview.Text("Ada", unknown))
 	assert.Equal(t, `{"being":"Ada","being_id":"id-1","type":"endowment_granted","seq":9,"at":"2026-03-01T12:00:00.000000Z","cycle":3,"child_id":"c-1","amount":"0.125"}`,
 		string(journalview.JSON("Ada", "id-1", unknown)))
+}
+
+func delivered(e state.Event, ids ...string) state.Event {
+	e.Delivered = ids
+	return e
 }
 
 // TestTailReadsFromTheEnd: the tail of a journal longer than one read

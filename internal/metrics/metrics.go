@@ -68,6 +68,7 @@ type Metrics struct {
 	cached      *prometheus.CounterVec
 	cost        *prometheus.CounterVec
 	revenue     *prometheus.CounterVec
+	funded      *prometheus.CounterVec
 	granted     *prometheus.CounterVec
 	warnings    *prometheus.CounterVec
 	balance     *prometheus.GaugeVec
@@ -94,6 +95,7 @@ type Metrics struct {
 type series struct {
 	label        string
 	earned, gave prometheus.Counter
+	funded       prometheus.Counter
 	warned       prometheus.Counter
 	balance      prometheus.Gauge
 	tier         prometheus.Gauge // nil without the being label
@@ -143,6 +145,7 @@ func New(opts Options) *Metrics {
 	m.cached = counter("singularity_prompt_cached_tokens_total", "Prompt tokens of journaled completions that the provider served from its cache (a part of the prompt tokens), by model.", "model")
 	m.cost = counter("singularity_cost_usd_total", "Debited cost in USD, by part (api, instance) and model; a float for observation, the ledger is exact.", "part", "model")
 	m.revenue = counter("singularity_revenue_usd_total", "Revenue credited from trusted evidence, in USD.")
+	m.funded = counter("singularity_funded_usd_total", "Money the operator added from outside the family (singularity fund), in USD.")
 	m.granted = counter("singularity_granted_usd_total", "Endowments granted to children, in USD.")
 	m.warnings = counter("singularity_warnings_total", "Warnings journaled.")
 	m.balance = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "singularity_balance_usd", Help: "Remaining balance in USD after the last durable step (summed over beings without the being label)."}, m.labels())
@@ -153,7 +156,7 @@ func New(opts Options) *Metrics {
 	m.restarts = counter("singularity_las_restarts_total", "Restarts of a being's MCP servers.", "server")
 	m.beings = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "singularity_beings", Help: "Beings of the family by status."}, []string{"status"})
 	m.fsync = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "singularity_storage_fsync_seconds", Help: "Duration of one durable write (a journal step or a checkpoint, each ending in fsync).", Buckets: fsyncBuckets})
-	m.to.MustRegister(m.completions, m.tokens, m.cached, m.cost, m.revenue, m.granted, m.warnings, m.balance,
+	m.to.MustRegister(m.completions, m.tokens, m.cached, m.cost, m.revenue, m.funded, m.granted, m.warnings, m.balance,
 		m.cycles, m.toolCalls, m.toolTime, m.modelTime, m.restarts, m.beings, m.fsync)
 	if m.perBeing {
 		m.tier = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "singularity_survival_tier", Help: "The survival tier each being lives in (its position in SINGULARITY_TIERS_FILE; 0 for none)."}, m.labels())
@@ -202,6 +205,7 @@ func (m *Metrics) of(b observe.Being) *series {
 	s := &series{
 		label:  label,
 		earned: m.revenue.WithLabelValues(v()...),
+		funded: m.funded.WithLabelValues(v()...),
 		gave:   m.granted.WithLabelValues(v()...),
 		warned: m.warnings.WithLabelValues(v()...),
 		finish: map[[2]string]prometheus.Counter{},
@@ -267,6 +271,8 @@ func (m *Metrics) Step(st observe.Step) {
 			addUSD(ms.instance, e.Instance)
 		case state.EventRevenueCredited:
 			addUSD(s.earned, e.Amount)
+		case state.EventFunded:
+			addUSD(s.funded, e.Amount)
 		case observe.EventEndowmentGranted:
 			addUSD(s.gave, e.Amount)
 		case state.EventWarning:

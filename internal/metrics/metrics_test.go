@@ -62,6 +62,7 @@ func feed(m *Metrics) {
 		m.LasRestarted(b, "las")
 	}
 	m.Step(observe.Step{Being: bo, Status: "exhausted", Balance: money.Zero, Events: []state.Event{state.Stopped(now, 1, "exhausted", "")}})
+	m.Step(observe.Step{Being: ada, Status: "running", Balance: testkit.USD("3.29"), Events: []state.Event{state.Funded(now, 1, testkit.USD("2.5"), "k1", "")}})
 	m.DurableWrite(400 * time.Microsecond)
 }
 
@@ -93,13 +94,17 @@ singularity_cost_usd_total{being="Bo-01234567",model="other",part="instance"} 0.
 # TYPE singularity_revenue_usd_total counter
 singularity_revenue_usd_total{being="Ada-agent-ad"} 0.05
 singularity_revenue_usd_total{being="Bo-01234567"} 0.05
+# HELP singularity_funded_usd_total Money the operator added from outside the family (singularity fund), in USD.
+# TYPE singularity_funded_usd_total counter
+singularity_funded_usd_total{being="Ada-agent-ad"} 2.5
+singularity_funded_usd_total{being="Bo-01234567"} 0
 # HELP singularity_granted_usd_total Endowments granted to children, in USD.
 # TYPE singularity_granted_usd_total counter
 singularity_granted_usd_total{being="Ada-agent-ad"} 0.25
 singularity_granted_usd_total{being="Bo-01234567"} 0.25
 # HELP singularity_balance_usd Remaining balance in USD after the last durable step (summed over beings without the being label).
 # TYPE singularity_balance_usd gauge
-singularity_balance_usd{being="Ada-agent-ad"} 0.79
+singularity_balance_usd{being="Ada-agent-ad"} 3.29
 singularity_balance_usd{being="Bo-01234567"} 0
 # HELP singularity_cycles_total Cycles ended, by status (completed, tool_round_limit, budget_exhausted, failed).
 # TYPE singularity_cycles_total counter
@@ -126,7 +131,7 @@ singularity_warnings_total{being="Bo-01234567"} 1
 `
 	require.NoError(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
 		"singularity_completions_total", "singularity_tokens_total", "singularity_prompt_cached_tokens_total", "singularity_cost_usd_total",
-		"singularity_revenue_usd_total", "singularity_granted_usd_total", "singularity_balance_usd",
+		"singularity_revenue_usd_total", "singularity_funded_usd_total", "singularity_granted_usd_total", "singularity_balance_usd",
 		"singularity_cycles_total", "singularity_tool_calls_total", "singularity_las_restarts_total",
 		"singularity_beings", "singularity_warnings_total"))
 	samples := func(h prometheus.Histogram) uint64 {
@@ -160,7 +165,7 @@ singularity_cost_usd_total{model="sim-small",part="api"} 0.0075
 singularity_cost_usd_total{model="sim-small",part="instance"} 0.0025
 # HELP singularity_balance_usd Remaining balance in USD after the last durable step (summed over beings without the being label).
 # TYPE singularity_balance_usd gauge
-singularity_balance_usd 0.79
+singularity_balance_usd 3.29
 # HELP singularity_tool_calls_total Tool calls journaled, by surface (a Las prefix, builtin or most) and outcome status.
 # TYPE singularity_tool_calls_total counter
 singularity_tool_calls_total{status="failed",surface="builtin"} 2
