@@ -76,11 +76,6 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 		// (docs/family.md#messages).
 		d.Figures["unread_messages"] = n
 	}
-	if n := len(b.st.Inbox); n > 0 {
-		// Messages received that no framing carried yet
-		// (docs/family.md#messages).
-		d.Figures["unread_messages"] = n
-	}
 	if s := b.st.Sleep; s != nil && b.st.Status == state.StatusRunning {
 		// docs/family.md#sleep
 		d.Status = s.String()
