@@ -1,16 +1,17 @@
 package testkit
 
 import (
+	"slices"
 	"sync"
 	"testing"
 	"time"
 )
 
 // ManualClock is a supervision.Clock that moves only when the test
-// advances it: a timer fires, on a goroutine of its own, once Advance
-// has brought the clock to its deadline. Tests of long waits (a sleep
-// of an hour, nothing asked meanwhile) run them in no time, and can
-// count the timers still pending.
+// advances it: a timer fires once Advance has brought the clock to its
+// deadline, on Advance's goroutine, in deadline order. Tests of long
+// waits (a backoff, a sleep of an hour with nothing asked meanwhile)
+// run them in no time, and can count the timers still pending.
 type ManualClock struct {
 	mu      sync.Mutex
 	now     time.Time
@@ -37,18 +38,13 @@ func (c *ManualClock) Now() time.Time {
 	return c.now
 }
 
-// AfterFunc runs f once the clock has advanced by d (at once when d is
-// not positive); the returned function stops it and reports whether it
-// had not fired yet.
+// AfterFunc runs f once the clock has advanced by d (a d of zero or
+// less at the next Advance); the returned function stops it and reports
+// whether it had not fired yet.
 func (c *ManualClock) AfterFunc(d time.Duration, f func()) func() bool {
 	c.mu.Lock()
 	t := &manualTimer{at: c.now.Add(d), after: d, f: f}
-	if d <= 0 {
-		t.done = true
-		go f()
-	} else {
-		c.timers = append(c.timers, t)
-	}
+	c.timers = append(c.timers, t)
 	c.mu.Unlock()
 	select {
 	case c.changed <- struct{}{}:
@@ -63,24 +59,29 @@ func (c *ManualClock) AfterFunc(d time.Duration, f func()) func() bool {
 	}
 }
 
-// Advance moves the clock forward by d and fires every timer due by
-// then.
+// Advance moves the clock forward by d and runs every timer due by
+// then, earliest first.
 func (c *ManualClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
+	var due []*manualTimer
 	kept := c.timers[:0]
 	for _, t := range c.timers {
 		switch {
 		case t.done:
 		case !t.at.After(c.now):
 			t.done = true
-			go t.f()
+			due = append(due, t)
 		default:
 			kept = append(kept, t)
 		}
 	}
 	c.timers = kept
 	c.mu.Unlock()
+	slices.SortStableFunc(due, func(a, b *manualTimer) int { return a.at.Compare(b.at) })
+	for _, t := range due {
+		t.f()
+	}
 }
 
 // Pending counts the timers neither fired nor stopped that were set
