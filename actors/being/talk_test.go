@@ -305,6 +305,21 @@ func sleepTimer(t *testing.T, clock *testkit.StepClock) *testkit.Timer {
 	}
 }
 
+// sleepyBrama answers a being's first completion with a self_sleep of
+// args and every later one with text; requests hears of each request.
+func sleepyBrama(t *testing.T, args string) (*bramatest.Server, <-chan struct{}) {
+	srv := newBrama(t)
+	requests := make(chan struct{}, 64)
+	srv.SetHandler(func(r *bramatest.Request) bramatest.Reply {
+		requests <- struct{}{}
+		if len(srv.Completions()) == 1 {
+			return bramatest.ToolCallsReply(bramatest.Usage(10, 5), bramatest.Call("z", builtin.SelfSleep, args))
+		}
+		return bramatest.TextReply("awake", bramatest.Usage(10, 5))
+	})
+	return srv, requests
+}
+
 // TestSleepUntilAMessage: self_sleep ends the cycle without another
 // completion, and the being asks for none while its 60 s sleep lasts
 // (its clock's timer never fires here); the status says until when. A
@@ -313,15 +328,7 @@ func sleepTimer(t *testing.T, clock *testkit.StepClock) *testkit.Timer {
 // framing carries the message once.
 func TestSleepUntilAMessage(t *testing.T) {
 	t.Parallel()
-	srv := newBrama(t)
-	requests := make(chan struct{}, 64)
-	srv.SetHandler(func(r *bramatest.Request) bramatest.Reply {
-		requests <- struct{}{}
-		if len(srv.Completions()) == 1 {
-			return bramatest.ToolCallsReply(bramatest.Usage(10, 5), bramatest.Call("z", builtin.SelfSleep, `{"seconds":60}`))
-		}
-		return bramatest.TextReply("awake", bramatest.Usage(10, 5))
-	})
+	srv, requests := sleepyBrama(t, `{"seconds":60}`)
 	opts := familyOptions(t)
 	clock := testkit.NewStepClock()
 	opts.Clock = clock
@@ -368,15 +375,7 @@ func TestSleepUntilAMessage(t *testing.T) {
 // ended by a message; its timer ends it.
 func TestSleepWithoutWaking(t *testing.T) {
 	t.Parallel()
-	srv := newBrama(t)
-	requests := make(chan struct{}, 64)
-	srv.SetHandler(func(r *bramatest.Request) bramatest.Reply {
-		requests <- struct{}{}
-		if len(srv.Completions()) == 1 {
-			return bramatest.ToolCallsReply(bramatest.Usage(10, 5), bramatest.Call("z", builtin.SelfSleep, `{"seconds":60,"wake_on_message":false}`))
-		}
-		return bramatest.TextReply("awake", bramatest.Usage(10, 5))
-	})
+	srv, requests := sleepyBrama(t, `{"seconds":60,"wake_on_message":false}`)
 	opts := familyOptions(t)
 	clock := testkit.NewStepClock()
 	opts.Clock = clock
