@@ -164,14 +164,14 @@ func writeStatusTable(w io.Writer, fam *accounts.Family) error {
 // "sleeping until 2026-12-07T22:00:00Z".
 func statusWord(st *state.Being) string {
 	word := st.Status
-	if st.Sleep != nil {
+	switch {
+	case st.Sleep == nil:
+	case word == state.StatusRunning:
 		// docs/family.md#sleep: a running being that sleeps is shown
 		// sleeping; a stopped one sleeps on once resumed.
-		if word == state.StatusRunning {
-			word = st.Sleep.String()
-		} else {
-			word += ", " + st.Sleep.String()
-		}
+		word = st.Sleep.String()
+	case word == state.StatusStopped:
+		word += ", " + st.Sleep.String()
 	}
 	if st.Tier > 0 {
 		return fmt.Sprintf("%s, tier %d", word, st.Tier)
