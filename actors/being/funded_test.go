@@ -47,7 +47,7 @@ func killedAfterItsEnd(t *testing.T, opts being.Options, id, status string) stri
 }
 
 // boWorld is a gateway that tells on every completion Bo asks for, and
-// a root that cycles once an hour, without Las.
+// a root that cycles once an hour, with an example Las.
 func boWorld(t *testing.T) (*bramatest.Server, being.Options, chan struct{}) {
 	t.Helper()
 	srv := newBrama(t)
@@ -59,6 +59,7 @@ func boWorld(t *testing.T) (*bramatest.Server, being.Options, chan struct{}) {
 		return bramatest.TextReply("nothing to do", bramatest.Usage(10, 5))
 	})
 	opts := options(t, being.Run)
+	withExampleLas(t, &opts, `{}`)
 	opts.CycleInterval = time.Hour
 	return srv, opts, boAsked
 }
@@ -67,7 +68,7 @@ func boWorld(t *testing.T) (*bramatest.Server, being.Options, chan struct{}) {
 // ends its life (`stopped exhausted` or `stopped failed`) while its
 // state.json, a checkpoint that lags it, says it runs, is loaded dormant
 // by `run --resume` in one process: it boots nothing, journals nothing,
-// and never asks the gateway. Fifty times each.
+// starts no Las, and never asks the gateway. Fifty times each.
 func TestKillWindowKeepsEndedChildDormant(t *testing.T) {
 	const id = "7b1c2d3e-4f5a-4b6c-8d7e-9f0a1b2c3d4e"
 	for _, status := range []string{state.StatusExhausted, state.StatusFailed} {
@@ -80,6 +81,8 @@ func TestKillWindowKeepsEndedChildDormant(t *testing.T) {
 					require.NoError(t, err)
 					h, d := startParentOfBo(t, srv, opts, id)
 					assert.Equal(t, status, d.Status)
+					require.Len(t, d.Children, 1, "a dormant child has its ledger and no Las")
+					assert.Contains(t, d.Children[0].Id, "/ledger")
 					h.shutdown()
 					after, err := os.ReadFile(testkit.JournalPath(dir))
 					require.NoError(t, err)

@@ -152,10 +152,26 @@ func (b *Being) fundAnswer(key string, dup bool, err error) messages.FundRespons
 	return r
 }
 
-// failInbound answers every fund and message still waiting with err (a
-// stop began): none of them was written.
+// failInbound answers every fund and message still waiting for its step
+// with err (a stop began): none of them was written. A step in flight
+// lands first and is answered as usual.
 func (b *Being) failInbound(ctx actor.Context, err error) {
-	for _, in := range b.inbound {
+	b.answerInbound(ctx, b.inbound, err)
+	b.inbound = nil
+}
+
+// fencedInbound answers every fund and message still waiting, its step
+// in flight included, with err: a fence refused a step, and whether that
+// one counted is the next holder's to say; the sender asks again with
+// the same key, which is not applied twice.
+func (b *Being) fencedInbound(ctx actor.Context, err error) {
+	b.answerInbound(ctx, append(b.inbound, b.flushing...), err)
+	b.inbound, b.flushing = nil, nil
+}
+
+// answerInbound answers the waiters of each of ins with err.
+func (b *Being) answerInbound(ctx actor.Context, ins []*inbound, err error) {
+	for _, in := range ins {
 		for _, w := range in.waiters {
 			if w == nil {
 				continue
@@ -167,5 +183,4 @@ func (b *Being) failInbound(ctx actor.Context, err error) {
 			}
 		}
 	}
-	b.inbound = nil
 }

@@ -385,6 +385,7 @@ func (b *Being) fenced(ctx actor.Context, err error) {
 		return
 	}
 	b.log.Error("being fenced: it stops and writes nothing more", "err", err)
+	b.fencedInbound(ctx, control.ErrBusy)
 	msg := b.stoppedMessage()
 	msg.Err, msg.Fenced = err, true
 	if b.stop != nil && b.stop.graceTimer != nil {

@@ -95,6 +95,10 @@ func (f *Family) activate(ctx actor.Context, msg Activate) {
 // placedName is a placed being's actor name: its directory's name.
 func placedName(dir string) string { return "being-" + filepath.Base(dir) }
 
+// PlacedName is the actor name, under the family, of the being living
+// in dir on the member that holds it (a family spread over members).
+func PlacedName(dir string) string { return placedName(dir) }
+
 // release asks the being living in msg.Dir to stop.
 func (f *Family) release(ctx actor.Context, msg Release) {
 	if p := f.beings[filepath.Clean(msg.Dir)]; p != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -89,42 +90,92 @@ func (o *operatorFlags) send(e *env, req control.Request) (control.Reply, error)
 	}
 	req.Being = rel
 	deadline := time.Now().Add(o.Timeout)
-	socket := filepath.Join(o.StateDir, control.SocketName)
+	notHere := false
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		left := time.Until(deadline)
-		if left <= 0 {
+		if time.Until(deadline) <= 0 {
+			if notHere {
+				return control.Reply{}, noMember(dir)
+			}
 			return control.Reply{}, fault.Errorf(fault.ClassState, "no answer within %s: the family's runtime is busy, or a runtime holds the being's directory without its control socket", o.Timeout)
 		}
-		reply, err := control.Ask(socket, req, left)
-		if errors.Is(err, control.ErrNoRuntime) {
-			reply, err = control.Apply(dir, req, nil, state.Now)
-			if errors.Is(err, state.ErrInUse) {
-				// A runtime starting, or stopping: ask again.
-				time.Sleep(min(wait, time.Until(deadline)))
-				continue
-			}
-			if errors.Is(err, control.ErrRefused) {
-				return control.Reply{}, refusal(err)
-			}
-			if err != nil {
-				return control.Reply{}, fault.Errorf(fault.ClassState, "%w", err)
-			}
-			return reply, nil
+		reply, done, err := o.ask(req, deadline)
+		if done || err != nil {
+			return reply, err
 		}
-		if err != nil {
-			return control.Reply{}, fault.Errorf(fault.ClassRuntime, "%w", err)
+		// Members that hold the being elsewhere: it may be between
+		// members (a takeover), ask again.
+		notHere = reply.NotHere
+		if !reply.Busy && !reply.NotHere {
+			// No runtime listens: this command applies it.
+			reply, done, err = o.apply(dir, req)
+			if done || err != nil {
+				return reply, err
+			}
 		}
-		switch {
-		case reply.Busy:
-			time.Sleep(min(wait, time.Until(deadline)))
-			continue
-		case reply.Refusal != "":
-			return control.Reply{}, fault.New(fault.ClassConfiguration, reply.Refusal)
-		case reply.Failure != "":
-			return control.Reply{}, fault.New(fault.ClassRuntime, reply.Failure)
-		}
-		return reply, nil
+		time.Sleep(min(wait, time.Until(deadline)))
 	}
+}
+
+// noMember is the refusal of a being of a family across members that
+// no member holds.
+func noMember(dir string) error {
+	return fault.Errorf(fault.ClassCluster,
+		"no member of the family across members holds %s now (it ended, or no member runs); fund and say reach a being through the member that holds it", dir)
+}
+
+// ask offers req to every runtime listening in the state root: the
+// family's `run` (control.sock), then each member of a family across
+// members (control-<member>.sock). done says one answered for good; else
+// the reply says whether one was busy (ask again) or every member holds
+// the being elsewhere (NotHere). A zero reply means none listens.
+func (o *operatorFlags) ask(req control.Request, deadline time.Time) (control.Reply, bool, error) {
+	sockets := []string{filepath.Join(o.StateDir, control.SocketName)}
+	members, _ := filepath.Glob(filepath.Join(o.StateDir, control.MemberSockets))
+	sockets = append(sockets, members...)
+	var seen control.Reply
+	for _, socket := range sockets {
+		reply, err := control.Ask(socket, req, time.Until(deadline))
+		switch {
+		case errors.Is(err, control.ErrNoRuntime):
+			continue
+		case err != nil:
+			return control.Reply{}, true, fault.Errorf(fault.ClassRuntime, "%w", err)
+		case reply.Busy:
+			seen.Busy = true
+		case reply.NotHere:
+			seen.NotHere = true
+		case reply.Refusal != "":
+			return control.Reply{}, true, fault.New(fault.ClassConfiguration, reply.Refusal)
+		case reply.Failure != "":
+			return control.Reply{}, true, fault.New(fault.ClassRuntime, reply.Failure)
+		default:
+			return reply, true, nil
+		}
+	}
+	if seen.Busy {
+		seen.NotHere = false
+	}
+	return seen, false, nil
+}
+
+// apply carries req out under the being's lock when no runtime listens
+// (control.Apply); a directory a runtime holds (one starting or
+// stopping) is not done yet. A being of a family across members is
+// written only by the member that holds it: this command refuses it.
+func (o *operatorFlags) apply(dir string, req control.Request) (control.Reply, bool, error) {
+	if _, err := os.Stat(filepath.Join(dir, state.HeldDir)); err == nil {
+		return control.Reply{}, true, noMember(dir)
+	}
+	reply, err := control.Apply(dir, req, nil, state.Now)
+	switch {
+	case errors.Is(err, state.ErrInUse):
+		return control.Reply{}, false, nil
+	case errors.Is(err, control.ErrRefused):
+		return control.Reply{}, true, refusal(err)
+	case err != nil:
+		return control.Reply{}, true, fault.Errorf(fault.ClassState, "%w", err)
+	}
+	return reply, true, nil
 }
 
 // being is the state directory of the being --being names (the root
@@ -143,6 +194,11 @@ func (o *operatorFlags) being() (string, error) {
 			found = append(found, b)
 		}
 	}
+	if len(found) == 0 {
+		// A family across members records its children in its holders'
+		// journals: their directories name them too.
+		found = childDirsNamed(o.StateDir, o.Being)
+	}
 	switch len(found) {
 	case 0:
 		return "", fault.Errorf(fault.ClassConfiguration, "no being of the family in %s is named or has the id %q", o.StateDir, o.Being)
@@ -154,6 +210,25 @@ func (o *operatorFlags) being() (string, error) {
 		ids[i] = b.ID
 	}
 	return "", fault.Errorf(fault.ClassConfiguration, "%d beings are named %q (ids %s): give the id", len(found), o.Being, strings.Join(ids, ", "))
+}
+
+// childDirsNamed are the beings under root's children/ directories,
+// at any depth, whose id (directory name) or first state's name is
+// nameOrID.
+func childDirsNamed(root, nameOrID string) []accounts.Being {
+	var found []accounts.Being
+	dirs, _ := filepath.Glob(filepath.Join(root, "children", "*"))
+	for _, dir := range dirs {
+		st, err := state.Load(dir)
+		if err != nil {
+			continue
+		}
+		if id := filepath.Base(dir); id == nameOrID || st.Identity.Name == nameOrID {
+			found = append(found, accounts.Being{ID: id, Name: st.Identity.Name, StateDir: dir})
+		}
+		found = append(found, childDirsNamed(dir, nameOrID)...)
+	}
+	return found
 }
 
 // refusal is a refused request as the command's error: exit 2.

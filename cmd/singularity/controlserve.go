@@ -12,7 +12,6 @@ import (
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/actors/family"
 	"github.com/wisent/singularity/internal/control"
-	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/boundary"
 	"github.com/wisent/singularity/messages"
@@ -26,22 +25,39 @@ const controlTimeout = 30 * time.Second
 // answers on is left alone (this runtime is refused the root's lock
 // anyway); one a killed runtime left behind is replaced.
 func serveControl(l *live, root string, secrets *boundary.Secrets) (*control.Server, error) {
-	path := filepath.Join(root, control.SocketName)
+	return listenControl(&router{system: l.system, root: root, secrets: secrets}, filepath.Join(root, control.SocketName))
+}
+
+// serveMemberControl opens a cluster member's control socket,
+// control-<member>.sock in the shared state root: the member answers
+// for the beings it holds, and says it holds none of the others
+// (docs/cluster.md#the-operators-channel). placed says the family's
+// beings are spread over the members, each its own actor under the
+// family.
+func serveMemberControl(l *live, root, member string, placed bool, secrets *boundary.Secrets) (*control.Server, error) {
+	r := &router{system: l.system, root: root, secrets: secrets, member: true, placed: placed}
+	return listenControl(r, filepath.Join(root, control.MemberSocket(member)))
+}
+
+func listenControl(r *router, path string) (*control.Server, error) {
 	if _, err := control.Ask(path, control.Request{}, time.Second); !errors.Is(err, control.ErrNoRuntime) {
 		return nil, nil
 	}
-	r := &router{system: l.system, root: root, secrets: secrets}
 	return control.Listen(path, controlTimeout, r.handle)
 }
 
 // router carries a control request to the being it names: by message
 // to its actor when it lives, else (its actor ended: exhausted, failed,
 // or stopping) to its directory under its lock, after which its parent
-// is asked to start it again.
+// is asked to start it again. A cluster member's router never writes a
+// being's directory itself: a being it does not hold is not its own.
 type router struct {
 	system  *actor.ActorSystem
 	root    string
 	secrets *boundary.Secrets
+	// member is set on a cluster member, placed when its family's
+	// beings are spread over the members.
+	member, placed bool
 }
 
 // handle answers req within the deadline of ctx; it runs on the
@@ -49,7 +65,7 @@ type router struct {
 func (r *router) handle(ctx context.Context, req control.Request) control.Reply {
 	pid, parent, err := r.pids(req.Being)
 	if err != nil {
-		return control.Reply{Refusal: err.Error()}
+		return control.Reply{Failure: err.Error()}
 	}
 	dir := filepath.Join(r.root, req.Being)
 	for wait := 20 * time.Millisecond; ; wait = min(2*wait, time.Second) {
@@ -60,7 +76,10 @@ func (r *router) handle(ctx context.Context, req control.Request) control.Reply 
 			// not free yet: nothing was written, the command asks again.
 			return control.Reply{Busy: true}
 		}
-		reply, err := r.ask(pid, req, left)
+		reply, err := r.ask(ctx, pid, req, left)
+		if errors.Is(err, actor.ErrDeadLetter) && r.member {
+			return control.Reply{NotHere: true}
+		}
 		if errors.Is(err, actor.ErrDeadLetter) {
 			reply, err = control.Apply(dir, req, r.secrets, state.Now)
 			if err == nil && parent != nil && req.Op == control.OpFund && !reply.Duplicate {
@@ -72,6 +91,8 @@ func (r *router) handle(ctx context.Context, req control.Request) control.Reply 
 			return reply
 		case errors.Is(err, control.ErrRefused):
 			return control.Reply{Refusal: err.Error()}
+		case errors.Is(err, context.Canceled):
+			return control.Reply{Busy: true}
 		case errors.Is(err, control.ErrBusy), errors.Is(err, state.ErrInUse):
 			select {
 			case <-ctx.Done():
@@ -83,13 +104,32 @@ func (r *router) handle(ctx context.Context, req control.Request) control.Reply 
 	}
 }
 
-// ask asks the being's actor and waits at most left.
-func (r *router) ask(pid *actor.PID, req control.Request, left time.Duration) (control.Reply, error) {
+// ask asks the being's actor and waits at most left, or until ctx ends
+// (the server closes: context.Canceled). An answer that comes after is
+// lost, and the effect may have taken place: the command asks again
+// with the same key, which is not applied twice.
+func (r *router) ask(ctx context.Context, pid *actor.PID, req control.Request, left time.Duration) (control.Reply, error) {
 	var msg any = messages.MessageRequest{Message: state.InMessage{ID: req.Key, From: state.FromOperator, Text: req.Text}}
 	if req.Op == control.OpFund {
 		msg = messages.FundRequest{Amount: req.Amount, Key: req.Key, Note: req.Note}
 	}
-	res, err := r.system.Root.RequestFuture(pid, msg, left).Result()
+	type answer struct {
+		res any
+		err error
+	}
+	done := make(chan answer, 1)
+	future := r.system.Root.RequestFuture(pid, msg, left)
+	go func() {
+		res, err := future.Result()
+		done <- answer{res, err}
+	}()
+	var a answer
+	select {
+	case a = <-done:
+	case <-ctx.Done():
+		return control.Reply{}, context.Canceled
+	}
+	res, err := a.res, a.err
 	if err != nil {
 		return control.Reply{}, err
 	}
@@ -106,25 +146,27 @@ func (r *router) ask(pid *actor.PID, req control.Request, left time.Duration) (c
 // relative to the root) and its parent's (nil for the root): a child's
 // actor is named by its record in its parent (being.ChildActorName).
 func (r *router) pids(rel string) (*actor.PID, *actor.PID, error) {
+	if r.placed {
+		// Each being of a spread family is its member's family's child.
+		return r.system.NewLocalPID("family/" + family.PlacedName(filepath.Join(r.root, rel))), nil, nil
+	}
 	id := "family/" + family.RootName
 	var parent string
 	if rel != "." {
-		fam, err := accounts.Read(r.root)
-		if err != nil {
-			return nil, nil, err
-		}
-		names := map[string]string{}
-		for _, b := range fam.Beings {
-			names[b.StateDir] = b.Name
-		}
 		dir := r.root
 		for _, part := range strings.Split(filepath.ToSlash(rel), "/") {
 			dir = filepath.Join(dir, part)
 			if part == "children" {
 				continue
 			}
+			// A being's name never changes: its first state's is its
+			// record's.
+			st, err := state.Load(dir)
+			if err != nil {
+				return nil, nil, err
+			}
 			parent = id
-			id += "/" + being.ChildActorName(names[dir], part)
+			id += "/" + being.ChildActorName(st.Identity.Name, part)
 		}
 	}
 	pid := r.system.NewLocalPID(id)

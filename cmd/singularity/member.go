@@ -305,6 +305,7 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 		return false, err
 	}
 	log.Info("this member holds the family")
+	defer m.serveControl(l, false)()
 	defer keepHistoryShort(m.session, m.cl.Compact, log)()
 	for {
 		select {
@@ -352,6 +353,22 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 			log.Error("the member's etcd lease ended: the family stops at once and writes nothing more")
 			l.stopNow()
 			return true, nil
+		}
+	}
+}
+
+// serveControl opens the member's control socket for the family it
+// holds (placed: its share of a family spread over members) and returns
+// what closes it; without a socket fund and say reach the being through
+// another member, or not at all.
+func (m *memberRun) serveControl(l *live, placed bool) (stop func()) {
+	ctl, err := serveMemberControl(l, m.rt.StateDir, m.cl.Member, placed, m.e.secrets)
+	if err != nil {
+		m.log.Warn("no control socket: fund and say do not reach the beings this member holds", "err", err)
+	}
+	return func() {
+		if ctl != nil {
+			ctl.Close()
 		}
 	}
 }

@@ -101,6 +101,7 @@ func (m *memberRun) spread() (rejoin bool, err error) {
 	}
 	l.system.Root.Send(placerPID, begin)
 	m.log.Info("this member places the family's beings", "placement", "being")
+	defer m.serveControl(l, true)()
 	defer keepHistoryShort(m.session, m.cl.Compact, m.log)()
 	return m.placeUntilDone(l, placerPID, done)
 }

@@ -21,6 +21,22 @@ import (
 // SocketName is the control socket's file name in the state root.
 const SocketName = "control.sock"
 
+// MemberSocket is the file name of a cluster member's control socket in
+// the shared state root: control-<member>.sock, the member's name kept
+// to letters, digits, '-', '_' and '.'.
+func MemberSocket(member string) string {
+	clean := []byte(member)
+	for i, c := range clean {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			clean[i] = '_'
+		}
+	}
+	return "control-" + string(clean) + ".sock"
+}
+
+// MemberSockets is the glob of the members' sockets in a state root.
+const MemberSockets = "control-*.sock"
+
 // Operations of a Request.
 const (
 	OpFund = "fund"
@@ -54,6 +70,9 @@ type Reply struct {
 	Refusal   string       `json:"refusal,omitempty"`
 	Failure   string       `json:"failure,omitempty"`
 	Busy      bool         `json:"busy,omitempty"`
+	// NotHere is a cluster member's answer for a being it does not
+	// hold: the command asks the other members.
+	NotHere bool `json:"not_here,omitempty"`
 }
 
 // ErrRefused marks a request refused for what it asks (an exit-2

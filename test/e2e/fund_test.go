@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -86,6 +87,16 @@ func TestFundStoppedFamily(t *testing.T) {
 	assert.Equal(t, "2.500000000001", doc.Totals.Funded)
 	assert.Equal(t, "exact", doc.Ledger)
 	assert.Contains(t, w.run("journal").stdout, `funded seq=6 cycle=1 amount=2.5 key=top-up-1 note="for rent"`)
+
+	// The state directory from a configuration file, nothing in the
+	// environment.
+	cfg := filepath.Join(w.dir, "fund.toml")
+	require.NoError(t, os.WriteFile(cfg, []byte("state-dir = \""+w.stateDir+"\"\n"), 0o600))
+	cmd := exec.Command(testkit.Singularity(t), "fund", "--config", cfg, "1", "--key", "by-config")
+	cmd.Env = testkit.Environ(map[string]string{"PATH": os.Getenv("PATH"), "HOME": w.dir})
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	assert.Equal(t, "funded "+name+" 1 USD (key by-config); remaining 13.499790000001 USD\n", string(out))
 }
 
 // TestFundRefusals: every refused fund and say exits 2 with one sentence
