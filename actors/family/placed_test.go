@@ -129,3 +129,26 @@ func TestPlacedFamily(t *testing.T) {
 type spreadAlone struct{ being.Alone }
 
 func (spreadAlone) ChildrenElsewhere() bool { return true }
+
+// TestPlacedFamilyRelaysElsewhere: a relative's message for a being the
+// placed family does not run goes to Options.Relay, whose answer the
+// sender gets.
+func TestPlacedFamilyRelaysElsewhere(t *testing.T) {
+	system := quietSystem(t)
+	asked := make(chan string, 1)
+	pid, err := system.Root.SpawnNamed(family.Props(family.Options{
+		Gateway: gateway(t, func(*bramatest.Request) bramatest.Reply { return bramatest.TextReply("ok", bramatest.Usage(1, 1)) }),
+		Root:    being.Options{StateDir: t.TempDir(), Identity: testkit.Identity()},
+		Placed:  true,
+		Relay: func(dir string, req messages.MessageRequest, _ time.Duration) any {
+			asked <- dir + " " + req.Message.ID
+			return messages.MessageResponse{Name: "Cy"}
+		},
+	}), "family")
+	require.NoError(t, err)
+	req := messages.RelayMessage{Dir: "/shared/children/cy", Request: messages.MessageRequest{Message: state.InMessage{ID: "m-2", From: "agent", Relation: "parent", Text: "hi"}}}
+	res, err := system.Root.RequestFuture(pid, req, 10*time.Second).Result()
+	require.NoError(t, err)
+	require.Equal(t, messages.MessageResponse{Name: "Cy"}, res)
+	require.Equal(t, "/shared/children/cy m-2", <-asked)
+}
