@@ -1,6 +1,8 @@
 // Package control is the operator's channel to a family
 // (docs/family.md#the-operators-channel): `singularity fund` and
-// `singularity say` as requests, checked, decided and made durable.
+// `singularity say` as requests, checked, decided and made durable, and
+// the relay of a relative's message between the members of a family
+// spread over members (docs/cluster.md#messages-between-relatives).
 //
 // A runtime that holds a family listens on SocketName in its state root
 // (Serve); a command asks it (Ask) with one JSON request and reads one
