@@ -111,7 +111,10 @@ func (b *Being) flushInbound(ctx actor.Context) {
 
 // operatorDurable answers the funds and messages of a durable step. A
 // dormant being that a fund un-ended writes a checkpoint (so that its
-// state.json says it is stopped) and then wakes (wake).
+// state.json says it is stopped) and then wakes (wake). A being loaded
+// under a cluster member's hold of the whole family stays dormant: a
+// second load under that hold would lose it, and the being lives from
+// the family's next hold, which reads its fund in its journal.
 func (b *Being) operatorDurable(ctx actor.Context) {
 	for _, in := range b.flushing {
 		var answer any
@@ -127,7 +130,7 @@ func (b *Being) operatorDurable(ctx actor.Context) {
 		}
 	}
 	b.flushing = nil
-	if b.opts.Mode == Dormant && b.st.Status != state.StatusExhausted && b.st.Status != state.StatusFailed {
+	if b.opts.Mode == Dormant && !b.held && b.st.Status != state.StatusExhausted && b.st.Status != state.StatusFailed {
 		b.checkpoint(ctx, nextRevive)
 		return
 	}

@@ -12,6 +12,9 @@ import (
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/actors/family"
 	"github.com/wisent/singularity/internal/control"
+	"github.com/wisent/singularity/internal/durable"
+	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/member"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/internal/tools/boundary"
 	"github.com/wisent/singularity/messages"
@@ -34,9 +37,9 @@ func serveControl(l *live, root string, secrets *boundary.Secrets) (*control.Ser
 // (docs/cluster.md#the-operators-channel). placed says the family's
 // beings are spread over the members, each its own actor under the
 // family.
-func serveMemberControl(l *live, root, member string, placed bool, secrets *boundary.Secrets) (*control.Server, error) {
-	r := &router{system: l.system, root: root, secrets: secrets, member: true, placed: placed}
-	return listenControl(r, filepath.Join(root, control.MemberSocket(member)))
+func serveMemberControl(l *live, root, memberName string, placed bool, secrets *boundary.Secrets, session *fence.Session, lease time.Duration) (*control.Server, error) {
+	r := &router{system: l.system, root: root, secrets: secrets, member: true, placed: placed, session: session, lease: lease}
+	return listenControl(r, filepath.Join(root, control.MemberSocket(memberName)))
 }
 
 func listenControl(r *router, path string) (*control.Server, error) {
@@ -56,8 +59,11 @@ type router struct {
 	root    string
 	secrets *boundary.Secrets
 	// member is set on a cluster member, placed when its family's
-	// beings are spread over the members.
+	// beings are spread over the members; session is then the member's
+	// etcd session, and lease its lease.
 	member, placed bool
+	session        *fence.Session
+	lease          time.Duration
 }
 
 // handle answers req within the deadline of ctx; it runs on the
@@ -77,7 +83,10 @@ func (r *router) handle(ctx context.Context, req control.Request) control.Reply 
 			return control.Reply{Busy: true}
 		}
 		reply, err := r.ask(ctx, pid, req, left)
-		if errors.Is(err, actor.ErrDeadLetter) && (r.member || req.Op == control.OpRelay) {
+		if errors.Is(err, actor.ErrDeadLetter) && r.member {
+			return r.fundEnded(ctx, dir, req)
+		}
+		if errors.Is(err, actor.ErrDeadLetter) && req.Op == control.OpRelay {
 			// A relayed message is for a being a runtime runs, never
 			// written to a directory by a router.
 			return control.Reply{NotHere: true}
@@ -179,4 +188,48 @@ func (r *router) pids(rel string) (*actor.PID, *actor.PID, error) {
 		return pid, nil, nil
 	}
 	return pid, r.system.NewLocalPID(parent), nil
+}
+
+// fundEnded funds a being of a spread family that no member holds
+// because it ended exhausted (its ended/ mark says so): under the
+// being's own lock, taken for this step alone, the fund is journaled as
+// the being's next holder would journal it, and its commit takes the
+// ended/ mark away (fence.Committer.FenceStep), after which a member
+// places the being again and it lives. Anything else this member does
+// not hold is not its own (NotHere): another member may hold it.
+func (r *router) fundEnded(ctx context.Context, dir string, req control.Request) control.Reply {
+	id := member.BeingID(r.root, dir)
+	if !r.placed || r.session == nil || req.Op != control.OpFund || id == member.RootBeing {
+		return control.Reply{NotHere: true}
+	}
+	ended, err := r.session.EndedBeings(ctx)
+	if err != nil || ended[id] != state.StatusExhausted {
+		return control.Reply{NotHere: true}
+	}
+	locks, err := r.session.TryLockAll(ctx, []string{id})
+	lock := locks[id]
+	if err != nil || lock == nil {
+		return control.Reply{NotHere: true}
+	}
+	defer func() {
+		unlockCtx, cancel := context.WithTimeout(context.Background(), r.lease)
+		defer cancel()
+		_ = lock.Unlock(unlockCtx)
+	}()
+	hold := member.NewSpreadHolding(r.session, lock, nil, r.root, r.lease)
+	held, fenced, err := hold.Hold(dir)
+	if err != nil {
+		return control.Reply{Failure: err.Error()}
+	}
+	reply, err := control.ApplyWith(func(cfg durable.Config) (*durable.Engine, *state.Being, error) {
+		cfg.Fence = fenced
+		return durable.OpenHeld(dir, *held, cfg)
+	}, dir, req, r.secrets, state.Now)
+	switch {
+	case errors.Is(err, control.ErrRefused):
+		return control.Reply{Refusal: err.Error()}
+	case err != nil:
+		return control.Reply{Failure: err.Error()}
+	}
+	return reply
 }

@@ -362,7 +362,7 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 // what closes it; without a socket fund and say reach the being through
 // another member, or not at all.
 func (m *memberRun) serveControl(l *live, placed bool) (stop func()) {
-	ctl, err := serveMemberControl(l, m.rt.StateDir, m.cl.Member, placed, m.e.secrets)
+	ctl, err := serveMemberControl(l, m.rt.StateDir, m.cl.Member, placed, m.e.secrets, m.session, m.cl.Lease)
 	if err != nil {
 		m.log.Warn("no control socket: fund and say do not reach the beings this member holds", "err", err)
 	}

@@ -18,10 +18,21 @@ import (
 // after it, and answers. A refused request, and a key or message id seen
 // before, write nothing.
 func Apply(dir string, req Request, secrets *boundary.Secrets, now func() state.Time) (Reply, error) {
+	return ApplyWith(func(cfg durable.Config) (*durable.Engine, *state.Being, error) { return durable.Open(dir, cfg) },
+		dir, req, secrets, now)
+}
+
+// Opener opens a being's durable engine with cfg: durable.Open for a
+// being of one process, durable.OpenHeld with the fence of its lock for
+// a being of a family across members.
+type Opener func(cfg durable.Config) (*durable.Engine, *state.Being, error)
+
+// ApplyWith is Apply with the being's engine opened by open.
+func ApplyWith(open Opener, dir string, req Request, secrets *boundary.Secrets, now func() state.Time) (Reply, error) {
 	if err := req.Check(); err != nil {
 		return Reply{}, err
 	}
-	engine, st, err := durable.Open(dir, durable.Config{
+	engine, st, err := open(durable.Config{
 		Inline: true, Secrets: secrets, Log: slog.New(slog.DiscardHandler), Now: time.Now,
 		// A write the storage refuses is not tried again: the command
 		// says so and ends.

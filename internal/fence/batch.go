@@ -138,7 +138,7 @@ func (b *Batcher) run(batch []*request) {
 	if len(batch) == 1 {
 		b.txns.Add(1)
 		r := batch[0]
-		r.reply <- commitOne(r.lock, r.seq)
+		r.reply <- commitOne(r.lock, r.seq, false)
 		return
 	}
 	cmps := make([]clientv3.Cmp, len(batch))
@@ -163,7 +163,7 @@ func (b *Batcher) run(batch []*request) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r.reply <- commitOne(r.lock, r.seq)
+			r.reply <- commitOne(r.lock, r.seq, false)
 		}()
 	}
 	wg.Wait()

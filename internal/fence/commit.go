@@ -34,11 +34,12 @@ func NewCommitter(l *Lock, b *Batcher) *Committer { return &Committer{lock: l, b
 // token: nil once the commit record holds {token, last}, else an error
 // wrapping ErrFenced or ErrOutcomeUnknown (or ErrClosed: nothing was
 // sent). The engine calls it one step at a time.
-func (c *Committer) Fence(last uint64) error { return c.fence(last, nil) }
+func (c *Committer) Fence(last uint64) error { return c.fence(last, nil, false) }
 
 // fence commits the step ending with last, registering children with
-// it (a transaction of its own when there are any).
-func (c *Committer) fence(last uint64, children []string) error {
+// it, and taking the being's ended/ mark away when unend is set (a
+// transaction of its own then).
+func (c *Committer) fence(last uint64, children []string, unend bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
@@ -50,10 +51,10 @@ func (c *Committer) fence(last uint64, children []string) error {
 		// The member fences itself: its lease is gone, or about to be.
 		err = fmt.Errorf("commit of being %s: the member's session ended: %w", c.lock.being, ErrFenced)
 	default:
-		if c.batch != nil && len(children) == 0 {
+		if c.batch != nil && len(children) == 0 && !unend {
 			err = c.batch.commit(c.lock, last)
 		} else {
-			err = commitOne(c.lock, last, children...)
+			err = commitOne(c.lock, last, unend, children...)
 		}
 	}
 	if err != nil {
@@ -80,11 +81,15 @@ func put(l *Lock, seq uint64) clientv3.Op {
 }
 
 // commitOne runs l's commit in a transaction of its own, registering
-// children with it.
-func commitOne(l *Lock, seq uint64, children ...string) error {
+// children with it, and taking the being's ended/ mark away when unend
+// is set.
+func commitOne(l *Lock, seq uint64, unend bool, children ...string) error {
 	ops, err := registrations(l, children)
 	if err != nil {
 		return err
+	}
+	if unend {
+		ops = append(ops, clientv3.OpDelete(l.s.keys.end(l.being)))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), l.s.cfg.CommitTimeout)
 	defer cancel()

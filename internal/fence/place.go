@@ -32,21 +32,28 @@ func (k keys) stop(being string) string { return k.prefix + "stop/" + being }
 
 // FenceStep is Fence for the step's last event, and it registers every
 // child the step records (child_added) in the same transaction: a child
-// is registered exactly when its record is committed.
+// is registered exactly when its record is committed. A step that funds
+// the being (funded, which un-ends an exhausted being) takes its ended/
+// mark away in that transaction too, so that the being is placed again
+// exactly when its fund counts (docs/cluster.md#the-operators-channel).
 func (c *Committer) FenceStep(step []state.Event) error {
 	if len(step) == 0 {
 		return nil
 	}
 	var children []string
+	funded := false
 	for _, e := range step {
-		if e.Type == state.EventChildAdded && e.Child != nil {
+		switch {
+		case e.Type == state.EventChildAdded && e.Child != nil:
 			children = append(children, e.Child.ID)
+		case e.Type == state.EventFunded:
+			funded = true
 		}
 	}
-	if len(children) == 0 {
+	if len(children) == 0 && !funded {
 		return c.Fence(step[len(step)-1].Seq)
 	}
-	return c.fence(step[len(step)-1].Seq, children)
+	return c.fence(step[len(step)-1].Seq, children, funded)
 }
 
 // registrations are the puts that register children of l's being.

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/store/money"
 	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/test/etcdtest"
 )
@@ -53,4 +54,35 @@ func TestChildIsRegisteredWithTheStepThatRecordsIt(t *testing.T) {
 	ended, err := a.EndedBeings(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"kid-1": state.StatusExhausted}, ended)
+}
+
+// TestFundTakesTheEndAway: the commit of a step that funds an ended
+// being takes its ended/ mark away in the same transaction; a fund
+// refused under a lost lock leaves the mark.
+func TestFundTakesTheEndAway(t *testing.T) {
+	srv := etcdtest.Start(t)
+	a, b := member(t, srv, "fam"), member(t, srv, "fam")
+	ctx := ctxFor(t, 10*time.Second)
+
+	first := lock(t, a, "kid")
+	require.NoError(t, first.End(ctx, state.StatusExhausted))
+	require.NoError(t, first.Unlock(ctx))
+
+	stale := lock(t, b, "kid")
+	require.NoError(t, stale.Unlock(ctx))
+	fund := state.Funded(state.Now(), 1, money.FromInt(1), "k", "")
+	fund.Seq = 4
+	require.ErrorIs(t, NewCommitter(stale, nil).FenceStep([]state.Event{fund}), ErrFenced)
+	ended, err := a.EndedBeings(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"kid": state.StatusExhausted}, ended, "a refused fund leaves the end")
+
+	held := lock(t, b, "kid")
+	batch := NewBatcher(b)
+	t.Cleanup(batch.Close)
+	require.NoError(t, NewCommitter(held, batch).FenceStep([]state.Event{fund}))
+	ended, err = a.EndedBeings(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, ended, "the fund's commit took the end away")
+	assert.Equal(t, Record{held.Token(), 4}, record(t, a, "kid"))
 }

@@ -1,16 +1,20 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/internal/control"
+	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/test/testkit"
 )
 
@@ -37,12 +41,7 @@ func TestFundAndSayReachTheHolder(t *testing.T) {
 	w := newWorld(t)
 	w.spreadOut()
 	names := []string{"alpha", "beta"}
-	started := 0
-	members := w.startSpread(t, len(names), func() *proc {
-		p := w.start(names[started])
-		started++
-		return p
-	})
+	members := w.startNamed(t, names)
 	require.True(t, w.seen.until(waitLimit, func(now map[string]int) bool {
 		return now[rootName] >= 2 && now[grandchildParent] >= 1
 	}), "the root and Bo cycled")
@@ -86,6 +85,29 @@ func TestFundAndSayReachTheHolder(t *testing.T) {
 	assert.Regexp(t, `^funded Bo 0\.125 USD \(key c-bo-after-kill\); `, out)
 
 	stopInTurn(t, survivor)
+	funded, ledger := w.funded(t)
+	assert.Equal(t, "0.875", funded)
+	assert.Equal(t, "exact", ledger)
+	_, err = os.Stat(filepath.Join(w.stateDir, control.MemberSocket(survivor.name)))
+	assert.ErrorIs(t, err, os.ErrNotExist, "a member that stops removes its socket")
+}
+
+// startNamed starts a spread family's members, one per name
+// (startSpread).
+func (w *world) startNamed(t testing.TB, names []string) []*proc {
+	t.Helper()
+	started := 0
+	return w.startSpread(t, len(names), func() *proc {
+		p := w.start(names[started])
+		started++
+		return p
+	})
+}
+
+// funded is the family's funded total and its ledger's verdict, as its
+// commit records count them.
+func (w *world) funded(t testing.TB) (funded, ledger string) {
+	t.Helper()
 	var report struct {
 		Totals struct {
 			Funded string `json:"funded"`
@@ -93,10 +115,7 @@ func TestFundAndSayReachTheHolder(t *testing.T) {
 		FamilyLedger string `json:"family_ledger"`
 	}
 	require.NoError(t, json.Unmarshal(w.runStatus(t, "--format", "json"), &report))
-	assert.Equal(t, "0.875", report.Totals.Funded)
-	assert.Equal(t, "exact", report.FamilyLedger)
-	_, err = os.Stat(filepath.Join(w.stateDir, control.MemberSocket(survivor.name)))
-	assert.ErrorIs(t, err, os.ErrNotExist, "a member that stops removes its socket")
+	return report.Totals.Funded, report.FamilyLedger
 }
 
 func errText(err error) string {
@@ -104,4 +123,55 @@ func errText(err error) string {
 		return string(ee.Stderr)
 	}
 	return ""
+}
+
+// TestFundRevivesAnEndedBeing: in a spread family a child endowed too
+// little for one completion ends exhausted at once, and its member
+// records its end (ended/<child>); a fund to it reaches a member, which
+// journals it under the child's own lock in a step whose commit takes
+// the end away, and the child is placed again and lives: it asks the
+// gateway. The family's ledger stays exact with the fund in it.
+func TestFundRevivesAnEndedBeing(t *testing.T) {
+	w := newWorld(t)
+	w.spreadOut()
+	w.seedGrant = "0.0001"
+	w.seed(len(familyNames) + 1)
+	const child = "S000"
+	dirs, err := filepath.Glob(filepath.Join(w.stateDir, "children", "*"))
+	require.NoError(t, err)
+	require.Len(t, dirs, 1)
+	id := filepath.Base(dirs[0])
+	members := w.startNamed(t, []string{"alpha", "beta"})
+	client := w.etcd.Client(t)
+	endKey := fence.Root + familyName + "/ended/" + id
+	deadline := time.Now().Add(waitLimit)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		resp, err := client.Get(ctx, endKey)
+		cancel()
+		require.NoError(t, err)
+		if len(resp.Kvs) == 1 {
+			require.Equal(t, state.StatusExhausted, string(resp.Kvs[0].Value))
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the child's end was never recorded")
+		time.Sleep(50 * time.Millisecond) // polling etcd, which another process writes
+	}
+	before, _ := w.seen.snapshot()
+	require.Zero(t, before[child], "the child could not pay for a completion")
+
+	out, err := w.operate(t, "fund", "--being", child, "1", "--key", "wake")
+	require.NoError(t, err, errText(err))
+	assert.Equal(t, "funded "+child+" 1 USD (key wake); remaining 1.0001 USD\n", out)
+	require.True(t, w.seen.until(waitLimit, func(now map[string]int) bool { return now[child] >= 1 }), "the funded child lives again")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	resp, err := client.Get(ctx, endKey)
+	cancel()
+	require.NoError(t, err)
+	assert.Empty(t, resp.Kvs, "its end is taken away")
+
+	stopInTurn(t, members...)
+	funded, ledger := w.funded(t)
+	assert.Equal(t, "1", funded)
+	assert.Equal(t, "exact", ledger)
 }

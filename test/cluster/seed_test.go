@@ -49,6 +49,9 @@ func (w *world) seed(n int) {
 	t.Helper()
 	at := state.Now()
 	grant := testkit.USD(seedEndowment)
+	if w.seedGrant != "" {
+		grant = testkit.USD(w.seedGrant)
+	}
 	root := testkit.Identity()
 	var steps []state.Event
 	granted := money.Zero

@@ -75,8 +75,9 @@ type world struct {
 	// (spreadOut).
 	spread bool
 	// seedRoot, when set, is what the seeded root has left besides what
-	// it granted (default the demo world's 1).
-	seedRoot string
+	// it granted (default the demo world's 1); seedGrant, when set, is
+	// what it granted each seeded child (default seedEndowment).
+	seedRoot, seedGrant string
 	// counted is what check knows of each being, by directory.
 	counted map[string]*counting
 	// held, while set, holds the simulated Brama's answers until it is
