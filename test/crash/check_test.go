@@ -242,6 +242,49 @@ func familyProblems(root string, members []member) []string {
 	return problems
 }
 
+// messageCounts are the distinct ids of a family's relatives' messages
+// journaled as sent, received and delivered.
+type messageCounts struct{ sent, received, delivered int }
+
+// messagesOnce checks the relatives' messages of a family
+// (docs/family.md#messages-between-relatives) as its journals stand:
+// no being received one id twice, every relative's message received was
+// journaled as sent by a being of the family first, and every message a
+// sender journaled as delivered (without a reason) was received.
+func messagesOnce(members []member) (messageCounts, []string) {
+	var problems []string
+	sent := map[string]string{}       // id → its sender
+	received := map[string][]string{} // id → who received it
+	delivered := map[string]string{}  // id → its sender
+	for _, m := range members {
+		for _, e := range m.events {
+			switch {
+			case e.Type == state.EventMessageSent:
+				sent[e.ID] = m.where()
+			case e.Type == state.EventMessageReceived && e.Relation != "":
+				received[e.ID] = append(received[e.ID], m.where())
+			case e.Type == state.EventMessageDelivered && e.Reason == "":
+				delivered[e.ID] = m.where()
+			}
+		}
+	}
+	for id, by := range received {
+		if len(by) > 1 {
+			problems = append(problems, fmt.Sprintf("message %s received %d times: %v", id, len(by), by))
+		}
+		if _, ok := sent[id]; !ok {
+			problems = append(problems, fmt.Sprintf("%s: received message %s, which no being journaled as sent", by[0], id))
+		}
+	}
+	for id, who := range delivered {
+		if _, ok := received[id]; !ok {
+			problems = append(problems, fmt.Sprintf("%s: message %s journaled as delivered, but no being received it", who, id))
+		}
+	}
+	sort.Strings(problems)
+	return messageCounts{sent: len(sent), received: len(received), delivered: len(delivered)}, problems
+}
+
 // effectKinds are the built-in effects journaled after their call's
 // tool_finished, in the same step (docs/cycle.md#anatomy-of-a-cycle).
 // child_added is not among them: a spawn's child may be recorded by a

@@ -75,9 +75,14 @@ type tally struct {
 	deliveries, orphans, livedOrphans int
 	grants, grantsCompleted, removed  int // grants seen; repaired at a start: completed, directories removed
 	maxFamily                         int // most beings in one family
-	earned                            money.Amount
-	failures                          int
-	killTime, resumeTime, checkTime   time.Duration
+	// sent, received and delivered count the relatives' messages of
+	// every family (distinct ids); the ...Before fields are the counts
+	// of the families before the current one.
+	sent, received, delivered                   int
+	sentBefore, receivedBefore, deliveredBefore int
+	earned                                      money.Amount
+	failures                                    int
+	killTime, resumeTime, checkTime             time.Duration
 }
 
 // TestCrashSpawningEarningFamily runs `singularity run` on a family of
@@ -113,7 +118,11 @@ type tally struct {
 //     (memories, rules, learnings, prompt, model) are applied at most
 //     once each, and every revenue_credited is the result of its own
 //     finance call: the call's key is among the deliveries, and no two
-//     credits of the family share one.
+//     credits of the family share one;
+//  6. the relatives' messages (every being has the family tools and
+//     messages its relative on its third cycle) are each received at
+//     most once, only after their sender journaled them sent, and every
+//     one a sender journaled delivered was received (messagesOnce).
 //
 // After one kill in ten, a torn last line is appended to one being's
 // journal (a crash inside the append's write, which a SIGKILL almost
@@ -190,10 +199,11 @@ func TestCrashSpawningEarningFamily(t *testing.T) {
 	n.earned = n.earned.Add(c.earned)
 	t.Logf("%d kills (%d at boot, %d at a random time, %d after a random completion) and %d resumes over %d families in %s: "+
 		"%d beings checked %d times in all (largest family %d), %d torn last lines seen (%d injected), %d deliveries checked, %d revenue credits each matched to its own delivery, "+
-		"%d unrecorded child directories (%d of them with a journal), %d grants (%d completed at a start after a kill, %d child directories without a grant removed), earned %s; %d failures",
+		"%d unrecorded child directories (%d of them with a journal), %d grants (%d completed at a start after a kill, %d child directories without a grant removed), earned %s; "+
+		"relatives' messages: %d sent, %d received (each once), %d delivered; %d failures",
 		n.kills, n.bootKills, n.timedKills, n.eventKills, n.resumes, n.families, elapsed,
 		len(c.beings), n.beingChecks, n.maxFamily, n.tornSeen, n.injected, n.deliveries, n.credits, n.orphans, n.livedOrphans,
-		n.grants, n.grantsCompleted, n.removed, n.earned, n.failures)
+		n.grants, n.grantsCompleted, n.removed, n.earned, n.sent, n.received, n.delivered, n.failures)
 	t.Logf("time: kills %s (%s each), resumes %s (%s each), checks %s of them",
 		n.killTime.Round(time.Millisecond), (n.killTime / time.Duration(max(n.kills, 1))).Round(time.Millisecond),
 		n.resumeTime.Round(time.Millisecond), (n.resumeTime / time.Duration(max(n.resumes, 1))).Round(time.Millisecond),
@@ -235,6 +245,7 @@ type crasher struct {
 func (c *crasher) newFamily(dir string) {
 	c.n.earned = c.n.earned.Add(c.earned)
 	c.earned = money.Amount{}
+	c.n.sentBefore, c.n.receivedBefore, c.n.deliveredBefore = c.n.sent, c.n.received, c.n.delivered
 	c.fam = newFamily(c.t, dir, c.las)
 	c.log = newDeliveryLog(c.fam.recordDir)
 	c.seen = map[string]string{}
@@ -538,6 +549,11 @@ func (c *crasher) check(what string, p *process, graceful bool) bool {
 	c.n.maxFamily = max(c.n.maxFamily, beings)
 	c.earned = earned
 	problems = append(problems, duplicateNames(members)...)
+	messages, messageProblems := messagesOnce(members)
+	problems = append(problems, messageProblems...)
+	c.n.sent = max(c.n.sent, c.n.sentBefore+messages.sent)
+	c.n.received = max(c.n.received, c.n.receivedBefore+messages.received)
+	c.n.delivered = max(c.n.delivered, c.n.deliveredBefore+messages.delivered)
 
 	fresh, err := c.log.next()
 	if err != nil {

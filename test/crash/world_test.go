@@ -207,6 +207,9 @@ func newFamily(t *testing.T, dir, las string) *family {
 		"LAS_ONLY":                           "echo,skarbiec,finance",
 		"LAS_COMMAND":                        las,
 		"LAS_MCP_ENTRYPOINT":                 lasCfg,
+		// Relatives message each other on their third cycle
+		// (simbrama's script), through the kills.
+		"SINGULARITY_FAMILY_TOOLS": "1",
 	})
 	return f
 }
