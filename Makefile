@@ -5,7 +5,7 @@ GO       ?= go
 BIN      := bin
 PACKAGES := ./...
 
-.PHONY: all build install prices test vet bench bench-long bench-scale scale-run fuzz demo peers crash cluster-failover cluster-family-failover cluster-crash cluster-family-crash cluster-demo first-hour clean proto
+.PHONY: all build install prices test vet bench bench-long bench-scale scale-run fuzz demo peers crash cluster-talk cluster-failover cluster-family-failover cluster-crash cluster-family-crash cluster-demo first-hour clean proto
 
 all: build
 
@@ -180,6 +180,15 @@ cluster-family-failover:
 # etcd-server); it tells its stories in the test log.
 cluster-demo:
 	CLUSTER_DEMO=1 $(GO) test -count=1 -timeout 10m -run '^TestClusterDemo(Spread)?$$' ./test/cluster/ -v
+
+# Relatives talking and the operator funding them through kills
+# (test/cluster TestTalkAndFundThroughKills): a family spread over three
+# members with the family tools, CLUSTER_TALK_KILLS random SIGKILLs;
+# every fund and every message applied exactly once.
+CLUSTER_TALK_KILLS ?= 10
+
+cluster-talk:
+	CLUSTER_TALK_KILLS=$(CLUSTER_TALK_KILLS) $(GO) test -count=1 -timeout 30m -run '^TestTalkAndFundThroughKills$$' ./test/cluster/ -v
 
 # The storm (test/cluster TestSpreadStorm): CLUSTER_STORM random SIGKILLs
 # and SIGSTOPs of random members of a family spread over three, each

@@ -20,10 +20,13 @@ import (
 
 // operate runs `singularity fund` or `say` on the world's state root,
 // with nothing of the cluster in its environment: it finds the members
-// by their sockets.
+// by their sockets. It may be called from any goroutine; the command
+// is killed past waitLimit.
 func (w *world) operate(t testing.TB, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(w.bin, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, w.bin, args...)
 	cmd.Env = testkit.Environ(map[string]string{"PATH": os.Getenv("PATH"), "SINGULARITY_STATE_DIR": w.stateDir})
 	out, err := cmd.Output()
 	return string(out), err

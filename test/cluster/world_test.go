@@ -83,6 +83,9 @@ type world struct {
 	// held, while set, holds the simulated Brama's answers until it is
 	// closed (startSpread).
 	held atomic.Pointer[chan struct{}]
+	// talking, while set, makes every being with the family tools
+	// message its relative every other cycle, not only on the third.
+	talking atomic.Bool
 }
 
 func newWorld(t testing.TB) *world {
@@ -156,10 +159,18 @@ func (w *world) answered(being string) {
 	w.seen.see(being)
 }
 
+// talks says on which cycles the beings message their relatives.
+func (w *world) talks(cycle int) bool {
+	if w.talking.Load() {
+		return cycle%2 == 0
+	}
+	return cycle == 3
+}
+
 // brama starts the simulated Brama, which tells the observer which
 // being each completion it answers is for.
 func (w *world) brama() string {
-	sim, err := simbrama.Start([]byte(secret), simbrama.Options{RootName: rootName, GrandchildParent: grandchildParent, Answered: w.answered})
+	sim, err := simbrama.Start([]byte(secret), simbrama.Options{RootName: rootName, GrandchildParent: grandchildParent, Answered: w.answered, Talks: w.talks})
 	require.NoError(w.t, err)
 	w.t.Cleanup(func() { sim.Close() })
 	return sim.URL()
@@ -579,8 +590,7 @@ func (w *world) count(t testing.TB, dir string, rec fence.Record) (*state.Being,
 			c.st.Apply(e)
 		}
 		c.grant(t, dir, events)
-		more := state.Totals(events)
-		c.totals = state.MoneyTotals{Debited: c.totals.Debited.Add(more.Debited), Credited: c.totals.Credited.Add(more.Credited), Granted: c.totals.Granted.Add(more.Granted)}
+		c.totals = c.totals.Plus(state.Totals(events))
 		c.seq = max(c.seq, through)
 	}
 	require.NoError(t, testkit.CheckTotals(c.st.Budget, c.totals), "being %s (%s)", c.st.Identity.Name, dir)

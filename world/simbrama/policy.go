@@ -230,8 +230,9 @@ func decide(req completionRequest, opts Options) reply {
 //     and the grandchild's parent spawns it (cycle 1);
 //  3. call the first finance tool with arguments built from its schema;
 //  4. on cycle 1 write a notes file;
-//  5. on talkCycle, with the family tools, the root messages its first
-//     child and every other being its parent.
+//  5. on talkCycle (or the cycles opts.Talks says), with the family
+//     tools, the root messages its first child and every other being
+//     its parent.
 func planCycle(s situation, tools []chat.Tool, opts Options) [][]call {
 	has := make(map[string]bool, len(tools))
 	// The earning call is the first finance tool that says it reports
@@ -291,7 +292,7 @@ func planCycle(s situation, tools []chat.Tool, opts Options) [][]call {
 			"content": fmt.Sprintf("# %s, cycle %d (simulated): remembered an observation, set a rule, tried to earn.", who, s.cycle),
 		}})
 	}
-	if s.cycle == talkCycle && has[toolMessageSend] && s.name != "" {
+	if talks(s.cycle, opts) && has[toolMessageSend] && s.name != "" {
 		to := "parent"
 		if s.name == opts.RootName {
 			to = rootChildren[0].name
@@ -301,6 +302,14 @@ func planCycle(s situation, tools []chat.Tool, opts Options) [][]call {
 		}})
 	}
 	return plan
+}
+
+// talks reports whether a being messages its relative on cycle.
+func talks(cycle int, opts Options) bool {
+	if opts.Talks != nil {
+		return opts.Talks(cycle)
+	}
+	return cycle == talkCycle
 }
 
 // childFor returns the child this being spawns in this cycle, if any.

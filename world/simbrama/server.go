@@ -65,6 +65,9 @@ type Options struct {
 	// counts it) of every completion answered with 200, after it is
 	// counted and before the answer is written.
 	Answered func(being string)
+	// Talks, when set, says on which cycles a being with the family
+	// tools messages its relative, in place of the talk cycle (3).
+	Talks func(cycle int) bool
 }
 
 // Stats counts what the server has done, for tests and the demo summary.

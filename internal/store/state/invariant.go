@@ -26,6 +26,14 @@ func Totals(events []Event) MoneyTotals {
 	return t
 }
 
+// Plus is t and u added up.
+func (t MoneyTotals) Plus(u MoneyTotals) MoneyTotals {
+	return MoneyTotals{
+		Debited: t.Debited.Add(u.Debited), Credited: t.Credited.Add(u.Credited),
+		Granted: t.Granted.Add(u.Granted), Funded: t.Funded.Add(u.Funded),
+	}
+}
+
 // Expected is what remaining must be by the budget's own figures:
 // starting + funded − api_spent − instance_spent + earned − granted.
 func (b Budget) Expected() money.Amount {
