@@ -144,21 +144,13 @@ func TestFundRevivesAnEndedBeing(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, dirs, 1)
 	id := filepath.Base(dirs[0])
+	ended := w.watchPut(t, "ended/"+id)
 	members := w.startNamed(t, []string{"alpha", "beta"})
-	client := w.etcd.Client(t)
-	endKey := fence.Root + familyName + "/ended/" + id
-	deadline := time.Now().Add(waitLimit)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		resp, err := client.Get(ctx, endKey)
-		cancel()
-		require.NoError(t, err)
-		if len(resp.Kvs) == 1 {
-			require.Equal(t, state.StatusExhausted, string(resp.Kvs[0].Value))
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the child's end was never recorded")
-		time.Sleep(50 * time.Millisecond) // polling etcd, which another process writes
+	select {
+	case status := <-ended:
+		require.Equal(t, state.StatusExhausted, status)
+	case <-time.After(waitLimit):
+		t.Fatalf("the child's end was not recorded within %s", waitLimit)
 	}
 	before, _ := w.seen.snapshot()
 	require.Zero(t, before[child], "the child could not pay for a completion")
@@ -167,8 +159,9 @@ func TestFundRevivesAnEndedBeing(t *testing.T) {
 	require.NoError(t, err, errText(err))
 	assert.Equal(t, "funded "+child+" 1 USD (key wake); remaining 1.0001 USD\n", out)
 	require.True(t, w.seen.until(waitLimit, func(now map[string]int) bool { return now[child] >= 1 }), "the funded child lives again")
+	client := w.etcd.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	resp, err := client.Get(ctx, endKey)
+	resp, err := client.Get(ctx, fence.Root+familyName+"/ended/"+id)
 	cancel()
 	require.NoError(t, err)
 	assert.Empty(t, resp.Kvs, "its end is taken away")

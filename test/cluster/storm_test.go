@@ -187,6 +187,32 @@ func (w *world) watchDelete(t testing.TB, key string) <-chan struct{} {
 	return done
 }
 
+// watchPut returns a channel that gets the value of the first write of
+// key (under the family's prefix) after the call.
+func (w *world) watchPut(t testing.TB, key string) <-chan string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	full := fence.Root + familyName + "/" + key
+	client := w.etcd.Client(t)
+	resp, err := client.Get(ctx, full)
+	require.NoError(t, err)
+	put := make(chan string, 1)
+	events := client.Watch(ctx, full, clientv3.WithRev(resp.Header.Revision+1))
+	go func() {
+		for r := range events {
+			for _, e := range r.Events {
+				if e.Type == clientv3.EventTypePut {
+					put <- string(e.Kv.Value)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return put
+}
+
 func waitFor(t testing.TB, c <-chan struct{}, what string) {
 	t.Helper()
 	select {
