@@ -77,6 +77,9 @@ func runDoctor(e *env, rt config.Runtime, format string) error {
 		}
 	}
 	opts := lasOptions(rt, e.log)
+	// verdict is a servers file's failed server: the report is printed
+	// first, with every server's result.
+	var verdict error
 	switch {
 	case opts == nil: // a servers file without servers: built-ins only
 	case len(opts.Servers) == 0:
@@ -92,18 +95,17 @@ func runDoctor(e *env, rt config.Runtime, format string) error {
 			root.Dir = abs
 		}
 		report.Servers = checkServers(ctx, opts.ForBeing(root.Expand))
-		err = serversVerdict(report.Servers, opts.RequiredSurfaces)
+		verdict = serversVerdict(report.Servers, opts.RequiredSurfaces)
 		for _, c := range report.Servers {
 			report.LasTools += c.Tools
 		}
-		report.OK = err == nil
-		if werr := writeDoctor(e.stdout, report, format); werr != nil {
-			return werr
-		}
-		return err
+		report.OK = verdict == nil
 	}
 	if err := writeDoctor(e.stdout, report, format); err != nil {
 		return err
+	}
+	if verdict != nil {
+		return verdict
 	}
 	if line := freeModelLine(rt); line != "" {
 		fmt.Fprintln(e.stderr, line)

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // TestUnpricedModelRefusedOnBearer: on a bearer gateway, once, run and
@@ -52,5 +54,20 @@ func TestUnpricedModelRefusedOnBearer(t *testing.T) {
 	env["BRAMA_AUTH"], env["BRAMA_BASE_URL"] = "none", keyless.URL
 	r = run(t, env, "doctor")
 	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "doctor: model my-local-model has no price and runs free: a keyless (none) server\n")
+
+	// With a servers file, as init writes one, it says so too.
+	dir := t.TempDir()
+	lasConfig := filepath.Join(dir, "lab.json")
+	require.NoError(t, os.WriteFile(lasConfig, []byte("{}"), 0o600))
+	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"lab": map[string]any{"command": testkit.ExampleLas(t), "args": []string{lasConfig}},
+	}})
+	require.NoError(t, err)
+	env["LAS_SERVERS_FILE"] = filepath.Join(dir, "servers.json")
+	require.NoError(t, os.WriteFile(env["LAS_SERVERS_FILE"], servers, 0o600))
+	r = run(t, env, "doctor")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"servers":[{"name":"lab"`)
 	assert.Contains(t, r.stderr, "doctor: model my-local-model has no price and runs free: a keyless (none) server\n")
 }
