@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -47,10 +48,18 @@ func runDoctor(e *env, rt config.Runtime, format string) error {
 		return err
 	}
 	defer client.CloseIdleConnections()
+	// A gateway other than Brama without a model list answered, so it
+	// is up; once and run need no list, so neither does doctor: it says
+	// the model went unchecked (docs/configuration.md#doctor).
+	unlistedModel := ""
 	if err := client.Health(ctx); err != nil {
-		return err
+		var f *fault.Error // its sentence, without the class's prefix
+		if client.Auth().Brama() || !errors.Is(err, brama.ErrNoModelList) || !errors.As(err, &f) {
+			return err
+		}
+		unlistedModel = fmt.Sprintf("doctor: model %s not checked: %s", rt.Brama.Model, f.Msg)
 	}
-	if !doctorSelector(client.Auth(), rt.Brama.Model) {
+	if unlistedModel == "" && !doctorSelector(client.Auth(), rt.Brama.Model) {
 		ids, err := client.Models(ctx)
 		if err != nil {
 			return err
@@ -106,6 +115,9 @@ func runDoctor(e *env, rt config.Runtime, format string) error {
 	}
 	if verdict != nil {
 		return verdict
+	}
+	if unlistedModel != "" {
+		fmt.Fprintln(e.stderr, unlistedModel)
 	}
 	if line := freeModelLine(rt); line != "" {
 		fmt.Fprintln(e.stderr, line)
