@@ -214,9 +214,9 @@ demo:
 
 # The first hour, measured (docs/development.md#the-first-hour): the
 # seconds from `git clone` of this checkout's HEAD to the first completed
-# cycle, following the clone's README against openai-mock-api from
-# test/peers (`make peers` first). FIRST_HOUR=cold starts from empty Go
-# and npm caches.
+# cycle, following the clone's README for a keyless local server against
+# mock-llm from test/peers (`make peers` first). FIRST_HOUR=cold starts
+# from empty Go and npm caches.
 FIRST_HOUR ?= warm
 
 first-hour:

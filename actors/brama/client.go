@@ -295,7 +295,7 @@ func (c *Client) Health(ctx context.Context) error {
 		_, err := c.Models(ctx)
 		return err
 	}
-	body, err := c.get(ctx, c.healthURL)
+	body, _, err := c.get(ctx, c.healthURL)
 	if err != nil {
 		return err
 	}
@@ -315,9 +315,13 @@ func (c *Client) Health(ctx context.Context) error {
 }
 
 // Models lists the model ids the gateway advertises on its model list, in
-// its order.
+// its order. A gateway that answers the list's URL with 404 has no list:
+// the error, permanent, wraps ErrNoModelList.
 func (c *Client) Models(ctx context.Context) ([]string, error) {
-	body, err := c.get(ctx, c.modelsURL)
+	body, status, err := c.get(ctx, c.modelsURL)
+	if status == http.StatusNotFound {
+		return nil, fault.Upstream(fault.ClassBrama, fault.Permanent, "%w (%w)", ErrNoModelList, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -340,17 +344,18 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 }
 
 // get fetches one of the read-only endpoints, unsigned (a bearer key is
-// still sent) and within the client's timeout.
-func (c *Client) get(ctx context.Context, u string) ([]byte, error) {
+// still sent) and within the client's timeout. status is the HTTP status
+// of an answer other than 2xx, else 0.
+func (c *Client) get(ctx context.Context, u string) (body []byte, status int, err error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, c.timedOut)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, permanent("build request: %w", err)
+		return nil, 0, permanent("build request: %w", err)
 	}
 	c.authorize(req.Header, "", nil, false)
-	body, _, err := c.exchange(ctx, req, false)
-	return body, err
+	body, a, err := c.exchange(ctx, req, false)
+	return body, a.status, err
 }
 
 // exchange sends req (whose context is ctx, which bounds it) and returns the

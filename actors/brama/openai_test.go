@@ -107,6 +107,28 @@ func TestKeylessGatewaySendsNoCredentials(t *testing.T) {
 	}
 }
 
+// TestNoModelList: a gateway whose model list answers 404 has none, a
+// permanent failure wrapping ErrNoModelList, which is what doctor lets
+// pass; any other failure of the list does not wrap it.
+func TestNoModelList(t *testing.T) {
+	srv := bramatest.Start(t, bramatest.Config{Auth: "none", NoModelList: true})
+	c := newClient(t, srv.URL, func(cfg *ClientConfig) { cfg.Auth, cfg.Secret = gateway.AuthNone, identity.Secret{} })
+	for name, call := range map[string]func() error{
+		"models": func() error { _, err := c.Models(testContext(t)); return err },
+		"health": func() error { return c.Health(testContext(t)) },
+	} {
+		err := call()
+		require.ErrorIs(t, err, ErrNoModelList, name)
+		requireBramaKind(t, err, fault.Permanent)
+		require.Equal(t, "brama: the gateway has no model list (HTTP 404: not found)", err.Error(), name)
+	}
+
+	_, keyed := newGateway(t, gateway.AuthBearer, func(cfg *ClientConfig) { cfg.APIKey = identity.NewSecret([]byte("sk-wrong")) })
+	_, err := keyed.Models(testContext(t))
+	require.Error(t, err)
+	require.NotErrorIs(t, err, ErrNoModelList, "a refused key is no missing list")
+}
+
 func TestEndpoints(t *testing.T) {
 	tests := []struct{ base, health, models, complete string }{
 		{"http://h", "http://h/health", "http://h/v1/models", "http://h/v1/chat/completions"},

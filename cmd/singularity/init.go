@@ -109,6 +109,16 @@ func (c *initCmd) Run(e *env) error {
 	return nil
 }
 
+// missingFlag names a flag whose value is missing in init's refusal,
+// with its alternative when it has one: a missing key file is as likely a
+// keyless server that was not said to be one.
+func missingFlag(flag string) string {
+	if flag == "key-file" {
+		return "--key-file, or --auth none for a keyless server,"
+	}
+	return "--" + flag
+}
+
 // answers fills what the flags left out: from the terminal when there is
 // one, else it refuses.
 func (c *initCmd) answers(in io.Reader, out io.Writer, terminal bool) (initAnswers, error) {
@@ -128,7 +138,7 @@ func (c *initCmd) answers(in io.Reader, out io.Writer, terminal bool) (initAnswe
 				*value = fallback
 				return nil
 			}
-			return fault.Errorf(fault.ClassConfiguration, "init: --%s is required when stdin is not a terminal", flag)
+			return fault.Errorf(fault.ClassConfiguration, "init: %s is required when stdin is not a terminal", missingFlag(flag))
 		}
 		if fallback != "" {
 			fmt.Fprintf(out, "%s [%s]: ", question, fallback)
@@ -142,7 +152,7 @@ func (c *initCmd) answers(in io.Reader, out io.Writer, terminal bool) (initAnswe
 			*value = fallback
 		}
 		if *value == "" {
-			return fault.Errorf(fault.ClassConfiguration, "init: --%s is required", flag)
+			return fault.Errorf(fault.ClassConfiguration, "init: %s is required", missingFlag(flag))
 		}
 		return nil
 	}

@@ -55,7 +55,7 @@ func TestInitAsksOnATerminal(t *testing.T) {
 		want string
 	}{
 		{initCmd{Dir: ".", Model: "m"}, "configuration: init: --base-url is required when stdin is not a terminal"},
-		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m"}, "configuration: init: --key-file is required when stdin is not a terminal"},
+		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m"}, "configuration: init: --key-file, or --auth none for a keyless server, is required when stdin is not a terminal"},
 		{initCmd{Dir: ".", BaseURL: "http://u", Model: "m", Auth: "oauth"}, "configuration: init: --auth must be bearer or none"},
 		{initCmd{Dir: ".", BaseURL: "ftp://u/v1", Model: "m"}, "configuration: init: --base-url must be an http or https URL, as https://api.openai.com/v1"},
 		{initCmd{Dir: ".", BaseURL: "::not a url::", Model: "m"}, "configuration: init: --base-url must be an http or https URL, as https://api.openai.com/v1"},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -47,10 +48,18 @@ func runDoctor(e *env, rt config.Runtime, format string) error {
 		return err
 	}
 	defer client.CloseIdleConnections()
+	// A gateway other than Brama without a model list answered, so it
+	// is up; once and run need no list, so neither does doctor: it says
+	// the model went unchecked (docs/configuration.md#doctor).
+	unlistedModel := ""
 	if err := client.Health(ctx); err != nil {
-		return err
+		var f *fault.Error // its sentence, without the class's prefix
+		if client.Auth().Brama() || !errors.Is(err, brama.ErrNoModelList) || !errors.As(err, &f) {
+			return err
+		}
+		unlistedModel = fmt.Sprintf("doctor: model %s not checked: %s", rt.Brama.Model, f.Msg)
 	}
-	if !doctorSelector(client.Auth(), rt.Brama.Model) {
+	if unlistedModel == "" && !doctorSelector(client.Auth(), rt.Brama.Model) {
 		ids, err := client.Models(ctx)
 		if err != nil {
 			return err
@@ -77,6 +86,9 @@ func runDoctor(e *env, rt config.Runtime, format string) error {
 		}
 	}
 	opts := lasOptions(rt, e.log)
+	// verdict is a servers file's failed server: the report is printed
+	// first, with every server's result.
+	var verdict error
 	switch {
 	case opts == nil: // a servers file without servers: built-ins only
 	case len(opts.Servers) == 0:
@@ -92,18 +104,20 @@ func runDoctor(e *env, rt config.Runtime, format string) error {
 			root.Dir = abs
 		}
 		report.Servers = checkServers(ctx, opts.ForBeing(root.Expand))
-		err = serversVerdict(report.Servers, opts.RequiredSurfaces)
+		verdict = serversVerdict(report.Servers, opts.RequiredSurfaces)
 		for _, c := range report.Servers {
 			report.LasTools += c.Tools
 		}
-		report.OK = err == nil
-		if werr := writeDoctor(e.stdout, report, format); werr != nil {
-			return werr
-		}
-		return err
+		report.OK = verdict == nil
 	}
 	if err := writeDoctor(e.stdout, report, format); err != nil {
 		return err
+	}
+	if verdict != nil {
+		return verdict
+	}
+	if unlistedModel != "" {
+		fmt.Fprintln(e.stderr, unlistedModel)
 	}
 	if line := freeModelLine(rt); line != "" {
 		fmt.Fprintln(e.stderr, line)

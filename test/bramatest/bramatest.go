@@ -54,6 +54,9 @@ type Config struct {
 	Prefix string
 	// Models is what /v1/models lists. Nil means {"test-model"}.
 	Models []string
+	// NoModelList makes /v1/models answer 404, as a server without a
+	// model list does.
+	NoModelList bool
 	// HealthStatus is the "status" /health reports. Empty means "ok".
 	HealthStatus string
 	// MaxSkew, when positive, refuses timestamps further than this from
@@ -316,7 +319,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && path == "/health" && !s.openAI():
 		s.record(rec)
 		writeJSON(w, http.StatusOK, map[string]string{"status": s.cfg.HealthStatus})
-	case r.Method == http.MethodGet && path == "/v1/models":
+	case r.Method == http.MethodGet && path == "/v1/models" && !s.cfg.NoModelList:
 		s.record(rec)
 		s.mu.Lock()
 		data := make([]map[string]string, 0, len(s.models))

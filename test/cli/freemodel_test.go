@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -8,7 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/test/bramatest"
+	"github.com/wisent/singularity/test/testkit"
 )
 
 // TestUnpricedModelRefusedOnBearer: on a bearer gateway, once, run and
@@ -53,4 +56,42 @@ func TestUnpricedModelRefusedOnBearer(t *testing.T) {
 	r = run(t, env, "doctor")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "doctor: model my-local-model has no price and runs free: a keyless (none) server\n")
+
+	// With a servers file, as init writes one, it says so too.
+	dir := t.TempDir()
+	lasConfig := filepath.Join(dir, "lab.json")
+	require.NoError(t, os.WriteFile(lasConfig, []byte("{}"), 0o600))
+	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"lab": map[string]any{"command": testkit.ExampleLas(t), "args": []string{lasConfig}},
+	}})
+	require.NoError(t, err)
+	env["LAS_SERVERS_FILE"] = filepath.Join(dir, "servers.json")
+	require.NoError(t, os.WriteFile(env["LAS_SERVERS_FILE"], servers, 0o600))
+	r = run(t, env, "doctor")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"servers":[{"name":"lab"`)
+	assert.Contains(t, r.stderr, "doctor: model my-local-model has no price and runs free: a keyless (none) server\n")
+
+	// A keyless server without a model list, as once and run need none:
+	// doctor passes, and says the model went unchecked.
+	unlisted := bramatest.Start(t, bramatest.Config{Auth: "none", NoModelList: true})
+	unlisted.Enqueue(bramatest.TextReply("Resting.", chat.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}))
+	env["BRAMA_BASE_URL"] = unlisted.URL
+	r = run(t, env, "doctor")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"ok":true`)
+	assert.Contains(t, r.stderr, "doctor: model my-local-model not checked: the gateway has no model list (HTTP 404: not found)\n")
+	assert.Contains(t, r.stderr, "doctor: model my-local-model has no price and runs free: a keyless (none) server\n")
+	r = run(t, env, "once")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"status": "completed"`)
+
+	// A bearer server without one still fails doctor on anything else
+	// than a 404: a refused key is no missing list.
+	keyed := bramatest.Start(t, bramatest.Config{Auth: "bearer", APIKey: []byte(apiKey), NoModelList: true})
+	env["BRAMA_AUTH"], env["BRAMA_BASE_URL"], env["BRAMA_API_KEY_FILE"] = "bearer", keyed.URL, keyFile+".wrong"
+	require.NoError(t, os.WriteFile(env["BRAMA_API_KEY_FILE"], []byte("sk-wrong\n"), 0o600))
+	r = run(t, env, "doctor", "--allow-free-model")
+	assert.Equal(t, 3, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "singularity: brama: HTTP 401")
 }
