@@ -56,8 +56,9 @@ type Link struct {
 
 // Props returns the link's props. relayed carries out a relayed control
 // request as the member's control socket does, within the deadline of
-// its context (the asker's, at most MaxRelayDeadline); nil answers every
-// one NotHere. deadline zero means DefaultDeadline.
+// its context (nine tenths of the asker's wait, which is at most
+// MaxRelayDeadline; deadline when the asker names none); nil answers
+// every one NotHere. deadline zero means DefaultDeadline.
 func Props(shown Shown, relayed control.Handler, deadline time.Duration) *actor.Props {
 	if deadline <= 0 {
 		deadline = DefaultDeadline
