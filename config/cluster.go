@@ -23,6 +23,7 @@ type ClusterFlags struct {
 	Lease     string `name:"cluster-lease-secs" env:"SINGULARITY_CLUSTER_LEASE_SECS" default:"3" help:"The member's etcd lease, whole seconds: a member silent this long loses its beings."`
 	Placement string `name:"cluster-placement" env:"SINGULARITY_CLUSTER_PLACEMENT" default:"being" help:"How the family's beings are placed on members: being (each being on its own, spread over the members) or family (the whole family on one member at a time)."`
 	Compact   string `name:"cluster-compact-secs" env:"SINGULARITY_CLUSTER_COMPACT_SECS" default:"300" help:"How often the holder compacts etcd's history, keeping one such period of it, whole seconds; 0: never (etcd's own auto-compaction must then keep it short)."`
+	Socket    string `name:"cluster-control-socket" env:"SINGULARITY_CLUSTER_CONTROL_SOCKET" default:"true" help:"Whether this member listens on its control socket in the state root, for fund and say on its machine (true or false)."`
 }
 
 // Cluster is the validated cluster configuration; Enabled is false for a
@@ -41,6 +42,9 @@ type Cluster struct {
 	// the default) instead of the whole family on one member
 	// (--cluster-placement family).
 	Spread bool
+	// NoSocket says the member listens on no control socket
+	// (--cluster-control-socket false; unset or empty: it listens).
+	NoSocket bool
 }
 
 // LoadCluster validates the cluster flags. hostname names the member
@@ -84,6 +88,13 @@ func LoadCluster(f ClusterFlags, hostname func() (string, error)) (Cluster, erro
 		return Cluster{}, fault.Errorf(fault.ClassConfiguration, "SINGULARITY_CLUSTER_COMPACT_SECS %q is not a whole number of seconds from 0 to 86400", f.Compact)
 	}
 	c.Compact = time.Duration(secs) * time.Second
+	if f.Socket != "" {
+		on, err := strconv.ParseBool(f.Socket)
+		if err != nil {
+			return Cluster{}, fault.Errorf(fault.ClassConfiguration, "SINGULARITY_CLUSTER_CONTROL_SOCKET %q is neither true nor false", f.Socket)
+		}
+		c.NoSocket = !on
+	}
 	switch f.Placement {
 	case "", "being":
 		c.Spread = true

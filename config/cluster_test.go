@@ -32,6 +32,13 @@ func TestLoadCluster(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, spread, c.Spread, "--cluster-placement %s", placement)
 	}
+	for socket, none := range map[string]bool{"": false, "true": false, "1": false, "false": true, "0": true} {
+		flags := valid
+		flags.Socket = socket
+		c, err = LoadCluster(flags, host)
+		require.NoError(t, err)
+		assert.Equal(t, none, c.NoSocket, "--cluster-control-socket %q", socket)
+	}
 
 	refused := []struct {
 		name   string
@@ -49,6 +56,7 @@ func TestLoadCluster(t *testing.T) {
 		{"fractional lease", func(f *ClusterFlags) { f.Lease = "1.5" }, host, `configuration: SINGULARITY_CLUSTER_LEASE_SECS "1.5" is not a whole number of seconds from 1 to 3600`},
 		{"negative compaction period", func(f *ClusterFlags) { f.Compact = "-1" }, host, `configuration: SINGULARITY_CLUSTER_COMPACT_SECS "-1" is not a whole number of seconds from 0 to 86400`},
 		{"unknown placement", func(f *ClusterFlags) { f.Placement = "member" }, host, `configuration: SINGULARITY_CLUSTER_PLACEMENT "member" is neither family nor being`},
+		{"control socket of words", func(f *ClusterFlags) { f.Socket = "none" }, host, `configuration: SINGULARITY_CLUSTER_CONTROL_SOCKET "none" is neither true nor false`},
 		{"compaction period of words", func(f *ClusterFlags) { f.Compact = "5m" }, host, `configuration: SINGULARITY_CLUSTER_COMPACT_SECS "5m" is not a whole number of seconds from 0 to 86400`},
 	}
 	for _, r := range refused {

@@ -31,17 +31,18 @@ func serveControl(l *live, root string, secrets *boundary.Secrets) (*control.Ser
 	return listenControl(&router{system: l.system, root: root, secrets: secrets}, filepath.Join(root, control.SocketName))
 }
 
-// serveMemberControl opens a cluster member's control socket,
-// control-<member>.sock in the shared state root: the member answers
-// for the beings it holds, and says it holds none of the others
-// (docs/cluster.md#the-operators-channel). placed says the family's
-// beings are spread over the members, each its own actor under the
-// family.
-func serveMemberControl(l *live, root, memberName string, placed bool, secrets *boundary.Secrets, session *fence.Session, lease time.Duration) (*control.Server, error) {
-	r := &router{system: l.system, root: root, secrets: secrets, member: true, placed: placed, session: session, lease: lease}
-	return listenControl(r, filepath.Join(root, control.MemberSocket(memberName)))
+// memberRouter is a cluster member's router, for its control socket,
+// control-<member>.sock in the shared state root, and its link: the
+// member answers for the beings it holds, and says it holds none of the
+// others (docs/cluster.md#the-operators-channel). placed says the
+// family's beings are spread over the members, each its own actor
+// under the family.
+func memberRouter(l *live, root string, placed bool, secrets *boundary.Secrets, session *fence.Session, lease time.Duration) *router {
+	return &router{system: l.system, root: root, secrets: secrets, member: true, placed: placed, session: session, lease: lease}
 }
 
+// listenControl opens r's control socket at path; nil when a live
+// runtime answers there already.
 func listenControl(r *router, path string) (*control.Server, error) {
 	if _, err := control.Ask(path, control.Request{}, time.Second); !errors.Is(err, control.ErrNoRuntime) {
 		return nil, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/actors/memberlink"
 	"github.com/wisent/singularity/config"
+	"github.com/wisent/singularity/internal/control"
 	"github.com/wisent/singularity/internal/debug"
 	"github.com/wisent/singularity/internal/fence"
 	"github.com/wisent/singularity/internal/logging"
@@ -72,7 +73,7 @@ func openShowcase(e *env, rt config.Runtime, cl config.Cluster) (*showcase, stri
 	quiet := logging.AtLeast(e.log.With("lib", "protoactor"), slog.LevelWarn)
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 	show := newShowcase(cl.Member, cl.Family, rt.StateDir, system)
-	address, stopRemote, err := memberlink.Serve(system, cl.Bind, show.answer)
+	address, stopRemote, err := memberlink.Serve(system, cl.Bind, show.answer, show.relay)
 	if err != nil {
 		system.Shutdown()
 		return nil, "", nil, fault.Errorf(fault.ClassCluster, "%w", err)
@@ -364,16 +365,34 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 	}
 }
 
-// serveControl opens the member's control socket for the family it
-// holds (placed: its share of a family spread over members) and returns
-// what closes it; without a socket fund and say reach the being through
-// another member, or not at all.
+// serveControl carries control requests to the family this member
+// holds (placed: its share of a family spread over members) until the
+// function it returns is called: those other members relay through its
+// link, and, unless --cluster-control-socket is false, those on its
+// control socket. Without a socket fund and say reach the being through
+// another member, or not at all. The stop cancels the requests in
+// progress (they answer busy) and closes the socket.
 func (m *memberRun) serveControl(l *live, placed bool) (stop func()) {
-	ctl, err := serveMemberControl(l, m.rt.StateDir, m.cl.Member, placed, m.e.secrets, m.session, m.cl.Lease)
-	if err != nil {
-		m.log.Warn("no control socket: fund and say do not reach the beings this member holds", "err", err)
+	r := memberRouter(l, m.rt.StateDir, placed, m.e.secrets, m.session, m.cl.Lease)
+	membership, cancel := context.WithCancel(context.Background())
+	var handle control.Handler = func(ctx context.Context, req control.Request) control.Reply {
+		ctx, end := context.WithCancel(ctx)
+		defer end()
+		defer context.AfterFunc(membership, end)()
+		return r.handle(ctx, req)
+	}
+	m.show.relayed.Store(&handle)
+	var ctl *control.Server
+	if !m.cl.NoSocket {
+		var err error
+		ctl, err = listenControl(r, filepath.Join(m.rt.StateDir, control.MemberSocket(m.cl.Member)))
+		if err != nil {
+			m.log.Warn("no control socket: fund and say do not reach the beings this member holds", "err", err)
+		}
 	}
 	return func() {
+		m.show.relayed.Store(nil)
+		cancel()
 		if ctl != nil {
 			ctl.Close()
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/wisent/singularity/actors/memberlink"
+	"github.com/wisent/singularity/internal/control"
 	"github.com/wisent/singularity/internal/debug"
 	"github.com/wisent/singularity/internal/fence"
 	"github.com/wisent/singularity/internal/member"
@@ -41,6 +42,9 @@ type showcase struct {
 
 	handler atomic.Pointer[http.Handler]
 	holding atomic.Pointer[heldView]
+	// relayed, while set, carries out the control requests other
+	// members relay to the beings this member holds (relay).
+	relayed atomic.Pointer[control.Handler]
 	// ended are the nodes of a spread family's ended beings, by id: an
 	// ended being never changes, so its state is read once, not at
 	// every request.
@@ -135,6 +139,17 @@ func (s *showcase) answer(ctx context.Context, _ string) *clusterpb.FamilyTree {
 		}
 	}
 	return &clusterpb.FamilyTree{Member: s.name}
+}
+
+// relay is the link's answer to a control request another member
+// relays to this one (memberlink.Props): carried out as the member's
+// control socket carries it out while the member holds beings
+// (memberRun.serveControl), NotHere otherwise.
+func (s *showcase) relay(ctx context.Context, req control.Request) control.Reply {
+	if handle := s.relayed.Load(); handle != nil {
+		return (*handle)(ctx, req)
+	}
+	return control.Reply{NotHere: true}
 }
 
 // spreadOver shows a family spread over members (--cluster-placement

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,13 +15,17 @@ import (
 // with the family tools, on its third cycle the root messages Bo and
 // every other being its parent (the simulated Brama's script). Two
 // members hold two beings each, so at least one of the four messages
-// crosses members, through the receiver's member's control socket.
-// Each is received exactly once, by the being it was sent to, and its
-// sender journals it delivered once.
+// crosses members, through the link of the receiver's member as its
+// record in etcd gives its address. The members listen on no control
+// socket, as members on different machines cannot reach each other's:
+// the link is the only way across. Each message is received exactly
+// once, by the being it was sent to, and its sender journals it
+// delivered once.
 func TestRelativesTalkAcrossMembers(t *testing.T) {
 	w := newWorld(t)
 	w.spreadOut()
 	w.env["SINGULARITY_FAMILY_TOOLS"] = "1"
+	w.env["SINGULARITY_CLUSTER_CONTROL_SOCKET"] = "false"
 	names := []string{"alpha", "beta"}
 	started := 0
 	members := w.startSpread(t, len(names), func() *proc {
@@ -39,6 +44,9 @@ func TestRelativesTalkAcrossMembers(t *testing.T) {
 		}
 		return true
 	}), "every being lived past its talk cycle")
+	sockets, err := filepath.Glob(filepath.Join(w.stateDir, "control*.sock"))
+	require.NoError(t, err)
+	require.Empty(t, sockets, "the members listen on no control socket")
 	placed := w.placedOn(t)
 	stopInTurn(t, members...)
 

@@ -6,4 +6,4 @@ package clusterpb
 
 // ProtocolVersion is the version of these messages this build speaks. A
 // member refuses to join a family whose live members speak another one.
-const ProtocolVersion uint32 = 3
+const ProtocolVersion uint32 = 4

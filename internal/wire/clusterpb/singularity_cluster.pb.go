@@ -762,6 +762,118 @@ func (x *SpendSettled) GetAmount() string {
 	return ""
 }
 
+// RelayRequest carries an operator's or a relative's request
+// (docs/cluster.md#messages-between-relatives) to the member that holds
+// its being, through that member's link: request_json is the request of
+// the control protocol, the same JSON a control socket reads (its amount
+// an exact decimal string).
+type RelayRequest struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	RequestJson []byte `protobuf:"bytes,1,opt,name=request_json,json=requestJson,proto3" json:"request_json,omitempty"`
+	// deadline_ms is how long the asker waits for the reply; the answerer
+	// answers within it.
+	DeadlineMs int64 `protobuf:"varint,2,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
+}
+
+func (x *RelayRequest) Reset() {
+	*x = RelayRequest{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_singularity_cluster_proto_msgTypes[11]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *RelayRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RelayRequest) ProtoMessage() {}
+
+func (x *RelayRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_singularity_cluster_proto_msgTypes[11]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RelayRequest.ProtoReflect.Descriptor instead.
+func (*RelayRequest) Descriptor() ([]byte, []int) {
+	return file_singularity_cluster_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *RelayRequest) GetRequestJson() []byte {
+	if x != nil {
+		return x.RequestJson
+	}
+	return nil
+}
+
+func (x *RelayRequest) GetDeadlineMs() int64 {
+	if x != nil {
+		return x.DeadlineMs
+	}
+	return 0
+}
+
+// RelayReply answers a RelayRequest: reply_json is the control
+// protocol's reply, as a control socket writes it, once the effect is
+// durable (or says the member does not hold the being, or is busy).
+type RelayReply struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	ReplyJson []byte `protobuf:"bytes,1,opt,name=reply_json,json=replyJson,proto3" json:"reply_json,omitempty"`
+}
+
+func (x *RelayReply) Reset() {
+	*x = RelayReply{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_singularity_cluster_proto_msgTypes[12]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *RelayReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RelayReply) ProtoMessage() {}
+
+func (x *RelayReply) ProtoReflect() protoreflect.Message {
+	mi := &file_singularity_cluster_proto_msgTypes[12]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RelayReply.ProtoReflect.Descriptor instead.
+func (*RelayReply) Descriptor() ([]byte, []int) {
+	return file_singularity_cluster_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *RelayReply) GetReplyJson() []byte {
+	if x != nil {
+		return x.ReplyJson
+	}
+	return nil
+}
+
 var File_singularity_cluster_proto protoreflect.FileDescriptor
 
 var file_singularity_cluster_proto_rawDesc = []byte{
@@ -834,11 +946,19 @@ var file_singularity_cluster_proto_rawDesc = []byte{
 	0x6c, 0x65, 0x64, 0x12, 0x16, 0x0a, 0x06, 0x74, 0x69, 0x63, 0x6b, 0x65, 0x74, 0x18, 0x01, 0x20,
 	0x01, 0x28, 0x04, 0x52, 0x06, 0x74, 0x69, 0x63, 0x6b, 0x65, 0x74, 0x12, 0x16, 0x0a, 0x06, 0x61,
 	0x6d, 0x6f, 0x75, 0x6e, 0x74, 0x18, 0x02, 0x20, 0x01, 0x28, 0x09, 0x52, 0x06, 0x61, 0x6d, 0x6f,
-	0x75, 0x6e, 0x74, 0x42, 0x37, 0x5a, 0x35, 0x67, 0x69, 0x74, 0x68, 0x75, 0x62, 0x2e, 0x63, 0x6f,
-	0x6d, 0x2f, 0x77, 0x69, 0x73, 0x65, 0x6e, 0x74, 0x2f, 0x73, 0x69, 0x6e, 0x67, 0x75, 0x6c, 0x61,
-	0x72, 0x69, 0x74, 0x79, 0x2f, 0x69, 0x6e, 0x74, 0x65, 0x72, 0x6e, 0x61, 0x6c, 0x2f, 0x77, 0x69,
-	0x72, 0x65, 0x2f, 0x63, 0x6c, 0x75, 0x73, 0x74, 0x65, 0x72, 0x70, 0x62, 0x62, 0x06, 0x70, 0x72,
-	0x6f, 0x74, 0x6f, 0x33,
+	0x75, 0x6e, 0x74, 0x22, 0x52, 0x0a, 0x0c, 0x52, 0x65, 0x6c, 0x61, 0x79, 0x52, 0x65, 0x71, 0x75,
+	0x65, 0x73, 0x74, 0x12, 0x21, 0x0a, 0x0c, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x5f, 0x6a,
+	0x73, 0x6f, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0c, 0x52, 0x0b, 0x72, 0x65, 0x71, 0x75, 0x65,
+	0x73, 0x74, 0x4a, 0x73, 0x6f, 0x6e, 0x12, 0x1f, 0x0a, 0x0b, 0x64, 0x65, 0x61, 0x64, 0x6c, 0x69,
+	0x6e, 0x65, 0x5f, 0x6d, 0x73, 0x18, 0x02, 0x20, 0x01, 0x28, 0x03, 0x52, 0x0a, 0x64, 0x65, 0x61,
+	0x64, 0x6c, 0x69, 0x6e, 0x65, 0x4d, 0x73, 0x22, 0x2b, 0x0a, 0x0a, 0x52, 0x65, 0x6c, 0x61, 0x79,
+	0x52, 0x65, 0x70, 0x6c, 0x79, 0x12, 0x1d, 0x0a, 0x0a, 0x72, 0x65, 0x70, 0x6c, 0x79, 0x5f, 0x6a,
+	0x73, 0x6f, 0x6e, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0c, 0x52, 0x09, 0x72, 0x65, 0x70, 0x6c, 0x79,
+	0x4a, 0x73, 0x6f, 0x6e, 0x42, 0x37, 0x5a, 0x35, 0x67, 0x69, 0x74, 0x68, 0x75, 0x62, 0x2e, 0x63,
+	0x6f, 0x6d, 0x2f, 0x77, 0x69, 0x73, 0x65, 0x6e, 0x74, 0x2f, 0x73, 0x69, 0x6e, 0x67, 0x75, 0x6c,
+	0x61, 0x72, 0x69, 0x74, 0x79, 0x2f, 0x69, 0x6e, 0x74, 0x65, 0x72, 0x6e, 0x61, 0x6c, 0x2f, 0x77,
+	0x69, 0x72, 0x65, 0x2f, 0x63, 0x6c, 0x75, 0x73, 0x74, 0x65, 0x72, 0x70, 0x62, 0x62, 0x06, 0x70,
+	0x72, 0x6f, 0x74, 0x6f, 0x33,
 }
 
 var (
@@ -853,7 +973,7 @@ func file_singularity_cluster_proto_rawDescGZIP() []byte {
 	return file_singularity_cluster_proto_rawDescData
 }
 
-var file_singularity_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_singularity_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_singularity_cluster_proto_goTypes = []interface{}{
 	(*Hello)(nil),                // 0: singularity.cluster.v1.Hello
 	(*HelloReply)(nil),           // 1: singularity.cluster.v1.HelloReply
@@ -866,6 +986,8 @@ var file_singularity_cluster_proto_goTypes = []interface{}{
 	(*SpendRequest)(nil),         // 8: singularity.cluster.v1.SpendRequest
 	(*SpendResponse)(nil),        // 9: singularity.cluster.v1.SpendResponse
 	(*SpendSettled)(nil),         // 10: singularity.cluster.v1.SpendSettled
+	(*RelayRequest)(nil),         // 11: singularity.cluster.v1.RelayRequest
+	(*RelayReply)(nil),           // 12: singularity.cluster.v1.RelayReply
 }
 var file_singularity_cluster_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
@@ -1013,6 +1135,30 @@ func file_singularity_cluster_proto_init() {
 				return nil
 			}
 		}
+		file_singularity_cluster_proto_msgTypes[11].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*RelayRequest); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_singularity_cluster_proto_msgTypes[12].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*RelayReply); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1020,7 +1166,7 @@ func file_singularity_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: file_singularity_cluster_proto_rawDesc,
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
