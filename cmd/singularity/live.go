@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -579,21 +581,48 @@ func runLive(e *env, rt config.Runtime) error {
 // (docs/cycle.md#the-end-of-run). A family that cannot be read is said
 // in one line instead.
 func writeRunSummary(e *env, stateDir string, root messages.FamilyStopped) {
-	fam, err := accounts.Read(stateDir)
-	if err != nil {
-		fmt.Fprintln(e.stderr, e.secrets.RedactString("run ended; the family cannot be read: "+err.Error()))
-		return
-	}
-	writeEndSummary(e, "run ended:", fam.Beings, &root)
+	summarizeWithin(e, "run ended:", summaryWait, func(w io.Writer) {
+		fam, err := accounts.Read(stateDir)
+		if err != nil {
+			fmt.Fprintln(w, e.secrets.RedactString("run ended; the family cannot be read: "+err.Error()))
+			return
+		}
+		writeEndSummary(w, e.secrets, "run ended:", fam.Beings, &root)
+	})
 }
 
-// writeEndSummary writes title and one line per being on stderr
+// summaryWait bounds how long the end of run, or of a member, waits for
+// its summary: a family too large, or storage too slow, to be read in
+// time is said in one line, and the process ends without it.
+const summaryWait = 10 * time.Second
+
+// summarizeWithin has write print a summary into a buffer, and copies
+// it to stderr once written; past wait it says in one line, headed
+// title, that the summary was not read, and returns.
+func summarizeWithin(e *env, title string, wait time.Duration, write func(w io.Writer)) {
+	var buf bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		write(&buf)
+	}()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-done:
+		_, _ = e.stderr.Write(buf.Bytes())
+	case <-timer.C:
+		fmt.Fprintf(e.stderr, "%s the family was not read within %s; singularity status reads it\n", title, wait)
+	}
+}
+
+// writeEndSummary writes title and one line per being to w
 // (docs/cycle.md#the-end-of-run): its status, why its life ended, its
 // cycles and its money, exact, children indented under their parent.
 // The root's status and reason are those its end reported (root, when
 // set and beings begin with the root), which storage that failed may
 // not hold. Secrets are redacted.
-func writeEndSummary(e *env, title string, beings []accounts.Being, root *messages.FamilyStopped) {
+func writeEndSummary(w io.Writer, secrets *boundary.Secrets, title string, beings []accounts.Being, root *messages.FamilyStopped) {
 	var b strings.Builder
 	b.WriteString(title + "\n")
 	for i, being := range beings {
@@ -611,5 +640,5 @@ func writeEndSummary(e *env, title string, beings []accounts.Being, root *messag
 		fmt.Fprintf(&b, "  %s%s: %s, %d cycles, spent %s, earned %s, remaining %s USD\n",
 			strings.Repeat("  ", being.Depth), being.Name, status, st.Cycle, spent(being), st.Budget.Earned, st.Budget.Remaining)
 	}
-	fmt.Fprint(e.stderr, e.secrets.RedactString(b.String()))
+	fmt.Fprint(w, secrets.RedactString(b.String()))
 }

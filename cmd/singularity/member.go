@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -463,38 +464,40 @@ func clusterIdentity(rt config.Runtime) (state.Identity, error) {
 // own, indented by its depth in the family.
 func (m *memberRun) summarize(whole bool, dirs []string, root *messages.FamilyStopped) {
 	title := "run ended on member " + m.cl.Member + ":"
-	say := func(line string) { fmt.Fprintln(m.e.stderr, m.e.secrets.RedactString(line)) }
-	ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
-	records, err := member.Records(ctx, m.cl.Endpoints, m.cl.Family)
-	cancel()
-	if err != nil {
-		say(title + " the family cannot be read: " + err.Error())
-		return
-	}
-	load := member.Counter(m.rt.StateDir, records)
-	var beings []accounts.Being
-	if whole {
-		fam, err := accounts.ReadWith(m.rt.StateDir, load)
+	summarizeWithin(m.e, title, summaryWait, func(w io.Writer) {
+		say := func(line string) { fmt.Fprintln(w, m.e.secrets.RedactString(line)) }
+		ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
+		records, err := member.Records(ctx, m.cl.Endpoints, m.cl.Family)
+		cancel()
 		if err != nil {
 			say(title + " the family cannot be read: " + err.Error())
 			return
 		}
-		beings = fam.Beings
-	}
-	for _, dir := range dirs {
-		b, err := accounts.ReadBeing(dir, load)
-		if err != nil {
-			say(title + " a being it held cannot be read: " + err.Error())
-			continue
+		load := member.Counter(m.rt.StateDir, records)
+		var beings []accounts.Being
+		if whole {
+			fam, err := accounts.ReadWith(m.rt.StateDir, load)
+			if err != nil {
+				say(title + " the family cannot be read: " + err.Error())
+				return
+			}
+			beings = fam.Beings
 		}
-		b.Depth = depthIn(m.rt.StateDir, dir)
-		beings = append(beings, *b)
-	}
-	if len(beings) == 0 {
-		say(title + " it held no being")
-		return
-	}
-	writeEndSummary(m.e, title, beings, root)
+		for _, dir := range dirs {
+			b, err := accounts.ReadBeing(dir, load)
+			if err != nil {
+				say(title + " a being it held cannot be read: " + err.Error())
+				continue
+			}
+			b.Depth = depthIn(m.rt.StateDir, dir)
+			beings = append(beings, *b)
+		}
+		if len(beings) == 0 {
+			say(title + " it held no being")
+			return
+		}
+		writeEndSummary(w, m.e.secrets, title, beings, root)
+	})
 }
 
 // depthIn is how deep in the family rooted at root the being living in
