@@ -76,6 +76,10 @@ type Runtime struct {
 	// MintChildren is SINGULARITY_CHILD_FUNDING=mint: children get the
 	// starting balance from nothing (docs/money.md#funded-children).
 	MintChildren bool
+	// FamilyTools is SINGULARITY_FAMILY_TOOLS: every being has the two
+	// family tools, message_send and self_sleep
+	// (docs/tools.md#family-tools).
+	FamilyTools bool
 	// MinCompletionTokens is the smallest max_tokens worth a call.
 	MinCompletionTokens int
 	// SpendLimit and FamilySpendLimit are USD per rolling hour; nil
@@ -582,6 +586,7 @@ func loadLoop(rt *Runtime, f LoopFlags) error {
 	default:
 		return optionError("SINGULARITY_CHILD_FUNDING", "child funding must be transfer or mint")
 	}
+	rt.FamilyTools = f.FamilyTools
 	tokens, err := strconv.ParseUint(strings.TrimSpace(f.MinCompletion), 10, 31)
 	if err != nil || tokens == 0 {
 		return optionError("SINGULARITY_MIN_COMPLETION_TOKENS", "min completion tokens must be a positive integer")

@@ -62,6 +62,9 @@ type LoopFlags struct {
 	TiersFile        string `name:"tiers-file" env:"SINGULARITY_TIERS_FILE" help:"JSON file of survival tiers: settings for when the balance falls below a bound."`
 	CheckpointEvents string `name:"checkpoint-events" env:"SINGULARITY_CHECKPOINT_EVENTS" default:"256" help:"Journal events past the last checkpoint that trigger a new one."`
 	ChildFunding     string `name:"child-funding" env:"SINGULARITY_CHILD_FUNDING" default:"transfer" help:"Where children's money comes from: transfer (from the parent) or mint."`
+	// FamilyTools registers the two family tools (message_send,
+	// self_sleep); off, the catalogue is the seed's nine built-ins.
+	FamilyTools      bool   `name:"family-tools" env:"SINGULARITY_FAMILY_TOOLS" help:"Give every being the family tools: singularity_message_send (to its parent or a child) and singularity_self_sleep."`
 	MinCompletion    string `name:"min-completion-tokens" env:"SINGULARITY_MIN_COMPLETION_TOKENS" default:"256" help:"Smallest max_tokens worth a completion; below it the being is exhausted."`
 	SpendLimit       string `name:"spend-limit-usd-per-hour" env:"SINGULARITY_SPEND_LIMIT_USD_PER_HOUR" help:"Each being's spending limit in USD per rolling hour (unset: none)."`
 	FamilySpendLimit string `name:"family-spend-limit-usd-per-hour" env:"SINGULARITY_FAMILY_SPEND_LIMIT_USD_PER_HOUR" help:"The whole family's spending limit in USD per rolling hour (unset: none)."`

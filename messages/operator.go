@@ -44,10 +44,14 @@ func (r MessageRequest) String() string {
 }
 
 // MessageResponse answers MessageRequest: the receiver's name, and
-// whether it had the message already. Err is as FundResponse's.
+// whether it had the message already. Ended answers a relative's
+// message (one with a Relation) to a being whose life ended (exhausted
+// or failed): it took nothing, and its sender drops the message. Err is
+// as FundResponse's.
 type MessageResponse struct {
 	Name      string
 	Duplicate bool
+	Ended     bool
 	Err       error
 }
 

@@ -3,7 +3,6 @@ package supervision
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -14,63 +13,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/wisent/singularity/supervision/fault"
+	"github.com/wisent/singularity/test/testkit"
 )
-
-// manualClock is a Clock that moves only when the test says so.
-type manualClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*manualTimer
-}
-
-type manualTimer struct {
-	at      time.Time
-	f       func()
-	stopped bool
-}
-
-func newManualClock() *manualClock { return &manualClock{now: time.Unix(1_700_000_000, 0)} }
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) AfterFunc(d time.Duration, f func()) func() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &manualTimer{at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		was := !t.stopped
-		t.stopped = true
-		return was
-	}
-}
-
-// Advance moves time forward and runs, in order, every timer now due.
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []*manualTimer
-	var rest []*manualTimer
-	for _, t := range c.timers {
-		if !t.stopped && !t.at.After(c.now) {
-			due = append(due, t)
-		} else if !t.stopped {
-			rest = append(rest, t)
-		}
-	}
-	c.timers = rest
-	c.mu.Unlock()
-	sort.Slice(due, func(i, j int) bool { return due[i].at.Before(due[j].at) })
-	for _, t := range due {
-		t.f()
-	}
-}
 
 // recordingSupervisor is an actor.Supervisor that records what it was
 // asked to do.
@@ -158,7 +102,7 @@ func TestBackoffBoundsProperty(t *testing.T) {
 }
 
 func TestStrategyRestartsWithBackoffThenGivesUp(t *testing.T) {
-	clock := newManualClock()
+	clock := testkit.NewManualClock(time.Unix(1_700_000_000, 0))
 	var events []Event
 	s := ForLas(LasConfig{
 		Clock:  clock,
@@ -194,7 +138,7 @@ func TestStrategyRestartsWithBackoffThenGivesUp(t *testing.T) {
 }
 
 func TestStrategyWindowForgetsOldRestarts(t *testing.T) {
-	clock := newManualClock()
+	clock := testkit.NewManualClock(time.Unix(1_700_000_000, 0))
 	var last Event
 	s := ForLas(LasConfig{
 		Clock:     clock,
@@ -244,7 +188,7 @@ func TestLasDecider(t *testing.T) {
 }
 
 func TestStrategyPermanentStopsWithoutRestart(t *testing.T) {
-	clock := newManualClock()
+	clock := testkit.NewManualClock(time.Unix(1_700_000_000, 0))
 	var kinds []EventKind
 	s := ForLas(LasConfig{Clock: clock, Notify: func(_ *actor.ActorSystem, ev Event) { kinds = append(kinds, ev.Kind) }})
 	sup := &recordingSupervisor{}
@@ -258,7 +202,7 @@ func TestStrategyPermanentStopsWithoutRestart(t *testing.T) {
 }
 
 func TestStrategyRoutesByChild(t *testing.T) {
-	clock := newManualClock()
+	clock := testkit.NewManualClock(time.Unix(1_700_000_000, 0))
 	var got []string
 	record := func(_ *actor.ActorSystem, ev Event) { got = append(got, ev.Policy+":"+ev.Kind.String()) }
 	lasCfg := LasConfig{Clock: clock, Notify: record}
@@ -276,7 +220,7 @@ func TestStrategyRoutesByChild(t *testing.T) {
 }
 
 func TestBeingChildrenEscalateLedgerFailure(t *testing.T) {
-	clock := newManualClock()
+	clock := testkit.NewManualClock(time.Unix(1_700_000_000, 0))
 	var got []string
 	record := func(_ *actor.ActorSystem, ev Event) { got = append(got, ev.Policy+":"+ev.Kind.String()) }
 	s := ForBeingChildren(BeingChildrenConfig{

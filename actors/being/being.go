@@ -89,6 +89,8 @@ type Being struct {
 	// inbound are the funds and messages waiting for their step,
 	// flushing those whose step is in flight (operator.go).
 	inbound, flushing []*inbound
+	// post is the delivery of the outbox (post.go).
+	post post
 }
 
 // lasSide is what the being knows of its Las actor: its pid, the link
@@ -229,6 +231,8 @@ func (b *Being) Receive(ctx actor.Context) {
 		b.handleLasEvent(ctx, msg)
 	case admitRetry:
 		b.handleAdmitRetry(ctx, msg)
+	case redeliver:
+		b.handleRedeliver(ctx, msg)
 	case supervision.Restarted:
 		b.health = health{restarts: msg.Restarts, lastFailure: msg.Reason}
 	case messages.FundRequest:
@@ -443,6 +447,7 @@ func (b *Being) handleStopping() {
 	b.phase = phaseStopped // this incarnation is over, gracefully or not
 	b.epoch++
 	b.cancelTimer()
+	b.stopRedelivery()
 	if b.engine != nil {
 		b.engine.Close()
 	}

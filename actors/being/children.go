@@ -27,6 +27,9 @@ type childRef struct {
 	// departed is what its BeingStopped added to the purse's departed
 	// money, taken back when it lives again.
 	departed messages.BeingStopped
+	// ended says its life ended (exhausted or failed), until a fund
+	// revives it: it takes no message (docs/family.md#messages).
+	ended bool
 }
 
 // alive reports whether the child's actor runs and has not stopped yet.
@@ -326,6 +329,7 @@ func (b *Being) startRecorded(ctx actor.Context, ref *childRef, rec state.Child)
 	opts.Mode = Run
 	if child.Status == state.StatusExhausted || child.Status == state.StatusFailed {
 		opts.Mode = Dormant
+		ref.ended = true
 	}
 	pid, err := ctx.SpawnNamed(Props(opts), childActorName(rec.Name, rec.ID))
 	if err != nil {
@@ -370,7 +374,7 @@ func (b *Being) reviveChild(ctx actor.Context, ref *childRef) {
 			b.purse.departedEarned = b.purse.departedEarned.Sub(d.Earned)
 			b.purse.departedFunded = b.purse.departedFunded.Sub(d.Funded)
 		}
-		ref.done, ref.gone, ref.pid, ref.departed = false, false, nil, messages.BeingStopped{}
+		ref.done, ref.gone, ref.pid, ref.departed, ref.ended = false, false, nil, messages.BeingStopped{}, false
 		b.startRecorded(ctx, ref, rec)
 		return
 	}
@@ -382,6 +386,7 @@ func (b *Being) handleChildStopped(ctx actor.Context, msg messages.BeingStopped)
 		if ref.id == msg.ID && !ref.done {
 			ref.done = true
 			ref.departed = msg
+			ref.ended = msg.Status == state.StatusExhausted || msg.Status == state.StatusFailed
 			b.purse.departedHeld = b.purse.departedHeld.Add(msg.Held)
 			b.purse.departedEarned = b.purse.departedEarned.Add(msg.Earned)
 			b.purse.departedFunded = b.purse.departedFunded.Add(msg.Funded)

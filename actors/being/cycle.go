@@ -144,6 +144,12 @@ func (b *Being) startRound(ctx actor.Context) {
 		b.abandonCycle(ctx)
 		return
 	}
+	if b.asleep() {
+		// A call of the last round slept: the cycle ends here
+		// (docs/family.md#sleep).
+		b.endCycle(ctx, b.report(ReportCompleted, nil, b.cycle.actions), nil)
+		return
+	}
 	if b.cycle.round >= b.maxToolRounds() {
 		b.warn("maximum tool rounds reached")
 		b.endCycle(ctx, b.report(ReportToolRoundLimit, nil, b.cycle.actions), nil)
@@ -460,16 +466,15 @@ func nextWait(interval time.Duration, failed int, gateway bool) time.Duration {
 	return min(wait, max(ceiling, interval))
 }
 
-// scheduleTick sleeps, then starts the next cycle; a stop request
-// cancels the sleep.
+// scheduleTick waits, then starts the next cycle: the interval (longer
+// after failing cycles), or, when the cycle slept, until its sleep ends
+// (sleep.go). A stop request cancels the wait.
 func (b *Being) scheduleTick(ctx actor.Context) {
-	self, system, epoch := ctx.Self(), ctx.ActorSystem(), b.epoch
-	wait := nextWait(b.cycleInterval(), b.next.failed, b.next.gateway)
-	if wait <= 0 {
-		ctx.Send(self, tick{epoch})
-		return
+	wait, asleep := b.sleepWait()
+	if !asleep {
+		wait = nextWait(b.cycleInterval(), b.next.failed, b.next.gateway)
 	}
-	b.next.cancel = b.opts.clockAfter(wait, func() { system.Root.Send(self, tick{epoch}) })
+	b.tickAfter(ctx, wait)
 }
 
 // abandonCycle ends a cycle cut short by a stop request at a round

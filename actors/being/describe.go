@@ -2,12 +2,14 @@ package being
 
 import (
 	"path/filepath"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/wisent/singularity/actors/ledger"
 	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
 )
 
@@ -73,6 +75,12 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 		// Messages received that no framing carried yet
 		// (docs/family.md#messages).
 		d.Figures["unread_messages"] = n
+	}
+	if s := b.st.Sleep; s != nil && b.st.Status == state.StatusRunning {
+		// docs/family.md#sleep
+		d.Status = s.String()
+		d.Figures["sleeping_until"] = s.Until.UTC().Format(time.RFC3339)
+		d.Figures["wake_on_message"] = s.WakeOnMessage
 	}
 	if b.purse.throttled {
 		d.Status = StatusThrottled

@@ -143,14 +143,15 @@ func (b *Being) bootDurable(ctx actor.Context) {
 }
 
 // familyRepaired starts living: the children resume, the first cycle
-// begins.
+// begins (once the sleep it loaded in ends).
 func (b *Being) familyRepaired(ctx actor.Context) {
 	if b.phase != phaseBooting {
 		return // stopped meanwhile: the shutdown goes on
 	}
 	b.phase = phaseIdle
 	b.resumeChildren(ctx)
-	ctx.Send(ctx.Self(), tick{b.epoch})
+	b.deliverOutbox(ctx)
+	b.firstTick(ctx)
 }
 
 // handleLasEvent follows what the Las actor reports about itself.

@@ -42,6 +42,12 @@ func (b *Being) handleFund(ctx actor.Context, msg messages.FundRequest) {
 
 // handleMessage takes a message into the inbox (messages.MessageRequest).
 func (b *Being) handleMessage(ctx actor.Context, msg messages.MessageRequest) {
+	if msg.Message.Relation != "" && b.lifeEnded() {
+		// A relative's message is refused once the being ended; the
+		// operator's is taken (a fund may revive it).
+		ctx.Respond(messages.MessageResponse{Name: b.st.Identity.Name, Ended: true})
+		return
+	}
 	if err := b.refuseInbound(); err != nil {
 		ctx.Respond(messages.MessageResponse{Err: err})
 		return
@@ -126,7 +132,9 @@ func (b *Being) operatorDurable(ctx actor.Context) {
 	b.flushing = nil
 	if b.opts.Mode == Dormant && !b.held && b.st.Status != state.StatusExhausted && b.st.Status != state.StatusFailed {
 		b.checkpoint(ctx, nextRevive)
+		return
 	}
+	b.rouse(ctx) // a sleep that wakes on messages ends (sleep.go)
 }
 
 // wake ends a dormant being that a fund un-ended and asks its parent to

@@ -92,6 +92,10 @@ type Options struct {
 	// Funding is where spawned children's money comes from
 	// (SINGULARITY_CHILD_FUNDING).
 	Funding builtin.Funding
+	// FamilyTools gives the being the family tools, message_send and
+	// self_sleep (SINGULARITY_FAMILY_TOOLS, docs/tools.md#family-tools);
+	// inherited by children.
+	FamilyTools bool
 	// SpendLimiter is the family's spend limiter; nil when no spend
 	// limit is set. SpendLimit is this being's own limit per rolling
 	// hour (nil for none); both are inherited by children.

@@ -53,8 +53,8 @@ const (
 	inBackground next = 1 << 9
 )
 
-// commit makes events durable as one step, with the queued warnings,
-// applies them and goes on with n (resume). With thenCheckpoint a
+// commit makes events durable as one step, with the queued warnings and
+// message deliveries (post.go), applies them and goes on with n (resume). With thenCheckpoint a
 // checkpoint follows first; a running cycle's step is also followed by
 // one when enough events lie past the last.
 func (b *Being) commit(ctx actor.Context, events []state.Event, n next) {
@@ -63,6 +63,7 @@ func (b *Being) commit(ctx actor.Context, events []state.Event, n next) {
 		b.resume(ctx, n&kindMask)
 		return
 	}
+	events = append(events, b.takeDelivered()...)
 	if n&thenCheckpoint != 0 && len(events) == 0 && !b.engine.Warnings() {
 		b.checkpoint(ctx, n&^thenCheckpoint)
 		return
@@ -146,6 +147,7 @@ func (b *Being) committed(ctx actor.Context, ev durable.Committed) {
 			b.cycle.reply = *e.Chat
 		}
 	}
+	b.delivering(ctx, ev.Events)
 	if o := b.opts.Observer; o != nil {
 		step := observe.Step{Being: b.me, Events: ev.Events, Status: b.st.Status, Balance: b.st.Budget.Remaining, Tier: b.st.Tier}
 		if b.cycle != nil {
@@ -235,13 +237,14 @@ func (b *Being) landed(ctx actor.Context, l durable.Landed) {
 	}
 }
 
-// flushWarnings journals the pending warnings as a step of their own
+// flushWarnings journals the pending warnings (and message deliveries)
+// as a step of their own
 // when no write is in flight; otherwise they go with the next step.
 // A running cycle's warnings always wait for its next step, a booting
 // being's go with its boot steps, and a being whose boot step is not
 // durable writes nothing.
 func (b *Being) flushWarnings(ctx actor.Context) {
-	if b.engine == nil || !b.engine.Warnings() || b.engine.Busy() || !b.booted || b.phase.inCycle() ||
+	if b.engine == nil || !b.engine.Warnings() && len(b.post.done) == 0 || b.engine.Busy() || !b.booted || b.phase.inCycle() ||
 		b.phase == phaseBooting || b.phase == phaseSaving || b.phase == phaseStopped {
 		return
 	}

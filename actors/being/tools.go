@@ -48,7 +48,7 @@ func (b *Being) rebuildCatalog() error {
 	if b.las.link == lasUp {
 		lasTools = b.las.tools
 	}
-	view, err := sharedCatalog(lasTools, b.opts.Most != nil)
+	view, err := sharedCatalog(lasTools, catalog.Extras{Most: b.opts.Most != nil, Family: b.opts.FamilyTools})
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (b *Being) callBuiltin(ctx actor.Context, name string, args json.RawMessage
 			return tools.Call(builtin.Request{Name: name, Args: args}).Outcome
 		})
 	default:
-		b.runBuiltin(ctx, builtin.Request{Name: name, Args: args, Mind: &b.st.Mind, Available: b.available()})
+		b.runBuiltin(ctx, builtin.Request{Name: name, Args: args, Mind: &b.st.Mind, Available: b.available(), Family: b.family()})
 	}
 }
 
@@ -178,12 +178,17 @@ func (b *Being) fileAnswered(ctx actor.Context, r reply) {
 
 // runBuiltin runs a built-in tool on the mailbox. Its mind changes go
 // with its outcome into the journal; a spawn first has the child's state
-// directory written (spawnChild).
+// directory written (spawnChild); a message is sent once its step is
+// durable (sendMessage).
 func (b *Being) runBuiltin(ctx actor.Context, req builtin.Request) {
 	res := b.tools.Call(req)
-	if spawn, ok := res.Effect.(builtin.Spawn); ok {
+	switch effect := res.Effect.(type) {
+	case builtin.Spawn:
 		b.cycle.waiting = waitChild
-		b.spawnChild(ctx, spawn)
+		b.spawnChild(ctx, effect)
+		return
+	case builtin.Send:
+		b.sendMessage(ctx, effect)
 		return
 	}
 	b.toolDone(ctx, toolResult{outcome: res.Outcome, changes: res.Changes})

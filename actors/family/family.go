@@ -54,6 +54,13 @@ type Options struct {
 	// (docs/cluster.md#placement); the description shows them.
 	Member string
 	Token  uint64
+	// Relay carries a relative's message to a being this placed family
+	// does not run, within limit: to the member that holds it
+	// (docs/cluster.md#messages-between-relatives). It answers with what
+	// the receiver answered (messages.MessageResponse), or
+	// messages.MessageNotHere when no member runs it. It is called on a
+	// goroutine of its own. Nil answers MessageNotHere.
+	Relay func(dir string, req messages.MessageRequest, limit time.Duration) any
 	// Placed starts the family with no root being of its own: it is
 	// one member's part of a family spread over members
 	// (docs/cluster.md#placement) and runs the beings its member
@@ -118,6 +125,8 @@ func (f *Family) Receive(ctx actor.Context) {
 		f.handleBeingStopped(ctx, msg)
 	case Activate:
 		f.activate(ctx, msg)
+	case messages.RelayMessage:
+		f.relay(ctx, msg)
 	case Release:
 		f.release(ctx, msg)
 	case messages.SubtreeStopping:

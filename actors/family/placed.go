@@ -2,6 +2,7 @@ package family
 
 import (
 	"path/filepath"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -45,6 +46,29 @@ func (f *Family) subtreeDone(ctx actor.Context, msg SubtreeDone) {
 		ctx.Send(p.pid, messages.SubtreeStopped{})
 	}
 }
+
+// relay hands a relative's message to its receiver when this family
+// runs it, the answer going to the sender; otherwise Options.Relay
+// carries it to the member that runs it, on a goroutine of its own, or,
+// without one, it answers messages.MessageNotHere, and the sender tries
+// again later (docs/cluster.md#messages-between-relatives).
+func (f *Family) relay(ctx actor.Context, msg messages.RelayMessage) {
+	if p := f.beings[filepath.Clean(msg.Dir)]; p != nil {
+		ctx.RequestWithCustomSender(p.pid, msg.Request, ctx.Sender())
+		return
+	}
+	sender := ctx.Sender()
+	if f.opts.Relay == nil || sender == nil {
+		ctx.Respond(messages.MessageNotHere{})
+		return
+	}
+	root, carry := ctx.ActorSystem().Root, f.opts.Relay
+	go func() { root.Send(sender, carry(msg.Dir, msg.Request, relayLimit)) }()
+}
+
+// relayLimit bounds how long a relay to another member takes: within
+// the sender's wait for an answer.
+const relayLimit = 8 * time.Second
 
 // placed is a being a placed family runs.
 type placed struct {

@@ -36,7 +36,8 @@ func next[T any](t *testing.T, events <-chan any) T {
 // TestPlacedFamily: a family that runs one member's part of a family
 // spread over members starts no root of its own; it runs the beings it
 // is asked to activate, with their own names, stops one it is asked to
-// release and reports it, has a being that stops for good wait until its
+// release and reports it, hands a relative's message to a being it runs
+// (and answers not here for one it does not), has a being that stops for good wait until its
 // member says its children ended, and ends once its last being has
 // stopped.
 func TestPlacedFamily(t *testing.T) {
@@ -86,6 +87,18 @@ func TestPlacedFamily(t *testing.T) {
 	system.Root.Send(pid, family.Activate{Dir: child, Name: "Bo", Ticker: childID.Ticker, Specialty: childID.Specialty, Placement: spreadAlone{}})
 	require.Len(t, describe().Children, 3, "the gateway and the two beings activated")
 
+	// A relative's message goes through the family to the being it
+	// runs; one to a being it does not run is answered not here.
+	relay := func(dir string) any {
+		msg := state.InMessage{ID: "m-1", From: id.AgentID, Name: id.Name, Relation: "parent", Text: "hello"}
+		res, err := system.Root.RequestFuture(pid, messages.RelayMessage{Dir: dir, Request: messages.MessageRequest{Message: msg}}, 10*time.Second).Result()
+		require.NoError(t, err)
+		return res
+	}
+	require.Equal(t, messages.MessageResponse{Name: "Bo"}, relay(child))
+	require.Equal(t, messages.MessageResponse{Name: "Bo", Duplicate: true}, relay(child), "an id is taken once")
+	require.Equal(t, messages.MessageNotHere{}, relay(filepath.Join(root, state.ChildRecordDir("cy"))))
+
 	system.Root.Send(pid, family.Release{Dir: child})
 	released := next[messages.BeingReleased](t, events)
 	require.Equal(t, child, released.Dir)
@@ -116,3 +129,26 @@ func TestPlacedFamily(t *testing.T) {
 type spreadAlone struct{ being.Alone }
 
 func (spreadAlone) ChildrenElsewhere() bool { return true }
+
+// TestPlacedFamilyRelaysElsewhere: a relative's message for a being the
+// placed family does not run goes to Options.Relay, whose answer the
+// sender gets.
+func TestPlacedFamilyRelaysElsewhere(t *testing.T) {
+	system := quietSystem(t)
+	asked := make(chan string, 1)
+	pid, err := system.Root.SpawnNamed(family.Props(family.Options{
+		Gateway: gateway(t, func(*bramatest.Request) bramatest.Reply { return bramatest.TextReply("ok", bramatest.Usage(1, 1)) }),
+		Root:    being.Options{StateDir: t.TempDir(), Identity: testkit.Identity()},
+		Placed:  true,
+		Relay: func(dir string, req messages.MessageRequest, _ time.Duration) any {
+			asked <- dir + " " + req.Message.ID
+			return messages.MessageResponse{Name: "Cy"}
+		},
+	}), "family")
+	require.NoError(t, err)
+	req := messages.RelayMessage{Dir: "/shared/children/cy", Request: messages.MessageRequest{Message: state.InMessage{ID: "m-2", From: "agent", Relation: "parent", Text: "hi"}}}
+	res, err := system.Root.RequestFuture(pid, req, 10*time.Second).Result()
+	require.NoError(t, err)
+	require.Equal(t, messages.MessageResponse{Name: "Cy"}, res)
+	require.Equal(t, "/shared/children/cy m-2", <-asked)
+}

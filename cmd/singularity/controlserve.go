@@ -86,6 +86,11 @@ func (r *router) handle(ctx context.Context, req control.Request) control.Reply 
 		if errors.Is(err, actor.ErrDeadLetter) && r.member {
 			return r.fundEnded(ctx, dir, req)
 		}
+		if errors.Is(err, actor.ErrDeadLetter) && req.Op == control.OpRelay {
+			// A relayed message is for a being a runtime runs, never
+			// written to a directory by a router.
+			return control.Reply{NotHere: true}
+		}
 		if errors.Is(err, actor.ErrDeadLetter) {
 			reply, err = control.Apply(dir, req, r.secrets, state.Now)
 			if err == nil && parent != nil && req.Op == control.OpFund && !reply.Duplicate {
@@ -116,8 +121,11 @@ func (r *router) handle(ctx context.Context, req control.Request) control.Reply 
 // with the same key, which is not applied twice.
 func (r *router) ask(ctx context.Context, pid *actor.PID, req control.Request, left time.Duration) (control.Reply, error) {
 	var msg any = messages.MessageRequest{Message: state.InMessage{ID: req.Key, From: state.FromOperator, Text: req.Text}}
-	if req.Op == control.OpFund {
+	switch req.Op {
+	case control.OpFund:
 		msg = messages.FundRequest{Amount: req.Amount, Key: req.Key, Note: req.Note}
+	case control.OpRelay:
+		msg = messages.MessageRequest{Message: state.InMessage{ID: req.Key, From: req.From, Name: req.Name, Relation: req.Relation, Text: req.Text}}
 	}
 	type answer struct {
 		res any
@@ -143,7 +151,7 @@ func (r *router) ask(ctx context.Context, pid *actor.PID, req control.Request, l
 	case messages.FundResponse:
 		return control.Reply{Name: res.Name, Key: req.Key, Amount: res.Amount, Remaining: res.Remaining, Duplicate: res.Duplicate}, res.Err
 	case messages.MessageResponse:
-		return control.Reply{Name: res.Name, Key: req.Key, Duplicate: res.Duplicate}, res.Err
+		return control.Reply{Name: res.Name, Key: req.Key, Duplicate: res.Duplicate, Ended: res.Ended}, res.Err
 	}
 	return control.Reply{}, errors.New("the being answered what it was not asked")
 }

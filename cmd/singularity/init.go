@@ -333,6 +333,9 @@ cycle-interval-secs = "5"
 # stable: a prompt prefix providers can cache and bill at their cached
 # price (docs/cycle.md#prompt-layouts).
 prompt-layout = "stable"
+# Messages between parent and children, and sleep
+# (docs/tools.md#family-tools).
+family-tools = true
 # Survival tiers: a cheaper model or a slower life as money runs out
 # (docs/money.md#survival-tiers).
 # tiers-file = "tiers.json"

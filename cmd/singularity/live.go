@@ -137,6 +137,7 @@ func rootOptions(rt config.Runtime, mode being.Mode, log *slog.Logger) (being.Op
 			InstancePerHour:  rt.InstancePerHour,
 		},
 		StartingBalance:  rt.StartingBalance,
+		FamilyTools:      rt.FamilyTools,
 		Workspace:        rt.Workspace,
 		MaxToolRounds:    rt.MaxToolRounds,
 		ContextMessages:  rt.ContextMessages,
@@ -268,6 +269,9 @@ type held struct {
 	// (family.Options.Listener) on the family's actor system; without
 	// it the command listens (live.events).
 	listener func(*actor.ActorSystem) (*actor.PID, error)
+	// relay carries a relative's message to the member that runs its
+	// receiver (family.Options.Relay).
+	relay func(dir string, req messages.MessageRequest, limit time.Duration) any
 }
 
 // startFamilyWith is startFamily with the root's options already made.
@@ -365,6 +369,7 @@ func startFamilyWith(e *env, rt config.Runtime, rootOpts being.Options, by held)
 		Token:            by.token,
 		Placed:           by.placed,
 		LimiterProps:     by.limiter,
+		Relay:            by.relay,
 	}
 	pid, err := system.Root.SpawnNamed(family.Props(opts), "family")
 	if err != nil {

@@ -220,6 +220,9 @@ type toolsCmd struct {
 	// Workspace is the root answered to roots/list, as in run.
 	Workspace string          `name:"workspace" env:"SINGULARITY_WORKSPACE" default:"." help:"Workspace given to MCP servers as their root."`
 	Las       config.LasFlags `embed:"" group:"Las"`
+	// FamilyTools lists the two family tools after the nine built-ins,
+	// as a being run with it has them.
+	FamilyTools bool `name:"family-tools" env:"SINGULARITY_FAMILY_TOOLS" help:"List the family tools (singularity_message_send, singularity_self_sleep), as beings run with --family-tools have them."`
 }
 
 func (t *toolsCmd) Run(e *env) error {

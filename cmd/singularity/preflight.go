@@ -229,7 +229,7 @@ func runTools(e *env, t *toolsCmd) error {
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, 3*las.ToolsCommandTimeout)
 	defer cancel()
-	tools, err := buildCatalog(ctx, opts)
+	tools, err := buildCatalog(ctx, opts, t.FamilyTools)
 	if err != nil {
 		return err
 	}
@@ -247,8 +247,9 @@ func runTools(e *env, t *toolsCmd) error {
 
 // buildCatalog is the catalogue the `tools` command prints: the tools Las
 // lists (in Las order), then the built-ins, with the registration rules of
-// docs/tools.md#the-catalogue applied. It never holds the Most tools.
-func buildCatalog(ctx context.Context, opts *las.Options) ([]chat.Tool, error) {
+// docs/tools.md#the-catalogue applied, and the family tools when family
+// is set. It never holds the Most tools.
+func buildCatalog(ctx context.Context, opts *las.Options, family bool) ([]chat.Tool, error) {
 	var lasTools []chat.Tool
 	if opts != nil { // nil: a servers file without servers, built-ins only
 		var err error
@@ -256,7 +257,7 @@ func buildCatalog(ctx context.Context, opts *las.Options) ([]chat.Tool, error) {
 			return nil, err
 		}
 	}
-	c, err := catalog.Standard(lasTools, false)
+	c, err := catalog.Standard(lasTools, catalog.Extras{Family: family})
 	if err != nil {
 		return nil, err
 	}

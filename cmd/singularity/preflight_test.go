@@ -46,7 +46,7 @@ func TestBuildCatalogForToolsCommand(t *testing.T) {
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		LookupEnv:   func(string) (string, bool) { return "", false },
 	}
-	tools, err := buildCatalog(context.Background(), &opts)
+	tools, err := buildCatalog(context.Background(), &opts, false)
 	require.NoError(t, err)
 	var names []string
 	for _, tl := range tools {

@@ -60,7 +60,8 @@ func (m *memberRun) spread() (rejoin bool, err error) {
 		return false, err
 	}
 	lim := &limiter{m: m}
-	by := held{member: m.cl.Member, placed: true, committed: member.CommittedOf(m.session, m.rt.StateDir), show: m.show.spreadOver(m.session)}
+	by := held{member: m.cl.Member, placed: true, committed: member.CommittedOf(m.session, m.rt.StateDir), show: m.show.spreadOver(m.session),
+		relay: memberRelay(m.rt.StateDir, m.cl.Member)}
 	if lim.limited() {
 		by.limiter = limits.ProxyProps(m.show.system, limiterLocator(m.session), 0)
 		defer lim.drop()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/fence"
@@ -168,13 +169,24 @@ func unjournaled(b accounts.Being) string {
 	return ""
 }
 
-// statusWord is a being's status, with the survival tier it lives in
-// (docs/money.md#survival-tiers): "running, tier 2".
+// statusWord is a being's status, with its sleep and the survival tier
+// it lives in (docs/money.md#survival-tiers): "running, tier 2",
+// "sleeping until 2026-12-07T22:00:00Z".
 func statusWord(st *state.Being) string {
-	if st.Tier > 0 {
-		return fmt.Sprintf("%s, tier %d", st.Status, st.Tier)
+	word := st.Status
+	switch {
+	case st.Sleep == nil:
+	case word == state.StatusRunning:
+		// docs/family.md#sleep: a running being that sleeps is shown
+		// sleeping; a stopped one sleeps on once resumed.
+		word = st.Sleep.String()
+	case word == state.StatusStopped:
+		word += ", " + st.Sleep.String()
 	}
-	return st.Status
+	if st.Tier > 0 {
+		return fmt.Sprintf("%s, tier %d", word, st.Tier)
+	}
+	return word
 }
 
 // beings counts beings in words: "1 being", "4 beings".
@@ -187,25 +199,28 @@ func beings(n int) string {
 
 // statusBeing is one being in the JSON form; money is exact decimal text.
 type statusBeing struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	Depth      int    `json:"depth"`
-	StateDir   string `json:"state_dir"`
-	Status     string `json:"status"`
-	Reason     string `json:"reason"`
-	LastWords  bool   `json:"last_words"`
-	Tier       int    `json:"tier"`
-	Cycle      uint64 `json:"cycle"`
-	Starting   string `json:"starting"`
-	Remaining  string `json:"remaining"`
-	Spent      string `json:"spent"`
-	Earned     string `json:"earned"`
-	Granted    string `json:"granted"`
-	Funded     string `json:"funded"`
-	InTransit  string `json:"in_transit"`
-	Ledger     string `json:"ledger"`
-	LastAction string `json:"last_action"`
-	Updated    string `json:"updated"`
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Depth     int    `json:"depth"`
+	StateDir  string `json:"state_dir"`
+	Status    string `json:"status"`
+	Reason    string `json:"reason"`
+	LastWords bool   `json:"last_words"`
+	// SleepingUntil is when its sleep ends (RFC 3339), absent when it
+	// does not sleep (docs/family.md#sleep).
+	SleepingUntil string `json:"sleeping_until,omitempty"`
+	Tier          int    `json:"tier"`
+	Cycle         uint64 `json:"cycle"`
+	Starting      string `json:"starting"`
+	Remaining     string `json:"remaining"`
+	Spent         string `json:"spent"`
+	Earned        string `json:"earned"`
+	Granted       string `json:"granted"`
+	Funded        string `json:"funded"`
+	InTransit     string `json:"in_transit"`
+	Ledger        string `json:"ledger"`
+	LastAction    string `json:"last_action"`
+	Updated       string `json:"updated"`
 }
 
 type statusTotals struct {
@@ -239,6 +254,9 @@ func writeStatusJSON(w io.Writer, fam *accounts.Family) error {
 			Earned: st.Budget.Earned.String(), Granted: st.Budget.Granted.String(), Funded: st.Budget.Funded.String(), InTransit: b.Entry.InTransit.String(),
 			Ledger: ledgerWord(b), LastAction: last, Updated: st.UpdatedAt.UTC().Format("2006-01-02T15:04:05.000000Z"),
 		})
+		if st.Sleep != nil {
+			out.Beings[len(out.Beings)-1].SleepingUntil = st.Sleep.Until.UTC().Format(time.RFC3339)
+		}
 	}
 	t := fam.Totals
 	out.Totals = statusTotals{Beings: t.Beings, Starting: t.Starting.String(), Granted: t.Granted.String(), Spent: t.Spent.String(),

@@ -106,6 +106,11 @@ func (r Request) Check() error {
 		}
 	case OpSay:
 		return CheckText(r.Text)
+	case OpRelay:
+		if r.From == "" || r.Relation != "parent" && r.Relation != "child" {
+			return refused("a relayed message names its sender and its relation, parent or child")
+		}
+		return CheckText(r.Text)
 	default:
 		return refused("unknown operation %q", r.Op)
 	}

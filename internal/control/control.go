@@ -1,6 +1,8 @@
 // Package control is the operator's channel to a family
 // (docs/family.md#the-operators-channel): `singularity fund` and
-// `singularity say` as requests, checked, decided and made durable.
+// `singularity say` as requests, checked, decided and made durable, and
+// the relay of a relative's message between the members of a family
+// spread over members (docs/cluster.md#messages-between-relatives).
 //
 // A runtime that holds a family listens on SocketName in its state root
 // (Serve); a command asks it (Ask) with one JSON request and reads one
@@ -41,6 +43,11 @@ const MemberSockets = "control-*.sock"
 const (
 	OpFund = "fund"
 	OpSay  = "say"
+	// OpRelay is a relative's message (docs/family.md#messages-between-relatives)
+	// that one member of a family spread over members carries to the
+	// member holding its receiver: From, Name and Relation say who sent
+	// it, Key is its id. Only a member answers it.
+	OpRelay = "relay"
 )
 
 // Request is one command of the operator. Being is the being's state
@@ -53,6 +60,11 @@ type Request struct {
 	Key    string       `json:"key"`
 	Note   string       `json:"note,omitempty"`
 	Text   string       `json:"text,omitempty"`
+	// From, Name and Relation are a relayed message's sender: its id,
+	// its name, and its relation to the receiver (parent or child).
+	From     string `json:"from,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Relation string `json:"relation,omitempty"`
 }
 
 // Reply is the answer to a Request: the being's name, and for a fund
@@ -73,6 +85,9 @@ type Reply struct {
 	// NotHere is a cluster member's answer for a being it does not
 	// hold: the command asks the other members.
 	NotHere bool `json:"not_here,omitempty"`
+	// Ended answers a relayed message whose receiver's life ended: it
+	// took nothing.
+	Ended bool `json:"ended,omitempty"`
 }
 
 // ErrRefused marks a request refused for what it asks (an exit-2

@@ -120,6 +120,10 @@ func TestDecide(t *testing.T) {
 	e, err = Decide(st, say, at)
 	require.NoError(t, err)
 	assert.Nil(t, e, "a message id received before writes nothing")
+	e, err = Decide(st, Request{Op: OpRelay, Key: "r1", Text: "hi", From: "c-1", Name: "Bo", Relation: "child"}, at)
+	require.NoError(t, err)
+	require.NotNil(t, e)
+	assert.Equal(t, state.MessageReceived(at, st.Cycle, state.InMessage{ID: "r1", From: "c-1", Name: "Bo", Relation: "child", Text: "hi"}), *e, "a relayed message keeps its sender")
 
 	_, err = Decide(being(state.StatusFailed), fund, at)
 	require.ErrorIs(t, err, ErrRefused)
@@ -130,6 +134,8 @@ func TestDecide(t *testing.T) {
 		{Op: OpFund, Amount: testkit.USD("1000001"), Key: "k"},
 		{Op: OpFund, Amount: testkit.USD("1")},
 		{Op: OpSay, Key: "k"},
+		{Op: OpRelay, Key: "k", Text: "hi", Relation: "child"},
+		{Op: OpRelay, Key: "k", Text: "hi", From: "c-1", Relation: "sibling"},
 		{Op: "grant", Key: "k"},
 	} {
 		_, err := Decide(st, bad, at)

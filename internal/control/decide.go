@@ -18,7 +18,11 @@ func Decide(st *state.Being, req Request, at state.Time) (*state.Event, error) {
 	if req.Op == OpFund {
 		return DecideFund(st, req.Amount, req.Key, req.Note, at)
 	}
-	return DecideMessage(st, state.InMessage{ID: req.Key, From: state.FromOperator, Text: req.Text}, at), nil
+	m := state.InMessage{ID: req.Key, From: state.FromOperator, Text: req.Text}
+	if req.Op == OpRelay {
+		m.From, m.Name, m.Relation = req.From, req.Name, req.Relation
+	}
+	return DecideMessage(st, m, at), nil
 }
 
 // DecideFund is the funded event that adds amount under key to the

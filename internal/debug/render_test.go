@@ -229,3 +229,16 @@ func TestSparkline(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderPageShowsASleepingBeing: a sleeping being's row shows its
+// status, sleeping until its time, and its unread messages.
+func TestRenderPageShowsASleepingBeing(t *testing.T) {
+	tree := smallFamily()
+	ada := &tree.Children[1]
+	ada.Status = "sleeping until 2026-12-07T22:00:00Z"
+	ada.Figures["sleeping_until"] = "2026-12-07T22:00:00Z"
+	ada.Figures["unread_messages"] = 2
+	html := string(renderPage(tree, 0, renderedAt, nil))
+	assert.Contains(t, html, `<span class="status" data-status="sleeping until 2026-12-07T22:00:00Z" data-tone="">sleeping until 2026-12-07T22:00:00Z</span>`)
+	assert.Contains(t, html, `unread_messages=2`)
+}

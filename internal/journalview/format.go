@@ -128,6 +128,9 @@ func Fields(l Line) string {
 		add("text", cut(e.Text))
 	case state.EventMessageDelivered:
 		add("id", e.ID)
+		if e.Reason != "" {
+			add("reason", e.Reason)
+		}
 	case state.EventSlept:
 		add("until", e.Until.UTC().Format("2006-01-02T15:04:05Z"))
 		add("wake_on_message", strconv.FormatBool(e.WakeOnMessage))

@@ -207,6 +207,7 @@ func TestTextAndJSON(t *testing.T) {
 			`2026-03-01T12:00:00.000Z Ada message_received seq=7 cycle=2 id=m2 from=c-1 name=Bo relation=child text=hi`},
 		{state.MessageSent(t0, 2, state.OutMessage{ID: "m3", To: "c-1", Text: "go"}), `2026-03-01T12:00:00.000Z Ada message_sent seq=7 cycle=2 id=m3 to=c-1 text=go`},
 		{state.MessageDelivered(t0, 2, "m3"), `2026-03-01T12:00:00.000Z Ada message_delivered seq=7 cycle=2 id=m3`},
+		{undelivered(state.MessageDelivered(t0, 2, "m4")), `2026-03-01T12:00:00.000Z Ada message_delivered seq=7 cycle=2 id=m4 reason=recipient_ended`},
 		{state.Slept(t0, 2, state.Time{Time: t0.Add(time.Minute)}, true), `2026-03-01T12:00:00.000Z Ada slept seq=7 cycle=2 until=2026-03-01T12:01:00Z wake_on_message=true`},
 		{delivered(state.CycleStarted(t0, 3), "m1", "m2"), `2026-03-01T12:00:00.000Z Ada cycle_started seq=7 cycle=3 delivered=m1,m2`},
 	} {
@@ -217,6 +218,13 @@ func TestTextAndJSON(t *testing.T) {
 	assert.Equal(t, "2026-03-01T12:00:00.000Z Ada endowment_granted seq=9 cycle=3 amount=0.125 child_id=c-1", journalview.Text("Ada", unknown))
 	assert.Equal(t, `{"being":"Ada","being_id":"id-1","type":"endowment_granted","seq":9,"at":"2026-03-01T12:00:00.000000Z","cycle":3,"child_id":"c-1","amount":"0.125"}`,
 		string(journalview.JSON("Ada", "id-1", unknown)))
+}
+
+// undelivered is a message_delivered that took its message out of the
+// outbox because its receiver had ended.
+func undelivered(e state.Event) state.Event {
+	e.Reason = "recipient_ended"
+	return e
 }
 
 func delivered(e state.Event, ids ...string) state.Event {

@@ -191,6 +191,15 @@ func TestToolsTableWithExampleLas(t *testing.T) {
 	assert.Equal(t, builtinTable, lines[len(lines)-len(builtinTable):], "built-ins come after the Las tools, in spec order")
 	assert.Contains(t, lines, "finance__finance_sell_report\tSell units of an item in the simulated market and report the revenue earned")
 	assert.NotContains(t, r.stdout, "most_health", "tools never lists the Most tools")
+	assert.NotContains(t, r.stdout, "singularity_message_send", "the family tools are off by default")
+
+	family := run(t, map[string]string{"PATH": os.Getenv("PATH"), "SINGULARITY_FAMILY_TOOLS": "1"}, args...)
+	require.Equal(t, 0, family.code, family.stderr)
+	withFamily := strings.Split(strings.TrimRight(family.stdout, "\n"), "\n")
+	assert.Equal(t, append(append([]string(nil), lines...),
+		"singularity_message_send\tSend a message to this being's parent (to: \"parent\") or to one of its own children (to: its name or id); it reaches the receiver's next cycle exactly once",
+		"singularity_self_sleep\tEnd this cycle and sleep: no model call until the seconds pass or, with wake_on_message (the default), a message or a fund arrives"),
+		withFamily, "--family-tools adds the two family tools after the nine built-ins")
 
 	r = run(t, map[string]string{"PATH": os.Getenv("PATH")}, append([]string{"tools", "--agent-id", "agent-1"}, w.lasFlags(las, w.valid["LAS_MCP_ENTRYPOINT"])...)...)
 	require.Equal(t, 0, r.code, r.stderr)

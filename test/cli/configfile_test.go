@@ -58,6 +58,7 @@ resume = true
 		"brama-api-key-file":  {"/etc/singularity/key", "file " + file},
 		"resume":              {"true", "file " + file},
 		"prompt-layout":       {"seed", "default"},
+		"family-tools":        {"false", "unset"},
 	} {
 		assert.Equal(t, want[0], values[key], key)
 		assert.Equal(t, want[1], sources[key], key)

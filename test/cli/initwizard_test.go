@@ -73,6 +73,7 @@ func TestInitWizard(t *testing.T) {
 	assert.Contains(t, string(text), "agent-name = \"Ada\"\n")
 	assert.Contains(t, string(text), "starting-balance-usd = \"3\"\n")
 	assert.Contains(t, string(text), "system-prompt = \"You keep careful notes.\"\n")
+	assert.Contains(t, string(text), "\nfamily-tools = true\n", "a being made by init has the family tools")
 
 	// The being it describes (without the example servers, which npx
 	// would fetch): its name, balance and first words are the answers.

@@ -29,6 +29,7 @@ import (
 	"github.com/wisent/singularity/internal/tools/builtin"
 	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/supervision"
 	"github.com/wisent/singularity/test/bramatest"
 	"github.com/wisent/singularity/test/testkit"
 )
@@ -188,6 +189,8 @@ type zeroBrama struct {
 	// it; milestone gets the cycle once all of them did.
 	tenths    map[int]int
 	milestone chan int
+	// sleep answers every round with a sleep (scaleConfig.sleep).
+	sleep bool
 }
 
 // after returns a channel closed once n more rounds have been answered.
@@ -204,7 +207,7 @@ func (z *zeroBrama) after(n int) <-chan struct{} {
 // system prompt's first line (every being of a family signs with the
 // root's agent id).
 func (z *zeroBrama) answer(r *bramatest.Request) bramatest.Reply {
-	ends := r.Skim.LastRole == chat.RoleTool
+	ends := r.Skim.LastRole == chat.RoleTool || z.sleep
 	z.mu.Lock()
 	z.rounds++
 	if z.reached != nil && z.rounds >= z.target {
@@ -231,6 +234,10 @@ func (z *zeroBrama) answer(r *bramatest.Request) bramatest.Reply {
 		}
 	}
 	z.mu.Unlock()
+	if z.sleep {
+		return bramatest.ToolCallsReply(bramatest.Usage(400, 20),
+			bramatest.Call("call_1", builtin.SelfSleep, fmt.Sprintf(`{"seconds":%d}`, int(sleepFor.Seconds()))))
+	}
 	if ends {
 		return bramatest.TextReply("done", bramatest.Usage(400, 5))
 	}
@@ -255,7 +262,15 @@ type scaleConfig struct {
 	// the family does (docs/cluster.md#placement): one lock, a commit
 	// record each, the member's batcher.
 	hold being.Placement
+	// sleep gives the beings the family tools and answers each cycle's
+	// first round with a sleep of sleepFor (a cycle of one round); clock
+	// is the beings' clock (nil: the wall's).
+	sleep bool
+	clock supervision.Clock
 }
+
+// sleepFor is how long the beings of a sleeping scale world sleep.
+const sleepFor = time.Hour
 
 // scaleFigures are what a scale world measured after the life.
 type scaleFigures struct {
@@ -383,7 +398,7 @@ func startScale(tb testing.TB, cfg scaleConfig) *scaleWorld {
 	k := cfg.beings
 	secret := []byte("scale-benchmark-secret")
 	z := &zeroBrama{cycles: map[string]int{}, life: cfg.life, want: k, lived: make(chan struct{}),
-		tenths: map[int]int{}, milestone: make(chan int, 1)}
+		tenths: map[int]int{}, milestone: make(chan int, 1), sleep: cfg.sleep}
 	z.srv = bramatest.New(bramatest.Config{Secret: secret, DiscardRequests: true, SkimRequests: true, Handler: z.answer})
 	client, err := brama.NewClient(brama.ClientConfig{BaseURL: z.srv.URL, Secret: identity.NewSecret(secret), Timeout: time.Minute})
 	if err != nil {
@@ -419,6 +434,7 @@ func startScale(tb testing.TB, cfg scaleConfig) *scaleWorld {
 			},
 			StartingBalance: balance, Workspace: workspace, MaxToolRounds: 4, ContextMessages: cfg.window,
 			ModelTimeout: 2 * time.Minute, ShutdownGrace: 30 * time.Second, Writers: writers,
+			FamilyTools: cfg.sleep, Clock: cfg.clock,
 		}
 	}
 

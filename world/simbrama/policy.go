@@ -16,7 +16,15 @@ const (
 	toolAddRule   = "singularity_self_add_rule"
 	toolSpawn     = "singularity_spawn_child"
 	toolFileWrite = "singularity_file_write"
+	// toolMessageSend is a family tool (docs/tools.md#family-tools),
+	// offered only with --family-tools.
+	toolMessageSend = "singularity_message_send"
 )
+
+// talkCycle is the cycle in which each being, when it has the family
+// tools, sends a message: the root to its first child, every other
+// being to its parent.
+const talkCycle = 3
 
 // financePrefix marks the Las tools of surface finance, the ones that may
 // report revenue.
@@ -221,7 +229,9 @@ func decide(req completionRequest, opts Options) reply {
 //  2. on cycle 1 add a rule; the root spawns its children (cycles 1 and 2)
 //     and the grandchild's parent spawns it (cycle 1);
 //  3. call the first finance tool with arguments built from its schema;
-//  4. on cycle 1 write a notes file.
+//  4. on cycle 1 write a notes file;
+//  5. on talkCycle, with the family tools, the root messages its first
+//     child and every other being its parent.
 func planCycle(s situation, tools []chat.Tool, opts Options) [][]call {
 	has := make(map[string]bool, len(tools))
 	// The earning call is the first finance tool that says it reports
@@ -279,6 +289,15 @@ func planCycle(s situation, tools []chat.Tool, opts Options) [][]call {
 		add(call{toolFileWrite, map[string]string{
 			"path":    fmt.Sprintf("notes/%s-cycle-%d.md", pathSafe(who), s.cycle),
 			"content": fmt.Sprintf("# %s, cycle %d (simulated): remembered an observation, set a rule, tried to earn.", who, s.cycle),
+		}})
+	}
+	if s.cycle == talkCycle && has[toolMessageSend] && s.name != "" {
+		to := "parent"
+		if s.name == opts.RootName {
+			to = rootChildren[0].name
+		}
+		add(call{toolMessageSend, map[string]string{
+			"to": to, "text": fmt.Sprintf("%s says hello on cycle %d (simulated).", who, s.cycle),
 		}})
 	}
 	return plan

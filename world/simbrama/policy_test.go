@@ -91,6 +91,7 @@ func TestDecideScript(t *testing.T) {
 	all := catalogue()
 	noFinance := without(all, func(n string) bool { return strings.HasPrefix(n, financePrefix) })
 	balanceFirst := append([]chat.Tool{all[0], all[2], all[1]}, all[3:]...)
+	family := append(catalogue(), builtin.FamilyDefinitions()...)
 	tests := []struct {
 		name      string
 		req       completionRequest
@@ -108,6 +109,9 @@ func TestDecideScript(t *testing.T) {
 		{"the revenue tool is chosen over an earlier finance tool", being("Ada", balanceFirst, concat([]chat.Message{framing(3)}, doneRounds(1))...), []string{"finance__finance_sell"}, ""},
 		{"root cycle 3 round 2 earns", being("Ada", all, concat([]chat.Message{framing(3)}, doneRounds(1))...), []string{"finance__finance_sell"}, ""},
 		{"root cycle 3 round 3 ends", being("Ada", all, concat([]chat.Message{framing(3)}, doneRounds(2))...), nil, "[simulated] Cycle 3 complete: Ada"},
+		{"with the family tools the root messages Bo on cycle 3", being("Ada", family, concat([]chat.Message{framing(3)}, doneRounds(2))...), []string{builtin.MessageSend}, ""},
+		{"with the family tools Bo messages its parent on cycle 3", being("Bo", family, concat([]chat.Message{framing(3)}, doneRounds(2))...), []string{builtin.MessageSend}, ""},
+		{"no message on another cycle", being("Bo", family, concat([]chat.Message{framing(4)}, doneRounds(2))...), nil, "[simulated] Cycle 4 complete: Bo"},
 		{"Bo cycle 1 spawns the grandchild", being("Bo", all, concat([]chat.Message{framing(1)}, doneRounds(1))...),
 			[]string{builtin.SelfAddRule, builtin.SpawnChild}, ""},
 		{"Cy cycle 1 spawns nobody", being("Cy", all, concat([]chat.Message{framing(1)}, doneRounds(1))...), []string{builtin.SelfAddRule}, ""},

@@ -75,7 +75,7 @@ const (
 //	funded           {at, cycle, amount, key, note?}
 //	message_received {at, cycle, id, from, name?, relation?, text}
 //	message_sent     {at, cycle, id, to, text}
-//	message_delivered {at, cycle, id}
+//	message_delivered {at, cycle, id, reason?}
 //	slept            {at, cycle, until, wake_on_message}
 //
 // cycle_started also carries "delivered", the ids of the inbox messages
@@ -121,7 +121,8 @@ type Event struct {
 	// Tier is the survival tier tier_changed enters (1-based, 0 for
 	// none); Amount is the remaining balance it was entered at.
 	Tier int
-	// Reason is why stopped's life ended (empty: not said).
+	// Reason is why stopped's life ended (empty: not said), or why
+	// message_delivered took a message out of the outbox undelivered.
 	Reason string
 
 	// Key and Note are a fund's idempotency key and the operator's note.
@@ -229,7 +230,8 @@ func MessageSent(at Time, cycle uint64, m OutMessage) Event {
 	return Event{Type: EventMessageSent, At: at, Cycle: cycle, ID: m.ID, To: m.To, Text: m.Text}
 }
 
-// MessageDelivered takes message id out of the outbox.
+// MessageDelivered takes message id out of the outbox: its receiver
+// took it, or (Reason "recipient_ended") had ended and never will.
 func MessageDelivered(at Time, cycle uint64, id string) Event {
 	return Event{Type: EventMessageDelivered, At: at, Cycle: cycle, ID: id}
 }
@@ -350,6 +352,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		w.field("text", e.Text)
 	case EventMessageDelivered:
 		w.field("id", e.ID)
+		if e.Reason != "" {
+			w.field("reason", e.Reason)
+		}
 	case EventSlept:
 		w.field("until", e.Until)
 		w.field("wake_on_message", e.WakeOnMessage)

@@ -384,6 +384,12 @@ type Sleep struct {
 	WakeOnMessage bool `json:"wake_on_message"`
 }
 
+// String is how status, the debug tree and the page show the sleep:
+// "sleeping until <RFC 3339 time>", in UTC to the second.
+func (s Sleep) String() string {
+	return "sleeping until " + s.Until.UTC().Format(time.RFC3339)
+}
+
 // Budget is the ledger as persisted; money fields are decimal strings.
 type Budget struct {
 	Starting      money.Amount `json:"starting"`

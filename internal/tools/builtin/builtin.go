@@ -146,6 +146,9 @@ type Request struct {
 	// would be charged nothing (docs/money.md#no-free-model-by-accident);
 	// nil refuses none.
 	Free func(model string) bool
+	// Family is the caller's parent, which message_send's "parent"
+	// names (the zero value for the root).
+	Family Family
 }
 
 // Result is what a call produced: its outcome, the changes it makes to
@@ -165,7 +168,7 @@ type Result struct {
 }
 
 // Effect is work a built-in tool leaves to its being: the being owns
-// actors and state directories, the tools do not. Spawn is the only one.
+// actors and state directories, the tools do not: Spawn and Send.
 type Effect interface{ effect() }
 
 // Spawn asks the being to create the child's state directory and start
@@ -245,6 +248,10 @@ func (t *Tools) Call(req Request) Result {
 		return final(t.readFile(args))
 	case FileWrite:
 		return final(t.writeFile(args))
+	case MessageSend:
+		return t.messageSend(args, mind, req.Family)
+	case SelfSleep:
+		return t.selfSleep(args)
 	default:
 		return final(outcome.Failure(CodeUnknownTool, "tool is not in the current catalog"))
 	}

@@ -1,7 +1,9 @@
 // Package builtin implements the nine built-in tools every being has
 // (docs/tools.md#built-in-tools): memory, self-modification, child spawning
-// and workspace file access. The tools operate on the being's mind and an
-// injected environment; they do no actor messaging themselves.
+// and workspace file access, and the two family tools that --family-tools
+// adds (messages between relatives, sleep). The tools operate on the
+// being's mind and an injected environment; they do no actor messaging
+// themselves.
 package builtin
 
 import (

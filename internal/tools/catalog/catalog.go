@@ -70,14 +70,28 @@ func Build(las, builtins, mostTools []chat.Tool) (*Catalog, error) {
 	return c, nil
 }
 
-// Standard builds the catalogue of a being: las tools, the nine built-ins,
-// and the Most tools when mostEnabled.
-func Standard(las []chat.Tool, mostEnabled bool) (*Catalog, error) {
+// Extras are the tools a catalogue holds beyond the Las tools and the
+// nine built-ins; the zero value adds none.
+type Extras struct {
+	// Most adds the Most tools, last.
+	Most bool
+	// Family adds the two family tools after the nine built-ins
+	// (--family-tools, docs/tools.md#family-tools).
+	Family bool
+}
+
+// Standard builds the catalogue of a being: las tools, the nine built-ins
+// (and the family tools), and the Most tools, as extras say.
+func Standard(las []chat.Tool, extras Extras) (*Catalog, error) {
 	var mostTools []chat.Tool
-	if mostEnabled {
+	if extras.Most {
 		mostTools = most.Definitions()
 	}
-	return Build(las, builtin.Definitions(), mostTools)
+	builtins := builtin.Definitions()
+	if extras.Family {
+		builtins = append(builtins, builtin.FamilyDefinitions()...)
+	}
+	return Build(las, builtins, mostTools)
 }
 
 func (c *Catalog) register(t chat.Tool, origin Origin) error {

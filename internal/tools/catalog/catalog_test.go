@@ -28,7 +28,7 @@ func builtinNames() []string {
 }
 
 func TestBuildOrderAndLookup(t *testing.T) {
-	c, err := Standard([]chat.Tool{tool("finance__b"), tool("echo__a")}, true)
+	c, err := Standard([]chat.Tool{tool("finance__b"), tool("echo__a")}, Extras{Most: true})
 	require.NoError(t, err)
 	names := []string{}
 	for _, tl := range c.Tools() {
@@ -51,9 +51,22 @@ func TestBuildOrderAndLookup(t *testing.T) {
 	assert.Equal(t, "unknown_tool", u.ErrorCode)
 	assert.JSONEq(t, `{"message":"tool is not in the current catalog"}`, string(u.Content))
 
-	withoutMost, err := Standard(nil, false)
+	withoutMost, err := Standard(nil, Extras{})
 	require.NoError(t, err)
 	assert.Equal(t, len(builtin.Definitions()), withoutMost.Len())
+	_, ok = withoutMost.Lookup(builtin.MessageSend)
+	assert.False(t, ok, "the family tools are off by default")
+
+	family, err := Standard([]chat.Tool{tool("echo__a")}, Extras{Most: true, Family: true})
+	require.NoError(t, err)
+	names = names[:0]
+	for _, tl := range family.Tools() {
+		names = append(names, tl.Function.Name)
+	}
+	want = append(append([]string{"echo__a"}, builtinNames()...), builtin.MessageSend, builtin.SelfSleep)
+	assert.Equal(t, append(want, most.Names()...), names, "the family tools follow the nine built-ins")
+	o, _ = family.Lookup(builtin.SelfSleep)
+	assert.Equal(t, Builtin, o)
 
 	decoded := string([]byte("finance__b")) // a fresh copy, as a completion decodes it
 	own := c.Canonical(decoded)
@@ -82,7 +95,7 @@ func TestBuildRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Standard(tt.las, true)
+			_, err := Standard(tt.las, Extras{Most: true})
 			require.EqualError(t, err, tt.want)
 			assert.Equal(t, fault.ClassTool, fault.ClassOf(err))
 			assert.Equal(t, 5, fault.ExitCode(err))

@@ -18,7 +18,7 @@ func ExampleStandard() {
 		chat.NewTool("echo__echo", "Echo the text back.", json.RawMessage(`{"type":"object"}`)),
 		chat.NewTool("finance__finance_sell_report", "Sell a report.", json.RawMessage(`{"type":"object"}`)),
 	}
-	c, err := catalog.Standard(las, false)
+	c, err := catalog.Standard(las, catalog.Extras{})
 	if err != nil {
 		fmt.Println(err)
 		return
