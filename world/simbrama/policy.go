@@ -230,8 +230,9 @@ func decide(req completionRequest, opts Options) reply {
 //     and the grandchild's parent spawns it (cycle 1);
 //  3. call the first finance tool with arguments built from its schema;
 //  4. on cycle 1 write a notes file;
-//  5. on talkCycle, with the family tools, the root messages its first
-//     child and every other being its parent.
+//  5. on talkCycle (and every later cycle when opts.Talkative), with the
+//     family tools, the root messages its first child (Bo and Cy in
+//     turn when talkative) and every other being its parent.
 func planCycle(s situation, tools []chat.Tool, opts Options) [][]call {
 	has := make(map[string]bool, len(tools))
 	// The earning call is the first finance tool that says it reports
@@ -291,10 +292,14 @@ func planCycle(s situation, tools []chat.Tool, opts Options) [][]call {
 			"content": fmt.Sprintf("# %s, cycle %d (simulated): remembered an observation, set a rule, tried to earn.", who, s.cycle),
 		}})
 	}
-	if s.cycle == talkCycle && has[toolMessageSend] && s.name != "" {
+	talks := s.cycle == talkCycle || opts.Talkative && s.cycle > talkCycle
+	if talks && has[toolMessageSend] && s.name != "" {
 		to := "parent"
 		if s.name == opts.RootName {
 			to = rootChildren[0].name
+			if opts.Talkative {
+				to = rootChildren[(s.cycle-talkCycle)%len(rootChildren)].name
+			}
 		}
 		add(call{toolMessageSend, map[string]string{
 			"to": to, "text": fmt.Sprintf("%s says hello on cycle %d (simulated).", who, s.cycle),

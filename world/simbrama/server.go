@@ -54,6 +54,11 @@ type Options struct {
 	// GrandchildParent names the child that spawns the grandchild "Di" on
 	// its cycle 1 (e.g. "Bo"). Empty: no grandchild.
 	GrandchildParent string
+	// Talkative makes every being with the family tools send a message
+	// on every cycle from talkCycle on, not only on talkCycle, the root
+	// to Bo and Cy in turn (the crash test's traffic between relatives).
+	// False: talkCycle only.
+	Talkative bool
 	// Now reads the clock for the timestamp window. Nil means time.Now.
 	Now func() time.Time
 	// Prices are the per-model prices the server bills at (the model
