@@ -79,12 +79,13 @@ func (b *Being) Apply(e Event) {
 		// again (docs/family.md#messages).
 		b.Framed = slices.Clone(e.Delivered)
 	case EventModelCompleted:
+		// A billed rejection (no message) leaves the framing unanswered.
 		if e.Chat != nil {
 			b.appendMessages(false, *e.Chat)
-		}
-		if len(b.Framed) > 0 {
-			b.Inbox = slices.DeleteFunc(b.Inbox, func(m InMessage) bool { return slices.Contains(b.Framed, m.ID) })
-			b.Framed = nil
+			if len(b.Framed) > 0 {
+				b.Inbox = slices.DeleteFunc(b.Inbox, func(m InMessage) bool { return slices.Contains(b.Framed, m.ID) })
+				b.Framed = nil
+			}
 		}
 	case EventCostDebited:
 		b.Budget = b.Budget.Debit(e.API, e.Instance, e.Tokens)

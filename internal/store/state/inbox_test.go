@@ -128,6 +128,8 @@ func TestFramingReplacedUnansweredCarriesItsMessagesAgain(t *testing.T) {
 	b.Apply(frame(1, "1 ... Message from the operator: hello"))
 	b.Apply(frame(2, "2 ... Message from the operator: hello"))
 	assert.Equal(t, []InMessage{op}, b.Inbox, "the unanswered framing took it nowhere")
+	b.Apply(ModelCompleted(Time{}, 2, chat.Usage{TotalTokens: 9})) // a billed rejection answers nothing
+	assert.Equal(t, []InMessage{op}, b.Inbox)
 	require.Len(t, b.Conversation, 1, "the unanswered framing was replaced")
 	b.Apply(ModelCompleted(Time{}, 2, chat.Usage{}, chat.Message{Role: chat.RoleAssistant, Content: "ok"}))
 	assert.Empty(t, b.Inbox)
