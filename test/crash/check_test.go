@@ -494,6 +494,7 @@ func readMessages(members []member) (messageBook, []string) {
 				for id, at := range receivedAt {
 					if at < open.Seq && !slices.Contains(open.Delivered, id) {
 						problems = append(problems, fmt.Sprintf("%s: message %s (taken in at seq %d) is lost: the framing of cycle %d (seq %d), answered at seq %d, does not carry it", m.where(), id, at, open.Cycle, open.Seq, e.Seq))
+						delete(receivedAt, id) // said once
 					}
 				}
 				for _, id := range open.Delivered {
