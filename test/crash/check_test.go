@@ -151,7 +151,7 @@ func explainedByPrefix(b *state.Being, events []state.Event) error {
 		return fmt.Errorf("the checkpoint includes the journal up to seq %d, but the journal ends at seq %d", upTo, n)
 	}
 	if err := testkit.CheckInvariant(b.Budget, events[:n]); err != nil {
-		var debited, credited, granted money.Amount
+		var debited, credited, granted, funded money.Amount
 		for _, e := range events[n:] {
 			switch e.Type {
 			case state.EventCostDebited:
@@ -160,9 +160,11 @@ func explainedByPrefix(b *state.Being, events []state.Event) error {
 				credited = credited.Add(e.Amount)
 			case state.EventEndowmentGranted:
 				granted = granted.Add(e.Amount)
+			case state.EventFunded:
+				funded = funded.Add(e.Amount)
 			}
 		}
-		return fmt.Errorf("up to journal_seq %d: %w (after it, %d events: debited %s, credited %s, granted %s)", upTo, err, len(events)-n, debited, credited, granted)
+		return fmt.Errorf("up to journal_seq %d: %w (after it, %d events: debited %s, credited %s, granted %s, funded %s)", upTo, err, len(events)-n, debited, credited, granted, funded)
 	}
 	return nil
 }

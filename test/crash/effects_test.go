@@ -105,6 +105,11 @@ func TestExplainedByPrefix(t *testing.T) {
 			assert.True(t, strings.Contains(err.Error(), tt.err), err.Error())
 		})
 	}
+	// A fund is money in: the checkpoint holds it once it holds its
+	// event.
+	funded := journal(state.Started(state.Time{}), state.Funded(state.Time{}, 1, testkit.USD("5"), "k", ""))
+	assert.NoError(t, explainedByPrefix(at(2, state.Budget{Starting: testkit.USD("10"), Remaining: testkit.USD("15"), Funded: testkit.USD("5")}), funded))
+	assert.ErrorContains(t, explainedByPrefix(at(2, budget("10", "0")), funded), "up to journal_seq 2")
 	gap := journal(state.Started(state.Time{}), debit("1"))
 	gap[1].Seq = 3
 	assert.ErrorContains(t, explainedByPrefix(at(3, budget("9", "1")), gap), "has seq 3, not 2")
