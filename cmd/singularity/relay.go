@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
 	"time"
 
 	"github.com/wisent/singularity/internal/control"
+	"github.com/wisent/singularity/internal/fence"
+	"github.com/wisent/singularity/internal/member"
+	"github.com/wisent/singularity/internal/store/state"
 	"github.com/wisent/singularity/messages"
 )
 
@@ -15,8 +19,10 @@ import (
 // the shared state root root, and answers what the first member running
 // the receiver answered. A member that is busy (the receiver stops, or
 // the member does) makes the answer busy, so the sender asks again
-// soon; none running it answers messages.MessageNotHere.
-func memberRelay(root, self string) func(dir string, req messages.MessageRequest, limit time.Duration) any {
+// soon. When no member runs the receiver, ended (nil: never) says
+// whether its life ended, which answers Ended (the sender drops the
+// message); otherwise the answer is messages.MessageNotHere.
+func memberRelay(root, self string, ended func(ctx context.Context, dir string) bool) func(dir string, req messages.MessageRequest, limit time.Duration) any {
 	own := control.MemberSocket(self)
 	return func(dir string, req messages.MessageRequest, limit time.Duration) any {
 		rel, err := filepath.Rel(root, dir)
@@ -46,6 +52,25 @@ func memberRelay(root, self string) func(dir string, req messages.MessageRequest
 		if busy {
 			return messages.MessageResponse{Err: control.ErrBusy}
 		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		if ended != nil && ended(ctx, dir) {
+			return messages.MessageResponse{Ended: true}
+		}
 		return messages.MessageNotHere{}
+	}
+}
+
+// endedIn says whether the being living in dir under root has ended, by
+// its ended/ mark in the family's etcd (exhausted or failed); an etcd
+// that does not answer says no, and the message is sent again later.
+func endedIn(session *fence.Session, root string) func(ctx context.Context, dir string) bool {
+	return func(ctx context.Context, dir string) bool {
+		ended, err := session.EndedBeings(ctx)
+		if err != nil {
+			return false
+		}
+		status := ended[member.BeingID(root, dir)]
+		return status == state.StatusExhausted || status == state.StatusFailed
 	}
 }

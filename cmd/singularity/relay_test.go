@@ -19,8 +19,8 @@ import (
 // TestMemberRelay: a relative's message for a being another member runs
 // is offered to the other members' control sockets (never this
 // member's own), and the answer of the member that runs the receiver
-// is the sender's; busy when a member was busy, not here when none
-// runs it.
+// is the sender's; busy when a member was busy, ended when none runs it
+// and its life ended, else not here.
 func TestMemberRelay(t *testing.T) {
 	root, err := os.MkdirTemp("", "relay") // a short path: a socket's name is bounded
 	require.NoError(t, err)
@@ -49,7 +49,8 @@ func TestMemberRelay(t *testing.T) {
 	})
 	listen("gamma", notHere)
 
-	relay := memberRelay(root, "alpha")
+	endedDir := filepath.Join(root, "children", "di")
+	relay := memberRelay(root, "alpha", func(_ context.Context, dir string) bool { return dir == endedDir })
 	msg := messages.MessageRequest{Message: state.InMessage{ID: "m-1", From: "agent", Name: "Ada", Relation: "parent", Text: "hello"}}
 	res := relay(filepath.Join(root, "children", "bo"), msg, 5*time.Second)
 	assert.Equal(t, messages.MessageResponse{Name: "Bo", Duplicate: true}, res)
@@ -60,6 +61,7 @@ func TestMemberRelay(t *testing.T) {
 	mu.Unlock()
 
 	assert.Equal(t, messages.MessageNotHere{}, relay(filepath.Join(root, "children", "cy"), msg, 5*time.Second), "no member runs Cy")
+	assert.Equal(t, messages.MessageResponse{Ended: true}, relay(endedDir, msg, 5*time.Second), "no member runs Di, whose life ended")
 
 	listen("delta", func(control.Request) control.Reply { return control.Reply{Busy: true} })
 	res = relay(filepath.Join(root, "children", "cy"), msg, 5*time.Second)

@@ -61,7 +61,7 @@ func (m *memberRun) spread() (rejoin bool, err error) {
 	}
 	lim := &limiter{m: m}
 	by := held{member: m.cl.Member, placed: true, committed: member.CommittedOf(m.session, m.rt.StateDir), show: m.show.spreadOver(m.session),
-		relay: memberRelay(m.rt.StateDir, m.cl.Member)}
+		relay: memberRelay(m.rt.StateDir, m.cl.Member, endedIn(m.session, m.rt.StateDir))}
 	if lim.limited() {
 		by.limiter = limits.ProxyProps(m.show.system, limiterLocator(m.session), 0)
 		defer lim.drop()

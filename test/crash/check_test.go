@@ -448,16 +448,18 @@ type sentMessage struct{ from, to, text string }
 //     message) carries every message received before it that no answered
 //     framing carried yet: a framing replaced unanswered loses none;
 //   - so no message reaches the model in two answered framings;
-//   - a relative's message (message_sent) is sent once under its id, and
-//     one its sender journaled as delivered without a reason was taken in
-//     by its receiver, whose id it names.
+//   - a relative's message (message_sent) is sent once under its id, one
+//     taken in was sent by a being of the family, and one its sender
+//     journaled as delivered without a reason was taken in by its
+//     receiver, whose id it names.
 func readMessages(members []member) (messageBook, []string) {
 	book := messageBook{
 		received: map[string]string{}, answered: map[string]int{}, waiting: map[string]bool{},
 		sent: map[string]sentMessage{}, delivered: map[string]string{}, ended: map[string]bool{},
 	}
 	var problems []string
-	byID := map[string]string{} // being id → directory
+	byID := map[string]string{}    // being id → directory
+	relatives := map[string]bool{} // ids of the relatives' messages taken in
 	for _, m := range members {
 		if m.being == nil {
 			continue
@@ -474,6 +476,7 @@ func readMessages(members []member) (messageBook, []string) {
 					continue
 				}
 				book.received[e.ID] = m.dir
+				relatives[e.ID] = e.From != state.FromOperator
 				receivedAt[e.ID], texts[e.ID] = e.Seq, e.Text
 			case state.EventCycleStarted:
 				for _, id := range e.Delivered {
@@ -534,6 +537,13 @@ func readMessages(members []member) (messageBook, []string) {
 			problems = append(problems, fmt.Sprintf("message %s journaled as delivered, but no being sent it", id))
 		case reason == "" && book.received[id] == "":
 			problems = append(problems, fmt.Sprintf("message %s from %s journaled as delivered, but its receiver %s never took it in", id, s.from, s.to))
+		}
+	}
+	for id, dir := range book.received {
+		if relatives[id] {
+			if _, ok := book.sent[id]; !ok {
+				problems = append(problems, fmt.Sprintf("%s took in message %s from a relative, which no being journaled as sent", dir, id))
+			}
 		}
 	}
 	for id, s := range book.sent {

@@ -200,6 +200,7 @@ func TestReadMessages(t *testing.T) {
 		{"taken in twice", journal(in("m1", "text of m1"), in("m1", "text of m1")), 0, 0, "message m1 taken in again at seq 2"},
 		{"listed without its text", journal(in("m1", "another text"), frame(1, "m1"), answer), 1, 0, "but not its text"},
 		{"sent twice", journal(sent("m9", "b-1"), sent("m9", "b-1")), 0, 0, "message m9 sent again"},
+		{"a relative's message never sent", journal(state.MessageReceived(state.Time{}, 1, state.InMessage{ID: "m8", From: "b-1", Relation: "child", Text: "x"})), 0, 0, "which no being journaled as sent"},
 		{"delivered, never taken in", journal(sent("m9", "b-1"), state.MessageDelivered(state.Time{}, 1, "m9")), 0, 0, "its receiver b-1 never took it in"},
 	}
 	for _, tt := range tests {
