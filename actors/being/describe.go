@@ -71,7 +71,7 @@ func (b *Being) describe(ctx actor.Context) messages.Description {
 		d.Figures["departed_earned"] = p.departedEarned.String()
 		d.Figures["departed_funded"] = p.departedFunded.String()
 	}
-	if n := len(b.st.Inbox); n > 0 {
+	if n := b.st.Unread(); n > 0 {
 		// Messages received that no framing carried yet
 		// (docs/family.md#messages).
 		d.Figures["unread_messages"] = n

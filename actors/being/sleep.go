@@ -27,7 +27,7 @@ func (b *Being) sleepWait() (wait time.Duration, ok bool) {
 	if s == nil {
 		return 0, false
 	}
-	if s.WakeOnMessage && len(b.st.Inbox) > 0 {
+	if s.WakeOnMessage && b.st.Unread() > 0 {
 		return 0, true
 	}
 	return max(s.Until.Sub(b.opts.clock()), 0), true

@@ -46,7 +46,7 @@ const fundAmount = "0.01"
 
 // TestTalkAndFundThroughKills (`make cluster-talk`): a family spread
 // over three members with the family tools, every being messaging its
-// relative every other cycle, across members as the placement falls,
+// relative every cycle, across members as the placement falls,
 // while the operator funds a random being every quarter second under a
 // fresh key, and CLUSTER_TALK_KILLS random members are SIGKILLed, each
 // replaced by a new one. A fund whose command failed (its member died

@@ -84,7 +84,7 @@ type world struct {
 	// closed (startSpread).
 	held atomic.Pointer[chan struct{}]
 	// talking, while set, makes every being with the family tools
-	// message its relative every other cycle, not only on the third.
+	// message its relative on every cycle, not only on the third.
 	talking atomic.Bool
 }
 
@@ -162,7 +162,7 @@ func (w *world) answered(being string) {
 // talks says on which cycles the beings message their relatives.
 func (w *world) talks(cycle int) bool {
 	if w.talking.Load() {
-		return cycle%2 == 0
+		return simbrama.Talkative(cycle)
 	}
 	return cycle == 3
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/money"
@@ -36,6 +38,18 @@ func (m member) name() string {
 		return "?"
 	}
 	return m.being.Identity.Name
+}
+
+// id is the being's id as its relatives and --being name it: a child's
+// directory's name, and for the root the agent id the family shares.
+func (m member) id() string {
+	if m.parent != "" {
+		return filepath.Base(m.dir)
+	}
+	if m.being == nil {
+		return ""
+	}
+	return m.being.Identity.AgentID
 }
 
 // where names a member in a failure: its name and directory.
@@ -137,7 +151,7 @@ func explainedByPrefix(b *state.Being, events []state.Event) error {
 		return fmt.Errorf("the checkpoint includes the journal up to seq %d, but the journal ends at seq %d", upTo, n)
 	}
 	if err := testkit.CheckInvariant(b.Budget, events[:n]); err != nil {
-		var debited, credited, granted money.Amount
+		var debited, credited, granted, funded money.Amount
 		for _, e := range events[n:] {
 			switch e.Type {
 			case state.EventCostDebited:
@@ -146,9 +160,11 @@ func explainedByPrefix(b *state.Being, events []state.Event) error {
 				credited = credited.Add(e.Amount)
 			case state.EventEndowmentGranted:
 				granted = granted.Add(e.Amount)
+			case state.EventFunded:
+				funded = funded.Add(e.Amount)
 			}
 		}
-		return fmt.Errorf("up to journal_seq %d: %w (after it, %d events: debited %s, credited %s, granted %s)", upTo, err, len(events)-n, debited, credited, granted)
+		return fmt.Errorf("up to journal_seq %d: %w (after it, %d events: debited %s, credited %s, granted %s, funded %s)", upTo, err, len(events)-n, debited, credited, granted, funded)
 	}
 	return nil
 }
@@ -242,49 +258,6 @@ func familyProblems(root string, members []member) []string {
 	return problems
 }
 
-// messageCounts are the distinct ids of a family's relatives' messages
-// journaled as sent, received and delivered.
-type messageCounts struct{ sent, received, delivered int }
-
-// messagesOnce checks the relatives' messages of a family
-// (docs/family.md#messages-between-relatives) as its journals stand:
-// no being received one id twice, every relative's message received was
-// journaled as sent by a being of the family first, and every message a
-// sender journaled as delivered (without a reason) was received.
-func messagesOnce(members []member) (messageCounts, []string) {
-	var problems []string
-	sent := map[string]string{}       // id → its sender
-	received := map[string][]string{} // id → who received it
-	delivered := map[string]string{}  // id → its sender
-	for _, m := range members {
-		for _, e := range m.events {
-			switch {
-			case e.Type == state.EventMessageSent:
-				sent[e.ID] = m.where()
-			case e.Type == state.EventMessageReceived && e.Relation != "":
-				received[e.ID] = append(received[e.ID], m.where())
-			case e.Type == state.EventMessageDelivered && e.Reason == "":
-				delivered[e.ID] = m.where()
-			}
-		}
-	}
-	for id, by := range received {
-		if len(by) > 1 {
-			problems = append(problems, fmt.Sprintf("message %s received %d times: %v", id, len(by), by))
-		}
-		if _, ok := sent[id]; !ok {
-			problems = append(problems, fmt.Sprintf("%s: received message %s, which no being journaled as sent", by[0], id))
-		}
-	}
-	for id, who := range delivered {
-		if _, ok := received[id]; !ok {
-			problems = append(problems, fmt.Sprintf("%s: message %s journaled as delivered, but no being received it", who, id))
-		}
-	}
-	sort.Strings(problems)
-	return messageCounts{sent: len(sent), received: len(received), delivered: len(delivered)}, problems
-}
-
 // effectKinds are the built-in effects journaled after their call's
 // tool_finished, in the same step (docs/cycle.md#anatomy-of-a-cycle).
 // child_added is not among them: a spawn's child may be recorded by a
@@ -356,4 +329,265 @@ func callEffects(m member) (credits []string, problems []string) {
 		}
 	}
 	return credits, problems
+}
+
+// command is one `singularity fund` or `say` the test ran, as it ended:
+// acknowledged (exit 0 with its line), refused (exit 2: nothing may be
+// written), or neither (an error, killed mid-way: it may or may not have
+// been applied, and is retried with the same key).
+type command struct {
+	op     string // "fund" or "say"
+	key    string // the fund's key, the message's id
+	dir    string // the being's state directory
+	being  string // its id, as --being names it; "" for the root
+	amount string // a fund's
+	text   string // a message's
+	tries  int
+	acked  bool
+	refuse string // the refusal's sentence, when refused
+}
+
+// operatorProblems holds each command to its being's journal: an
+// acknowledged fund's key is in exactly one funded event of the family
+// (its being's, with its amount), an acknowledged message's id in
+// exactly one message_received (its being's, with its text); one neither
+// acknowledged nor refused at most once, one refused never. It returns
+// how many funds and messages are in the journals.
+func operatorProblems(members []member, cmds []*command) (funds, says int, problems []string) {
+	type use struct {
+		dir  string
+		seq  uint64
+		what string // amount or text
+	}
+	uses := map[string][]use{} // op + key → its events, family-wide
+	for _, m := range members {
+		for _, e := range m.events {
+			switch e.Type {
+			case state.EventFunded:
+				uses["fund "+e.Key] = append(uses["fund "+e.Key], use{m.dir, e.Seq, e.Amount.String()})
+			case state.EventMessageReceived:
+				if e.From == state.FromOperator {
+					uses["say "+e.ID] = append(uses["say "+e.ID], use{m.dir, e.Seq, e.Text})
+				}
+			}
+		}
+	}
+	for k, us := range uses {
+		if len(us) > 1 {
+			problems = append(problems, fmt.Sprintf("%s applied %d times: %v", k, len(us), us))
+		}
+	}
+	for _, c := range cmds {
+		us := uses[c.op+" "+c.key]
+		want := c.amount
+		if c.op == "say" {
+			want = c.text
+		}
+		switch {
+		case len(us) == 1:
+			if c.op == "fund" {
+				funds++
+			} else {
+				says++
+			}
+			if u := us[0]; u.dir != c.dir || u.what != normalAmount(want) {
+				problems = append(problems, fmt.Sprintf("%s %s: applied to %s with %q, but the command was for %s with %q", c.op, c.key, u.dir, u.what, c.dir, want))
+			}
+			if c.refuse != "" {
+				problems = append(problems, fmt.Sprintf("%s %s was refused (%s) but applied at seq %d of %s", c.op, c.key, c.refuse, us[0].seq, us[0].dir))
+			}
+		case len(us) == 0 && c.acked:
+			problems = append(problems, fmt.Sprintf("%s %s to %s was acknowledged after %d tries but is in no journal", c.op, c.key, c.dir, c.tries))
+		}
+	}
+	sort.Strings(problems)
+	return funds, says, problems
+}
+
+// normalAmount is a fund's amount as a journal writes it back, or s
+// itself when it is not an amount.
+func normalAmount(s string) string {
+	if v, err := money.Parse(s); err == nil {
+		return v.String()
+	}
+	return s
+}
+
+// messageBook is what a family's journals say about its messages.
+type messageBook struct {
+	received map[string]string // message id → the directory that took it in
+	// answered counts, per message id, the framings that carried it and
+	// were answered by the model: exactly one once delivered.
+	answered map[string]int
+	// waiting are the ids received that no answered framing carried yet
+	// (in the being's inbox).
+	waiting map[string]bool
+	// again counts messages a framing carried again after the framing
+	// before it, which carried them too, was never answered (a kill
+	// between a framing and its answer).
+	again int
+	// sent are the relatives' messages (message_sent) by id: the sender's
+	// directory, the receiver's id and the text.
+	sent map[string]sentMessage
+	// delivered are the message_delivered events by id: their reason
+	// ("" for taken in, recipient_ended).
+	delivered map[string]string
+	// ended are the ids of beings whose journal ends their life.
+	ended map[string]bool
+}
+
+type sentMessage struct{ from, to, text string }
+
+// readMessages reads every message of the family's journals and holds
+// them to docs/family.md#messages:
+//
+//   - an id is taken in (message_received) once in the whole family;
+//   - a framing (cycle_started) carries only ids waiting in its being's
+//     inbox, each with its text;
+//   - the framing a model answers (the next model_completed with a
+//     message) carries every message received before it that no answered
+//     framing carried yet: a framing replaced unanswered loses none;
+//   - so no message reaches the model in two answered framings;
+//   - a relative's message (message_sent) is sent once under its id, one
+//     taken in was sent by a being of the family, and one its sender
+//     journaled as delivered without a reason was taken in by its
+//     receiver, whose id it names.
+func readMessages(members []member) (messageBook, []string) {
+	book := messageBook{
+		received: map[string]string{}, answered: map[string]int{}, waiting: map[string]bool{},
+		sent: map[string]sentMessage{}, delivered: map[string]string{}, ended: map[string]bool{},
+	}
+	var problems []string
+	byID := map[string]string{}    // being id → directory
+	relatives := map[string]bool{} // ids of the relatives' messages taken in
+	for _, m := range members {
+		if m.being == nil {
+			continue
+		}
+		byID[m.id()] = m.dir
+		var open *state.Event             // the framing not answered yet
+		receivedAt := map[string]uint64{} // waiting id → the seq that took it in
+		texts := map[string]string{}
+		for _, e := range m.events {
+			switch e.Type {
+			case state.EventMessageReceived:
+				if dir, twice := book.received[e.ID]; twice {
+					problems = append(problems, fmt.Sprintf("%s: message %s taken in again at seq %d (first by %s)", m.where(), e.ID, e.Seq, dir))
+					continue
+				}
+				book.received[e.ID] = m.dir
+				relatives[e.ID] = e.From != state.FromOperator
+				receivedAt[e.ID], texts[e.ID] = e.Seq, e.Text
+			case state.EventCycleStarted:
+				for _, id := range e.Delivered {
+					if _, ok := receivedAt[id]; !ok {
+						problems = append(problems, fmt.Sprintf("%s: the framing of cycle %d (seq %d) carries message %s, which is not in the inbox (never taken in, or delivered already)", m.where(), e.Cycle, e.Seq, id))
+						continue
+					}
+					if !framingCarries(e, texts[id]) {
+						problems = append(problems, fmt.Sprintf("%s: the framing of cycle %d (seq %d) lists message %s but not its text %q", m.where(), e.Cycle, e.Seq, id, texts[id]))
+					}
+					if open != nil && slices.Contains(open.Delivered, id) {
+						book.again++
+					}
+				}
+				open = &e
+			case state.EventModelCompleted:
+				if open == nil || e.Chat == nil {
+					continue
+				}
+				for id, at := range receivedAt {
+					if at < open.Seq && !slices.Contains(open.Delivered, id) {
+						problems = append(problems, fmt.Sprintf("%s: message %s (taken in at seq %d) is lost: the framing of cycle %d (seq %d), answered at seq %d, does not carry it", m.where(), id, at, open.Cycle, open.Seq, e.Seq))
+						delete(receivedAt, id) // said once
+					}
+				}
+				for _, id := range open.Delivered {
+					if _, ok := receivedAt[id]; ok {
+						book.answered[id]++
+						delete(receivedAt, id)
+					}
+				}
+				open = nil
+			case state.EventMessageSent:
+				if s, twice := book.sent[e.ID]; twice {
+					problems = append(problems, fmt.Sprintf("%s: message %s sent again at seq %d (first by %s)", m.where(), e.ID, e.Seq, s.from))
+					continue
+				}
+				book.sent[e.ID] = sentMessage{from: m.dir, to: e.To, text: e.Text}
+			case state.EventMessageDelivered:
+				book.delivered[e.ID] = e.Reason
+			case state.EventStopped:
+				ended := e.Status == state.StatusExhausted || e.Status == state.StatusFailed
+				book.ended[m.id()] = ended
+			case state.EventFunded:
+				if m.being.Status != state.StatusFailed {
+					book.ended[m.id()] = false
+				}
+			}
+		}
+		for id := range receivedAt {
+			book.waiting[id] = true
+		}
+	}
+	for id, reason := range book.delivered {
+		s, ok := book.sent[id]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("message %s journaled as delivered, but no being sent it", id))
+		case reason == "" && book.received[id] == "":
+			problems = append(problems, fmt.Sprintf("message %s from %s journaled as delivered, but its receiver %s never took it in", id, s.from, s.to))
+		}
+	}
+	for id, dir := range book.received {
+		if relatives[id] {
+			if _, ok := book.sent[id]; !ok {
+				problems = append(problems, fmt.Sprintf("%s took in message %s from a relative, which no being journaled as sent", dir, id))
+			}
+		}
+	}
+	for id, s := range book.sent {
+		if dir, ok := book.received[id]; ok && byID[s.to] != "" && dir != byID[s.to] {
+			problems = append(problems, fmt.Sprintf("message %s from %s for %s was taken in by %s", id, s.from, byID[s.to], dir))
+		}
+	}
+	sort.Strings(problems)
+	return book, problems
+}
+
+// framingCarries reports whether a cycle_started's framing message holds
+// text.
+func framingCarries(e state.Event, text string) bool {
+	for _, m := range e.Messages {
+		if strings.Contains(m.Content, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// pending is a relative's message not taken in yet.
+type pending struct {
+	id string
+	sentMessage
+}
+
+func (p pending) String() string {
+	return fmt.Sprintf("message %s from %s to %s (%q)", p.id, p.from, p.to, p.text)
+}
+
+// undelivered lists the relatives' messages that no receiver took in
+// and whose sender was not told its receiver ended: while the family
+// lives its outboxes drain, but a message to a being whose life ended is
+// never taken in.
+func (book messageBook) undelivered() []pending {
+	var out []pending
+	for id, s := range book.sent {
+		if book.received[id] != "" || book.delivered[id] == "recipient_ended" || book.ended[s.to] {
+			continue
+		}
+		out = append(out, pending{id, s})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
 }

@@ -6,6 +6,11 @@
 // (docs/state.md#resume-and-recovery, docs/money.md#the-invariant,
 // docs/differences.md#measured-targets "crash safety").
 //
+// The operator funds and speaks to the beings during the kills, and the
+// relatives message each other: every fund acknowledged is applied once,
+// every message reaches its receiver's model once (docs/money.md#funding,
+// docs/family.md#messages).
+//
 // `make crash` runs thousands of kills (CRASH_KILLS, default 2000); the
 // normal suite runs a few hundred.
 package crash
@@ -75,14 +80,78 @@ type tally struct {
 	deliveries, orphans, livedOrphans int
 	grants, grantsCompleted, removed  int // grants seen; repaired at a start: completed, directories removed
 	maxFamily                         int // most beings in one family
-	// sent, received and delivered count the relatives' messages of
-	// every family (distinct ids); the ...Before fields are the counts
-	// of the families before the current one.
-	sent, received, delivered                   int
-	sentBefore, receivedBefore, deliveredBefore int
-	earned                                      money.Amount
-	failures                                    int
-	killTime, resumeTime, checkTime             time.Duration
+	earned                            money.Amount
+	failures                          int
+	killTime, resumeTime, checkTime   time.Duration
+	msgs                              messageTally // all families'
+	wireSends, wireTexts, wireResent  int          // message paragraphs sent to the model afresh; distinct; more than once
+}
+
+// messageTally counts one family's operator commands and messages, as
+// its journals last said (docs/money.md#funding, docs/family.md#messages).
+type messageTally struct {
+	funds, fundsAcked, fundsApplied, fundsRefused int // fund commands: issued, acknowledged, in a journal, refused
+	says, saysAcked, saysReceived, saysDelivered  int // say commands: issued, acknowledged, taken in, carried by an answered framing
+	retried                                       int // commands run again with their key
+	sent, sentReceived, sentDelivered, sentEnded  int // relatives' messages: sent, taken in, carried by an answered framing, to an ended being
+	waiting                                       int // messages taken in that no answered framing carried yet
+	carriedAgain                                  int // messages a framing carried again after one that was never answered
+}
+
+func (t *messageTally) add(o messageTally) {
+	t.funds += o.funds
+	t.fundsAcked += o.fundsAcked
+	t.fundsApplied += o.fundsApplied
+	t.fundsRefused += o.fundsRefused
+	t.says += o.says
+	t.saysAcked += o.saysAcked
+	t.saysReceived += o.saysReceived
+	t.saysDelivered += o.saysDelivered
+	t.retried += o.retried
+	t.sent += o.sent
+	t.sentReceived += o.sentReceived
+	t.sentDelivered += o.sentDelivered
+	t.sentEnded += o.sentEnded
+	t.waiting += o.waiting
+	t.carriedAgain += o.carriedAgain
+}
+
+// tallyMessages counts a family's commands and messages: funds and
+// says the journals hold, and what book read from them.
+func tallyMessages(cmds []*command, funds, says int, book messageBook) messageTally {
+	t := messageTally{fundsApplied: funds, saysReceived: says, carriedAgain: book.again, waiting: len(book.waiting)}
+	for _, c := range cmds {
+		acked, refused := 0, 0
+		if c.acked {
+			acked = 1
+		}
+		if c.refuse != "" {
+			refused = 1
+		}
+		if c.tries > 1 {
+			t.retried++
+		}
+		if c.op == "fund" {
+			t.funds++
+			t.fundsAcked += acked
+			t.fundsRefused += refused
+			continue
+		}
+		t.says++
+		t.saysAcked += acked
+		t.saysDelivered += book.answered[c.key]
+	}
+	t.sent = len(book.sent)
+	for id := range book.sent {
+		if book.received[id] != "" {
+			t.sentReceived++
+		}
+		if book.delivered[id] == "recipient_ended" {
+			t.sentEnded++
+		}
+		t.sentDelivered += book.answered[id]
+	}
+	return t
 }
 
 // TestCrashSpawningEarningFamily runs `singularity run` on a family of
@@ -118,11 +187,17 @@ type tally struct {
 //     (memories, rules, learnings, prompt, model) are applied at most
 //     once each, and every revenue_credited is the result of its own
 //     finance call: the call's key is among the deliveries, and no two
-//     credits of the family share one;
-//  6. the relatives' messages (every being has the family tools and
-//     messages its relative on its third cycle) are each received at
-//     most once, only after their sender journaled them sent, and every
-//     one a sender journaled delivered was received (messagesOnce).
+//     credits of the family share one.
+//  6. the operator's commands and the messages (operatorProblems,
+//     readMessages): while each run lives, up to freshPerRun random
+//     `singularity fund` and `say` commands (the real binary, each with
+//     its deadline) go to the family's beings at random moments, some
+//     meeting the kill; an acknowledged one is applied exactly once, one
+//     not acknowledged at most once (it is run again with its key at the
+//     next start), a refused one never; the relatives message each other
+//     every cycle (the family tools, simbrama's talkative world), and
+//     every message is taken in once and reaches its receiver's model in
+//     exactly one answered framing, or waits in its inbox.
 //
 // After one kill in ten, a torn last line is appended to one being's
 // journal (a crash inside the append's write, which a SIGKILL almost
@@ -134,7 +209,9 @@ type tally struct {
 // the process must exit 0 within its deadline. Then, for every being:
 // the invariant is exact over its whole journal (testkit.CheckInvariant),
 // no recorded being is left running or stopping or with a torn line, and
-// the family's grants and children match one to one.
+// the family's grants and children match one to one. During the resume
+// every command not yet acknowledged is run again and must be, and every
+// relative's message sent before it is taken in (the outboxes drain).
 func TestCrashSpawningEarningFamily(t *testing.T) {
 	testStart := time.Now() // the budget counts the builds too
 	kills := envInt(t, "CRASH_KILLS", defaultKills)
@@ -167,7 +244,7 @@ func TestCrashSpawningEarningFamily(t *testing.T) {
 	obs := newObserver()
 	proxy := bramaProxy(t, obs)
 
-	c := &crasher{t: t, bin: bin, las: las, proxy: proxy, obs: obs, rng: rng, beings: map[string]bool{}}
+	c := &crasher{t: t, bin: bin, las: las, proxy: proxy, obs: obs, rng: rng, beings: map[string]bool{}, wire: map[string]int{}}
 	started := time.Now()
 	inFamily := 0
 	for i := 0; i < kills && c.n.failures < maxFailures; i++ {
@@ -195,15 +272,25 @@ func TestCrashSpawningEarningFamily(t *testing.T) {
 		}
 	}
 	elapsed := time.Since(started).Round(time.Millisecond)
+	c.foldFamily()
 	n := c.n
-	n.earned = n.earned.Add(c.earned)
 	t.Logf("%d kills (%d at boot, %d at a random time, %d after a random completion) and %d resumes over %d families in %s: "+
 		"%d beings checked %d times in all (largest family %d), %d torn last lines seen (%d injected), %d deliveries checked, %d revenue credits each matched to its own delivery, "+
-		"%d unrecorded child directories (%d of them with a journal), %d grants (%d completed at a start after a kill, %d child directories without a grant removed), earned %s; "+
-		"relatives' messages: %d sent, %d received (each once), %d delivered; %d failures",
+		"%d unrecorded child directories (%d of them with a journal), %d grants (%d completed at a start after a kill, %d child directories without a grant removed), earned %s; %d failures",
 		n.kills, n.bootKills, n.timedKills, n.eventKills, n.resumes, n.families, elapsed,
 		len(c.beings), n.beingChecks, n.maxFamily, n.tornSeen, n.injected, n.deliveries, n.credits, n.orphans, n.livedOrphans,
-		n.grants, n.grantsCompleted, n.removed, n.earned, n.sent, n.received, n.delivered, n.failures)
+		n.grants, n.grantsCompleted, n.removed, n.earned, n.failures)
+	m := n.msgs
+	t.Logf("operator and messages: funds %d issued, %d acknowledged, %d applied (%d refused); says %d issued, %d acknowledged, %d taken in, %d delivered to the model; "+
+		"%d commands retried with their key after a kill; relatives' messages %d sent, %d taken in, %d delivered to the model (%d to an ended being); "+
+		"%d taken in and waiting for a framing at the last check; %d carried again by the framing that replaced an unanswered one; "+
+		"on the wire: %d message paragraphs sent afresh %d times, %d of them more than once (an unanswered framing sent again)",
+		m.funds, m.fundsAcked, m.fundsApplied, m.fundsRefused, m.says, m.saysAcked, m.saysReceived, m.saysDelivered,
+		m.retried, m.sent, m.sentReceived, m.sentDelivered, m.sentEnded, m.waiting, m.carriedAgain,
+		n.wireTexts, n.wireSends, n.wireResent)
+	if twice := c.obs.duplicates(); len(twice) > 0 {
+		t.Errorf("%d requests carried a message paragraph twice, e.g. %q", len(twice), twice[0])
+	}
 	t.Logf("time: kills %s (%s each), resumes %s (%s each), checks %s of them",
 		n.killTime.Round(time.Millisecond), (n.killTime / time.Duration(max(n.kills, 1))).Round(time.Millisecond),
 		n.resumeTime.Round(time.Millisecond), (n.resumeTime / time.Duration(max(n.resumes, 1))).Round(time.Millisecond),
@@ -218,6 +305,9 @@ func TestCrashSpawningEarningFamily(t *testing.T) {
 		require.Positive(t, n.earned.Sign(), "the family earned nothing")
 		require.Positive(t, n.deliveries, "no tool call reached Las")
 		require.Positive(t, n.credits, "no revenue credit was matched to its delivery")
+		require.Positive(t, m.fundsAcked, "no fund was acknowledged")
+		require.Positive(t, m.saysDelivered, "no operator's message reached a model")
+		require.Positive(t, m.sentDelivered, "no relative's message reached a model")
 	}
 }
 
@@ -240,13 +330,42 @@ type crasher struct {
 	beings  map[string]bool   // the directories of every being checked, all families
 	earned  money.Amount      // the current family's, at its last check
 	n       tally
+
+	op      *operator      // the current family's commands
+	targets []target       // the beings commands may go to, as the last check found them
+	msgs    messageTally   // the current family's, at its last check
+	wire    map[string]int // the current family's message paragraphs sent afresh
+}
+
+// foldFamily adds the current family's figures to the test's.
+func (c *crasher) foldFamily() {
+	c.n.earned = c.n.earned.Add(c.earned)
+	c.earned = money.Amount{}
+	c.n.msgs.add(c.msgs)
+	c.msgs = messageTally{}
+	for _, sends := range c.wire {
+		c.n.wireTexts++
+		c.n.wireSends += sends
+		if sends > 1 {
+			c.n.wireResent++
+		}
+	}
+	c.wire = map[string]int{}
+}
+
+// forget ends the observer's watch of a run, keeping the message
+// paragraphs it sent afresh for the family's figures.
+func (c *crasher) forget(run int) {
+	for p, n := range c.obs.forget(run) {
+		c.wire[p] += n
+	}
 }
 
 func (c *crasher) newFamily(dir string) {
-	c.n.earned = c.n.earned.Add(c.earned)
-	c.earned = money.Amount{}
-	c.n.sentBefore, c.n.receivedBefore, c.n.deliveredBefore = c.n.sent, c.n.received, c.n.delivered
+	c.foldFamily()
 	c.fam = newFamily(c.t, dir, c.las)
+	c.op = &operator{bin: c.bin, root: c.fam.stateDir, home: c.fam.dir, family: c.n.families}
+	c.targets = nil
 	c.log = newDeliveryLog(c.fam.recordDir)
 	c.seen = map[string]string{}
 	c.orphans = map[string]bool{}
@@ -307,8 +426,12 @@ func (c *crasher) kill(i int, first bool) bool {
 	t0 := time.Now()
 	defer func() { c.n.killTime += time.Since(t0) }()
 	p := c.start()
-	defer c.obs.forget(p.run)
+	defer c.forget(p.run)
 	rng := c.rng
+	// The operator's commands run while the family lives, and may meet
+	// its kill.
+	sess := c.op.start(rng, c.targets, rng.IntN(freshPerRun+1))
+	defer sess.stop()
 	var moment string
 	switch {
 	case first && c.n.families%2 == 1 || !first && rng.IntN(4) == 0:
@@ -373,7 +496,7 @@ func (c *crasher) kill(i int, first bool) bool {
 	if code != -1 {
 		return c.fail(fmt.Sprintf("kill %d (%s)", i, moment), p, []string{fmt.Sprintf("the run exited by itself with code %d before the kill", code)})
 	}
-	if !c.check(fmt.Sprintf("after kill %d (%s)", i, moment), p, false) {
+	if !c.check(fmt.Sprintf("after kill %d (%s)", i, moment), p, false, sess.stop()) {
 		return false
 	}
 	// A SIGKILL almost never lands inside the one write of an append, so
@@ -385,6 +508,23 @@ func (c *crasher) kill(i int, first bool) bool {
 		c.injectTornLine()
 	}
 	return true
+}
+
+// targetsOf lists the beings of members that commands may go to: each
+// one its parent records, with its state.
+func targetsOf(members []member, root string) []target {
+	var out []target
+	for _, m := range members {
+		if !m.reachable || m.being == nil {
+			continue
+		}
+		id := m.id()
+		if m.dir == root {
+			id = ""
+		}
+		out = append(out, target{dir: m.dir, id: id})
+	}
+	return out
 }
 
 // injectTornLine appends the start of a journal line, without its
@@ -419,12 +559,26 @@ func (c *crasher) resume(i int) bool {
 	t0 := time.Now()
 	defer func() { c.n.resumeTime += time.Since(t0) }()
 	p := c.start()
-	defer c.obs.forget(p.run)
+	defer c.forget(p.run)
 	what := fmt.Sprintf("resume after kill %d", i)
+	sess := c.op.start(c.rng, c.targets, 1)
+	defer sess.stop()
 	var problems []string
 	if missing := c.waitReady(p); len(missing) > 0 {
 		_, byName, _ := c.obs.snapshot(p.run)
 		problems = append(problems, fmt.Sprintf("within %v these beings never sent a completion: %v (completions by being: %v)", readyWait, missing, byName))
+	}
+	// Every command the kills left unacknowledged was run again with its
+	// key while the family lived: now each is acknowledged (or refused).
+	problems = append(problems, sess.finish()...)
+	for _, cmd := range c.op.cmds {
+		if !cmd.acked && cmd.refuse == "" {
+			problems = append(problems, fmt.Sprintf("%s %s to %s not acknowledged after %d tries, the last in a live family", cmd.op, cmd.key, cmd.dir, cmd.tries))
+		}
+	}
+	// The senders' outboxes drain while the family lives.
+	if left := c.waitDrained(p); len(left) > 0 {
+		problems = append(problems, fmt.Sprintf("within %v, %d relatives' messages were not taken in: %v", readyWait, len(left), left))
 	}
 	select {
 	case <-p.exited:
@@ -441,7 +595,40 @@ func (c *crasher) resume(i int) bool {
 	if !c.fail(what, p, problems) {
 		return false
 	}
-	return c.check(what, p, true)
+	return c.check(what, p, true, nil)
+}
+
+// waitDrained waits, reading the family's journals again after every
+// few completions, until every relative's message sent before it began
+// (the outboxes this run started with, and what it sent while its beings
+// got ready) was taken in, or its receiver ended; it returns those still
+// not taken in. What is sent later is the next resume's to wait for.
+func (c *crasher) waitDrained(p *process) []string {
+	var left []string
+	var due map[string]bool
+	next := 0
+	c.obs.until(p.run, p.exited, readyWait, func(total int, _ map[string]int) bool {
+		if total < next {
+			return false
+		}
+		next = total + 4
+		members, _ := walk(c.fam.stateDir)
+		book, _ := readMessages(members)
+		left = left[:0]
+		for _, u := range book.undelivered() {
+			if due == nil || due[u.id] {
+				left = append(left, u.String())
+			}
+		}
+		if due == nil {
+			due = map[string]bool{}
+			for _, u := range book.undelivered() {
+				due[u.id] = true
+			}
+		}
+		return len(left) == 0
+	})
+	return left
 }
 
 // waitReady waits for the root's first completion of the run, then for
@@ -487,11 +674,21 @@ func (c *crasher) waitReady(p *process) []string {
 }
 
 // check walks the family and runs the checks of a kill (graceful false)
-// or of a resume (graceful true).
-func (c *crasher) check(what string, p *process, graceful bool) bool {
+// or of a resume (graceful true), with the problems the run's commands
+// met.
+func (c *crasher) check(what string, p *process, graceful bool, commandProblems []string) bool {
 	t0 := time.Now()
 	defer func() { c.n.checkTime += time.Since(t0) }()
 	members, problems := walk(c.fam.stateDir)
+	problems = append(problems, commandProblems...)
+	// The operator's commands and every message (docs/money.md#funding,
+	// docs/family.md#messages).
+	funds, says, opProblems := operatorProblems(members, c.op.cmds)
+	problems = append(problems, opProblems...)
+	book, msgProblems := readMessages(members)
+	problems = append(problems, msgProblems...)
+	c.msgs = tallyMessages(c.op.cmds, funds, says, book)
+	c.targets = targetsOf(members, c.fam.stateDir)
 	earned := money.Amount{}
 	beings := 0
 	credited := map[string]string{} // delivery key → the being whose credit it is
@@ -549,11 +746,6 @@ func (c *crasher) check(what string, p *process, graceful bool) bool {
 	c.n.maxFamily = max(c.n.maxFamily, beings)
 	c.earned = earned
 	problems = append(problems, duplicateNames(members)...)
-	messages, messageProblems := messagesOnce(members)
-	problems = append(problems, messageProblems...)
-	c.n.sent = max(c.n.sent, c.n.sentBefore+messages.sent)
-	c.n.received = max(c.n.received, c.n.receivedBefore+messages.received)
-	c.n.delivered = max(c.n.delivered, c.n.deliveredBefore+messages.delivered)
 
 	fresh, err := c.log.next()
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/wire/chat"
 	"github.com/wisent/singularity/test/testkit"
 	"github.com/wisent/singularity/world/simbrama"
 )
@@ -51,31 +54,48 @@ const (
 // killed process's last request cannot be mistaken for its successor's).
 // It counts completions per run and per being (read from the system
 // prompt), and wakes waiters on every one.
+//
+// It also reads the messages on the wire (docs/family.md#messages): each
+// "Message from …" paragraph of a framing. A framing that is the newest
+// message of its request (the cycle's first round) sends its paragraphs
+// to the model afresh; later requests carry them as history. No request
+// may carry one paragraph twice.
 type observer struct {
 	mu      sync.Mutex
 	runs    map[int]*runSeen
 	changed chan struct{}
+	twice   []string // paragraphs some request carried twice
 }
 
 type runSeen struct {
 	total  int
 	byName map[string]int
+	fresh  map[string]int // paragraph → requests that sent it afresh
 }
 
 func newObserver() *observer {
 	return &observer{runs: map[int]*runSeen{}, changed: make(chan struct{})}
 }
 
-func (o *observer) see(run int, name string) {
+// messageMark starts a message's paragraph in a framing.
+const messageMark = "Message from "
+
+func (o *observer) see(run int, body []byte) {
+	name := simbrama.BeingOf(body)
+	fresh, twice := wireMessages(body)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	r := o.runs[run]
 	if r == nil {
-		r = &runSeen{byName: map[string]int{}}
+		r = &runSeen{byName: map[string]int{}, fresh: map[string]int{}}
 		o.runs[run] = r
 	}
 	r.total++
 	r.byName[name]++
+	for _, p := range fresh {
+		r.fresh[p]++
+	}
+	o.twice = append(o.twice, twice...)
 	close(o.changed)
 	o.changed = make(chan struct{})
 }
@@ -92,11 +112,58 @@ func (o *observer) snapshot(run int) (total int, byName map[string]int, changed 
 	return total, byName, o.changed
 }
 
-// forget drops a finished run's counts.
-func (o *observer) forget(run int) {
+// forget drops a finished run's counts and returns the message
+// paragraphs it sent afresh, with how many requests did.
+func (o *observer) forget(run int) map[string]int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	var fresh map[string]int
+	if r := o.runs[run]; r != nil {
+		fresh = r.fresh
+	}
 	delete(o.runs, run)
+	return fresh
+}
+
+// duplicates returns the paragraphs some request carried twice.
+func (o *observer) duplicates() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.twice)
+}
+
+// wireMessages reads a completion request's message paragraphs: those
+// of the framing that is its newest message (fresh), and those it
+// carries more than once in all (twice).
+func wireMessages(body []byte) (fresh, twice []string) {
+	if !bytes.Contains(body, []byte(messageMark)) {
+		return nil, nil
+	}
+	var req struct {
+		Messages []chat.Message `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return nil, nil
+	}
+	seen := map[string]int{}
+	for i, m := range req.Messages {
+		if m.Role != chat.RoleUser || !state.IsFraming(m) {
+			continue
+		}
+		for _, p := range strings.Split(m.Content, "\n\n") {
+			if !strings.HasPrefix(p, messageMark) {
+				continue
+			}
+			seen[p]++
+			if seen[p] == 2 {
+				twice = append(twice, p)
+			}
+			if i == len(req.Messages)-1 {
+				fresh = append(fresh, p)
+			}
+		}
+	}
+	return fresh, twice
 }
 
 // until waits until cond holds over run's counts, the process exits, or
@@ -123,7 +190,7 @@ func (o *observer) until(run int, exited <-chan struct{}, limit time.Duration, c
 // of it, both closed at cleanup.
 func bramaProxy(t *testing.T, obs *observer) string {
 	t.Helper()
-	sim, err := simbrama.Start([]byte(secret), simbrama.Options{RootName: rootName, GrandchildParent: grandchildParent})
+	sim, err := simbrama.Start([]byte(secret), simbrama.Options{RootName: rootName, GrandchildParent: grandchildParent, Talks: simbrama.Talkative})
 	require.NoError(t, err)
 	target, err := url.Parse(sim.URL())
 	require.NoError(t, err)
@@ -151,7 +218,7 @@ func bramaProxy(t *testing.T, obs *observer) string {
 				w.WriteHeader(http.StatusBadRequest)
 				return
 			}
-			obs.see(run, simbrama.BeingOf(body))
+			obs.see(run, body)
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		rp.ServeHTTP(w, r)
@@ -207,8 +274,8 @@ func newFamily(t *testing.T, dir, las string) *family {
 		"LAS_ONLY":                           "echo,skarbiec,finance",
 		"LAS_COMMAND":                        las,
 		"LAS_MCP_ENTRYPOINT":                 lasCfg,
-		// Relatives message each other on their third cycle
-		// (simbrama's script), through the kills.
+		// The family tools: relatives message each other on every cycle
+		// from the third (simbrama's talkative world).
 		"SINGULARITY_FAMILY_TOOLS": "1",
 	})
 	return f

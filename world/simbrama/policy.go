@@ -231,8 +231,8 @@ func decide(req completionRequest, opts Options) reply {
 //  3. call the first finance tool with arguments built from its schema;
 //  4. on cycle 1 write a notes file;
 //  5. on talkCycle (or the cycles opts.Talks says), with the family
-//     tools, the root messages its first child and every other being
-//     its parent.
+//     tools, the root messages its first child (Bo and Cy in turn, on
+//     the cycles after) and every other being its parent.
 func planCycle(s situation, tools []chat.Tool, opts Options) [][]call {
 	has := make(map[string]bool, len(tools))
 	// The earning call is the first finance tool that says it reports
@@ -295,7 +295,7 @@ func planCycle(s situation, tools []chat.Tool, opts Options) [][]call {
 	if talks(s.cycle, opts) && has[toolMessageSend] && s.name != "" {
 		to := "parent"
 		if s.name == opts.RootName {
-			to = rootChildren[0].name
+			to = rootChildren[max(s.cycle-talkCycle, 0)%len(rootChildren)].name
 		}
 		add(call{toolMessageSend, map[string]string{
 			"to": to, "text": fmt.Sprintf("%s says hello on cycle %d (simulated).", who, s.cycle),

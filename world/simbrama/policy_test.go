@@ -259,3 +259,31 @@ func TestEndowment(t *testing.T) {
 		assert.Equal(t, want, endowment(balance), "balance %s", balance)
 	}
 }
+
+// TestDecideTalkative: a talkative world's beings message on every cycle
+// from talkCycle on, the root to Bo and Cy in turn, each text naming its
+// sender and cycle; without the family tools nobody talks.
+func TestDecideTalkative(t *testing.T) {
+	family := append(catalogue(), builtin.FamilyDefinitions()...)
+	opts := demoOpts
+	opts.Talks = Talkative
+	sent := func(name string, tools []chat.Tool, cycle int) []string {
+		var out []string
+		for round := 0; ; round++ {
+			calls := decide(being(name, tools, concat([]chat.Message{framing(cycle)}, doneRounds(round))...), opts).Calls
+			if len(calls) == 0 {
+				return out
+			}
+			for _, c := range calls {
+				if c.Function.Name == builtin.MessageSend {
+					out = append(out, c.Function.Name+" "+c.Function.Arguments)
+				}
+			}
+		}
+	}
+	assert.Empty(t, sent("Ada", family, 2), "not before talkCycle")
+	assert.Equal(t, []string{builtin.MessageSend + ` {"text":"Ada says hello on cycle 3 (simulated).","to":"Bo"}`}, sent("Ada", family, 3))
+	assert.Equal(t, []string{builtin.MessageSend + ` {"text":"Ada says hello on cycle 4 (simulated).","to":"Cy"}`}, sent("Ada", family, 4))
+	assert.Equal(t, []string{builtin.MessageSend + ` {"text":"Di says hello on cycle 9 (simulated).","to":"parent"}`}, sent("Di", family, 9))
+	assert.Empty(t, sent("Di", catalogue(), 9), "without the family tools")
+}

@@ -66,9 +66,15 @@ type Options struct {
 	// counted and before the answer is written.
 	Answered func(being string)
 	// Talks, when set, says on which cycles a being with the family
-	// tools messages its relative, in place of the talk cycle (3).
+	// tools messages its relative, in place of the talk cycle (3) alone;
+	// the root messages Bo and Cy in turn (Talkative: every cycle from
+	// the third, the crash test's traffic between relatives).
 	Talks func(cycle int) bool
 }
+
+// Talkative is Options.Talks for a world whose beings message their
+// relatives on every cycle from the third.
+func Talkative(cycle int) bool { return cycle >= talkCycle }
 
 // Stats counts what the server has done, for tests and the demo summary.
 type Stats struct {

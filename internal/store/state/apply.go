@@ -64,19 +64,28 @@ func AddSaturating(a, b uint64) uint64 {
 //
 // A cycle_started whose conversation still ends with the previous
 // cycle's framing, never answered (a cycle that failed before its first
-// completion), replaces those messages instead of piling up.
+// completion), replaces those messages instead of piling up; the inbox
+// messages a framing carries leave the inbox with the first completion
+// after it, so a replacing framing carries them again.
 func (b *Being) Apply(e Event) {
 	switch e.Type {
 	case EventCycleStarted:
 		b.Cycle = e.Cycle
 		b.appendMessages(true, e.Messages...)
 		b.Sleep = nil
-		if len(e.Delivered) > 0 {
-			b.Inbox = slices.DeleteFunc(b.Inbox, func(m InMessage) bool { return slices.Contains(e.Delivered, m.ID) })
-		}
+		// The messages it carries stay in the inbox until the model
+		// answers this framing: one replaced unanswered (a kill, a failed
+		// first completion) took them nowhere, and the next carries them
+		// again (docs/family.md#messages).
+		b.Framed = slices.Clone(e.Delivered)
 	case EventModelCompleted:
+		// A billed rejection (no message) leaves the framing unanswered.
 		if e.Chat != nil {
 			b.appendMessages(false, *e.Chat)
+			if len(b.Framed) > 0 {
+				b.Inbox = slices.DeleteFunc(b.Inbox, func(m InMessage) bool { return slices.Contains(b.Framed, m.ID) })
+				b.Framed = nil
+			}
 		}
 	case EventCostDebited:
 		b.Budget = b.Budget.Debit(e.API, e.Instance, e.Tokens)
@@ -160,6 +169,10 @@ func (b *Being) applyFunded(e Event) {
 		b.StatusReason = ""
 	}
 }
+
+// Unread is how many inbox messages no framing carries yet: the inbox
+// without those of a framing the model has not answered.
+func (b *Being) Unread() int { return len(b.Inbox) - len(b.Framed) }
 
 // FundOf returns the fund applied under key, or nil.
 func (b *Being) FundOf(key string) *Fund {

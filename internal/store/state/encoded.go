@@ -183,6 +183,11 @@ func (b *Being) OwnSlices() {
 	b.CreatedResources.ChatIDs = slices.Clone(b.CreatedResources.ChatIDs)
 	b.CreatedResources.MessageIDs = slices.Clone(b.CreatedResources.MessageIDs)
 	b.Grants = slices.Clone(b.Grants)
+	b.Funds = slices.Clone(b.Funds)
+	b.Inbox = slices.Clone(b.Inbox)
+	b.Received = slices.Clone(b.Received)
+	b.Framed = slices.Clone(b.Framed)
+	b.Outbox = slices.Clone(b.Outbox)
 	b.Encoded = slices.Clone(b.Encoded)
 	b.arena = nil
 }

@@ -8,7 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wisent/singularity/internal/prompt/framing"
 	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/wire/chat"
 )
 
 func usd(t *testing.T, s string) money.Amount {
@@ -55,7 +57,11 @@ func TestInboxTakesEachMessageOnceAndFramingEmptiesIt(t *testing.T) {
 	started := CycleStarted(Time{}, 2)
 	started.Delivered = []string{"m1"}
 	b.Apply(started)
+	assert.Equal(t, []InMessage{op, kid}, b.Inbox, "carried, not yet answered")
+	assert.Equal(t, 1, b.Unread())
+	b.Apply(ModelCompleted(Time{}, 2, chat.Usage{}, chat.Message{Role: chat.RoleAssistant, Content: "ok"}))
 	assert.Equal(t, []InMessage{kid}, b.Inbox)
+	assert.Empty(t, b.Framed)
 	// A message received again after its framing is still dropped.
 	b.Apply(MessageReceived(Time{}, 2, op))
 	assert.Equal(t, []InMessage{kid}, b.Inbox)
@@ -103,4 +109,32 @@ func TestNewEventsRoundTrip(t *testing.T) {
 	data, err := json.Marshal(Funded(at, 2, usd(t, "5"), "k", ""))
 	require.NoError(t, err)
 	assert.Equal(t, `{"type":"funded","at":"2026-12-07T01:02:03.000000Z","cycle":2,"amount":"5","key":"k"}`, string(data))
+}
+
+// TestFramingReplacedUnansweredCarriesItsMessagesAgain: a framing that
+// carried a message and was never answered (the process was killed, or
+// the first completion failed) leaves the message in the inbox; the
+// replacing framing takes the framing's place in the conversation and
+// the message with it, and only its answer empties the inbox.
+func TestFramingReplacedUnansweredCarriesItsMessagesAgain(t *testing.T) {
+	b := &Being{}
+	op := InMessage{ID: "m1", From: "operator", Text: "hello"}
+	b.Apply(MessageReceived(Time{}, 1, op))
+	frame := func(cycle uint64, text string) Event {
+		e := CycleStarted(Time{}, cycle, chat.Message{Role: chat.RoleUser, Content: framing.Prefix + text})
+		e.Delivered = []string{"m1"}
+		return e
+	}
+	b.Apply(frame(1, "1 ... Message from the operator: hello"))
+	b.Apply(frame(2, "2 ... Message from the operator: hello"))
+	assert.Equal(t, []InMessage{op}, b.Inbox, "the unanswered framing took it nowhere")
+	b.Apply(ModelCompleted(Time{}, 2, chat.Usage{TotalTokens: 9})) // a billed rejection answers nothing
+	assert.Equal(t, []InMessage{op}, b.Inbox)
+	require.Len(t, b.Conversation, 1, "the unanswered framing was replaced")
+	b.Apply(ModelCompleted(Time{}, 2, chat.Usage{}, chat.Message{Role: chat.RoleAssistant, Content: "ok"}))
+	assert.Empty(t, b.Inbox)
+	assert.Zero(t, b.Unread())
+	b.Apply(CycleStarted(Time{}, 3, chat.Message{Role: chat.RoleUser, Content: framing.Prefix + "3"}))
+	assert.Empty(t, b.Inbox)
+	assert.Len(t, b.Conversation, 3)
 }

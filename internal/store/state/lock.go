@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"syscall"
+	"time"
 
 	"github.com/wisent/singularity/supervision/fault"
 )
@@ -20,23 +21,37 @@ type DirLock struct{ f *os.File }
 // holds.
 var ErrInUse = errors.New("in use by another runtime")
 
-// LockDir takes the exclusive lock of dir without waiting: "state:
-// state directory <dir> is in use by another runtime" (exit 4) when
-// another runtime holds it. The lock is also refused to a second holder
-// in the same process.
+// LockGrace is how long LockDir waits for the holder of a directory to
+// let it go before it refuses: an operator's `fund` or `say` holds a
+// directory no runtime lives in for the one step it writes
+// (docs/state.md#one-runtime-per-directory), and a runtime that starts
+// in the meantime waits for it instead of failing.
+const LockGrace = 500 * time.Millisecond
+
+// LockDir takes the exclusive lock of dir, waiting up to LockGrace for
+// a holder to let it go: "state: state directory <dir> is in use by
+// another runtime" (exit 4) when another runtime holds it still. The
+// lock is also refused to a second holder in the same process.
 func LockDir(dir string) (*DirLock, error) {
 	f, err := os.Open(dir)
 	if err != nil {
 		return nil, fault.Errorf(fault.ClassState, "cannot read state directory %s: %w", dir, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+	deadline := time.Now().Add(LockGrace)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return &DirLock{f: f}, nil
+		case !errors.Is(err, syscall.EWOULDBLOCK):
+			f.Close()
+			return nil, fault.Errorf(fault.ClassState, "cannot lock state directory %s: %w", dir, err)
+		case time.Until(deadline) <= 0:
+			f.Close()
 			return nil, fault.Errorf(fault.ClassState, "state directory %s is %w", dir, ErrInUse)
 		}
-		return nil, fault.Errorf(fault.ClassState, "cannot lock state directory %s: %w", dir, err)
+		time.Sleep(min(wait, time.Until(deadline)))
 	}
-	return &DirLock{f: f}, nil
 }
 
 // Unlock lets the directory go; a nil lock has nothing to let go.

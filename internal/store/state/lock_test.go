@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/wisent/singularity/supervision/fault"
 )
@@ -116,5 +117,37 @@ func TestOpenLockedLocksBeforeTouching(t *testing.T) {
 	defer again.Unlock()
 	if _, err := os.Stat(temp); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the leftover of a crashed save is still there: %v", err)
+	}
+}
+
+// TestLockDirWaitsForABriefHolder: a holder that lets go within
+// LockGrace (an operator's fund or say writing its one step) is waited
+// for, not refused; one that holds on is refused once the grace passes.
+func TestLockDirWaitsForABriefHolder(t *testing.T) {
+	dir := t.TempDir()
+	brief, err := LockDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The holder lets go while LockDir is asking (without the grace it
+	// would be refused at once).
+	time.AfterFunc(LockGrace/5, brief.Unlock)
+	l, err := LockDir(dir)
+	if err != nil {
+		t.Fatalf("a holder that let go within the grace: %v", err)
+	}
+	l.Unlock()
+
+	held, err := LockDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock()
+	start := time.Now()
+	if _, err := LockDir(dir); !errors.Is(err, ErrInUse) {
+		t.Fatalf("a holder that holds on: %v, want ErrInUse", err)
+	}
+	if waited := time.Since(start); waited < LockGrace {
+		t.Errorf("refused after %v, before the grace of %v", waited, LockGrace)
 	}
 }

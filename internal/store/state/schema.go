@@ -71,11 +71,16 @@ type Being struct {
 	// Funds are the funds applied to this being, one per key, in order
 	// (docs/money.md#funding): a key seen again is not applied twice.
 	Funds []Fund `json:"funds,omitempty"`
-	// Inbox holds the messages received and not yet carried by a
-	// framing (docs/family.md#messages); Received the id of every
+	// Inbox holds the messages received and not yet carried by an
+	// answered framing (docs/family.md#messages); Received the id of every
 	// message ever received, so that a message sent again is dropped.
 	Inbox    []InMessage `json:"inbox,omitempty"`
 	Received []string    `json:"received_messages,omitempty"`
+	// Framed are the ids of the inbox messages the last framing carried
+	// while the model has not answered it: they leave the inbox with its
+	// first completion, and a framing that replaces it unanswered carries
+	// them again. Absent means none.
+	Framed []string `json:"framed_messages,omitempty"`
 	// Outbox holds the messages this being sent whose receiver has not
 	// journaled them yet; they are sent again after a restart.
 	Outbox []OutMessage `json:"outbox,omitempty"`
