@@ -80,8 +80,9 @@ func FuzzParseCompletion(f *testing.F) {
 					body, err, fault.ClassOf(err), fault.KindOf(err))
 			}
 			// A refusal returns nothing, or the billed usage alone
-			// (docs/brama.md#billed-rejections), which adds up.
-			billed := Completion{Usage: c.Usage, Billed: true, Model: c.Model}
+			// (docs/brama.md#billed-rejections), which adds up, saying
+			// whether its prompt part is the reservation's.
+			billed := Completion{Usage: c.Usage, Billed: true, Model: c.Model, PromptReserved: c.PromptReserved}
 			if !reflect.DeepEqual(c, Completion{}) && (!reflect.DeepEqual(c, billed) || !saturated(c.Usage) && c.Usage.TotalTokens != c.Usage.PromptTokens+c.Usage.CompletionTokens) {
 				t.Fatalf("parseCompletion(%q) failed but returned %+v", body, c)
 			}
