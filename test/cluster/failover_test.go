@@ -89,14 +89,18 @@ func holdCounts(members []*proc) map[*proc]int {
 
 // failovers is CLUSTER_KILLS, how many holders the failover test kills
 // (default 3).
-func failovers(t testing.TB) int {
-	v := os.Getenv("CLUSTER_KILLS")
+func failovers(t testing.TB) int { return envCount(t, "CLUSTER_KILLS", 3) }
+
+// envCount is the positive count the environment variable name gives,
+// or def when it is not set.
+func envCount(t testing.TB, name string, def int) int {
+	v := os.Getenv(name)
 	if v == "" {
-		return 3
+		return def
 	}
 	n, err := strconv.Atoi(v)
-	require.NoError(t, err)
-	require.Positive(t, n)
+	require.NoError(t, err, name)
+	require.Positive(t, n, name)
 	return n
 }
 

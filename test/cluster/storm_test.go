@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/wisent/singularity/internal/fence"
@@ -165,25 +166,8 @@ func (p *proc) signal(t testing.TB, sig syscall.Signal) {
 // prefix) is deleted.
 func (w *world) watchDelete(t testing.TB, key string) <-chan struct{} {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	full := fence.Root + familyName + "/" + key
-	client := w.etcd.Client(t)
-	resp, err := client.Get(ctx, full)
-	require.NoError(t, err)
 	done := make(chan struct{})
-	events := client.Watch(ctx, full, clientv3.WithRev(resp.Header.Revision+1))
-	go func() {
-		for r := range events {
-			for _, e := range r.Events {
-				if e.Type == clientv3.EventTypeDelete {
-					close(done)
-					cancel()
-					return
-				}
-			}
-		}
-	}()
+	w.watchFirst(t, key, clientv3.EventTypeDelete, func([]byte) { close(done) })
 	return done
 }
 
@@ -191,26 +175,33 @@ func (w *world) watchDelete(t testing.TB, key string) <-chan struct{} {
 // key (under the family's prefix) after the call.
 func (w *world) watchPut(t testing.TB, key string) <-chan string {
 	t.Helper()
+	put := make(chan string, 1)
+	w.watchFirst(t, key, clientv3.EventTypePut, func(value []byte) { put <- string(value) })
+	return put
+}
+
+// watchFirst watches the family's key from the revision after the call
+// and hands seen the value of its first event of type typ, then stops.
+func (w *world) watchFirst(t testing.TB, key string, typ mvccpb.Event_EventType, seen func(value []byte)) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	full := fence.Root + familyName + "/" + key
 	client := w.etcd.Client(t)
 	resp, err := client.Get(ctx, full)
 	require.NoError(t, err)
-	put := make(chan string, 1)
 	events := client.Watch(ctx, full, clientv3.WithRev(resp.Header.Revision+1))
 	go func() {
 		for r := range events {
 			for _, e := range r.Events {
-				if e.Type == clientv3.EventTypePut {
-					put <- string(e.Kv.Value)
+				if e.Type == typ {
+					seen(e.Kv.Value)
 					cancel()
 					return
 				}
 			}
 		}
 	}()
-	return put
 }
 
 func waitFor(t testing.TB, c <-chan struct{}, what string) {

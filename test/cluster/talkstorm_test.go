@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -23,16 +23,7 @@ import (
 // talkKills is CLUSTER_TALK_KILLS, the SIGKILLs of
 // TestTalkAndFundThroughKills (2 in the normal suite; `make cluster-talk`
 // runs 10).
-func talkKills(t testing.TB) int {
-	v := os.Getenv("CLUSTER_TALK_KILLS")
-	if v == "" {
-		return 2
-	}
-	n, err := strconv.Atoi(v)
-	require.NoError(t, err)
-	require.Positive(t, n)
-	return n
-}
+func talkKills(t testing.TB) int { return envCount(t, "CLUSTER_TALK_KILLS", 2) }
 
 // stormFund is one `singularity fund` of the talk storm: its being and
 // key, and whether its command acknowledged it.
@@ -52,7 +43,8 @@ const fundAmount = "0.01"
 // replaced by a new one. A fund whose command failed (its member died
 // under it) is given again under the same key once the kills are over,
 // as an operator would. Then the talking stops, every being cycles
-// twice more (its outbox drains), and the members stop in turn.
+// again, every outbox drains (a message whose receiver's member died is
+// sent again after its backoff), and the members stop in turn.
 //
 // Every fund acknowledged is applied exactly once, to its being; every
 // message sent is received exactly once, by the being it was sent to,
@@ -102,10 +94,11 @@ func TestTalkAndFundThroughKills(t *testing.T) {
 	}
 
 	w.talking.Store(false)
-	for range 2 {
-		from, _ := w.seen.snapshot()
-		require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)), "the family cycles once the talking stops")
-	}
+	from, _ := w.seen.snapshot()
+	require.True(t, w.seen.until(waitLimit, w.allCycledSince(from)), "the family cycles once the talking stops")
+	// A message whose receiver's member died under it is sent again after
+	// a backoff of up to a minute.
+	w.awaitDrained(t, 2*waitLimit)
 	stopInTurn(t, slices.Collect(maps.Values(procs))...)
 
 	beings := w.check(t)
@@ -159,9 +152,42 @@ func TestTalkAndFundThroughKills(t *testing.T) {
 		kills, spread(times), len(given), retried, len(sends))
 }
 
-// fundAtRandom funds a random being of the family every quarter second
-// under a fresh key until the returned stop is called, which returns
-// every fund given, acknowledged or not.
+// awaitDrained waits until every message the family's committed lives
+// hold as sent is journaled delivered by its sender, reading each
+// being's commit record, then the journals of its holdings as the
+// members write them (an event a holder wrote but never committed is no
+// message sent: the next holder leaves it out).
+func (w *world) awaitDrained(t testing.TB, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		undelivered := map[string]string{} // id → what the sender's journal says of it
+		for dirs := []string{w.stateDir}; len(dirs) > 0; dirs = dirs[1:] {
+			rec := w.record(t, member.BeingID(w.stateDir, dirs[0]))
+			life, _ := judge(t, dirs[0], rec)
+			for _, e := range life {
+				switch e.Type {
+				case state.EventMessageSent:
+					undelivered[e.ID] = fmt.Sprintf("%s (seq %d) to %s: %q", dirs[0], e.Seq, e.To, e.Text)
+				case state.EventMessageDelivered:
+					delete(undelivered, e.ID)
+				}
+			}
+			children, err := filepath.Glob(filepath.Join(dirs[0], "children", "*"))
+			require.NoError(t, err)
+			dirs = append(dirs, children...)
+		}
+		if len(undelivered) == 0 {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "messages still undelivered after %s: %v", limit, undelivered)
+		time.Sleep(50 * time.Millisecond) // polling other processes' files
+	}
+}
+
+// fundAtRandom funds a random being of the family at once, then every
+// quarter second, under a fresh key each time, until the returned stop
+// is called, which returns every fund given, acknowledged or not.
 func (w *world) fundAtRandom(t testing.TB, rng *rand.Rand) (stop func() []stormFund) {
 	var (
 		mu    sync.Mutex
@@ -173,17 +199,17 @@ func (w *world) fundAtRandom(t testing.TB, rng *rand.Rand) (stop func() []stormF
 		tick := time.NewTicker(250 * time.Millisecond) // the operator's pace, not a wait for anything
 		defer tick.Stop()
 		for i := 0; ; i++ {
-			select {
-			case <-quit:
-				return
-			case <-tick.C:
-			}
 			f := stormFund{being: familyNames[rng.IntN(len(familyNames))], key: fmt.Sprintf("storm-%d", i)}
 			_, err := w.operate(t, "fund", "--being", f.being, fundAmount, "--key", f.key)
 			f.acked = err == nil
 			mu.Lock()
 			given = append(given, f)
 			mu.Unlock()
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
 		}
 	}()
 	return func() []stormFund {
