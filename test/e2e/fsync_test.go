@@ -24,6 +24,7 @@ import (
 type traced struct {
 	journal, archive, checkpoint, dir int      // fsyncs of each file
 	parent                            int      // fsyncs of the directory the state directory was made in
+	lastWords                         int      // fsyncs of the last words' file (made once a life)
 	published                         int      // renames (or links) onto state.json
 	elsewhere                         []string // fsyncs of other files, by path
 	disorder                          []string // state.json published out of order
@@ -99,6 +100,8 @@ func traceOnce(t *testing.T, strace string, w *world) traced {
 			}
 		case path == filepath.Join(dir, state.ArchiveFile):
 			seen.archive++
+		case path == filepath.Join(dir, state.LastWordsFile):
+			seen.lastWords++
 		case filepath.Dir(path) == dir && strings.HasPrefix(filepath.Base(path), "."+state.StateFile+"."):
 			seen.checkpoint++
 			synced[path] = true
@@ -158,6 +161,7 @@ func TestFsyncsPerRound(t *testing.T) {
 		assert.Equal(t, seen.published, seen.checkpoint, "each state.json is fsynced before its rename")
 		assert.GreaterOrEqual(t, seen.dir, seen.published, "each rename onto state.json is followed by an fsync of the directory")
 		assert.Equal(t, 1, seen.parent, "the fresh state directory's entry is made durable in its parent")
+		assert.Equal(t, 1, seen.lastWords, "the last words' file is made once a life (docs/state.md#last-words)")
 		assert.Empty(t, seen.elsewhere, "no other file of the state directory is made durable")
 		assert.Empty(t, seen.disorder, "each state.json: fsync of its temporary file, rename, fsync of the directory, before anything else")
 	}

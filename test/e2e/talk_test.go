@@ -29,6 +29,10 @@ func TestRelativesTalkThenSleep(t *testing.T) {
 	t.Parallel()
 	w := standaloneWorld(t)
 	w.env["SINGULARITY_FAMILY_TOOLS"] = "1"
+	// Bo lives its minute at full pace: a server that kept every request
+	// would hold hundreds of megabytes of them, in this test process.
+	w.brama = bramatest.Start(t, bramatest.Config{Auth: "none", Models: []string{"local-model"}, DiscardRequests: true})
+	w.env["BRAMA_BASE_URL"] = w.brama.URL
 	const toBo, toRoot, said = "Message from MyAgent (parent): hello Bo", "Message from Bo (child): hello parent", "Message from the operator: wake up"
 	var (
 		mu                    sync.Mutex
