@@ -28,7 +28,8 @@ const controlTimeout = 30 * time.Second
 // answers on is left alone (this runtime is refused the root's lock
 // anyway); one a killed runtime left behind is replaced.
 func serveControl(l *live, root string, secrets *boundary.Secrets) (*control.Server, error) {
-	return listenControl(&router{system: l.system, root: root, secrets: secrets}, filepath.Join(root, control.SocketName))
+	r := &router{system: l.system, root: root, secrets: secrets}
+	return listenControl(r.handle, filepath.Join(root, control.SocketName))
 }
 
 // memberRouter is a cluster member's router, for its control socket,
@@ -41,13 +42,13 @@ func memberRouter(l *live, root string, placed bool, secrets *boundary.Secrets, 
 	return &router{system: l.system, root: root, secrets: secrets, member: true, placed: placed, session: session, lease: lease}
 }
 
-// listenControl opens r's control socket at path; nil when a live
-// runtime answers there already.
-func listenControl(r *router, path string) (*control.Server, error) {
+// listenControl opens a control socket at path that handle answers;
+// nil when a live runtime answers there already.
+func listenControl(handle control.Handler, path string) (*control.Server, error) {
 	if _, err := control.Ask(path, control.Request{}, time.Second); !errors.Is(err, control.ErrNoRuntime) {
 		return nil, nil
 	}
-	return control.Listen(path, controlTimeout, r.handle)
+	return control.Listen(path, controlTimeout, handle)
 }
 
 // router carries a control request to the being it names: by message

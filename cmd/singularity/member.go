@@ -149,6 +149,7 @@ func (m *memberRun) live() (rejoin bool, err error) {
 	}
 	defer m.leave()
 	defer m.watchMembers()()
+	defer m.listenForOperator()()
 	m.show.standBy(m.session)
 	defer m.show.standBy(nil)
 	if m.cl.Spread {
@@ -369,10 +370,8 @@ func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
 // serveControl carries control requests to the family this member
 // holds (placed: its share of a family spread over members) until the
 // function it returns is called: those other members relay through its
-// link, and, unless --cluster-control-socket is false, those on its
-// control socket. Without a socket fund and say reach the being through
-// another member, or not at all. The stop cancels the requests in
-// progress (they answer busy) and closes the socket.
+// link, and those the member's control socket takes (listenForOperator).
+// The stop cancels the requests in progress (they answer busy).
 func (m *memberRun) serveControl(l *live, placed bool) (stop func()) {
 	r := memberRouter(l, m.rt.StateDir, placed, m.e.secrets, m.session, m.cl.Lease)
 	membership, cancel := context.WithCancel(context.Background())
@@ -383,17 +382,34 @@ func (m *memberRun) serveControl(l *live, placed bool) (stop func()) {
 		return r.handle(ctx, req)
 	}
 	m.show.relayed.Store(&handle)
-	var ctl *control.Server
-	if !m.cl.NoSocket {
-		var err error
-		ctl, err = listenControl(r, filepath.Join(m.rt.StateDir, control.MemberSocket(m.cl.Member)))
-		if err != nil {
-			m.log.Warn("no control socket: fund and say do not reach the beings this member holds", "err", err)
-		}
-	}
 	return func() {
 		m.show.relayed.Store(nil)
 		cancel()
+	}
+}
+
+// listenForOperator opens the member's control socket in the shared
+// state root for the rest of its membership (docs/cluster.md#the-operators-channel),
+// unless --cluster-control-socket is false, and returns its close. A
+// request for a being this member holds is carried out here
+// (serveControl); any other goes through the link to the member that
+// holds the being now (forwardToHolder), so a standby, or a member on
+// another machine than the being's, reaches it too.
+func (m *memberRun) listenForOperator() (stop func()) {
+	if m.cl.NoSocket {
+		return func() {}
+	}
+	handle := func(ctx context.Context, req control.Request) control.Reply {
+		if reply := m.show.relay(ctx, req); !reply.NotHere {
+			return reply
+		}
+		return forwardToHolder(ctx, m.session, m.show.system, m.rt.StateDir, m.cl.Member, m.cl.Spread, req)
+	}
+	ctl, err := listenControl(handle, filepath.Join(m.rt.StateDir, control.MemberSocket(m.cl.Member)))
+	if err != nil {
+		m.log.Warn("no control socket: fund and say reach this member's beings through another member's socket, or not at all", "err", err)
+	}
+	return func() {
 		if ctl != nil {
 			ctl.Close()
 		}

@@ -35,28 +35,19 @@ func memberRelay(root, self string, session *fence.Session, system *actor.ActorS
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), limit)
 		defer cancel()
-		holder, held, err := member.Holder(ctx, session, member.BeingID(root, dir))
+		m := req.Message
+		relay := control.Request{Op: control.OpRelay, Being: rel, Key: m.ID, Text: m.Text, From: m.From, Name: m.Name, Relation: m.Relation}
+		reply, held, err := askHolder(ctx, session, system, member.BeingID(root, dir), self, relay)
 		switch {
-		case err != nil:
+		case err != nil, reply.Busy, reply.Refusal != "", reply.Failure != "":
 			return messages.MessageResponse{Err: control.ErrBusy}
-		case held && holder.Name != self:
-			m := req.Message
-			relay := control.Request{Op: control.OpRelay, Being: rel, Key: m.ID, Text: m.Text, From: m.From, Name: m.Name, Relation: m.Relation}
-			deadline, _ := ctx.Deadline()
-			reply, err := memberlink.Relay(system, holder.Address, relay, time.Until(deadline))
-			switch {
-			case err != nil, reply.Busy, reply.Refusal != "", reply.Failure != "":
-				return messages.MessageResponse{Err: control.ErrBusy}
-			case reply.NotHere:
-				// The holder has the lock but not the being yet (it is
-				// loading it), or lets it go.
-				return messages.MessageNotHere{}
-			}
-			return messages.MessageResponse{Name: reply.Name, Duplicate: reply.Duplicate, Ended: reply.Ended}
-		case held:
-			// This member holds the lock but not the being: it is
-			// loading it, or letting it go.
+		case reply.NotHere:
+			// The holder has the lock but not the being yet (it is
+			// loading it), or lets it go; or this member holds the
+			// lock and not the being, for the same reasons.
 			return messages.MessageNotHere{}
+		case held:
+			return messages.MessageResponse{Name: reply.Name, Duplicate: reply.Duplicate, Ended: reply.Ended}
 		}
 		if ended != nil && ended(ctx, dir) {
 			return messages.MessageResponse{Ended: true}
@@ -77,4 +68,47 @@ func endedIn(session *fence.Session, root string) func(ctx context.Context, dir 
 		status := ended[member.BeingID(root, dir)]
 		return status == state.StatusExhausted || status == state.StatusFailed
 	}
+}
+
+// askHolder carries req to the member that holds lock (a being's id in
+// etcd) through its link, and answers what it answered; held says a
+// member holds the lock. When none does, the reply is zero; when this
+// member (self) does, it is NotHere: this member answered already. An
+// etcd or a holder that does not answer in time is err.
+func askHolder(ctx context.Context, session *fence.Session, system *actor.ActorSystem, lock, self string, req control.Request) (reply control.Reply, held bool, err error) {
+	holder, held, err := member.Holder(ctx, session, lock)
+	switch {
+	case err != nil:
+		return control.Reply{}, false, err
+	case !held:
+		return control.Reply{}, false, nil
+	case holder.Name == self:
+		return control.Reply{NotHere: true}, true, nil
+	}
+	deadline, _ := ctx.Deadline()
+	reply, err = memberlink.Relay(system, holder.Address, req, time.Until(deadline))
+	return reply, true, err
+}
+
+// forwardToHolder carries an operator's request for a being this member
+// does not hold to the member that holds it now
+// (docs/cluster.md#the-operators-channel): the holder of the being's own
+// lock in a family spread over members (spread), of the root's lock
+// when one member holds the whole family. A holder that does not answer
+// makes the reply busy, so the command asks again (the being may be
+// between members); with no holder, or this member holding the lock
+// itself, the reply is NotHere.
+func forwardToHolder(ctx context.Context, session *fence.Session, system *actor.ActorSystem, root, self string, spread bool, req control.Request) control.Reply {
+	lock := member.RootBeing
+	if spread {
+		lock = member.BeingID(root, filepath.Join(root, req.Being))
+	}
+	reply, held, err := askHolder(ctx, session, system, lock, self, req)
+	switch {
+	case err != nil:
+		return control.Reply{Busy: true}
+	case !held:
+		return control.Reply{NotHere: true}
+	}
+	return reply
 }
