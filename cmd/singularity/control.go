@@ -3,14 +3,20 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/alecthomas/kong"
+
+	"github.com/wisent/singularity/actors/las"
+	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/control"
 	"github.com/wisent/singularity/internal/store/accounts"
 	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/internal/tools/boundary"
 	"github.com/wisent/singularity/supervision/fault"
 )
 
@@ -107,7 +113,7 @@ func (o *operatorFlags) send(e *env, req control.Request) (control.Reply, error)
 		notHere = reply.NotHere
 		if !reply.Busy && !reply.NotHere {
 			// No runtime listens: this command applies it.
-			reply, done, err = o.apply(dir, req)
+			reply, done, err = o.apply(e, dir, req)
 			if done || err != nil {
 				return reply, err
 			}
@@ -162,11 +168,11 @@ func (o *operatorFlags) ask(req control.Request, deadline time.Time) (control.Re
 // (control.Apply); a directory a runtime holds (one starting or
 // stopping) is not done yet. A being of a family across members is
 // written only by the member that holds it: this command refuses it.
-func (o *operatorFlags) apply(dir string, req control.Request) (control.Reply, bool, error) {
+func (o *operatorFlags) apply(e *env, dir string, req control.Request) (control.Reply, bool, error) {
 	if _, err := os.Stat(filepath.Join(dir, state.HeldDir)); err == nil {
 		return control.Reply{}, true, noMember(dir)
 	}
-	reply, err := control.Apply(dir, req, nil, state.Now)
+	reply, err := control.Apply(dir, req, o.secrets(e), state.Now)
 	switch {
 	case errors.Is(err, state.ErrInUse):
 		return control.Reply{}, false, nil
@@ -176,6 +182,34 @@ func (o *operatorFlags) apply(dir string, req control.Request) (control.Reply, b
 		return control.Reply{}, true, fault.Errorf(fault.ClassState, "%w", err)
 	}
 	return reply, true, nil
+}
+
+// secrets are the secrets of the configuration in scope, which a message
+// this command journals itself is screened against, as a running
+// runtime screens it (docs/family.md#messages): run's flags as the
+// environment and the configuration file give them, loaded as run loads
+// them. None when that configuration does not load (a state directory
+// named alone): the text is journaled as typed.
+func (o *operatorFlags) secrets(e *env) *boundary.Secrets {
+	var c struct {
+		config.Flags `embed:""`
+	}
+	opts := []kong.Option{kong.Exit(func(int) {}), kong.Writers(io.Discard, io.Discard), kong.Vars{"las_only": las.DefaultOnly}}
+	if e.file != nil {
+		opts = append(opts, kong.Resolvers(fileResolver{file: e.file, lookupEnv: e.lookupEnv}))
+	}
+	parser, err := kong.New(&c, opts...)
+	if err != nil {
+		return nil
+	}
+	if _, err := parser.Parse(nil); err != nil {
+		return nil
+	}
+	rt, err := config.Load(c.Flags, e.lookupEnv)
+	if err != nil {
+		return nil
+	}
+	return secrets(rt)
 }
 
 // being is the state directory of the being --being names (the root

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,7 +182,7 @@ func TestFundAndSayRunningBeing(t *testing.T) {
 	w.brama.SetHandler(textReplies(1000, 100))
 	p := w.start("run")
 	w.waitJournal(waitLimit, "two cycles", cyclesStarted(2))
-	info, err := os.Stat(filepath.Join(w.stateDir, control.SocketName))
+	info, err := os.Stat(w.awaitSocket())
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 	assert.Equal(t, os.ModeSocket, info.Mode().Type())
@@ -255,12 +256,10 @@ func TestFundThroughStaleSocket(t *testing.T) {
 	w.brama.SetHandler(textReplies(1000, 100))
 	p := w.start("run")
 	w.waitJournal(waitLimit, "a cycle", cyclesStarted(1))
-	socket := filepath.Join(w.stateDir, control.SocketName)
-	_, err := os.Stat(socket)
-	require.NoError(t, err)
+	socket := w.awaitSocket()
 	p.signal(syscall.SIGKILL)
 	p.wait(waitLimit)
-	_, err = os.Stat(socket)
+	_, err := os.Stat(socket)
 	require.NoError(t, err, "the killed runtime left its socket")
 
 	start := time.Now()
@@ -341,4 +340,47 @@ func TestFundExhaustedChildLivesAgain(t *testing.T) {
 	require.Equal(t, 0, status.code, status.stderr)
 	assert.Contains(t, status.stdout, `"family_ledger": "exact"`)
 	assert.Contains(t, status.stdout, `"funded": "1"`)
+}
+
+// TestSayWithNoRuntimeScreensSecrets: a message that `say` journals
+// itself, with no runtime holding the family, is screened against the
+// secrets of the configuration in scope before it is journaled, as a
+// running runtime screens it: the journal holds `[redacted]`, never the
+// secret, in any file of the state directory.
+func TestSayWithNoRuntimeScreensSecrets(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, `{}`)
+	w.brama.SetHandler(textReplies(1000, 100))
+	require.Equal(t, 0, w.run("once").code)
+
+	r := w.run("say", "--key", "leak", "the gateway secret is "+secretValue+", keep it")
+	require.Equal(t, 0, r.code, r.stderr)
+	var text string
+	for _, e := range w.journal() {
+		if e.Type == state.EventMessageReceived && e.ID == "leak" {
+			text = e.Text
+		}
+	}
+	assert.Equal(t, "the gateway secret is [redacted], keep it", text)
+	require.NoError(t, filepath.WalkDir(w.stateDir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Type()&os.ModeSocket != 0 {
+			return err
+		}
+		raw, err := os.ReadFile(path)
+		assert.NotContains(t, string(raw), secretValue, path)
+		return err
+	}))
+}
+
+// awaitSocket waits, within waitLimit, until the running runtime answers
+// on its control socket, which it opens once its root has booted (the
+// first cycle may start before), and returns the socket's path.
+func (w *world) awaitSocket() string {
+	w.t.Helper()
+	socket := filepath.Join(w.stateDir, control.SocketName)
+	require.Eventually(w.t, func() bool {
+		_, err := control.Ask(socket, control.Request{}, time.Second)
+		return !errors.Is(err, control.ErrNoRuntime)
+	}, waitLimit, 10*time.Millisecond, "the runtime answers on its control socket")
+	return socket
 }
