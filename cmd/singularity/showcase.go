@@ -144,7 +144,7 @@ func (s *showcase) answer(ctx context.Context, _ string) *clusterpb.FamilyTree {
 // relay is the link's answer to a control request another member
 // relays to this one (memberlink.Props): carried out as the member's
 // control socket carries it out while the member holds beings
-// (memberRun.serveControl), NotHere otherwise.
+// (memberFamilies.serveControl), NotHere otherwise.
 func (s *showcase) relay(ctx context.Context, req control.Request) control.Reply {
 	if handle := s.relayed.Load(); handle != nil {
 		return (*handle)(ctx, req)
