@@ -585,17 +585,13 @@ func (m *Membership) handleSessionEnded() {
 	case m.phase == StandingBy:
 		m.finish(ending{rejoin: true})
 	case m.fam != nil && (m.cfg.Spread || !m.asked):
-		m.log.Error("the member's etcd lease ended: " + m.beings() + " stop at once and write nothing more")
+		if m.cfg.Spread {
+			m.log.Error("the member's etcd lease ended: its beings stop at once and write nothing more")
+		} else {
+			m.log.Error("the member's etcd lease ended: the family stops at once and writes nothing more")
+		}
 		m.finish(ending{rejoin: true, stopFamily: true})
 	}
-}
-
-// beings names what the member runs, for its log lines.
-func (m *Membership) beings() string {
-	if m.cfg.Spread {
-		return "its beings"
-	}
-	return "the family"
 }
 
 // handleStopping ends what the actor started and nobody waits for: a

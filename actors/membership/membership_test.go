@@ -259,16 +259,23 @@ func ctxFor(t *testing.T) context.Context {
 	return ctx
 }
 
-// TestSignalWhileStandingByLeaves: a member standing by for a lock
-// another holds leaves at a signal, its record deleted, and ends with
-// nil (exit 0).
-func TestSignalWhileStandingByLeaves(t *testing.T) {
+// standingBy starts etcd, a session (other) that holds the root's lock,
+// and a membership of the family placed whole, standing by for it.
+func standingBy(t *testing.T) (*etcdtest.Server, *fence.Session, *run) {
 	srv := etcd(t)
 	other := session(t, srv)
 	_, err := other.Lock(ctxFor(t), member.RootBeing)
 	require.NoError(t, err)
 	r := start(t, srv, t.TempDir(), false)
 	r.reach(membership.Joining, membership.StandingBy)
+	return srv, other, r
+}
+
+// TestSignalWhileStandingByLeaves: a member standing by for a lock
+// another holds leaves at a signal, its record deleted, and ends with
+// nil (exit 0).
+func TestSignalWhileStandingByLeaves(t *testing.T) {
+	_, other, r := standingBy(t)
 	assert.Equal(t, []string{"m1"}, members(t, other))
 	r.signal()
 	require.NoError(t, r.outcome())
@@ -283,13 +290,8 @@ func TestSignalWhileStandingByLeaves(t *testing.T) {
 // TestLostLeaseRejoins: a member whose lease ends while it stands by
 // opens a new session and joins anew.
 func TestLostLeaseRejoins(t *testing.T) {
-	srv := etcd(t)
-	other := session(t, srv)
-	_, err := other.Lock(ctxFor(t), member.RootBeing)
-	require.NoError(t, err)
-	r := start(t, srv, t.TempDir(), false)
-	r.reach(membership.Joining, membership.StandingBy)
-	_, err = srv.Client(t).Revoke(ctxFor(t), clientv3.LeaseID(r.session.Lease()))
+	srv, other, r := standingBy(t)
+	_, err := srv.Client(t).Revoke(ctxFor(t), clientv3.LeaseID(r.session.Lease()))
 	require.NoError(t, err)
 	r.reach(membership.Stopping, membership.Reopening, membership.Joining, membership.StandingBy)
 	assert.Equal(t, []string{"m1"}, members(t, other), "joined again under a new lease")
@@ -424,4 +426,32 @@ func TestSpreadFamilyEndedHoldsNothing(t *testing.T) {
 	r.reach(membership.StandingBy, membership.Stopping)
 	require.NoError(t, r.outcome())
 	assert.Empty(t, r.fams.started, "no family is started")
+}
+
+// TestNameTakenByAnEarlierLeaseIsWaitedFor: a member whose name is
+// still held by a record of an earlier lease (etcd away, then back)
+// tries again, and joins once that lease is over.
+func TestNameTakenByAnEarlierLeaseIsWaitedFor(t *testing.T) {
+	srv := etcd(t)
+	root := t.TempDir()
+	earlier := session(t, srv)
+	_, err := member.Join(ctxFor(t), earlier, "fam", member.Config{Name: "m1", Address: "127.0.0.1:1", Root: root, Placement: membership.PlacementOf(false)})
+	require.NoError(t, err)
+	r := start(t, srv, root, false)
+	r.reach(membership.Joining)
+	select {
+	case p := <-r.phases:
+		t.Fatalf("the member went on to %s while its name was taken", p)
+	case err := <-r.ended:
+		t.Fatalf("the member ended while its name was taken: %v", err)
+	case <-time.After(lease / 2):
+	}
+	_, err = srv.Client(t).Revoke(ctxFor(t), clientv3.LeaseID(earlier.Lease()))
+	require.NoError(t, err)
+	r.reach(membership.StandingBy, membership.Holding)
+	f := r.family()
+	r.signal()
+	r.told("its shutdown", shutdown(false))
+	f.system.Root.Send(f.listener, messages.FamilyStopped{Status: state.StatusStopped})
+	require.NoError(t, r.outcome())
 }
