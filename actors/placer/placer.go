@@ -76,8 +76,9 @@ type Config struct {
 	// to stop children first before the rest stop at once; zero means
 	// twice the lease.
 	StopGrace time.Duration
-	// Done receives the placer's one Outcome. It must have room for it.
-	Done   chan<- Outcome
+	// Done is told the placer's one Outcome, on the placer's goroutine:
+	// it must not block (send it on as a message).
+	Done   func(Outcome)
 	Clock  supervision.Clock
 	Logger *slog.Logger
 	// Shuffle orders the beings a look takes (members race for the same
@@ -859,8 +860,7 @@ func (p *Placer) finish(out Outcome) {
 	if p.stopTick != nil {
 		p.stopTick()
 	}
-	select {
-	case p.cfg.Done <- out:
-	default:
+	if p.cfg.Done != nil {
+		p.cfg.Done(out)
 	}
 }

@@ -145,7 +145,7 @@ func start(t *testing.T, fam *placement.Memory, name string, identityErr map[str
 			}
 			return "Name-" + id, "T" + id, "specialty", nil
 		},
-		Done:    m.done,
+		Done:    func(out placer.Outcome) { m.done <- out },
 		Clock:   m.clock,
 		Shuffle: func([]string) {},
 	}

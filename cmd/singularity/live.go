@@ -229,7 +229,8 @@ type live struct {
 	system *actor.ActorSystem
 	family *actor.PID
 	// events are the family's news (family.Listen); nil when another
-	// actor listens to the family (a spread member's placer).
+	// actor listens to the family (a member's membership actor, or,
+	// spread, its placer).
 	events     <-chan any
 	stopEvents func()
 	debug      *debug.Server

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/wisent/singularity/actors/being"
 	"github.com/wisent/singularity/actors/memberlink"
+	"github.com/wisent/singularity/actors/membership"
 	"github.com/wisent/singularity/config"
 	"github.com/wisent/singularity/internal/control"
 	"github.com/wisent/singularity/internal/debug"
@@ -28,15 +27,11 @@ import (
 )
 
 // runMember is `run` as a member of a family across processes
-// (docs/cluster.md#members). The member joins the family in etcd, then
-// stands by for the root being's lock; the member that holds it runs the
-// whole family, every being fenced by that lock. It ends at a signal
-// (handing the family over at the beings' next round boundary), when the
-// family ended (its root exhausted), or when the family failed on this
-// member (the lock goes to a standby, which tries it). A member whose
-// lease is lost, or one of whose beings' steps was refused, stops the
-// family at once, writing nothing more, and joins again once etcd
-// answers.
+// (docs/cluster.md#members). The member's life is the membership actor's
+// (actors/membership): this opens its first session and its showcase,
+// spawns the actor on the member's actor system with what builds the
+// family (memberFamilies), forwards signals to it as messages, and
+// returns its one outcome.
 func runMember(e *env, rt config.Runtime, cl config.Cluster) error {
 	sigs, stop := notifySignals()
 	defer stop()
@@ -51,15 +46,28 @@ func runMember(e *env, rt config.Runtime, cl config.Cluster) error {
 		return err
 	}
 	defer closeShow()
-	cl.Bind = address
+	defer listenForOperator(rt, cl, show, log)()
+	ended := make(chan error, 1)
+	pid, err := show.system.Root.SpawnNamed(membership.Props(membership.Config{
+		Name: cl.Member, Family: cl.Family, Address: address, Root: rt.StateDir, Spread: cl.Spread,
+		Session: session, Dial: sessionConfig(cl), Lease: cl.Lease, Compact: cl.Compact,
+		Grace: rt.ShutdownGrace, StopLimit: stopLimit,
+		SpendLimited: rt.SpendLimit != nil || rt.FamilySpendLimit != nil, FamilySpendLimit: rt.FamilySpendLimit,
+		Families: &memberFamilies{e: e, rt: rt, cl: cl, show: show, log: log},
+		Ended:    func(err error) { ended <- err },
+		Logger:   log,
+	}), "membership")
+	if err != nil {
+		_ = session.Close()
+		return fault.Errorf(fault.ClassRuntime, "spawn the membership: %w", err)
+	}
+	defer show.system.Root.Stop(pid)
 	for {
-		m := &memberRun{e: e, rt: rt, cl: cl, log: log, session: session, sigs: sigs, show: show}
-		rejoin, err := m.live()
-		if !rejoin {
+		select {
+		case <-sigs:
+			show.system.Root.Send(pid, membership.Signal{})
+		case err := <-ended:
 			return err
-		}
-		if session = reopen(cl, log, sigs); session == nil {
-			return nil // a signal while etcd was away
 		}
 	}
 }
@@ -101,359 +109,125 @@ func openShowcase(e *env, rt config.Runtime, cl config.Cluster) (*showcase, stri
 }
 
 func openSession(cl config.Cluster) (*fence.Session, error) {
-	return fence.Open(fence.Config{Endpoints: cl.Endpoints, Family: cl.Family, TTL: cl.Lease})
+	return fence.Open(sessionConfig(cl))
 }
 
-// reopen opens a new session once etcd answers again; nil after a
-// signal.
-func reopen(cl config.Cluster, log *slog.Logger, sigs <-chan os.Signal) *fence.Session {
-	for warned := false; ; warned = true {
-		s, err := openSession(cl)
-		if err == nil {
-			log.Info("etcd answers again: joining the family anew")
-			return s
-		}
-		if !warned {
-			log.Warn("etcd is unreachable: waiting for it to join the family again", "err", err)
-		}
-		select {
-		case <-sigs:
-			return nil
-		case <-time.After(time.Second):
-		}
-	}
+func sessionConfig(cl config.Cluster) fence.Config {
+	return fence.Config{Endpoints: cl.Endpoints, Family: cl.Family, TTL: cl.Lease}
 }
 
-// memberRun is one membership: a session, from the join to its end.
-type memberRun struct {
-	e       *env
-	rt      config.Runtime
-	cl      config.Cluster
-	log     *slog.Logger
-	session *fence.Session
-	sigs    <-chan os.Signal
-	member  *member.Member
-	show    *showcase
+// memberFamilies builds a member's family for its membership actor
+// (membership.Families): the whole family under the root's lock, or the
+// member's share of a spread one, each shown on the member's showcase
+// and served control requests while it runs.
+type memberFamilies struct {
+	e    *env
+	rt   config.Runtime
+	cl   config.Cluster
+	show *showcase
+	log  *slog.Logger
 }
 
-// live joins, stands by, and holds the family if its lock comes. It
-// closes the session (its lease revoked: every lock let go) before it
-// returns; rejoin asks for a new membership.
-func (m *memberRun) live() (rejoin bool, err error) {
-	defer m.session.Close()
-	switch err := m.join(); {
-	case errors.Is(err, errSignalled):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	defer m.leave()
-	defer m.watchMembers()()
-	defer m.listenForOperator()()
-	m.show.standBy(m.session)
-	defer m.show.standBy(nil)
-	if m.cl.Spread {
-		return m.spread()
-	}
-	lock, rejoin, err := m.standBy()
-	if lock == nil {
-		return rejoin, err
-	}
-	return m.hold(lock)
+var _ membership.Families = (*memberFamilies)(nil)
+
+func (f *memberFamilies) FreshRoot() error {
+	return member.Fresh(f.rt.StateDir, f.rt.Identity, func() (*state.Being, error) {
+		return freshRoot(f.rt), nil
+	})
 }
 
-// watchMembers runs the member's lifeline for the rest of its
-// membership (docs/cluster.md#a-dead-members-lease): the lease of a
-// member whose process is gone is ended at once, not at the lease's
-// end. It returns the lifeline's stop.
-func (m *memberRun) watchMembers() func() {
-	ctx, cancel := context.WithCancel(context.Background())
-	lifeline := member.Lifeline{Session: m.session, Self: m.member.Info().Lease, Every: m.cl.Lease / 3, Log: m.log}
-	done := make(chan struct{})
-	go func() { defer close(done); lifeline.Run(ctx) }()
-	return func() { cancel(); <-done }
-}
-
-// join enters the family; a name still taken by this member's previous
-// lease (etcd away, then back) is tried again until that lease is over.
-func (m *memberRun) join() error {
-	deadline := time.Now().Add(2 * m.cl.Lease)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease+fence.DefaultDialTimeout)
-		mem, err := member.Join(ctx, m.session, m.cl.Family, member.Config{Name: m.cl.Member, Address: m.cl.Bind, Root: m.rt.StateDir, Placement: placementOf(m.cl)})
-		cancel()
-		switch {
-		case err == nil:
-			m.member = mem
-			m.log.Info("joined the family", "family", m.cl.Family, "lease", fmt.Sprintf("%x", m.session.Lease()))
-			return nil
-		case errors.Is(err, member.ErrNameTaken) && time.Now().Before(deadline):
-			select {
-			case <-m.session.Done():
-				return fault.Errorf(fault.ClassCluster, "cannot join the family %s: the member's etcd lease ended", m.cl.Family)
-			case <-m.sigs:
-				m.log.Info("signal received while joining: leaving")
-				return errSignalled
-			case <-time.After(m.cl.Lease / 4):
-			}
-		case errors.Is(err, member.ErrNameTaken), errors.Is(err, member.ErrAnotherRoot),
-			errors.Is(err, member.ErrAnotherFamily), errors.Is(err, member.ErrProtocol),
-			errors.Is(err, member.ErrPlacement):
-			return fault.Errorf(fault.ClassConfiguration, "%w", err)
-		default:
-			return fault.Errorf(fault.ClassCluster, "cannot join the family %s: %w", m.cl.Family, err)
-		}
-	}
-}
-
-// errSignalled ends a join that a signal interrupted: the member exits 0.
-var errSignalled = errors.New("signalled")
-
-// leave deletes the member's record at once (the lease would in time).
-func (m *memberRun) leave() {
-	ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
-	defer cancel()
-	_ = m.member.Leave(ctx)
-}
-
-// standBy waits for the root being's lock. A signal ends the wait (and
-// the member); a lost lease asks for a new membership.
-func (m *memberRun) standBy() (*fence.Lock, bool, error) {
-	type taken struct {
-		lock *fence.Lock
-		err  error
-	}
-	got := make(chan taken, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		l, err := m.session.Lock(ctx, member.RootBeing)
-		got <- taken{l, err}
-	}()
-	m.log.Info("standing by for the family's lock")
-	// giveUp ends the wait and lets go of a lock taken meanwhile. A
-	// wait that does not end (etcd's mutex undoes a failed wait with no
-	// deadline of its own) ends when the session is closed, right after;
-	// whatever it took goes with the session's lease.
-	giveUp := func() {
-		cancel()
-		select {
-		case t := <-got:
-			if t.lock != nil {
-				ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
-				defer cancel()
-				_ = t.lock.Unlock(ctx)
-			}
-		case <-time.After(m.cl.Lease):
-		}
-	}
-	select {
-	case t := <-got:
-		if t.err == nil {
-			return t.lock, false, nil
-		}
-		// The lease ended, or etcd failed the wait: join again once
-		// etcd answers.
-		m.log.Warn("the wait for the family's lock failed", "err", t.err)
-		return nil, true, nil
-	case <-m.sigs:
-		m.log.Info("signal received: leaving the family while standing by")
-		giveUp()
-		return nil, false, nil
-	case <-m.session.Done():
-		m.log.Warn("the member's etcd lease ended while standing by")
-		giveUp()
-		return nil, true, nil
-	}
-}
-
-// hold runs the family under lock until a signal (the family stops at
-// its beings' next round boundary and the lock goes to a standby), the
-// family's own end, or the loss of the hold.
-func (m *memberRun) hold(lock *fence.Lock) (rejoin bool, err error) {
-	log := m.log.With("token", lock.Token())
-	defer m.show.standBy(m.session)
-	unlock := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
-		defer cancel()
-		_ = lock.Unlock(ctx)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
-	status, ended, err := m.session.FamilyEnded(ctx)
-	cancel()
-	switch {
-	case err != nil:
-		unlock()
-		return false, fault.Errorf(fault.ClassCluster, "%w", err)
-	case ended:
-		unlock()
-		log.Info("the family has ended: nothing to hold", "status", status)
-		return false, nil
-	}
-	if err := member.Fresh(m.rt.StateDir, m.rt.Identity, func() (*state.Being, error) {
-		return freshRoot(m.rt), nil
-	}); err != nil {
-		unlock()
-		return false, err
-	}
-	batch := fence.NewBatcher(m.session)
-	defer batch.Close()
-	hold := member.NewHolding(m.session, lock, batch, m.rt.StateDir, m.cl.Lease)
-	rootOpts, err := rootOptions(m.rt, being.Run, m.e.log)
+func (f *memberFamilies) Whole(session *fence.Session, hold *member.Holding, token uint64, listen membership.Listener) (membership.Family, error) {
+	rootOpts, err := rootOptions(f.rt, being.Run, f.e.log)
 	if err != nil {
-		unlock()
-		return false, err
+		return membership.Family{}, err
 	}
 	rootOpts.Placement = hold
-	l, err := startFamilyWith(m.e, m.rt, rootOpts, held{member: m.cl.Member, token: lock.Token(), committed: hold.Committed, show: m.show.hold})
+	l, err := startFamilyWith(f.e, f.rt, rootOpts, held{member: f.cl.Member, token: token, committed: hold.Committed, show: f.show.hold, listener: listen})
 	if err != nil {
-		unlock()
-		return false, err
+		return membership.Family{}, err
 	}
-	log.Info("this member holds the family")
-	defer m.serveControl(l, false)()
-	defer keepHistoryShort(m.session, m.cl.Compact, log)()
-	for {
-		select {
-		case ev := <-l.events:
-			msg, ok := ev.(messages.FamilyStopped)
-			if !ok {
-				continue
-			}
-			l.close()
-			if hold.Err() != nil {
-				log.Error("the family stopped: a step was refused; it writes nothing more", "err", hold.Err())
-				return true, nil
-			}
-			m.summarize(true, nil, &msg)
-			if msg.Status != state.StatusExhausted {
-				// A failure may be this member's own (its gateway, its
-				// Las): the lock goes, and a standby tries the family.
-				unlock()
-				if msg.Err != nil {
-					return false, msg.Err
-				}
-				return false, nil
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
-			err := hold.End(ctx, msg.Status)
-			cancel()
-			unlock()
-			if err != nil {
-				return false, fault.Errorf(fault.ClassCluster, "%w", err)
-			}
-			log.Info("the family has ended: its root is exhausted")
-			return false, nil
-		case <-m.sigs:
-			log.Info("signal received: the family stops at its next round boundary and is handed over")
-			stopped := l.shutdown(m.sigs)
-			if hold.Err() == nil {
-				m.summarize(true, nil, &stopped)
-			}
-			unlock()
-			if hold.Err() == nil && stopped.Status == state.StatusFailed && stopped.Err != nil {
-				return false, stopped.Err
-			}
-			return false, nil
-		case <-hold.Lost():
-			log.Error("a step was refused: the family stops at once and writes nothing more", "err", hold.Err())
-			l.stopNow()
-			return true, nil
-		case <-m.session.Done():
-			log.Error("the member's etcd lease ended: the family stops at once and writes nothing more")
-			l.stopNow()
-			return true, nil
-		}
-	}
+	return f.running(session, l, false), nil
 }
+
+func (f *memberFamilies) Spread(session *fence.Session, listen membership.Listener, limiter *actor.Props) (membership.Family, error) {
+	rootOpts, err := rootOptions(f.rt, being.Run, f.e.log)
+	if err != nil {
+		return membership.Family{}, err
+	}
+	by := held{member: f.cl.Member, placed: true, committed: member.CommittedOf(session, f.rt.StateDir), show: f.show.spreadOver(session),
+		relay: memberRelay(f.rt.StateDir, f.cl.Member, session, f.show.system, endedIn(session, f.rt.StateDir)), limiter: limiter, listener: listen}
+	l, err := startFamilyWith(f.e, f.rt, rootOpts, by)
+	if err != nil {
+		return membership.Family{}, err
+	}
+	return f.running(session, l, true), nil
+}
+
+// running serves control requests to the family l until its Close,
+// which ends it and shows the member standing by again.
+func (f *memberFamilies) running(session *fence.Session, l *live, placed bool) membership.Family {
+	stop := f.serveControl(session, l, placed)
+	return membership.Family{System: l.system, PID: l.family, Close: func() {
+		l.close()
+		stop()
+		f.show.standBy(session)
+	}}
+}
+
+func (f *memberFamilies) StandBy(session *fence.Session) { f.show.standBy(session) }
 
 // serveControl carries control requests to the family this member
 // holds (placed: its share of a family spread over members) until the
 // function it returns is called: those other members relay through its
 // link, and those the member's control socket takes (listenForOperator).
 // The stop cancels the requests in progress (they answer busy).
-func (m *memberRun) serveControl(l *live, placed bool) (stop func()) {
-	r := memberRouter(l, m.rt.StateDir, placed, m.e.secrets, m.session, m.cl.Lease)
-	membership, cancel := context.WithCancel(context.Background())
+func (f *memberFamilies) serveControl(session *fence.Session, l *live, placed bool) (stop func()) {
+	r := memberRouter(l, f.rt.StateDir, placed, f.e.secrets, session, f.cl.Lease)
+	serving, cancel := context.WithCancel(context.Background())
 	var handle control.Handler = func(ctx context.Context, req control.Request) control.Reply {
 		ctx, end := context.WithCancel(ctx)
 		defer end()
-		defer context.AfterFunc(membership, end)()
+		defer context.AfterFunc(serving, end)()
 		return r.handle(ctx, req)
 	}
-	m.show.relayed.Store(&handle)
+	f.show.relayed.Store(&handle)
 	return func() {
-		m.show.relayed.Store(nil)
+		f.show.relayed.Store(nil)
 		cancel()
 	}
 }
 
 // listenForOperator opens the member's control socket in the shared
-// state root for the rest of its membership (docs/cluster.md#the-operators-channel),
+// state root for the process's life (docs/cluster.md#the-operators-channel),
 // unless --cluster-control-socket is false, and returns its close. A
 // request for a being this member holds is carried out here
 // (serveControl); any other goes through the link to the member that
-// holds the being now (forwardToHolder), so a standby, or a member on
-// another machine than the being's, reaches it too.
-func (m *memberRun) listenForOperator() (stop func()) {
-	if m.cl.NoSocket {
+// holds the being now (forwardToHolder), found through the session the
+// member stands by with, so that a standby, or a member on another
+// machine than the being's, reaches it too. Between sessions (etcd
+// away) the member holds nothing and answers NotHere.
+func listenForOperator(rt config.Runtime, cl config.Cluster, show *showcase, log *slog.Logger) (stop func()) {
+	if cl.NoSocket {
 		return func() {}
 	}
 	handle := func(ctx context.Context, req control.Request) control.Reply {
-		if reply := m.show.relay(ctx, req); !reply.NotHere {
+		if reply := show.relay(ctx, req); !reply.NotHere {
 			return reply
 		}
-		return forwardToHolder(ctx, m.session, m.show.system, m.rt.StateDir, m.cl.Member, m.cl.Spread, req)
+		session := show.session.Load()
+		if session == nil {
+			return control.Reply{NotHere: true}
+		}
+		return forwardToHolder(ctx, session, show.system, rt.StateDir, cl.Member, cl.Spread, req)
 	}
-	ctl, err := listenControl(handle, filepath.Join(m.rt.StateDir, control.MemberSocket(m.cl.Member)))
+	ctl, err := listenControl(handle, filepath.Join(rt.StateDir, control.MemberSocket(cl.Member)))
 	if err != nil {
-		m.log.Warn("no control socket: fund and say reach this member's beings through another member's socket, or not at all", "err", err)
+		log.Warn("no control socket: fund and say reach this member's beings through another member's socket, or not at all", "err", err)
 	}
 	return func() {
 		if ctl != nil {
 			ctl.Close()
 		}
-	}
-}
-
-// keepHistoryShort compacts etcd's history every period while this
-// member holds the family (docs/cluster.md#etcds-history), each time up
-// to what it saw a period before; it returns the function that stops
-// it. A period of 0 never compacts. A compaction that fails is logged
-// and tried again at the next period.
-func keepHistoryShort(session *fence.Session, every time.Duration, log *slog.Logger) (stop func()) {
-	if every <= 0 {
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		history := fence.NewHistory(session)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			tctx, tcancel := context.WithTimeout(ctx, min(every, time.Minute))
-			rev, err := history.Tick(tctx)
-			tcancel()
-			switch {
-			case ctx.Err() != nil:
-				return
-			case err != nil:
-				log.Warn("etcd's history was not compacted", "err", err)
-			case rev > 0:
-				log.Debug("etcd's history compacted", "revision", rev)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
 	}
 }
 
@@ -478,21 +252,21 @@ func clusterIdentity(rt config.Runtime) (state.Identity, error) {
 // set when the member held the whole family, root its end; otherwise
 // dirs are the directories of the beings it held, each a line of its
 // own, indented by its depth in the family.
-func (m *memberRun) summarize(whole bool, dirs []string, root *messages.FamilyStopped) {
-	title := "run ended on member " + m.cl.Member + ":"
-	summarizeWithin(m.e, title, summaryWait, func(w io.Writer) {
-		say := func(line string) { fmt.Fprintln(w, m.e.secrets.RedactString(line)) }
-		ctx, cancel := context.WithTimeout(context.Background(), m.cl.Lease)
-		records, err := member.Records(ctx, m.cl.Endpoints, m.cl.Family)
+func (f *memberFamilies) Summarize(whole bool, dirs []string, root *messages.FamilyStopped) {
+	title := "run ended on member " + f.cl.Member + ":"
+	summarizeWithin(f.e, title, summaryWait, func(w io.Writer) {
+		say := func(line string) { fmt.Fprintln(w, f.e.secrets.RedactString(line)) }
+		ctx, cancel := context.WithTimeout(context.Background(), f.cl.Lease)
+		records, err := member.Records(ctx, f.cl.Endpoints, f.cl.Family)
 		cancel()
 		if err != nil {
 			say(title + " the family cannot be read: " + err.Error())
 			return
 		}
-		load := member.Counter(m.rt.StateDir, records)
+		load := member.Counter(f.rt.StateDir, records)
 		var beings []accounts.Being
 		if whole {
-			fam, err := accounts.ReadWith(m.rt.StateDir, load)
+			fam, err := accounts.ReadWith(f.rt.StateDir, load)
 			if err != nil {
 				say(title + " the family cannot be read: " + err.Error())
 				return
@@ -505,14 +279,14 @@ func (m *memberRun) summarize(whole bool, dirs []string, root *messages.FamilySt
 				say(title + " a being it held cannot be read: " + err.Error())
 				continue
 			}
-			b.Depth = depthIn(m.rt.StateDir, dir)
+			b.Depth = depthIn(f.rt.StateDir, dir)
 			beings = append(beings, *b)
 		}
 		if len(beings) == 0 {
 			say(title + " it held no being")
 			return
 		}
-		writeEndSummary(w, m.e.secrets, title, beings, root)
+		writeEndSummary(w, f.e.secrets, title, beings, root)
 	})
 }
 

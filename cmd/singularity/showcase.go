@@ -45,6 +45,10 @@ type showcase struct {
 	// relayed, while set, carries out the control requests other
 	// members relay to the beings this member holds (relay).
 	relayed atomic.Pointer[control.Handler]
+	// session is the session of the member's membership now, nil
+	// between sessions: the operator's requests for beings this member
+	// does not hold are forwarded through it (listenForOperator).
+	session atomic.Pointer[fence.Session]
 	// ended are the nodes of a spread family's ended beings, by id: an
 	// ended being never changes, so its state is read once, not at
 	// every request.
@@ -83,6 +87,7 @@ func (s *showcase) hold(cfg debug.HandlerConfig, token uint64) {
 // joined).
 func (s *showcase) standBy(session *fence.Session) {
 	s.holding.Store(nil)
+	s.session.Store(session)
 	cfg := debug.HandlerConfig{
 		StateDir: s.stateDir,
 		Metrics:  s.standbyMetrics,
@@ -144,7 +149,7 @@ func (s *showcase) answer(ctx context.Context, _ string) *clusterpb.FamilyTree {
 // relay is the link's answer to a control request another member
 // relays to this one (memberlink.Props): carried out as the member's
 // control socket carries it out while the member holds beings
-// (memberRun.serveControl), NotHere otherwise.
+// (memberFamilies.serveControl), NotHere otherwise.
 func (s *showcase) relay(ctx context.Context, req control.Request) control.Reply {
 	if handle := s.relayed.Load(); handle != nil {
 		return (*handle)(ctx, req)

@@ -4,8 +4,11 @@
 // not the family's, and a protocol another live member does not speak;
 // it holds beings under a lock (Holding): the whole family under the
 // root's, or, in a family spread over members, each being under its own;
-// and it watches the other members' processes, ending the lease of one
-// that is gone (Lifeline).
+// it watches the other members' processes, ending the lease of one
+// that is gone (Lifeline); and it decides, as pure functions, where a
+// spread family's beings go (Plan, StopOrder) and what a member does
+// after a join, a signal or its family's stop (AfterJoin, OnSignal,
+// AfterStop).
 //
 // Keys, under the family's prefix /singularity/<family>/:
 //
