@@ -220,7 +220,13 @@ func listenForOperator(rt config.Runtime, cl config.Cluster, show *showcase, log
 		}
 		return forwardToHolder(ctx, session, show.system, rt.StateDir, cl.Member, cl.Spread, req)
 	}
-	ctl, err := listenControl(handle, filepath.Join(rt.StateDir, control.MemberSocket(cl.Member)))
+	// The first member of a fresh family finds no root yet: it is made
+	// as the member's join would make it.
+	err := state.MakeDir(rt.StateDir)
+	var ctl *control.Server
+	if err == nil {
+		ctl, err = listenControl(handle, filepath.Join(rt.StateDir, control.MemberSocket(cl.Member)))
+	}
 	if err != nil {
 		log.Warn("no control socket: fund and say reach this member's beings through another member's socket, or not at all", "err", err)
 	}
