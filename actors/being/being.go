@@ -241,6 +241,10 @@ func (b *Being) Receive(ctx actor.Context) {
 		b.handleMessage(ctx, msg)
 	case messages.ReviveChild:
 		b.handleReviveChild(ctx, msg)
+	case messages.BeingEnded:
+		b.handleChildLife(msg.ID, true)
+	case messages.BeingRevived:
+		b.handleChildLife(msg.ID, false)
 	case messages.InjectPanic:
 		if b.opts.FaultInjection {
 			panic(errors.New("being: injected panic"))

@@ -22,7 +22,8 @@ type childRef struct {
 	pid  *actor.PID // nil until started (once creates without starting)
 	done bool       // its BeingStopped arrived, or its actor ended
 	// gone is set once its actor ended; revive asks it to start again
-	// then (a fund un-ended it, handleReviveChild).
+	// then (a fund applied to its directory un-ended it,
+	// handleReviveChild).
 	gone, revive bool
 	// departed is what its BeingStopped added to the purse's departed
 	// money, taken back when it lives again.
@@ -291,7 +292,10 @@ func (b *Being) startChild(ctx actor.Context, c *childStart) {
 // tree but do not cycle; a missing directory is a warning. In once mode,
 // and in a family spread over members, children are not started.
 func (b *Being) resumeChildren(ctx actor.Context) {
+	// Children that stopped before (a dormant being that a fund
+	// revived, awaken) start again: their money is theirs again.
 	b.children = nil
+	b.purse.departedHeld, b.purse.departedEarned, b.purse.departedFunded = money.Zero, money.Zero, money.Zero
 	for _, rec := range b.st.Mind.Children {
 		ref := &childRef{id: rec.ID, name: rec.Name}
 		b.children = append(b.children, ref)
@@ -358,6 +362,16 @@ func (b *Being) handleReviveChild(ctx actor.Context, msg messages.ReviveChild) {
 		if ref.gone || ref.pid == nil {
 			b.reviveChild(ctx, ref)
 		}
+	}
+}
+
+// handleChildLife notes that the child id, whose actor goes on, ended
+// its life (messages.BeingEnded: it rests dormant under its family's
+// hold) or lives again (messages.BeingRevived: a fund un-ended it): an
+// ended child takes no relative's message (docs/family.md#messages).
+func (b *Being) handleChildLife(id string, ended bool) {
+	if ref := b.child(id); ref != nil {
+		ref.ended = ended
 	}
 }
 

@@ -1,0 +1,153 @@
+package being_test
+
+import (
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wisent/singularity/actors/being"
+	"github.com/wisent/singularity/internal/control"
+	"github.com/wisent/singularity/internal/durable"
+	"github.com/wisent/singularity/internal/member"
+	"github.com/wisent/singularity/internal/observe"
+	"github.com/wisent/singularity/internal/store/money"
+	"github.com/wisent/singularity/internal/store/state"
+	"github.com/wisent/singularity/messages"
+	"github.com/wisent/singularity/test/etcdtest"
+	"github.com/wisent/singularity/test/testkit"
+)
+
+// countedHold is a whole family's hold (member.Holding) that counts the
+// loads of each directory.
+type countedHold struct {
+	*member.Holding
+	mu    sync.Mutex
+	loads map[string]int
+}
+
+func (c *countedHold) Hold(dir string) (*durable.Held, durable.Fence, error) {
+	c.mu.Lock()
+	c.loads[filepath.Clean(dir)]++
+	c.mu.Unlock()
+	return c.Holding.Hold(dir)
+}
+
+func (c *countedHold) loadsOf(dir string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loads[filepath.Clean(dir)]
+}
+
+// endedSteps is an Observer that says when a step leaves a being
+// exhausted.
+type endedSteps struct {
+	steps
+	exhausted chan string
+}
+
+func (e *endedSteps) Step(st observe.Step) {
+	if st.Status == state.StatusExhausted {
+		select {
+		case e.exhausted <- st.Being.Name:
+		default:
+		}
+	}
+}
+
+// TestFundWakesHeldChildInPlace: under a cluster member's hold of the
+// whole family, where a being loads once, an exhausted child that is
+// funded lives again in its own actor: it asks the gateway, its status
+// is running and its Las is up, its directory was loaded once, and the
+// hold is kept. The child is dormant from the hold's load (a first
+// holder recorded its end), or it ended under this hold and rested.
+func TestFundWakesHeldChildInPlace(t *testing.T) {
+	for _, how := range []string{"loaded dormant", "ended under the hold"} {
+		t.Run(how, func(t *testing.T) { testFundWakesHeldChild(t, how == "loaded dormant") })
+	}
+}
+
+func testFundWakesHeldChild(t *testing.T, loadedDormant bool) {
+	const id = "6e7f8a9b-0c1d-4e2f-8a3b-4c5d6e7f8a9b"
+	srv, opts, boAsked := boWorld(t)
+	etcd := etcdtest.Start(t)
+	childDir, childIdentity, child := childBo(opts, id)
+	child.Budget.Remaining = money.Zero
+	child.Budget.APISpent = testkit.USD("1")
+	_, _, _, err := state.Boot(childDir, false, childIdentity, func() (*state.Being, error) { return child, nil })
+	require.NoError(t, err)
+
+	if loadedDormant {
+		// A first holder runs the child alone, which finds itself
+		// exhausted and says so in that holder's files.
+		first := holderSession(t, etcd)
+		lockA, err := first.Lock(ctxWithin(t), member.RootBeing)
+		require.NoError(t, err)
+		childOpts := opts
+		childOpts.StateDir, childOpts.Identity = childDir, childIdentity
+		childOpts.Placement = member.NewHolding(first, lockA, nil, opts.StateDir, waitLimit)
+		require.Equal(t, state.StatusExhausted, resume(t, srv, childOpts).stopped().Status)
+		require.NoError(t, lockA.Unlock(ctxWithin(t)))
+	}
+
+	session := holderSession(t, etcd)
+	lock, err := session.Lock(ctxWithin(t), member.RootBeing)
+	require.NoError(t, err)
+	hold := &countedHold{Holding: member.NewHolding(session, lock, nil, opts.StateDir, waitLimit), loads: map[string]int{}}
+	ended := &endedSteps{exhausted: make(chan string, 1)}
+	opts.Placement, opts.Observer = hold, ended
+	h, _ := startParentOfBo(t, srv, opts, id)
+	bo := h.system.NewLocalPID("family/root/" + being.ChildActorName("Bo", id))
+	if !loadedDormant {
+		select {
+		case name := <-ended.exhausted:
+			require.Equal(t, "Bo", name)
+		case <-time.After(waitLimit):
+			t.Fatal("the child did not end exhausted")
+		}
+	}
+	require.Empty(t, boAsked, "the exhausted child could not pay for a completion")
+
+	// A fund that comes while the child ends is answered busy, and
+	// asked again, as the operator's command does.
+	fund := messages.FundRequest{Amount: testkit.USD("2"), Key: "wake"}
+	var got messages.FundResponse
+	for deadline := time.Now().Add(waitLimit); ; {
+		res, err := h.system.Root.RequestFuture(bo, fund, waitLimit).Result()
+		require.NoError(t, err, "the child's actor takes the fund")
+		got = res.(messages.FundResponse)
+		if !errors.Is(got.Err, control.ErrBusy) || time.Now().After(deadline) {
+			break
+		}
+	}
+	require.NoError(t, got.Err)
+	assert.Equal(t, "2", got.Remaining.String())
+	select {
+	case <-boAsked:
+	case <-time.After(waitLimit):
+		t.Fatal("the funded child never asked the gateway")
+	}
+	res, err := h.system.Root.RequestFuture(bo, messages.DescribeRequest{}, waitLimit).Result()
+	require.NoError(t, err)
+	d := res.(messages.Description)
+	assert.Equal(t, state.StatusRunning, d.Status)
+	require.Len(t, d.Children, 2, "the revived child has its ledger and its Las")
+	assert.Contains(t, d.Children[1].Id, "/las")
+	assert.Equal(t, 1, hold.loadsOf(childDir), "the child was loaded once under the hold")
+	require.NoError(t, hold.Err(), "the hold is kept")
+
+	h.shutdown()
+	require.NoError(t, hold.Err())
+	events, err := state.ReadHolding(state.Holding{Token: lock.Token(), Dir: state.HolderDir(childDir, lock.Token())})
+	require.NoError(t, err)
+	assert.Equal(t, 1, testkit.Count(events, state.EventFunded))
+	boots := 2 // the life that ended under the hold, and the new one
+	if loadedDormant {
+		boots = 1
+	}
+	assert.Equal(t, boots, testkit.Count(events, state.EventStarted))
+}
