@@ -22,12 +22,13 @@ import (
 // rests reports whether the being, whose final step and checkpoint are
 // durable, keeps its actor, dormant, instead of ending it: a child
 // started by its parent being (its actor is the parent's, named as its
-// parent's supervisor tells a child being) that ended its life exhausted
-// by itself (no stop was asked) while held under its family's hold. Such a hold loads each being once
-// (docs/cluster.md#placement), so an actor that ended could not come
-// back before the family's next hold, and only this actor can take the
-// fund that revives it. In one process, and in a family spread over
-// members, the actor ends and its directory takes the fund.
+// parent's supervisor tells a child being) that ended its life
+// exhausted by itself (no stop was asked) while held under its family's
+// hold. Such a hold loads each being once (docs/cluster.md#placement),
+// so an actor that ended could not come back before the family's next
+// hold, and only this actor can take the fund that revives it. In one
+// process, and in a family spread over members, the actor ends and its
+// directory takes the fund.
 func (b *Being) rests(ctx actor.Context) bool {
 	if !b.held || b.opts.placement().ChildrenElsewhere() || b.opts.Mode != Run || !b.booted ||
 		b.stop == nil || !b.stop.journaled || b.stop.asked || b.stop.err != nil || b.st.Status != state.StatusExhausted {
