@@ -82,16 +82,7 @@ func testFundWakesHeldChild(t *testing.T, loadedDormant bool) {
 	require.NoError(t, err)
 
 	if loadedDormant {
-		// A first holder runs the child alone, which finds itself
-		// exhausted and says so in that holder's files.
-		first := holderSession(t, etcd)
-		lockA, err := first.Lock(ctxWithin(t), member.RootBeing)
-		require.NoError(t, err)
-		childOpts := opts
-		childOpts.StateDir, childOpts.Identity = childDir, childIdentity
-		childOpts.Placement = member.NewHolding(first, lockA, nil, opts.StateDir, waitLimit)
-		require.Equal(t, state.StatusExhausted, resume(t, srv, childOpts).stopped().Status)
-		require.NoError(t, lockA.Unlock(ctxWithin(t)))
+		exhaustUnderFirstHolder(t, srv, etcd, opts, childDir, childIdentity)
 	}
 
 	session := holderSession(t, etcd)
