@@ -74,7 +74,9 @@ func (b *Being) awaken(ctx actor.Context) {
 	b.opts.Mode = Run
 	b.phase = phaseBooting
 	b.purse = purse{departedHeld: b.purse.departedHeld, departedEarned: b.purse.departedEarned, departedFunded: b.purse.departedFunded}
-	b.next = schedule{}
+	// The fund wakes a sleep that wakes on messages, as it wakes a
+	// living being's (rouse).
+	b.next = schedule{roused: b.asleep() && b.st.Sleep.WakeOnMessage}
 	b.las = lasSide{}
 	b.tierApplied = false
 	b.sendParent(ctx, messages.BeingRevived{ID: b.childID()})

@@ -142,3 +142,30 @@ func testFundWakesHeldChild(t *testing.T, loadedDormant bool) {
 	}
 	assert.Equal(t, boots, testkit.Count(events, state.EventStarted))
 }
+
+// TestFundWakesDormantChildFromItsSleep: a child whose money ran out in
+// the cycle that put it to sleep for an hour, waking on messages, is
+// dormant; a fund both un-ends it and wakes it, as a fund wakes a
+// living being's sleep: it asks the gateway at once, not in an hour.
+func TestFundWakesDormantChildFromItsSleep(t *testing.T) {
+	const id = "1f2e3d4c-5b6a-4978-8a6b-5c4d3e2f1a0b"
+	srv, opts, boAsked := boWorld(t)
+	childDir, childIdentity, child := childBo(opts, id)
+	child.Status, child.Cycle = state.StatusExhausted, 3
+	child.Budget.Remaining, child.Budget.APISpent = money.Zero, testkit.USD("1")
+	child.Sleep = &state.Sleep{Until: state.Time{Time: time.Now().Add(time.Hour).UTC()}, WakeOnMessage: true}
+	_, _, _, err := state.Boot(childDir, false, childIdentity, func() (*state.Being, error) { return child, nil })
+	require.NoError(t, err)
+	h, d := startParentOfBo(t, srv, opts, id)
+	require.Equal(t, state.StatusExhausted, d.Status)
+	bo := h.system.NewLocalPID("family/root/" + being.ChildActorName("Bo", id))
+	res, err := h.system.Root.RequestFuture(bo, messages.FundRequest{Amount: testkit.USD("2"), Key: "wake"}, waitLimit).Result()
+	require.NoError(t, err)
+	require.NoError(t, res.(messages.FundResponse).Err)
+	select {
+	case <-boAsked:
+	case <-time.After(waitLimit):
+		t.Fatal("the funded child slept on")
+	}
+	h.shutdown()
+}
