@@ -291,12 +291,20 @@ func (b *Being) startChild(ctx actor.Context, c *childStart) {
 // (docs/family.md#resume-of-children): exhausted or failed children are loaded for the
 // tree but do not cycle; a missing directory is a warning. In once mode,
 // and in a family spread over members, children are not started.
+//
+// A child this being started before, in a life that ended (it rested
+// under its family's hold and a fund revived it, awaken), stays as it
+// is: loading its directory again would lose the hold, and it lives
+// from the family's next hold. Its departed money stays counted.
 func (b *Being) resumeChildren(ctx actor.Context) {
-	// Children that stopped before (a dormant being that a fund
-	// revived, awaken) start again: their money is theirs again.
+	before := b.children
 	b.children = nil
-	b.purse.departedHeld, b.purse.departedEarned, b.purse.departedFunded = money.Zero, money.Zero, money.Zero
 	for _, rec := range b.st.Mind.Children {
+		if i := slices.IndexFunc(before, func(r *childRef) bool { return r.id == rec.ID && r.pid != nil }); i >= 0 {
+			b.log.Info("child " + rec.Name + " stopped with this being's end: it lives from the family's next hold")
+			b.children = append(b.children, before[i])
+			continue
+		}
 		ref := &childRef{id: rec.ID, name: rec.Name}
 		b.children = append(b.children, ref)
 		if b.opts.Mode == Once || b.opts.Mode == Dormant || b.opts.placement().ChildrenElsewhere() {

@@ -61,13 +61,9 @@ func (b *Being) rest(ctx actor.Context) {
 // family, resumes its children and begins its first cycle, as a living
 // being loaded from its directory does, and its parent counts it as
 // alive again (messages.BeingRevived). What it knew of a life that
-// ended goes: its purse (but its children's departed money, which
-// leaves it when they start again, resumeChildren), its schedule and
-// its Las.
-//
-// Under a whole family's hold a child that stopped when its parent's
-// life ended cannot load again under that hold: its start loses the
-// hold, and the member holds the family anew, where every being lives.
+// ended goes: its purse (but its children's departed money), its
+// schedule and its Las. Its children that stopped with its end stay
+// stopped until the family's next hold (resumeChildren).
 func (b *Being) awaken(ctx actor.Context) {
 	b.log.Info("funded: the being lives again")
 	b.cancelTimer()

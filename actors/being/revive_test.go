@@ -64,20 +64,40 @@ func (e *endedSteps) Step(st observe.Step) {
 // funded lives again in its own actor: it asks the gateway, its status
 // is running and its Las is up, its directory was loaded once, and the
 // hold is kept. The child is dormant from the hold's load (a first
-// holder recorded its end), or it ended under this hold and rested.
+// holder recorded its end), or it ended under this hold and rested; a
+// child of its own, which stopped with that end and was loaded under
+// this hold already, is not loaded again: it lives from the next hold.
 func TestFundWakesHeldChildInPlace(t *testing.T) {
-	for _, how := range []string{"loaded dormant", "ended under the hold"} {
-		t.Run(how, func(t *testing.T) { testFundWakesHeldChild(t, how == "loaded dormant") })
+	for _, c := range []struct {
+		name                        string
+		loadedDormant, withChildren bool
+	}{
+		{name: "loaded dormant", loadedDormant: true},
+		{name: "ended under the hold"},
+		{name: "ended under the hold with a child", withChildren: true},
+	} {
+		t.Run(c.name, func(t *testing.T) { testFundWakesHeldChild(t, c.loadedDormant, c.withChildren) })
 	}
 }
 
-func testFundWakesHeldChild(t *testing.T, loadedDormant bool) {
-	const id = "6e7f8a9b-0c1d-4e2f-8a3b-4c5d6e7f8a9b"
+func testFundWakesHeldChild(t *testing.T, loadedDormant, withChildren bool) {
+	const id, grandchildID = "6e7f8a9b-0c1d-4e2f-8a3b-4c5d6e7f8a9b", "2b3c4d5e-6f7a-4b8c-9d0e-1f2a3b4c5d6e"
 	srv, opts, boAsked := boWorld(t)
 	etcd := etcdtest.Start(t)
 	childDir, childIdentity, child := childBo(opts, id)
 	child.Budget.Remaining = money.Zero
 	child.Budget.APISpent = testkit.USD("1")
+	grandchildDir := filepath.Join(childDir, "children", grandchildID)
+	if withChildren {
+		// Bo's child Cy, with money of its own.
+		identity := childIdentity
+		identity.Name, identity.Ticker = "Cy", "CY"
+		_, _, _, err := state.Boot(grandchildDir, false, identity, func() (*state.Being, error) {
+			return being.NewState(identity, testkit.USD("1"), opts.Model, state.Now()), nil
+		})
+		require.NoError(t, err)
+		child.Mind.Children = []state.Child{{ID: grandchildID, Name: "Cy", Ticker: "CY", StateDir: state.ChildRecordDir(grandchildID), CreatedAt: state.Now(), Status: state.StatusRunning}}
+	}
 	_, _, _, err := state.Boot(childDir, false, childIdentity, func() (*state.Being, error) { return child, nil })
 	require.NoError(t, err)
 
@@ -129,6 +149,9 @@ func testFundWakesHeldChild(t *testing.T, loadedDormant bool) {
 	require.Len(t, d.Children, 2, "the revived child has its ledger and its Las")
 	assert.Contains(t, d.Children[1].Id, "/las")
 	assert.Equal(t, 1, hold.loadsOf(childDir), "the child was loaded once under the hold")
+	if withChildren {
+		assert.Equal(t, 1, hold.loadsOf(grandchildDir), "its child stays stopped under this hold")
+	}
 	require.NoError(t, hold.Err(), "the hold is kept")
 
 	h.shutdown()
