@@ -56,6 +56,17 @@ type MessageResponse struct {
 }
 
 // ReviveChild tells a parent that its ended child ID was funded while
-// its actor was gone or dormant (docs/money.md#funding): the parent
-// starts it again, in Run, as soon as the old actor has ended.
+// its actor was gone (docs/money.md#funding): the parent starts it
+// again, in Run, as soon as the old actor has ended.
 type ReviveChild struct{ ID string }
+
+// BeingEnded tells a parent that its child ID ended its life exhausted
+// but keeps its actor, dormant, under its family's hold
+// (docs/cluster.md#placement): a being loads once a hold, and only its
+// own actor can take the fund that makes it live again. The parent
+// counts it as ended (it takes no relative's message) and still alive.
+type BeingEnded struct{ ID string }
+
+// BeingRevived tells a parent that its dormant child ID lives again in
+// the same actor: a fund un-ended it (docs/money.md#funding).
+type BeingRevived struct{ ID string }

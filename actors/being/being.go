@@ -116,6 +116,9 @@ type schedule struct {
 	// (transiently): the wait then grows to 30 s at most.
 	gateway bool
 	ended   *cycleEnd
+	// roused says a fund woke a dormant being whose sleep wakes on
+	// messages (awaken): its first cycle does not wait for the sleep.
+	roused bool
 }
 
 // health is what the supervisor told of the being's restarts.
@@ -241,6 +244,10 @@ func (b *Being) Receive(ctx actor.Context) {
 		b.handleMessage(ctx, msg)
 	case messages.ReviveChild:
 		b.handleReviveChild(ctx, msg)
+	case messages.BeingEnded:
+		b.handleChildLife(msg.ID, true)
+	case messages.BeingRevived:
+		b.handleChildLife(msg.ID, false)
 	case messages.InjectPanic:
 		if b.opts.FaultInjection {
 			panic(errors.New("being: injected panic"))

@@ -22,7 +22,8 @@ type childRef struct {
 	pid  *actor.PID // nil until started (once creates without starting)
 	done bool       // its BeingStopped arrived, or its actor ended
 	// gone is set once its actor ended; revive asks it to start again
-	// then (a fund un-ended it, handleReviveChild).
+	// then (a fund applied to its directory un-ended it,
+	// handleReviveChild).
 	gone, revive bool
 	// departed is what its BeingStopped added to the purse's departed
 	// money, taken back when it lives again.
@@ -290,9 +291,20 @@ func (b *Being) startChild(ctx actor.Context, c *childStart) {
 // (docs/family.md#resume-of-children): exhausted or failed children are loaded for the
 // tree but do not cycle; a missing directory is a warning. In once mode,
 // and in a family spread over members, children are not started.
+//
+// A child this being started before, in a life that ended (it rested
+// under its family's hold and a fund revived it, awaken), stays as it
+// is: loading its directory again would lose the hold, and it lives
+// from the family's next hold. Its departed money stays counted.
 func (b *Being) resumeChildren(ctx actor.Context) {
+	before := b.children
 	b.children = nil
 	for _, rec := range b.st.Mind.Children {
+		if i := slices.IndexFunc(before, func(r *childRef) bool { return r.id == rec.ID && r.pid != nil }); i >= 0 {
+			b.log.Info("child " + rec.Name + " stopped with this being's end: it lives from the family's next hold")
+			b.children = append(b.children, before[i])
+			continue
+		}
 		ref := &childRef{id: rec.ID, name: rec.Name}
 		b.children = append(b.children, ref)
 		if b.opts.Mode == Once || b.opts.Mode == Dormant || b.opts.placement().ChildrenElsewhere() {
@@ -358,6 +370,16 @@ func (b *Being) handleReviveChild(ctx actor.Context, msg messages.ReviveChild) {
 		if ref.gone || ref.pid == nil {
 			b.reviveChild(ctx, ref)
 		}
+	}
+}
+
+// handleChildLife notes that the child id, whose actor goes on, ended
+// its life (messages.BeingEnded: it rests dormant under its family's
+// hold) or lives again (messages.BeingRevived: a fund un-ended it): an
+// ended child takes no relative's message (docs/family.md#messages).
+func (b *Being) handleChildLife(id string, ended bool) {
+	if ref := b.child(id); ref != nil {
+		ref.ended = ended
 	}
 }
 

@@ -98,23 +98,13 @@ func testTakeoverDormant(t *testing.T, checkpointLost bool) {
 	_, _, _, err := state.Boot(childDir, false, childIdentity, func() (*state.Being, error) { return child, nil })
 	require.NoError(t, err)
 
-	// A first holder of the family runs the child, which finds itself
-	// exhausted and says so in that holder's own files.
-	first := holderSession(t, etcd)
-	lockA, err := first.Lock(ctxWithin(t), member.RootBeing)
-	require.NoError(t, err)
-	childOpts := opts
-	childOpts.StateDir, childOpts.Identity = childDir, childIdentity
-	childOpts.Placement = member.NewHolding(first, lockA, nil, opts.StateDir, waitLimit)
-	stopped := resume(t, srv, childOpts).stopped()
-	require.Equal(t, state.StatusExhausted, stopped.Status)
+	tokenA := exhaustUnderFirstHolder(t, srv, etcd, opts, childDir, childIdentity)
 	base, err := state.Load(childDir)
 	require.NoError(t, err)
 	require.NotContains(t, []string{state.StatusExhausted, state.StatusFailed}, base.Status, "the child's first state.json does not say it ended")
 	if checkpointLost {
-		require.NoError(t, os.Remove(filepath.Join(state.HolderDir(childDir, lockA.Token()), state.StateFile)))
+		require.NoError(t, os.Remove(filepath.Join(state.HolderDir(childDir, tokenA), state.StateFile)))
 	}
-	require.NoError(t, lockA.Unlock(ctxWithin(t)))
 
 	// The next holder runs the whole family.
 	next := holderSession(t, etcd)
@@ -133,6 +123,23 @@ func testTakeoverDormant(t *testing.T, checkpointLost bool) {
 	assert.Empty(t, events, "the dormant child journaled nothing under the next holder's token")
 	_, err = os.Stat(filepath.Join(dirB, state.StateFile))
 	assert.ErrorIs(t, err, os.ErrNotExist, "nor checkpointed")
+}
+
+// exhaustUnderFirstHolder has a first holder of the family run the
+// child in childDir alone, under the root's lock: the child finds itself
+// exhausted and says so in that holder's own files, and the lock is let
+// go. It returns that holder's token.
+func exhaustUnderFirstHolder(t *testing.T, srv *bramatest.Server, etcd *etcdtest.Server, opts being.Options, childDir string, childIdentity state.Identity) uint64 {
+	t.Helper()
+	first := holderSession(t, etcd)
+	lock, err := first.Lock(ctxWithin(t), member.RootBeing)
+	require.NoError(t, err)
+	childOpts := opts
+	childOpts.StateDir, childOpts.Identity = childDir, childIdentity
+	childOpts.Placement = member.NewHolding(first, lock, nil, opts.StateDir, waitLimit)
+	require.Equal(t, state.StatusExhausted, resume(t, srv, childOpts).stopped().Status)
+	require.NoError(t, lock.Unlock(ctxWithin(t)))
+	return lock.Token()
 }
 
 // dormantWorld is a gateway that answers every completion with text, and

@@ -95,8 +95,8 @@ func TestKillWindowKeepsEndedChildDormant(t *testing.T) {
 }
 
 // TestFundWakesDormantChild: a fund to a dormant exhausted child is
-// journaled by it and answered once durable, and the child lives again:
-// its parent starts it, and it asks the gateway. The same key again
+// journaled by it and answered once durable, and the child lives again
+// in its own actor: it asks the gateway. The same key again
 // answers the first application and writes nothing. A failed child
 // refuses a fund and stays dormant.
 func TestFundWakesDormantChild(t *testing.T) {

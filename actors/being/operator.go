@@ -110,11 +110,8 @@ func (b *Being) flushInbound(ctx actor.Context) {
 }
 
 // operatorDurable answers the funds and messages of a durable step. A
-// dormant being that a fund un-ended writes a checkpoint (so that its
-// state.json says it is stopped) and then wakes (wake). A being loaded
-// under a cluster member's hold of the whole family stays dormant: a
-// second load under that hold would lose it, and the being lives from
-// the family's next hold, which reads its fund in its journal.
+// dormant being that a fund un-ended lives again in this actor
+// (awaken, revive.go).
 func (b *Being) operatorDurable(ctx actor.Context) {
 	for _, in := range b.flushing {
 		var answer any
@@ -130,20 +127,11 @@ func (b *Being) operatorDurable(ctx actor.Context) {
 		}
 	}
 	b.flushing = nil
-	if b.opts.Mode == Dormant && !b.held && b.st.Status != state.StatusExhausted && b.st.Status != state.StatusFailed {
-		b.checkpoint(ctx, nextRevive)
+	if b.opts.Mode == Dormant && !b.lifeEnded() {
+		b.awaken(ctx)
 		return
 	}
 	b.rouse(ctx) // a sleep that wakes on messages ends (sleep.go)
-}
-
-// wake ends a dormant being that a fund un-ended and asks its parent to
-// start it again, living (messages.ReviveChild): the parent does once
-// this actor has ended.
-func (b *Being) wake(ctx actor.Context) {
-	b.log.Info("funded: the being lives again")
-	b.sendParent(ctx, messages.ReviveChild{ID: b.childID()})
-	b.handleStop(ctx, messages.StopBeing{})
 }
 
 // fundAnswer is the answer to a fund under key from the applied state.

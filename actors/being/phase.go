@@ -15,6 +15,7 @@ package being
 //	                                                              stopped: boot fails before the state loaded
 //	idle              between cycles: a tick is scheduled (or     cycling: the tick
 //	                  none, once's cycle or the cycle limit done) stoppingChildren: stop, or ends by itself
+//	                  (dormant: no tick, no Las)                  booting: dormant, a fund un-ended it (awaken)
 //	cycling           a cycle runs; waiting names its step        idle: the cycle ended
 //	                                                              draining: stop
 //	                                                              stoppingChildren: the cycle ended the being
@@ -32,6 +33,9 @@ package being
 //	                                                              and no write is in flight
 //	saving            the final step (stopped) and checkpoint     stopped: both durable; or a stop that does
 //	                  are being written                           not wait while storage fails
+//	                                                              idle, dormant: both durable, and a child
+//	                                                              held under its family's hold ended
+//	                                                              exhausted by itself (rest, revive.go)
 //	stopped           final status durable (unless the boot       — (a later stop is answered again)
 //	                  never completed: then nothing is written),
 //	                  parent told; files closed

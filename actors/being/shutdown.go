@@ -17,6 +17,7 @@ import (
 // stopping is what a shutdown in progress carries besides the phase.
 type stopping struct {
 	now        bool  // skip the waiting (second Ctrl-C)
+	asked      bool  // a StopBeing asked for it (else the being ends by itself)
 	err        error // the failure that ends the being, if any
 	graceTimer *time.Timer
 	// abandonWhy is why the cycle is abandoned at its next step, in
@@ -60,6 +61,7 @@ func (b *Being) handleStop(ctx actor.Context, msg messages.StopBeing) {
 		return
 	}
 	b.beginStop()
+	b.stop.asked = true
 	b.failInbound(ctx, control.ErrBusy)
 	if msg.Now {
 		// A stop that does not wait does not wait for the children on
@@ -408,6 +410,10 @@ func (b *Being) stopped(ctx actor.Context) {
 	}
 	if b.stop.graceTimer != nil {
 		b.stop.graceTimer.Stop()
+	}
+	if b.rests(ctx) {
+		b.rest(ctx) // revive.go
+		return
 	}
 	b.phase = phaseStopped
 	b.log.Info("being stopped", "status", b.st.Status, "cycle", b.st.Cycle)

@@ -34,10 +34,11 @@ func (b *Being) sleepWait() (wait time.Duration, ok bool) {
 }
 
 // firstTick starts the life of a booted being: its first cycle at once,
-// or, when it loaded asleep, once its sleep ends. once runs its cycle
-// whatever the sleep: the operator asked for it.
+// or, when it loaded asleep, once its sleep ends (unless the fund that
+// revived it woke it, awaken). once runs its cycle whatever the sleep:
+// the operator asked for it.
 func (b *Being) firstTick(ctx actor.Context) {
-	if wait, ok := b.sleepWait(); ok && b.opts.Mode == Run && wait > 0 {
+	if wait, ok := b.sleepWait(); ok && b.opts.Mode == Run && wait > 0 && !b.next.roused {
 		b.tickAfter(ctx, wait)
 		return
 	}

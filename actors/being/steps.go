@@ -42,7 +42,6 @@ const (
 	nextFinalStep      // stopped is durable: the final checkpoint
 	nextStopped        // the final checkpoint (or the last warnings): the end
 	nextOperator       // the operator's funds and messages are durable: their answers
-	nextRevive         // a dormant being's fund is checkpointed: it wakes
 
 	kindMask next = 0xff
 	// thenCheckpoint makes a checkpoint follow the step (a step is
@@ -218,8 +217,6 @@ func (b *Being) resume(ctx actor.Context, n next) {
 		b.stopped(ctx)
 	case nextOperator:
 		b.operatorDurable(ctx)
-	case nextRevive:
-		b.wake(ctx)
 	}
 }
 

@@ -226,6 +226,11 @@ func (e *Engine) Warnings() bool { return len(e.warnings) > 0 }
 // writes a later one).
 func (e *Engine) Stopping() { e.stopping = true }
 
+// Living tells the engine that its owner lives on after a shutdown that
+// did not end it (a being that rests dormant once its life ended): a
+// background checkpoint that fails is held again.
+func (e *Engine) Living() { e.stopping = false }
+
 // Cancel stops the storage backoff's timer (a crash, a shutdown).
 func (e *Engine) Cancel() {
 	if e.fault.cancel != nil {

@@ -171,3 +171,46 @@ func TestFundRevivesAnEndedBeing(t *testing.T) {
 	assert.Equal(t, "1", funded)
 	assert.Equal(t, "exact", ledger)
 }
+
+// TestFundWakesAChildOfAWholeFamily: on a member holding the whole
+// family, where each being loads once a hold, a child endowed too
+// little for one completion ends exhausted in its first cycle; a fund
+// to it through the member's socket makes it live again at once, in the
+// same hold: it asks the gateway, status shows it running, and the
+// member never held the family anew (one "holds the family" line, no
+// refused step). The family's ledger stays exact with the fund in it.
+func TestFundWakesAChildOfAWholeFamily(t *testing.T) {
+	w := newWorld(t)
+	w.seedGrant = "0.0001"
+	w.seed(len(familyNames) + 1)
+	const child = "S000"
+	holder := w.start("m1")
+	holder.await(t, "this member holds the family", waitLimit)
+	require.True(t, holder.lines.AwaitAll(waitLimit, "being="+child+" ", "status=exhausted"),
+		"the child did not end exhausted; stderr:\n%s", holder.lines.Tail())
+	before, _ := w.seen.snapshot()
+	require.Zero(t, before[child], "the child could not pay for a completion")
+
+	out, err := w.operate(t, "fund", "--being", child, "1", "--key", "wake", "--timeout", "20s")
+	require.NoError(t, err, errText(err))
+	assert.Equal(t, "funded "+child+" 1 USD (key wake); remaining 1.0001 USD\n", out)
+	require.True(t, w.seen.until(waitLimit, func(now map[string]int) bool { return now[child] >= 1 }), "the funded child lives again")
+	var report struct {
+		Beings []struct {
+			Name, Status string
+		} `json:"beings"`
+	}
+	require.NoError(t, json.Unmarshal(w.runStatus(t, "--format", "json"), &report))
+	status := map[string]string{}
+	for _, b := range report.Beings {
+		status[b.Name] = b.Status
+	}
+	assert.Equal(t, state.StatusRunning, status[child])
+	assert.Equal(t, 1, holder.lines.Count("this member holds the family"), "the member held the family once")
+	assert.Zero(t, holder.lines.Count("a step was refused"))
+
+	stopInTurn(t, holder)
+	funded, ledger := w.funded(t)
+	assert.Equal(t, "1", funded)
+	assert.Equal(t, "exact", ledger)
+}

@@ -429,6 +429,30 @@ func (l *lineWatch) Await(text string, limit time.Duration) bool {
 	return l.AwaitCount(text, 1, limit)
 }
 
+// AwaitAll waits within limit for a line containing every one of texts.
+func (l *lineWatch) AwaitAll(limit time.Duration, texts ...string) bool {
+	deadline := time.After(limit)
+	for seen := 0; ; {
+		l.mu.Lock()
+		lines, closed, changed := l.all[seen:], l.closed, l.changed
+		seen = len(l.all)
+		l.mu.Unlock()
+		for _, line := range lines {
+			if !slices.ContainsFunc(texts, func(text string) bool { return !strings.Contains(line, text) }) {
+				return true
+			}
+		}
+		if closed {
+			return false
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return false
+		}
+	}
+}
+
 // Tail is the last lines, for failures.
 func (l *lineWatch) Tail() string {
 	l.mu.Lock()
