@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -46,14 +47,15 @@ func runMember(e *env, rt config.Runtime, cl config.Cluster) error {
 		return err
 	}
 	defer closeShow()
-	defer listenForOperator(rt, cl, show, log)()
+	socket := &operatorSocket{done: make(chan struct{})}
+	defer socket.close()
 	ended := make(chan error, 1)
 	pid, err := show.system.Root.SpawnNamed(membership.Props(membership.Config{
 		Name: cl.Member, Family: cl.Family, Address: address, Root: rt.StateDir, Spread: cl.Spread,
 		Session: session, Dial: sessionConfig(cl), Lease: cl.Lease, Compact: cl.Compact,
 		Grace: rt.ShutdownGrace, StopLimit: stopLimit,
 		SpendLimited: rt.SpendLimit != nil || rt.FamilySpendLimit != nil, FamilySpendLimit: rt.FamilySpendLimit,
-		Families: &memberFamilies{e: e, rt: rt, cl: cl, show: show, log: log},
+		Families: &memberFamilies{e: e, rt: rt, cl: cl, show: show, log: log, socket: socket},
 		Ended:    func(err error) { ended <- err },
 		Logger:   log,
 	}), "membership")
@@ -126,6 +128,9 @@ type memberFamilies struct {
 	cl   config.Cluster
 	show *showcase
 	log  *slog.Logger
+	// socket is the member's control socket, opened once it first
+	// stands by.
+	socket *operatorSocket
 }
 
 var _ membership.Families = (*memberFamilies)(nil)
@@ -174,7 +179,14 @@ func (f *memberFamilies) running(session *fence.Session, l *live, placed bool) m
 	}}
 }
 
-func (f *memberFamilies) StandBy(session *fence.Session) { f.show.standBy(session) }
+// StandBy shows the member standing by with session (nil: between
+// sessions) and, once it has joined, has its control socket listen.
+func (f *memberFamilies) StandBy(session *fence.Session) {
+	f.show.standBy(session)
+	if session != nil {
+		f.socket.open(func() *control.Server { return listenForOperator(f.rt, f.cl, f.show, f.log) })
+	}
+}
 
 // serveControl carries control requests to the family this member
 // holds (placed: its share of a family spread over members) until the
@@ -198,17 +210,17 @@ func (f *memberFamilies) serveControl(session *fence.Session, l *live, placed bo
 }
 
 // listenForOperator opens the member's control socket in the shared
-// state root for the process's life (docs/cluster.md#the-operators-channel),
-// unless --cluster-control-socket is false, and returns its close. A
-// request for a being this member holds is carried out here
+// state root (docs/cluster.md#the-operators-channel), unless
+// --cluster-control-socket is false: nil then, or when it cannot be
+// opened. A request for a being this member holds is carried out here
 // (serveControl); any other goes through the link to the member that
 // holds the being now (forwardToHolder), found through the session the
 // member stands by with, so that a standby, or a member on another
 // machine than the being's, reaches it too. Between sessions (etcd
 // away) the member holds nothing and answers NotHere.
-func listenForOperator(rt config.Runtime, cl config.Cluster, show *showcase, log *slog.Logger) (stop func()) {
+func listenForOperator(rt config.Runtime, cl config.Cluster, show *showcase, log *slog.Logger) *control.Server {
 	if cl.NoSocket {
-		return func() {}
+		return nil
 	}
 	handle := func(ctx context.Context, req control.Request) control.Reply {
 		if reply := show.relay(ctx, req); !reply.NotHere {
@@ -220,20 +232,41 @@ func listenForOperator(rt config.Runtime, cl config.Cluster, show *showcase, log
 		}
 		return forwardToHolder(ctx, session, show.system, rt.StateDir, cl.Member, cl.Spread, req)
 	}
-	// The first member of a fresh family finds no root yet: it is made
-	// as the member's join would make it.
-	err := state.MakeDir(rt.StateDir)
-	var ctl *control.Server
-	if err == nil {
-		ctl, err = listenControl(handle, filepath.Join(rt.StateDir, control.MemberSocket(cl.Member)))
-	}
+	ctl, err := listenControl(handle, filepath.Join(rt.StateDir, control.MemberSocket(cl.Member)))
 	if err != nil {
 		log.Warn("no control socket: fund and say reach this member's beings through another member's socket, or not at all", "err", err)
 	}
-	return func() {
-		if ctl != nil {
-			ctl.Close()
-		}
+	return ctl
+}
+
+// operatorSocket is a member's control socket for the rest of the
+// process's life from the member's first join (the join makes the
+// state root, which a refused member never touches). It is opened on a
+// goroutine of its own, so the membership actor that asks for it never
+// waits on it.
+type operatorSocket struct {
+	once sync.Once
+	done chan struct{} // closed once opened, or once it never will be
+	ctl  *control.Server
+}
+
+// open opens the socket with listen, the first time only.
+func (o *operatorSocket) open(listen func() *control.Server) {
+	o.once.Do(func() {
+		go func() {
+			defer close(o.done)
+			o.ctl = listen()
+		}()
+	})
+}
+
+// close closes the socket, once it is open; a socket never opened never
+// will be.
+func (o *operatorSocket) close() {
+	o.once.Do(func() { close(o.done) })
+	<-o.done
+	if o.ctl != nil {
+		o.ctl.Close()
 	}
 }
 
