@@ -43,7 +43,8 @@ type Family struct {
 }
 
 // Families is what the command builds a member's family with. Each
-// method runs on a worker goroutine, never on the actor's.
+// method but StandBy runs on a worker goroutine, never on the actor's;
+// StandBy may run on the actor's, and must not block.
 type Families interface {
 	// FreshRoot writes the root being's first state unless it exists.
 	FreshRoot() error
@@ -61,7 +62,7 @@ type Families interface {
 	// in dirs.
 	Summarize(whole bool, dirs []string, root *messages.FamilyStopped)
 	// StandBy shows the member standing by on session, nil once its
-	// membership ended.
+	// membership ended. It must not block.
 	StandBy(session *fence.Session)
 }
 
