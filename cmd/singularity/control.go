@@ -27,6 +27,11 @@ type operatorFlags struct {
 	Being    string        `name:"being" placeholder:"NAME|ID" help:"The being, by name or id (default: the root)."`
 	Key      string        `name:"key" help:"Idempotency key: a second command with the same key is not applied again (default: a random key, printed)."`
 	Timeout  time.Duration `name:"timeout" default:"60s" help:"How long to wait for the running family (or the being's lock) before giving up."`
+
+	// screen, once loaded (screened), are the secrets this command
+	// screens what it journals itself against (secrets).
+	screen   *boundary.Secrets
+	screened bool
 }
 
 type fundCmd struct {
@@ -188,9 +193,17 @@ func (o *operatorFlags) apply(e *env, dir string, req control.Request) (control.
 // this command journals itself is screened against, as a running
 // runtime screens it (docs/family.md#messages): run's flags as the
 // environment and the configuration file give them, loaded as run loads
-// them. None when that configuration does not load (a state directory
-// named alone): the text is journaled as typed.
+// them, once a command. None when that configuration does not load (a
+// state directory named alone): the text is journaled as typed.
 func (o *operatorFlags) secrets(e *env) *boundary.Secrets {
+	if !o.screened {
+		o.screen, o.screened = configuredSecrets(e), true
+	}
+	return o.screen
+}
+
+// configuredSecrets loads the secrets of operatorFlags.secrets.
+func configuredSecrets(e *env) *boundary.Secrets {
 	var c struct {
 		config.Flags `embed:""`
 	}
