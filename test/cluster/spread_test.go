@@ -278,10 +278,13 @@ func TestSpreadFamilyEndsChildrenFirst(t *testing.T) {
 	w.spreadOut()
 	w.seedRoot = "0.003"
 	w.seed(len(familyNames) + 8)
-	var members []*proc
-	for i := range 3 {
-		members = append(members, w.start(fmt.Sprintf("m%d", i+1)))
-	}
+	// The three join before any being takes a step (startSpread): a
+	// family this poor may end before a late member takes a being.
+	started := 0
+	members := w.startSpread(t, 3, func() *proc {
+		started++
+		return w.start(fmt.Sprintf("m%d", started))
+	})
 	for _, m := range members {
 		require.Equal(t, 0, m.wait(t, 2*waitLimit), "member %s exits 0 once the family ended; stderr:\n%s", m.name, m.lines.Tail())
 	}
