@@ -112,8 +112,9 @@ type Begin struct {
 
 // Leave asks the member to leave: its beings stop at their next round
 // boundary, children before parents across every member that leaves,
-// and the members that stay take them. Past the stop grace, the rest
-// stop at once.
+// and the members that stay take them. Members that leave within a
+// third of the lease of each other stop children first across all of
+// them (member.Settled). Past the stop grace, the rest stop at once.
 type Leave struct{}
 
 // Shutdown stops the member's part of the family without waiting for
@@ -137,6 +138,8 @@ type Placer struct {
 	// stopping: the family stops for good (its end): beings stop
 	// children first, and none is taken. leaving: the member leaves.
 	stopping, leaving bool
+	// leftAt is when the member began to leave (member.Settled).
+	leftAt time.Time
 	// shuttingDown: the family was asked to stop; its FamilyStopped
 	// ends the placer.
 	shuttingDown bool
@@ -148,8 +151,8 @@ type Placer struct {
 	// pending counts the ends and unlocks in flight.
 	pending int
 
-	stopWatch           func()
-	stopTick, stopHurry func() bool
+	stopWatch                       func()
+	stopTick, stopHurry, stopSettle func() bool
 	// stopped is the family's last word, once it came: the placer
 	// ends once the locks still held are let go.
 	stopped *messages.FamilyStopped
@@ -324,6 +327,9 @@ func (p *Placer) handleStopping() {
 	}
 	if p.stopHurry != nil {
 		p.stopHurry()
+	}
+	if p.stopSettle != nil {
+		p.stopSettle()
 	}
 	for _, b := range p.mine {
 		close(b.gone)
@@ -621,13 +627,15 @@ func (p *Placer) subtrees(ctx actor.Context, pl placement.Placement) {
 }
 
 // stopInOrder asks each being none of whose children still runs to stop
-// (member.StopOrder).
+// (member.StopOrder): a child anywhere counts once the family stops for
+// good, and until a leave has settled (member.Settled).
 func (p *Placer) stopInOrder(ctx actor.Context, pl placement.Placement) {
 	mine := make(map[string]bool, len(p.mine))
 	for id := range p.mine {
 		mine[id] = true
 	}
-	for _, id := range member.StopOrder(pl, mine, p.held(), p.stopping) {
+	everywhere := p.stopping || (p.leaving && !member.Settled(p.leftAt, p.clock.Now(), p.cfg.Lease))
+	for _, id := range member.StopOrder(pl, mine, p.held(), everywhere) {
 		p.release(ctx, p.mine[id], false)
 	}
 }
@@ -774,6 +782,8 @@ func (p *Placer) handleLeave(ctx actor.Context) {
 	})
 	p.log.Info("this member's beings stop at their next round boundary, children before parents, and are handed over")
 	self, system := ctx.Self(), ctx.ActorSystem()
+	p.leftAt = p.clock.Now()
+	p.stopSettle = p.clock.AfterFunc(p.cfg.Lease/3, func() { system.Root.Send(self, wake{}) })
 	p.stopHurry = p.clock.AfterFunc(p.cfg.StopGrace, func() { system.Root.Send(self, hurry{}) })
 	p.maybeShutdown(ctx)
 }

@@ -30,11 +30,19 @@ const wait = 10 * time.Second
 
 const root = "/family"
 
-// manualClock is a clock whose Now the test moves and whose timers
-// never fire: looks come from the store's watch and from Begin alone.
+// manualClock is a clock whose Now the test moves: add moves it alone,
+// and advance also runs the timers it passes. Looks come from the
+// store's watch, from Begin, and from the timers advance runs.
 type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu     sync.Mutex
+	now    time.Time
+	timers []*manualTimer
+}
+
+type manualTimer struct {
+	due     time.Time
+	f       func()
+	stopped bool
 }
 
 func (c *manualClock) Now() time.Time {
@@ -43,14 +51,47 @@ func (c *manualClock) Now() time.Time {
 	return c.now
 }
 
-func (c *manualClock) AfterFunc(time.Duration, func()) func() bool {
-	return func() bool { return true }
+func (c *manualClock) AfterFunc(d time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tm := &manualTimer{due: c.now.Add(d), f: f}
+	c.timers = append(c.timers, tm)
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		was := !tm.stopped
+		tm.stopped = true
+		return was
+	}
 }
 
 func (c *manualClock) add(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
+}
+
+// advance moves the clock by d and runs every timer due by then.
+func (c *manualClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []func()
+	kept := c.timers[:0]
+	for _, tm := range c.timers {
+		switch {
+		case tm.stopped:
+		case !tm.due.After(c.now):
+			tm.stopped = true
+			due = append(due, tm.f)
+		default:
+			kept = append(kept, tm)
+		}
+	}
+	c.timers = kept
+	c.mu.Unlock()
+	for _, f := range due {
+		f()
+	}
 }
 
 // hold is a being's hold that the test can lose.
@@ -119,7 +160,7 @@ func start(t *testing.T, fam *placement.Memory, name string, identityErr map[str
 		clock: &manualClock{now: time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)}, holds: map[string]*hold{}, locks: map[string]placement.Lock{}, reads: map[string]int{}}
 	m.family = system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		switch msg := ctx.Message().(type) {
-		case family.Activate, family.Release, family.SubtreeDone, messages.ShutdownFamily:
+		case family.Activate, family.Release, family.SubtreeDone, messages.ShutdownFamily, marker:
 			m.told <- msg
 		}
 	}))
@@ -174,6 +215,35 @@ func next[T any](m *member) T {
 			m.t.Fatalf("the family was told %T %+v, not a %T", msg, msg, *new(T))
 		case <-deadline:
 			m.t.Fatalf("the family was not told a %T within %s", *new(T), wait)
+		}
+	}
+}
+
+// marker is what the test itself tells the recording family, after
+// whatever the placer told it before.
+type marker struct{}
+
+// toldNothingMore asserts that the placer told the family nothing since
+// the last message read, of what it told it before this call.
+func (m *member) toldNothingMore() {
+	m.t.Helper()
+	m.system.Root.Send(m.family, marker{})
+	next[marker](m)
+}
+
+// lookWhere waits for a look of the placer, recorded by a Config.AfterLook
+// on looks, for which ok holds.
+func lookWhere(t *testing.T, looks <-chan placement.Placement, ok func(placement.Placement) bool) {
+	t.Helper()
+	deadline := time.After(wait)
+	for {
+		select {
+		case p := <-looks:
+			if ok(p) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no look as awaited within %s", wait)
 		}
 	}
 }
@@ -339,6 +409,67 @@ func TestALeavingMemberHandsItsBeingsOverChildrenFirst(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, p.Members, "the leaver is not counted")
 	assert.Empty(t, p.Ended, "a handover records no end")
+}
+
+// rootHereChildThere starts m1, holding the root, and m2, holding the
+// root's child a; m1's looks are recorded on the channel returned.
+func rootHereChildThere(t *testing.T) (fam *placement.Memory, m1, m2 *member, looks chan placement.Placement) {
+	fam = placement.NewMemory()
+	registerChildren(t, fam, "a")
+	looks = make(chan placement.Placement, 1024)
+	m1 = start(t, fam, "m1", nil, func(c *placer.Config) {
+		c.AfterLook = func(p placement.Placement) { looks <- p }
+	})
+	m1.begin(nil)
+	activations(m1, 2)
+	m2 = start(t, fam, "m2", nil)
+	m2.begin(nil)
+	r := next[family.Release](m1)
+	require.Equal(t, childDir("a"), r.Dir, "m1 gives the child back, the root last")
+	m1.system.Root.Send(m1.placer, messages.BeingReleased{Dir: r.Dir, Status: state.StatusStopped})
+	require.Contains(t, activations(m2, 1), childDir("a"))
+	return fam, m1, m2, looks
+}
+
+// TestMembersLeavingTogetherStopChildrenFirst: members signalled at
+// once mark their leaves a little apart. The parent's member looked
+// before the child's member marked its leave, and still waits for the
+// child: its leave has not settled (member.Settled).
+func TestMembersLeavingTogetherStopChildrenFirst(t *testing.T) {
+	_, m1, m2, looks := rootHereChildThere(t)
+	m1.system.Root.Send(m1.placer, placer.Leave{})
+	lookWhere(t, looks, func(p placement.Placement) bool { return p.LeavingHeld[placement.RootBeing] && !p.LeavingHeld["a"] })
+
+	m2.system.Root.Send(m2.placer, placer.Leave{})
+	r := next[family.Release](m2)
+	require.Equal(t, childDir("a"), r.Dir)
+	// m1 looked again on m2's mark: the look before it was acted on.
+	lookWhere(t, looks, func(p placement.Placement) bool { return p.LeavingHeld["a"] })
+	m1.toldNothingMore()
+
+	m2.system.Root.Send(m2.placer, messages.BeingReleased{Dir: r.Dir, Status: state.StatusStopped})
+	r = next[family.Release](m1)
+	assert.Equal(t, root, r.Dir, "the parent stops once its child has")
+	p, err := m1.store.Look(context.Background())
+	require.NoError(t, err)
+	assert.False(t, p.Locked["a"], "the child's lock was let go first")
+}
+
+// TestALeavingMemberHandsAParentOverOnceSettled: with the child's member
+// staying, the parent waits for the settle of its member's leave only.
+func TestALeavingMemberHandsAParentOverOnceSettled(t *testing.T) {
+	fam, m1, _, looks := rootHereChildThere(t)
+	m1.system.Root.Send(m1.placer, placer.Leave{})
+	lookWhere(t, looks, func(p placement.Placement) bool { return p.LeavingHeld[placement.RootBeing] })
+	// A member joining wakes m1 for another look.
+	_, err := fam.Join("m3")
+	require.NoError(t, err)
+	lookWhere(t, looks, func(p placement.Placement) bool { return p.Members == 2 })
+	m1.toldNothingMore()
+
+	m1.clock.advance(time.Second / 3)
+	r := next[family.Release](m1)
+	assert.Equal(t, root, r.Dir, "settled: a child on a member that stays holds its parent back no longer")
 }
 
 func TestARefusedStepEndsThePlacerForARejoin(t *testing.T) {

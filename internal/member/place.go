@@ -3,6 +3,7 @@ package member
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/wisent/singularity/internal/placement"
 	"github.com/wisent/singularity/internal/store/state"
@@ -65,17 +66,19 @@ func GiveBack(held []string) string {
 }
 
 // StopOrder is which of held (the member's beings not being released
-// yet) stop now when the family stops for good (familyStops) or the
-// member leaves: each being none of whose children still runs. A child
-// runs while this member holds it (mine), while a member that leaves
-// holds it, or, once the family stops for good, while any member holds
-// it. A member that leaves while the family lives waits only for
-// children on members that leave: those on members that stay go on.
-// The leaves stop first, then their parents, across members.
-func StopOrder(p placement.Placement, mine map[string]bool, held []string, familyStops bool) []string {
+// yet) stop now when the family stops for good or the member leaves:
+// each being none of whose children still runs. A child runs while this
+// member holds it (mine), while a member that leaves holds it, or, when
+// everywhere is set, while any member holds it. everywhere is set once
+// the family stops for good, and while a member that leaves has not
+// settled its leave (Settled). A member that leaves while the family
+// lives waits, once settled, only for children on members that leave:
+// those on members that stay go on. The leaves stop first, then their
+// parents, across members.
+func StopOrder(p placement.Placement, mine map[string]bool, held []string, everywhere bool) []string {
 	running := map[string]bool{}
 	for child, parent := range p.Registered {
-		if mine[child] || p.LeavingHeld[child] || (familyStops && p.Locked[child]) {
+		if mine[child] || p.LeavingHeld[child] || (everywhere && p.Locked[child]) {
 			running[parent] = true
 		}
 	}
@@ -86,6 +89,19 @@ func StopOrder(p placement.Placement, mine map[string]bool, held []string, famil
 		}
 	}
 	return out
+}
+
+// Settled reports whether a member that began to leave at left has,
+// at now, waited out the settle of its leave: a third of the lease, the
+// interval of its looks. Members stopped together (every member of a
+// family signalled at once) mark their leave a few milliseconds apart,
+// each after the others may have looked; until settled, a member that
+// leaves counts a child held by any member as running (StopOrder), so
+// that each finds the others' marks before a parent stops ahead of a
+// child on another member. A child on a member that stays holds its
+// parent back for the settle only.
+func Settled(left, now time.Time, lease time.Duration) bool {
+	return !now.Before(left.Add(lease / 3))
 }
 
 // Subtree is what a look means for a being of this member in a family

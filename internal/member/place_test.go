@@ -3,6 +3,7 @@ package member
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -106,12 +107,12 @@ func TestStopOrder(t *testing.T) {
 	}
 	all := []string{RootBeing, "a", "b", "c"}
 	for _, c := range []struct {
-		name        string
-		p           func() placement.Placement
-		mine        map[string]bool
-		held        []string
-		familyStops bool
-		want        []string
+		name       string
+		p          func() placement.Placement
+		mine       map[string]bool
+		held       []string
+		everywhere bool
+		want       []string
 	}{
 		{"all here: the leaves first", tree, set(all...), all, true, []string{"b", "c"}},
 		{"a parent goes once its children have", tree, set(RootBeing, "a"), []string{RootBeing, "a"}, true, []string{"a"}},
@@ -125,6 +126,11 @@ func TestStopOrder(t *testing.T) {
 			p.Locked["c"] = true
 			return p
 		}, set(RootBeing, "a"), []string{RootBeing, "a"}, false, []string{"a"}},
+		{"leaving, not settled: a child on a member that stays holds its parent back", func() placement.Placement {
+			p := tree()
+			p.Locked["c"] = true
+			return p
+		}, set(RootBeing, "a"), []string{RootBeing, "a"}, true, nil},
 		{"leaving: a child on another member that leaves does", func() placement.Placement {
 			p := tree()
 			p.Locked["c"], p.LeavingHeld["c"] = true, true
@@ -133,8 +139,23 @@ func TestStopOrder(t *testing.T) {
 		{"beings already stopping are not in held", tree, set(all...), []string{RootBeing}, true, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.want, StopOrder(c.p(), c.mine, c.held, c.familyStops))
+			assert.Equal(t, c.want, StopOrder(c.p(), c.mine, c.held, c.everywhere))
 		})
+	}
+}
+
+func TestSettled(t *testing.T) {
+	left := time.Date(2026, 12, 8, 3, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		after time.Duration
+		want  bool
+	}{
+		{0, false},
+		{999 * time.Millisecond, false},
+		{time.Second, true},
+		{time.Minute, true},
+	} {
+		assert.Equal(t, c.want, Settled(left, left.Add(c.after), 3*time.Second), "%s after the leave, lease 3 s", c.after)
 	}
 }
 
