@@ -30,70 +30,6 @@ const wait = 10 * time.Second
 
 const root = "/family"
 
-// manualClock is a clock whose Now the test moves: add moves it alone,
-// and advance also runs the timers it passes. Looks come from the
-// store's watch, from Begin, and from the timers advance runs.
-type manualClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*manualTimer
-}
-
-type manualTimer struct {
-	due     time.Time
-	f       func()
-	stopped bool
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) AfterFunc(d time.Duration, f func()) func() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	tm := &manualTimer{due: c.now.Add(d), f: f}
-	c.timers = append(c.timers, tm)
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		was := !tm.stopped
-		tm.stopped = true
-		return was
-	}
-}
-
-func (c *manualClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-// advance moves the clock by d and runs every timer due by then.
-func (c *manualClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []func()
-	kept := c.timers[:0]
-	for _, tm := range c.timers {
-		switch {
-		case tm.stopped:
-		case !tm.due.After(c.now):
-			tm.stopped = true
-			due = append(due, tm.f)
-		default:
-			kept = append(kept, tm)
-		}
-	}
-	c.timers = kept
-	c.mu.Unlock()
-	for _, f := range due {
-		f()
-	}
-}
-
 // hold is a being's hold that the test can lose.
 type hold struct {
 	lost chan struct{}
@@ -119,7 +55,7 @@ type member struct {
 	family *actor.PID
 	told   chan any
 	done   chan placer.Outcome
-	clock  *manualClock
+	clock  *testkit.ManualClock
 
 	mu    sync.Mutex
 	holds map[string]*hold          // by being
@@ -157,7 +93,7 @@ func start(t *testing.T, fam *placement.Memory, name string, identityErr map[str
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
 	t.Cleanup(system.Shutdown)
 	m := &member{t: t, system: system, store: store, told: make(chan any, 1024), done: make(chan placer.Outcome, 1),
-		clock: &manualClock{now: time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)}, holds: map[string]*hold{}, locks: map[string]placement.Lock{}, reads: map[string]int{}}
+		clock: testkit.NewManualClock(time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)), holds: map[string]*hold{}, locks: map[string]placement.Lock{}, reads: map[string]int{}}
 	m.family = system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
 		switch msg := ctx.Message().(type) {
 		case family.Activate, family.Release, family.SubtreeDone, messages.ShutdownFamily, marker:
@@ -467,7 +403,7 @@ func TestALeavingMemberHandsAParentOverOnceSettled(t *testing.T) {
 	lookWhere(t, looks, func(p placement.Placement) bool { return p.Members == 2 })
 	m1.toldNothingMore()
 
-	m1.clock.advance(time.Second / 3)
+	m1.clock.Advance(time.Second / 3)
 	r := next[family.Release](m1)
 	assert.Equal(t, root, r.Dir, "settled: a child on a member that stays holds its parent back no longer")
 }
@@ -505,7 +441,7 @@ func TestABeingThatCannotBeActivatedIsTriedAgainAfterItsWait(t *testing.T) {
 	m := start(t, fam, "m1", failing)
 	m.begin(nil)
 	activations(m, 1)
-	m.clock.add(time.Second) // the first wait is the lease
+	m.clock.Advance(time.Second) // the first wait is the lease
 	require.NoError(t, fam.Register(m.lock(placement.RootBeing), "b"))
 	got := activations(m, 1)
 	assert.Contains(t, got, childDir("b"))
@@ -513,7 +449,7 @@ func TestABeingThatCannotBeActivatedIsTriedAgainAfterItsWait(t *testing.T) {
 	// twice as long: b's registration woke a look, and a's try failed
 	// again without an activation.
 	assert.Equal(t, 2, m.identityReads("a"), "a is tried again once its first wait is over")
-	m.clock.add(1500 * time.Millisecond)
+	m.clock.Advance(1500 * time.Millisecond)
 	require.NoError(t, fam.Register(m.lock(placement.RootBeing), "c"))
 	got = activations(m, 1)
 	assert.Contains(t, got, childDir("c"))
