@@ -55,18 +55,7 @@ func TestFundAndSayReachTheHolder(t *testing.T) {
 		assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 	}
 
-	out, err := w.operate(t, "fund", "0.5", "--key", "c-root")
-	require.NoError(t, err, errText(err))
-	assert.Regexp(t, `^funded `+rootName+` 0\.5 USD \(key c-root\); remaining \S+ USD\n$`, out)
-	bo, err := w.operate(t, "fund", "--being", grandchildParent, "0.25", "--key", "c-bo")
-	require.NoError(t, err, errText(err))
-	assert.Regexp(t, `^funded Bo 0\.25 USD \(key c-bo\); remaining \S+ USD\n$`, bo)
-	again, err := w.operate(t, "fund", "--being", grandchildParent, "3", "--key", "c-bo")
-	require.NoError(t, err, errText(err))
-	assert.Equal(t, bo, again, "the same key is not applied twice")
-	said, err := w.operate(t, "say", "--key", "c-say", "hello from the operator")
-	require.NoError(t, err, errText(err))
-	assert.Equal(t, "said to "+rootName+" (key c-say)\n", said)
+	w.fundAndSay(t, "c", "hello from the operator")
 
 	// The member holding Bo is SIGKILLed: its socket stays behind, and
 	// the next fund to Bo waits for the survivor's takeover.
@@ -81,9 +70,9 @@ func TestFundAndSayReachTheHolder(t *testing.T) {
 			survivor = m
 		}
 	}
-	_, err = os.Stat(filepath.Join(w.stateDir, control.MemberSocket(victim)))
+	_, err := os.Stat(filepath.Join(w.stateDir, control.MemberSocket(victim)))
 	require.NoError(t, err, "the killed member left its socket")
-	out, err = w.operate(t, "fund", "--being", grandchildParent, "0.125", "--key", "c-bo-after-kill")
+	out, err := w.operate(t, "fund", "--being", grandchildParent, "0.125", "--key", "c-bo-after-kill")
 	require.NoError(t, err, errText(err))
 	assert.Regexp(t, `^funded Bo 0\.125 USD \(key c-bo-after-kill\); `, out)
 
@@ -119,6 +108,26 @@ func (w *world) funded(t testing.TB) (funded, ledger string) {
 	}
 	require.NoError(t, json.Unmarshal(w.runStatus(t, "--format", "json"), &report))
 	return report.Totals.Funded, report.FamilyLedger
+}
+
+// fundAndSay is the operator's exchange with a running family, its
+// keys starting with prefix: it funds the root 0.5 USD and Bo 0.25 USD,
+// sends Bo's fund again under the same key with another amount (not
+// applied), and says text to the root. 0.75 USD is funded.
+func (w *world) fundAndSay(t testing.TB, prefix, text string) {
+	t.Helper()
+	out, err := w.operate(t, "fund", "0.5", "--key", prefix+"-root")
+	require.NoError(t, err, errText(err))
+	assert.Regexp(t, `^funded `+rootName+` 0\.5 USD \(key `+prefix+`-root\); remaining \S+ USD\n$`, out)
+	bo, err := w.operate(t, "fund", "--being", grandchildParent, "0.25", "--key", prefix+"-bo")
+	require.NoError(t, err, errText(err))
+	assert.Regexp(t, `^funded Bo 0\.25 USD \(key `+prefix+`-bo\); remaining \S+ USD\n$`, bo)
+	again, err := w.operate(t, "fund", "--being", grandchildParent, "3", "--key", prefix+"-bo")
+	require.NoError(t, err, errText(err))
+	assert.Equal(t, bo, again, "the same key is not applied twice")
+	said, err := w.operate(t, "say", "--key", prefix+"-say", text)
+	require.NoError(t, err, errText(err))
+	assert.Equal(t, "said to "+rootName+" (key "+prefix+"-say)\n", said)
 }
 
 func errText(err error) string {

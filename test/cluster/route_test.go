@@ -33,17 +33,7 @@ func TestFundAndSayReachTheHolderThroughAStandby(t *testing.T) {
 	}), "the root and Bo cycled")
 	requireSocketsOf(t, w, "m2")
 
-	out, err := w.operate(t, "fund", "0.5", "--key", "s-root")
-	require.NoError(t, err, errText(err))
-	assert.Regexp(t, `^funded `+rootName+` 0\.5 USD \(key s-root\); remaining \S+ USD\n$`, out)
-	bo, err := w.operate(t, "fund", "--being", grandchildParent, "0.25", "--key", "s-bo")
-	require.NoError(t, err, errText(err))
-	again, err := w.operate(t, "fund", "--being", grandchildParent, "0.25", "--key", "s-bo")
-	require.NoError(t, err, errText(err))
-	assert.Equal(t, bo, again, "the same key is not applied twice")
-	said, err := w.operate(t, "say", "--key", "s-say", "hello through the standby")
-	require.NoError(t, err, errText(err))
-	assert.Equal(t, "said to "+rootName+" (key s-say)\n", said)
+	w.fundAndSay(t, "s", "hello through the standby")
 
 	stopInTurn(t, standby, holder)
 	funded, ledger := w.funded(t)
